@@ -1,0 +1,196 @@
+// Package checkpoint holds a stream's resumable state, its versioned encoding
+// and the stores that keep it between runs.
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// StateVersion is the version of the State layout written by this code.
+// Encodings of older versions are upgraded on decode where that is possible.
+const StateVersion = 1
+
+// ErrMismatch is wrapped by every error that refuses a state because it was
+// taken from another dataset, order or step.
+var ErrMismatch = errors.New("checkpoint: state does not match")
+
+// State is a stream's position at a batch boundary: enough to resume with no
+// row repeated or skipped, also on another world size.
+//
+// A state counts the rows the consumer has taken, never rows read ahead.
+// The fields between Plan and DropRemainder are the inputs that decide which
+// rows come and in which order; Fingerprint hashes all of them so a mismatch is
+// caught even when a field is added later, and the fields themselves are kept
+// so that a refusal can name what differs.
+type State struct {
+	// Version is the State layout version (StateVersion when written here).
+	Version int `msgpack:"version"`
+	// Fingerprint hashes Plan and every order option below.
+	Fingerprint string `msgpack:"fingerprint"`
+	// Plan hashes the chunk list: files, sizes, row groups and chunk bounds.
+	Plan          string   `msgpack:"plan"`
+	Columns       []string `msgpack:"columns"`
+	Seed          uint64   `msgpack:"seed"`
+	Epoch         int64    `msgpack:"epoch"`
+	Shuffle       bool     `msgpack:"shuffle"`
+	ClumpSize     int      `msgpack:"clump_size"`
+	ShuffleWindow int      `msgpack:"shuffle_window"`
+	NumSplits     int      `msgpack:"num_splits"`
+	DropRemainder bool     `msgpack:"drop_remainder"`
+
+	// WorldSize and Rank say which splits this state speaks for: split s is
+	// owned by rank s mod WorldSize. A merged state has Rank -1 and speaks for
+	// every split.
+	WorldSize int `msgpack:"world_size"`
+	Rank      int `msgpack:"rank"`
+	// Cursors has one entry per split (len NumSplits).
+	Cursors []Cursor `msgpack:"cursors"`
+	// Next is the rank's round-robin position: the index, among the splits
+	// the rank owns in ascending order, of the split its next batch comes from.
+	Next int `msgpack:"next"`
+}
+
+// Cursor is how far the consumer got in one split this epoch. It names a
+// shuffle window (or chunk, unshuffled) and the rows of it delivered, never a
+// global row number, so it also works where row counts are unknown up front.
+type Cursor struct {
+	// Window is the index of the window in the split's order for the epoch.
+	Window int `msgpack:"window"`
+	// Offset is the number of rows of that window already delivered.
+	Offset int64 `msgpack:"offset"`
+	// Rows is the number of rows of the split delivered this epoch.
+	Rows int64 `msgpack:"rows"`
+}
+
+// Owns reports whether the state speaks for split s.
+func (s *State) Owns(split int) bool {
+	return s.Rank < 0 || (s.WorldSize > 0 && split%s.WorldSize == s.Rank)
+}
+
+// Clone returns a deep copy.
+func (s State) Clone() State {
+	s.Columns = slices.Clone(s.Columns)
+	s.Cursors = slices.Clone(s.Cursors)
+	return s
+}
+
+// Validate checks the state's internal consistency: what a decoder or a
+// store must refuse before a stream sees it.
+func (s *State) Validate() error {
+	switch {
+	case s.Version < 1 || s.Version > StateVersion:
+		return fmt.Errorf("checkpoint: state version %d is not supported (this build reads 1 to %d)", s.Version, StateVersion)
+	case s.NumSplits < 1:
+		return fmt.Errorf("checkpoint: state num_splits %d must be at least 1", s.NumSplits)
+	case len(s.Cursors) != s.NumSplits:
+		return fmt.Errorf("checkpoint: state has %d cursors for num_splits %d", len(s.Cursors), s.NumSplits)
+	case s.Rank >= 0 && (s.WorldSize < 1 || s.Rank >= s.WorldSize):
+		return fmt.Errorf("checkpoint: state rank %d is outside world_size %d", s.Rank, s.WorldSize)
+	case s.Rank < -1:
+		return fmt.Errorf("checkpoint: state rank %d is invalid", s.Rank)
+	case s.WorldSize > 0 && s.NumSplits%s.WorldSize != 0:
+		return fmt.Errorf("checkpoint: state num_splits %d is not a multiple of world_size %d", s.NumSplits, s.WorldSize)
+	case s.Next < 0:
+		return fmt.Errorf("checkpoint: state next %d is negative", s.Next)
+	case s.ClumpSize < 0 || s.ShuffleWindow < 0 || s.Epoch < 0:
+		return fmt.Errorf("checkpoint: state has a negative order option")
+	}
+	for i, c := range s.Cursors {
+		if c.Window < 0 || c.Offset < 0 || c.Rows < 0 {
+			return fmt.Errorf("checkpoint: state cursor %d is negative", i)
+		}
+	}
+	return nil
+}
+
+// Merge combines the states that all ranks of one job saved at the same step
+// into one state that speaks for every split, so the job can resume on any
+// world size that divides NumSplits. Every rank must be present exactly once.
+func Merge(states ...State) (State, error) {
+	if len(states) == 0 {
+		return State{}, fmt.Errorf("checkpoint: merge of no states")
+	}
+	first := states[0]
+	if err := first.Validate(); err != nil {
+		return State{}, err
+	}
+	if first.Rank < 0 {
+		if len(states) != 1 {
+			return State{}, fmt.Errorf("checkpoint: merge of a merged state with others")
+		}
+		return first.Clone(), nil
+	}
+	world := first.WorldSize
+	if len(states) != world {
+		return State{}, fmt.Errorf("%w: merge needs all %d ranks, got %d states", ErrMismatch, world, len(states))
+	}
+	out := first.Clone()
+	out.Rank = -1
+	out.Next = 0
+	seen := make([]bool, world)
+	for _, st := range states {
+		if err := st.Validate(); err != nil {
+			return State{}, err
+		}
+		if err := SameOrder(&first, &st); err != nil {
+			return State{}, fmt.Errorf("merge rank %d: %w", st.Rank, err)
+		}
+		if st.Epoch != first.Epoch {
+			return State{}, fmt.Errorf("%w: field epoch: rank %d is at epoch %d, rank %d at %d", ErrMismatch, st.Rank, st.Epoch, first.Rank, first.Epoch)
+		}
+		if st.Rank < 0 || st.WorldSize != world {
+			return State{}, fmt.Errorf("%w: field world_size: rank %d has world_size %d, expected %d", ErrMismatch, st.Rank, st.WorldSize, world)
+		}
+		if seen[st.Rank] {
+			return State{}, fmt.Errorf("%w: field rank: rank %d appears twice", ErrMismatch, st.Rank)
+		}
+		seen[st.Rank] = true
+		for s := st.Rank; s < st.NumSplits; s += world {
+			out.Cursors[s] = st.Cursors[s]
+		}
+	}
+	return out, nil
+}
+
+// SameOrder returns an error naming the first field in which b differs from a
+// among those that decide which rows come and in which order. Epoch, cursors
+// and ownership are positions, not order, and are not compared.
+func SameOrder(a, b *State) error {
+	mismatch := func(field string, want, got any) error {
+		return fmt.Errorf("%w: field %s: dataset has %v, state has %v", ErrMismatch, field, want, got)
+	}
+	switch {
+	case a.Plan != b.Plan:
+		return mismatch("plan", a.Plan, b.Plan)
+	case !slices.Equal(a.Columns, b.Columns):
+		return mismatch("columns", a.Columns, b.Columns)
+	case a.Seed != b.Seed:
+		return mismatch("seed", a.Seed, b.Seed)
+	case a.Shuffle != b.Shuffle:
+		return mismatch("shuffle", a.Shuffle, b.Shuffle)
+	case a.ClumpSize != b.ClumpSize:
+		return mismatch("clump_size", a.ClumpSize, b.ClumpSize)
+	case a.ShuffleWindow != b.ShuffleWindow:
+		return mismatch("shuffle_window", a.ShuffleWindow, b.ShuffleWindow)
+	case a.NumSplits != b.NumSplits:
+		return mismatch("num_splits", a.NumSplits, b.NumSplits)
+	case a.DropRemainder != b.DropRemainder:
+		return mismatch("drop_remainder", a.DropRemainder, b.DropRemainder)
+	case a.Fingerprint != b.Fingerprint:
+		return mismatch("fingerprint", a.Fingerprint, b.Fingerprint)
+	}
+	return nil
+}
+
+// OrderFingerprint hashes Plan and the order options of s. Streams store it in
+// Fingerprint; it is a stable hex string for the same inputs on any machine.
+func (s *State) OrderFingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "plan=%q\ncolumns=%q\nseed=%d\nshuffle=%t\nclump=%d\nwindow=%d\nsplits=%d\ndrop=%t\n",
+		s.Plan, s.Columns, s.Seed, s.Shuffle, s.ClumpSize, s.ShuffleWindow, s.NumSplits, s.DropRemainder)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
