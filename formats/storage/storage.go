@@ -1,0 +1,425 @@
+// Package storage is the object-store access under the formats: it turns
+// URLs, directories and globs into sorted object lists, and serves range reads
+// of one object as an io.ReaderAt. Everything goes through the small Bucket
+// interface so that byte accounting, fault injection and retries wrap it.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/memblob" // mem:// for tests and small jobs
+	"gocloud.dev/gcerrors"
+)
+
+// ErrNotFound is wrapped when a URL matches no object.
+var ErrNotFound = errors.New("not found")
+
+// Object describes one stored object.
+type Object struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+	ETag    string
+}
+
+// Bucket is what sluice needs of an object store. Implementations must be
+// safe for concurrent use.
+type Bucket interface {
+	// List returns every object whose key starts with prefix, sorted by key,
+	// so that a plan is the same wherever it is made.
+	List(ctx context.Context, prefix string) ([]Object, error)
+	// Stat returns one object's attributes, wrapping ErrNotFound if missing.
+	Stat(ctx context.Context, key string) (Object, error)
+	// ReadAt fills p from the object at off. It returns io.ErrUnexpectedEOF
+	// (wrapped) when the object ends before p is full.
+	ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error)
+	// Scheme names the backend ("file", "mem", "s3", ...) for accounting.
+	Scheme() string
+	Close() error
+}
+
+// Opener opens the bucket named by a bucket URL (scheme, host and query, no
+// key), such as "s3://bucket?region=us-east-1" or "mem://".
+type Opener func(ctx context.Context, bucketURL string) (*blob.Bucket, error)
+
+// Options configure a Resolver.
+type Options struct {
+	// Open opens buckets for every scheme but file (and plain paths), which
+	// are always opened on the local file system. Default: blob.OpenBucket,
+	// which knows the schemes whose drivers are linked in (mem:// always).
+	// Note that every blob.OpenBucket("mem://") is a new, empty bucket: to
+	// read a mem bucket you wrote, return it from Open.
+	Open Opener
+	// Wrap, if set, wraps every bucket the resolver opens, for accounting,
+	// fault injection or retries. Default: none.
+	Wrap func(Bucket) Bucket
+}
+
+// Resolver turns URLs into objects and keeps the buckets it opened, one per
+// bucket URL, until Close.
+type Resolver struct {
+	opts    Options
+	mu      sync.Mutex
+	buckets map[string]Bucket
+}
+
+// NewResolver returns a resolver with the given options.
+func NewResolver(opts Options) *Resolver {
+	return &Resolver{opts: opts, buckets: map[string]Bucket{}}
+}
+
+// Source is one object that a URL resolved to.
+type Source struct {
+	// URL names the object for errors and logs; it carries no credentials.
+	URL string
+	// Rel is the key relative to the root of the URL it was found under, so
+	// the same dataset copied elsewhere has the same Rel keys.
+	Rel    string
+	Bucket Bucket
+	Object Object
+}
+
+// ReaderAt returns a reader of the object at ctx. It also implements
+// io.Seeker (for readers that find the size by seeking to the end) and
+// reports Size.
+func (s Source) ReaderAt(ctx context.Context) *Reader {
+	return &Reader{ctx: ctx, src: s}
+}
+
+// Resolve expands rawURL into the objects it names, sorted by key:
+//   - an object URL or path: that object;
+//   - a directory or prefix (a trailing slash, or no object of that name):
+//     every object below it whose name does not start with '.' or '_'
+//     (Spark's _SUCCESS, checksum files), at any depth;
+//   - a glob (*, ?, [...] in the key, matched with path.Match, so * does not
+//     cross '/'): every object that matches.
+//
+// accept, if not nil, filters directory and glob listings by key (an object
+// named explicitly is always kept).
+func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key string) bool) ([]Source, error) {
+	loc, err := parseLocation(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.bucket(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	display := func(key string) string { return loc.display(key) }
+	if hasMeta(loc.key) {
+		root := globRoot(loc.key)
+		objs, err := b.List(ctx, root)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", loc.display(root), err)
+		}
+		var out []Source
+		for _, o := range objs {
+			ok, err := path.Match(loc.key, o.Key)
+			if err != nil {
+				return nil, fmt.Errorf("glob %s: %w", rawURL, err)
+			}
+			if ok && (accept == nil || accept(o.Key)) {
+				out = append(out, Source{URL: display(o.Key), Rel: strings.TrimPrefix(o.Key, root), Bucket: b, Object: o})
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s: no object matches the pattern: %w", rawURL, ErrNotFound)
+		}
+		return out, nil
+	}
+	if loc.key != "" && !strings.HasSuffix(loc.key, "/") {
+		o, err := b.Stat(ctx, loc.key)
+		if err == nil {
+			return []Source{{URL: display(o.Key), Rel: path.Base(o.Key), Bucket: b, Object: o}}, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%s: %w", rawURL, err)
+		}
+		loc.key += "/"
+	}
+	objs, err := b.List(ctx, loc.key)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", rawURL, err)
+	}
+	var out []Source
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o.Key, loc.key)
+		if hiddenPath(rel) || (accept != nil && !accept(o.Key)) {
+			continue
+		}
+		out = append(out, Source{URL: display(o.Key), Rel: rel, Bucket: b, Object: o})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no object found: %w", rawURL, ErrNotFound)
+	}
+	return out, nil
+}
+
+// Close closes every bucket the resolver opened.
+func (r *Resolver) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, b := range r.buckets {
+		errs = append(errs, b.Close())
+	}
+	r.buckets = map[string]Bucket{}
+	return errors.Join(errs...)
+}
+
+func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.buckets[loc.bucketURL]; ok {
+		return b, nil
+	}
+	var (
+		bb  *blob.Bucket
+		err error
+	)
+	if loc.scheme == "file" {
+		bb, err = fileblob.OpenBucket(loc.root, &fileblob.Options{NoTempDir: true})
+	} else if r.opts.Open != nil {
+		bb, err = r.opts.Open(ctx, loc.bucketURL)
+	} else {
+		bb, err = blob.OpenBucket(ctx, loc.bucketURL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", redact(loc.bucketURL), err)
+	}
+	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme}
+	if r.opts.Wrap != nil {
+		b = r.opts.Wrap(b)
+	}
+	r.buckets[loc.bucketURL] = b
+	return b, nil
+}
+
+// location is a parsed URL: which bucket, and which key, prefix or glob in it.
+type location struct {
+	scheme    string
+	bucketURL string // cache key and opener argument
+	root      string // file scheme: the directory the bucket is rooted at
+	key       string
+	shown     string // bucketURL without its query, for messages
+}
+
+func (l location) display(key string) string {
+	if l.scheme == "file" {
+		return "file://" + path.Join(filepath.ToSlash(l.root), key)
+	}
+	return l.shown + "/" + key
+}
+
+func parseLocation(raw string) (location, error) {
+	if raw == "" {
+		return location{}, errors.New("empty URL")
+	}
+	if !strings.Contains(raw, "://") {
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return location{}, fmt.Errorf("path %s: %w", raw, err)
+		}
+		if strings.HasSuffix(raw, "/") || strings.HasSuffix(raw, string(filepath.Separator)) {
+			abs += "/"
+		}
+		return fileLocation(filepath.ToSlash(abs))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return location{}, fmt.Errorf("URL %s: %w", redact(raw), err)
+	}
+	if u.Scheme == "file" {
+		if u.Host != "" && u.Host != "localhost" {
+			return location{}, fmt.Errorf("URL %s: file URLs take no host (use file:///abs/path)", raw)
+		}
+		return fileLocation(u.Path)
+	}
+	q := ""
+	if u.RawQuery != "" {
+		q = "?" + u.RawQuery
+	}
+	return location{
+		scheme:    u.Scheme,
+		bucketURL: u.Scheme + "://" + u.Host + q,
+		key:       strings.TrimPrefix(u.Path, "/"),
+		shown:     u.Scheme + "://" + u.Host,
+	}, nil
+}
+
+// fileLocation roots a local bucket at the file system root, so that every
+// local path shares one bucket and keys are absolute paths without the
+// leading slash.
+func fileLocation(p string) (location, error) {
+	if !strings.HasPrefix(p, "/") {
+		return location{}, fmt.Errorf("file path %s is not absolute", p)
+	}
+	root := "/"
+	return location{scheme: "file", bucketURL: "file:///", root: root, key: strings.TrimPrefix(p, "/")}, nil
+}
+
+func hasMeta(key string) bool { return strings.ContainsAny(key, "*?[") }
+
+// globRoot is the longest directory prefix of a pattern free of glob
+// metacharacters: the prefix to list.
+func globRoot(pattern string) string {
+	i := strings.IndexAny(pattern, "*?[")
+	j := strings.LastIndex(pattern[:i], "/")
+	return pattern[:j+1]
+}
+
+func hiddenPath(rel string) bool {
+	for part := range strings.SplitSeq(rel, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
+			return true
+		}
+	}
+	return false
+}
+
+// redact drops the query of a URL, where credentials and signatures live.
+func redact(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		return raw[:i] + "?…"
+	}
+	return raw
+}
+
+// blobBucket adapts a gocloud.dev/blob bucket to Bucket.
+type blobBucket struct {
+	b      *blob.Bucket
+	scheme string
+}
+
+func (b *blobBucket) Scheme() string { return b.scheme }
+func (b *blobBucket) Close() error   { return b.b.Close() }
+
+func (b *blobBucket) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	var token = blob.FirstPageToken
+	for {
+		page, next, err := b.b.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
+		if err != nil {
+			return nil, notFound(err)
+		}
+		for _, o := range page {
+			if !o.IsDir {
+				out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		token = next
+	}
+	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+func (b *blobBucket) Stat(ctx context.Context, key string) (Object, error) {
+	a, err := b.b.Attributes(ctx, key)
+	if err != nil {
+		return Object{}, notFound(err)
+	}
+	return Object{Key: key, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
+}
+
+func (b *blobBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, err := b.b.NewRangeReader(ctx, key, off, int64(len(p)), nil)
+	if err != nil {
+		return 0, notFound(err)
+	}
+	defer r.Close()
+	n, err := io.ReadFull(r, p)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func notFound(err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// Reader reads one object through its bucket. It implements io.ReaderAt and
+// io.ReadSeeker (over the object's known size), as Parquet readers expect.
+type Reader struct {
+	ctx context.Context
+	src Source
+	pos int64
+}
+
+// Size is the object's size in bytes.
+func (r *Reader) Size() int64 { return r.src.Object.Size }
+
+// ReadAt reads len(p) bytes at off. Reading past the end returns io.EOF like
+// an *os.File.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset %d", r.src.URL, off)
+	}
+	size := r.src.Object.Size
+	if off >= size {
+		return 0, io.EOF
+	}
+	want := p
+	short := false
+	if off+int64(len(p)) > size {
+		want = p[:size-off]
+		short = true
+	}
+	n, err := r.src.Bucket.ReadAt(r.ctx, r.src.Object.Key, want, off)
+	if err != nil {
+		return n, fmt.Errorf("read %s at %d+%d: %w", r.src.URL, off, len(want), err)
+	}
+	if short {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Read reads from the current position.
+func (r *Reader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	return n, err
+}
+
+// Seek moves the position used by Read.
+func (r *Reader) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = r.pos + offset
+	case io.SeekEnd:
+		abs = r.src.Object.Size + offset
+	default:
+		return 0, fmt.Errorf("%s: bad whence %d", r.src.URL, whence)
+	}
+	if abs < 0 {
+		return 0, fmt.Errorf("%s: seek to negative offset %d", r.src.URL, abs)
+	}
+	r.pos = abs
+	return abs, nil
+}

@@ -1,0 +1,161 @@
+// Package synth writes synthetic Parquet datasets for tests, examples and
+// benchmarks: an id column that numbers every row of the dataset, a label,
+// a float feature and a string, in files of several row groups.
+package synth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"gocloud.dev/blob"
+)
+
+// Spec describes a dataset.
+type Spec struct {
+	Files        int
+	RowsPerFile  int
+	RowGroupRows int
+	// Classes is the number of label values (default 10). With SortedLabels
+	// the rows are sorted by label, the worst case for a shuffle.
+	Classes      int
+	SortedLabels bool
+	// StringBytes is the length of the s column's values (default 16).
+	StringBytes int
+	// Seed makes x and s reproducible.
+	Seed uint64
+}
+
+// Schema is the schema of every file.
+var Schema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "s", Type: arrow.BinaryTypes.String},
+}, nil)
+
+func (s *Spec) defaults() {
+	if s.Classes == 0 {
+		s.Classes = 10
+	}
+	if s.StringBytes == 0 {
+		s.StringBytes = 16
+	}
+	if s.RowGroupRows == 0 {
+		s.RowGroupRows = s.RowsPerFile
+	}
+}
+
+// Rows is the dataset's row count.
+func (s Spec) Rows() int64 { return int64(s.Files) * int64(s.RowsPerFile) }
+
+// FileName is the name of file i.
+func FileName(i int) string { return fmt.Sprintf("part-%05d.parquet", i) }
+
+// WriteDir writes the dataset into dir (created if missing).
+func WriteDir(dir string, spec Spec) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	spec.defaults()
+	for i := range spec.Files {
+		f, err := os.Create(filepath.Join(dir, FileName(i)))
+		if err != nil {
+			return err
+		}
+		// The Parquet writer closes f.
+		if err := writeFile(f, spec, i); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteBucket writes the dataset into b under prefix.
+func WriteBucket(ctx context.Context, b *blob.Bucket, prefix string, spec Spec) error {
+	spec.defaults()
+	for i := range spec.Files {
+		w, err := b.NewWriter(ctx, prefix+FileName(i), nil)
+		if err != nil {
+			return err
+		}
+		// The Parquet writer closes w, which commits the object.
+		if err := writeFile(w, spec, i); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// Label is the label of row id: sorted or scattered.
+func (s Spec) Label(id int64) int64 {
+	if s.SortedLabels {
+		return id * int64(s.Classes) / s.Rows()
+	}
+	return int64(mix(uint64(id)) % uint64(s.Classes))
+}
+
+func writeFile(w io.Writer, spec Spec, file int) error {
+	mem := memory.DefaultAllocator
+	props := parquet.NewWriterProperties(
+		parquet.WithMaxRowGroupLength(int64(spec.RowGroupRows)),
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithStats(true),
+	)
+	fw, err := pqarrow.NewFileWriter(Schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(spec.Seed, uint64(file)))
+	buf := make([]byte, spec.StringBytes)
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	first := int64(file) * int64(spec.RowsPerFile)
+	for start := 0; start < spec.RowsPerFile; start += spec.RowGroupRows {
+		n := min(spec.RowGroupRows, spec.RowsPerFile-start)
+		b := array.NewRecordBuilder(mem, Schema)
+		ids := b.Field(0).(*array.Int64Builder)
+		labels := b.Field(1).(*array.Int64Builder)
+		xs := b.Field(2).(*array.Float64Builder)
+		ss := b.Field(3).(*array.StringBuilder)
+		for k := range n {
+			id := first + int64(start+k)
+			ids.Append(id)
+			labels.Append(spec.Label(id))
+			xs.Append(r.NormFloat64())
+			for j := range buf {
+				buf[j] = letters[r.IntN(len(letters))]
+			}
+			ss.Append(string(buf))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		err := fw.WriteBuffered(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return err
+		}
+		if start+n < spec.RowsPerFile {
+			fw.NewBufferedRowGroup()
+		}
+	}
+	return fw.Close()
+}
+
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

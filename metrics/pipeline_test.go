@@ -1,0 +1,345 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The package starts no goroutines; the HTTP test must not leave any behind either.
+	goleak.VerifyTestMain(m)
+}
+
+// newWithClock returns a Pipeline whose clock stands still until advanced, so elapsed time and
+// rates are exact in tests.
+func newWithClock() (p *Pipeline, advance func(time.Duration)) {
+	p = New()
+	now := p.start
+	p.now = func() time.Time { return now }
+	return p, func(d time.Duration) { now = now.Add(d) }
+}
+
+func TestConcurrentUpdatesSum(t *testing.T) {
+	const (
+		goroutines = 8
+		iterations = 2000
+	)
+	backends := []string{"file", "s3", "gs", "azblob"}
+	p := New()
+
+	// Readers run alongside the writers: under -race they check that Snapshot needs no lock,
+	// and every snapshot must see counters that never go backwards.
+	stop := make(chan struct{})
+	readerErr := make(chan error, 1)
+	go func() {
+		var prev Snapshot
+		for {
+			select {
+			case <-stop:
+				readerErr <- nil
+				return
+			default:
+			}
+			s := p.Snapshot()
+			if s.ConsumedRows < prev.ConsumedRows || s.FetchSeconds < prev.FetchSeconds || s.ReadBytes < prev.ReadBytes {
+				readerErr <- fmt.Errorf("counter went backwards: %+v after %+v", s, prev)
+				return
+			}
+			prev = s
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range iterations {
+				p.AddConsumed(3, 1)
+				p.AddFetch(time.Millisecond)
+				p.AddTransform(2 * time.Millisecond)
+				p.AddConsumerWait(time.Microsecond)
+				// Every goroutine touches every backend, the first time all at once, so
+				// backends are created concurrently.
+				p.AddRead(backends[(g+i)%len(backends)], 100, 1)
+				p.SetRawQueue(g, int64(g))
+				p.SetPrefetchQueue(i, int64(i))
+				p.SetUnscannedRows(int64(i))
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-readerErr; err != nil {
+		t.Fatal(err)
+	}
+
+	s := p.Snapshot()
+	const n = goroutines * iterations
+	if s.ConsumedRows != 3*n || s.ConsumedBatches != n {
+		t.Errorf("consumed %d rows in %d batches, want %d in %d", s.ConsumedRows, s.ConsumedBatches, 3*n, n)
+	}
+	// Durations are summed as integer nanoseconds, so the totals are exact.
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"fetch", s.FetchSeconds, n * 0.001},
+		{"transform", s.TransformSeconds, n * 0.002},
+		{"consumer wait", s.ConsumerWaitSeconds, n * 0.000001},
+	} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s seconds = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if s.ReadBytes != 100*n || s.ReadRequests != n {
+		t.Errorf("read %d bytes in %d requests, want %d in %d", s.ReadBytes, s.ReadRequests, 100*n, n)
+	}
+	if len(s.Backends) != len(backends) {
+		t.Fatalf("backends = %v, want %v", s.Backends, backends)
+	}
+	for _, b := range backends {
+		want := BackendReads{Bytes: 100 * n / 4, Requests: n / 4}
+		if s.Backends[b] != want {
+			t.Errorf("backend %s = %+v, want %+v", b, s.Backends[b], want)
+		}
+	}
+}
+
+func TestTightLoopsLoseNoUpdate(t *testing.T) {
+	// Goroutines doing nothing but updates collide far more often than a real stream; a
+	// read-modify-write that is not one atomic step loses counts here.
+	const goroutines, iterations = 4, 20000
+	p := New()
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range iterations {
+				p.AddConsumed(1, 1)
+				p.AddRead("s3", 1, 1)
+			}
+		})
+	}
+	wg.Wait()
+	s := p.Snapshot()
+	const n = goroutines * iterations
+	if s.ConsumedRows != n || s.ConsumedBatches != n || s.Backends["s3"] != (BackendReads{Bytes: n, Requests: n}) {
+		t.Errorf("after %d updates: %d rows, %d batches, reads %+v", n, s.ConsumedRows, s.ConsumedBatches, s.Backends["s3"])
+	}
+}
+
+func TestNewBackendCreatedOnce(t *testing.T) {
+	// Goroutines that all miss the new backend queue on the lock; the ones after the first must
+	// find it there rather than replace it and lose the first one's count. The sleep only makes
+	// that queueing likely: a goroutine that comes late takes the fast path and the test passes.
+	p := New()
+	p.readsMu.Lock()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { p.AddRead("gs", 10, 1) })
+	}
+	time.Sleep(20 * time.Millisecond)
+	p.readsMu.Unlock()
+	wg.Wait()
+	if got := p.Snapshot().Backends["gs"]; got != (BackendReads{Bytes: 40, Requests: 4}) {
+		t.Errorf("four first reads of a backend counted as %+v, want 40 bytes in 4 requests", got)
+	}
+}
+
+func TestNegativeAmountsIgnored(t *testing.T) {
+	p := New()
+	p.AddConsumed(10, 2)
+	p.AddConsumed(-5, -1)
+	p.AddFetch(time.Second)
+	p.AddFetch(-time.Second)
+	p.AddTransform(-time.Second)
+	p.AddConsumerWait(-time.Second)
+	p.AddRead("s3", 100, 1)
+	p.AddRead("s3", -100, -1)
+
+	s := p.Snapshot()
+	if s.ConsumedRows != 10 || s.ConsumedBatches != 2 || s.FetchSeconds != 1 || s.TransformSeconds != 0 ||
+		s.ConsumerWaitSeconds != 0 || s.ReadBytes != 100 || s.ReadRequests != 1 {
+		t.Errorf("a negative amount moved a counter: %+v", s)
+	}
+}
+
+func TestSnapshotFigures(t *testing.T) {
+	p, advance := newWithClock()
+	if s := p.Snapshot(); s.ElapsedSeconds != 0 || s.RowsPerSecond != 0 || s.DataStallFraction != 0 {
+		t.Errorf("at start: elapsed %v, %v rows/s, stall %v; want all 0", s.ElapsedSeconds, s.RowsPerSecond, s.DataStallFraction)
+	}
+
+	p.SetCapacity(8, 4)
+	p.SetRawQueue(5, 5_000_000)
+	p.SetPrefetchQueue(1, 250_000)
+	p.SetUnscannedRows(70_000)
+	p.AddConsumed(5000, 10)
+	p.AddFetch(12 * time.Second)
+	p.AddTransform(3 * time.Second)
+	p.AddConsumerWait(2500 * time.Millisecond)
+	p.AddRead("s3", 40_000_000, 5)
+	p.AddRead("file", 1_000_000, 2)
+	p.AddRead("", 7, 1)
+	advance(10 * time.Second)
+
+	got := p.Snapshot()
+	want := Snapshot{
+		Time:                  p.start.Add(10 * time.Second),
+		ElapsedSeconds:        10,
+		UnscannedRows:         70_000,
+		RawQueueItems:         5,
+		RawQueueBytes:         5_000_000,
+		RawQueueCapacity:      8,
+		PrefetchQueueItems:    1,
+		PrefetchQueueBytes:    250_000,
+		PrefetchQueueCapacity: 4,
+		ConsumedRows:          5000,
+		ConsumedBatches:       10,
+		FetchSeconds:          12,
+		TransformSeconds:      3,
+		ConsumerWaitSeconds:   2.5,
+		ReadBytes:             41_000_007,
+		ReadRequests:          8,
+		Backends: map[string]BackendReads{
+			"s3":      {Bytes: 40_000_000, Requests: 5},
+			"file":    {Bytes: 1_000_000, Requests: 2},
+			"unknown": {Bytes: 7, Requests: 1},
+		},
+		RowsPerSecond:     500,
+		DataStallFraction: 0.25,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("snapshot\n got %#v\nwant %#v", got, want)
+	}
+
+	// Waits of several consumers can overlap; the fraction still means "share of the time".
+	p.AddConsumerWait(20 * time.Second)
+	if s := p.Snapshot(); s.DataStallFraction != 1 {
+		t.Errorf("stall fraction with waits longer than elapsed = %v, want 1", s.DataStallFraction)
+	}
+}
+
+func TestSnapshotIsACopy(t *testing.T) {
+	p := New()
+	p.AddRead("s3", 1, 1)
+	s := p.Snapshot()
+	s.Backends["s3"] = BackendReads{Bytes: 99}
+	p.AddRead("s3", 1, 1)
+	if got := p.Snapshot().Backends["s3"]; got != (BackendReads{Bytes: 2, Requests: 2}) {
+		t.Errorf("after editing a snapshot's map, pipeline reads = %+v, want 2 bytes in 2 requests", got)
+	}
+}
+
+func TestSnapshotJSON(t *testing.T) {
+	p, advance := newWithClock()
+	p.AddConsumed(100, 1)
+	p.AddConsumerWait(time.Second)
+	p.AddRead("gs", 2048, 3)
+	advance(4 * time.Second)
+
+	data, err := json.Marshal(p.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"elapsed_seconds":         4.0,
+		"consumed_rows":           100.0,
+		"consumed_batches":        1.0,
+		"consumer_wait_seconds":   1.0,
+		"data_stall_fraction":     0.25,
+		"rows_per_second":         25.0,
+		"read_bytes":              2048.0,
+		"read_requests":           3.0,
+		"raw_queue_capacity":      0.0,
+		"prefetch_queue_items":    0.0,
+		"unscanned_rows":          0.0,
+		"fetch_seconds":           0.0,
+		"transform_seconds":       0.0,
+		"raw_queue_items":         0.0,
+		"raw_queue_bytes":         0.0,
+		"prefetch_queue_bytes":    0.0,
+		"prefetch_queue_capacity": 0.0,
+	}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("%s = %v, want %v (json %s)", k, fields[k], v, data)
+		}
+	}
+	if _, ok := fields["time"].(string); !ok {
+		t.Errorf("time = %v, want a string", fields["time"])
+	}
+	if b, _ := json.Marshal(fields["backends"]); string(b) != `{"gs":{"bytes":2048,"requests":3}}` {
+		t.Errorf("backends = %s", b)
+	}
+	if len(fields) != len(want)+2 {
+		t.Errorf("json has %d fields, want %d: %s", len(fields), len(want)+2, data)
+	}
+}
+
+func TestHotPathDoesNotAllocate(t *testing.T) {
+	p := New()
+	p.AddRead("s3", 1, 1) // the first read of a backend creates it; later ones must not allocate
+	allocs := testing.AllocsPerRun(1000, func() {
+		p.SetRawQueue(1, 2)
+		p.SetPrefetchQueue(3, 4)
+		p.SetUnscannedRows(5)
+		p.AddConsumed(6, 1)
+		p.AddFetch(time.Microsecond)
+		p.AddTransform(time.Microsecond)
+		p.AddConsumerWait(time.Microsecond)
+		p.AddRead("s3", 1024, 1)
+	})
+	if allocs != 0 {
+		t.Errorf("hot-path updates allocate %v times per call, want 0", allocs)
+	}
+}
+
+// The updates are called per batch or per storage request from several goroutines; these show
+// what that costs alone and under contention.
+func BenchmarkUpdate(b *testing.B) {
+	p := New()
+	p.AddRead("s3", 1, 1)
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"AddConsumed", func() { p.AddConsumed(1024, 1) }},
+		{"AddFetch", func() { p.AddFetch(time.Millisecond) }},
+		{"SetRawQueue", func() { p.SetRawQueue(4, 1<<20) }},
+		{"AddRead", func() { p.AddRead("s3", 1<<20, 1) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c.f()
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkSnapshot(b *testing.B) {
+	p := New()
+	for _, name := range []string{"file", "s3", "gs"} {
+		p.AddRead(name, 1, 1)
+	}
+	for b.Loop() {
+		_ = p.Snapshot()
+	}
+}

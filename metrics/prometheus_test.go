@@ -1,0 +1,257 @@
+package metrics
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// busyPipeline returns a Pipeline with every figure set, and the text exposition its collector
+// must produce with the label stream="train".
+func busyPipeline() (*Pipeline, string) {
+	p := New()
+	p.SetUnscannedRows(70000)
+	p.SetCapacity(8, 4)
+	p.SetRawQueue(5, 5000000)
+	p.SetPrefetchQueue(1, 250000)
+	p.AddConsumed(5000, 10)
+	p.AddFetch(12 * time.Second)
+	p.AddTransform(3500 * time.Millisecond)
+	p.AddConsumerWait(2500 * time.Millisecond)
+	p.AddRead("s3", 40000000, 5)
+	p.AddRead("file", 1000000, 2)
+	return p, `
+# HELP sluice_consumed_batches_total Batches taken by the consumer.
+# TYPE sluice_consumed_batches_total counter
+sluice_consumed_batches_total{stream="train"} 10
+# HELP sluice_consumed_rows_total Rows taken by the consumer.
+# TYPE sluice_consumed_rows_total counter
+sluice_consumed_rows_total{stream="train"} 5000
+# HELP sluice_consumer_wait_seconds_total Time the training loop spent blocked waiting for a batch, in seconds.
+# TYPE sluice_consumer_wait_seconds_total counter
+sluice_consumer_wait_seconds_total{stream="train"} 2.5
+# HELP sluice_fetch_seconds_total Time spent fetching and decoding chunks, summed over read goroutines, in seconds.
+# TYPE sluice_fetch_seconds_total counter
+sluice_fetch_seconds_total{stream="train"} 12
+# HELP sluice_prefetch_queue_bytes Size of the batches in the prefetch queue, in bytes.
+# TYPE sluice_prefetch_queue_bytes gauge
+sluice_prefetch_queue_bytes{stream="train"} 250000
+# HELP sluice_prefetch_queue_capacity_items Configured bound of the prefetch queue, in items; 0 if unknown.
+# TYPE sluice_prefetch_queue_capacity_items gauge
+sluice_prefetch_queue_capacity_items{stream="train"} 4
+# HELP sluice_prefetch_queue_items Batches transformed but not yet taken by the consumer.
+# TYPE sluice_prefetch_queue_items gauge
+sluice_prefetch_queue_items{stream="train"} 1
+# HELP sluice_raw_queue_bytes Size of the chunks in the raw queue, in bytes.
+# TYPE sluice_raw_queue_bytes gauge
+sluice_raw_queue_bytes{stream="train"} 5e+06
+# HELP sluice_raw_queue_capacity_items Configured bound of the raw queue, in items; 0 if unknown.
+# TYPE sluice_raw_queue_capacity_items gauge
+sluice_raw_queue_capacity_items{stream="train"} 8
+# HELP sluice_raw_queue_items Chunks read from storage but not yet transformed.
+# TYPE sluice_raw_queue_items gauge
+sluice_raw_queue_items{stream="train"} 5
+# HELP sluice_read_bytes_total Bytes read from storage, by backend.
+# TYPE sluice_read_bytes_total counter
+sluice_read_bytes_total{backend="file",stream="train"} 1e+06
+sluice_read_bytes_total{backend="s3",stream="train"} 4e+07
+# HELP sluice_read_requests_total Requests made to storage, by backend.
+# TYPE sluice_read_requests_total counter
+sluice_read_requests_total{backend="file",stream="train"} 2
+sluice_read_requests_total{backend="s3",stream="train"} 5
+# HELP sluice_transform_seconds_total Time spent in the transform function, summed over transform goroutines, in seconds.
+# TYPE sluice_transform_seconds_total counter
+sluice_transform_seconds_total{stream="train"} 3.5
+# HELP sluice_unscanned_rows Rows of the epoch, for this rank, not yet read from storage.
+# TYPE sluice_unscanned_rows gauge
+sluice_unscanned_rows{stream="train"} 70000
+`
+}
+
+func TestCollectorGather(t *testing.T) {
+	p, want := busyPipeline()
+	// The pedantic registry also checks that what is collected matches what was described.
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(p, prometheus.Labels{"stream": "train"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	// Every metric name follows the Prometheus conventions the linter knows.
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
+	}
+
+	// Values are read at each scrape, not at registration.
+	p.AddConsumed(1000, 2)
+	p.AddRead("s3", 1, 1)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP sluice_consumed_rows_total Rows taken by the consumer.
+# TYPE sluice_consumed_rows_total counter
+sluice_consumed_rows_total{stream="train"} 6000
+# HELP sluice_read_requests_total Requests made to storage, by backend.
+# TYPE sluice_read_requests_total counter
+sluice_read_requests_total{backend="file",stream="train"} 2
+sluice_read_requests_total{backend="s3",stream="train"} 6
+`), "sluice_consumed_rows_total", "sluice_read_requests_total"); err != nil {
+		t.Error(err)
+	}
+
+	// Counters carry the stream's start, so a restart shows as a new series start.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			if mf.GetType() != dto.MetricType_COUNTER {
+				continue
+			}
+			if got := m.GetCounter().GetCreatedTimestamp().AsTime(); !got.Equal(p.start.Round(0).UTC()) {
+				t.Errorf("%s created at %v, want %v", mf.GetName(), got, p.start)
+			}
+		}
+	}
+}
+
+func TestCollectorBeforeAnyRead(t *testing.T) {
+	// Before the first read there is no backend, so no read series, and the rest are zero.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(New(), nil))
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 12 {
+		t.Errorf("gathered %d series (err %v), want the 12 without a backend label", n, err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
+		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP sluice_consumed_rows_total Rows taken by the consumer.
+# TYPE sluice_consumed_rows_total counter
+sluice_consumed_rows_total 0
+`), "sluice_consumed_rows_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectorRegistration(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	train, eval := New(), New()
+	if err := reg.Register(NewCollector(train, prometheus.Labels{"stream": "train"})); err != nil {
+		t.Fatal(err)
+	}
+	// A second stream with its own label sits beside the first.
+	if err := reg.Register(NewCollector(eval, prometheus.Labels{"stream": "eval"})); err != nil {
+		t.Errorf("registering a second stream with another label: %v", err)
+	}
+	// The same labels twice would give duplicate series; the registry must refuse.
+	if err := reg.Register(NewCollector(New(), prometheus.Labels{"stream": "train"})); err == nil {
+		t.Error("registering a second collector with the same labels succeeded, want an error")
+	}
+	// "backend" is a variable label of the read metrics.
+	if err := prometheus.NewRegistry().Register(NewCollector(New(), prometheus.Labels{"backend": "s3"})); err == nil {
+		t.Error(`registering with a constant label "backend" succeeded, want an error`)
+	}
+
+	train.AddConsumed(7, 1)
+	eval.AddConsumed(3, 1)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP sluice_consumed_rows_total Rows taken by the consumer.
+# TYPE sluice_consumed_rows_total counter
+sluice_consumed_rows_total{stream="eval"} 3
+sluice_consumed_rows_total{stream="train"} 7
+`), "sluice_consumed_rows_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectorOverHTTP(t *testing.T) {
+	p, want := busyPipeline()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(p, prometheus.Labels{"stream": "train"}))
+
+	// Bound to loopback explicitly: the test must not listen on other interfaces.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %s: %s", resp.Status, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type = %q, want the text format", ct)
+	}
+
+	for _, line := range []string{
+		"# TYPE sluice_consumed_rows_total counter",
+		`sluice_consumed_rows_total{stream="train"} 5000`,
+		"# TYPE sluice_raw_queue_items gauge",
+		`sluice_raw_queue_items{stream="train"} 5`,
+		`sluice_read_bytes_total{backend="s3",stream="train"} 4e+07`,
+		`sluice_consumer_wait_seconds_total{stream="train"} 2.5`,
+	} {
+		if !strings.Contains(string(body), line+"\n") {
+			t.Errorf("scrape lacks line %q:\n%s", line, body)
+		}
+	}
+
+	// The whole page parses as the text format and equals what the registry gathers.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	scraped, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("scrape is not in the text format: %v", err)
+	}
+	expected, err := parser.TextToMetricFamilies(strings.NewReader(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scraped) != len(expected) {
+		t.Errorf("scraped %d metric families, want %d", len(scraped), len(expected))
+	}
+	for name, mf := range expected {
+		got, ok := scraped[name]
+		if !ok {
+			t.Errorf("scrape lacks %s", name)
+			continue
+		}
+		if got.GetType() != mf.GetType() || len(got.GetMetric()) != len(mf.GetMetric()) {
+			t.Errorf("%s: scraped type %v with %d series, want %v with %d",
+				name, got.GetType(), len(got.GetMetric()), mf.GetType(), len(mf.GetMetric()))
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Package permutation decides the order in which a split emits its rows for a
+// (seed, epoch): the order of chunks, the shuffle windows of a split, and a
+// seeded order of clumps of rows inside each window. Pure functions, no I/O:
+// the same inputs give the same order on any machine and Go version, because
+// the generator (PCG) and the shuffling arithmetic are fixed here.
+package permutation
+
+import (
+	"math/bits"
+	"math/rand/v2"
+)
+
+// Options are the order options.
+type Options struct {
+	// Shuffle turns shuffling on. Off, rows come in storage order.
+	Shuffle bool
+	// Seed and Epoch select the permutation: the same pair, the same order;
+	// another epoch, another order.
+	Seed  uint64
+	Epoch int64
+	// ClumpSize is the number of contiguous rows (of one piece) that stay
+	// together when a window is shuffled. Default 1: every row on its own.
+	ClumpSize int
+}
+
+// Stream names the independent random streams drawn from (Seed, Epoch), so
+// that changing how one is used never shifts another.
+const (
+	streamChunks = 1
+	streamRows   = 2
+)
+
+// newRand returns the generator for one purpose. The inputs are mixed with
+// splitmix64 so that nearby seeds and epochs give unrelated streams.
+func newRand(o Options, stream uint64, a, b int) *rand.Rand {
+	h := mix(o.Seed ^ mix(uint64(o.Epoch)+0x9e3779b97f4a7c15))
+	h = mix(h ^ stream)
+	h1 := mix(h ^ uint64(a))
+	h2 := mix(h1 ^ uint64(b) ^ 0xda942042e4dd58b5)
+	return rand.New(rand.NewPCG(h1, h2))
+}
+
+func mix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a uniform integer in [0, n) with Lemire's method, written
+// out so that the order never depends on the standard library's choices.
+func below(r *rand.Rand, n uint64) uint64 {
+	for {
+		x := r.Uint64()
+		hi, lo := bits.Mul64(x, n)
+		if lo >= n || lo >= -n%n {
+			return hi
+		}
+	}
+}
+
+// shuffle is a Fisher-Yates shuffle of n elements through swap.
+func shuffle(r *rand.Rand, n int, swap func(i, j int)) {
+	for i := n - 1; i > 0; i-- {
+		j := int(below(r, uint64(i+1)))
+		swap(i, j)
+	}
+}
+
+// ChunkOrder returns the order in which n chunks are taken this epoch: the
+// storage order unshuffled, a seeded permutation otherwise.
+func ChunkOrder(n int, o Options) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if o.Shuffle {
+		shuffle(newRand(o, streamChunks, 0, 0), n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	return order
+}
+
+// Window is a run of consecutive pieces of a split that are read together
+// and shuffled among themselves.
+type Window struct {
+	// First and End index the split's pieces, [First, End).
+	First, End int
+	// Rows is the window's row count, or -1 if a piece's is unknown.
+	Rows int64
+}
+
+// Windows packs a split's pieces, given their row counts in split order, into
+// windows of at most size rows. Pieces are never cut (cutting one would fetch
+// its row group twice), so a piece larger than size is a window of its own;
+// a piece of unknown count (-1) is always a window of its own.
+func Windows(pieceRows []int64, size int) []Window {
+	var out []Window
+	cur := Window{}
+	for i, n := range pieceRows {
+		if cur.End > cur.First && (n < 0 || cur.Rows < 0 || cur.Rows+n > int64(size)) {
+			out = append(out, cur)
+			cur = Window{First: i}
+		}
+		if cur.End == cur.First {
+			cur.First = i
+		}
+		cur.End = i + 1
+		if n < 0 || cur.Rows < 0 {
+			cur.Rows = -1
+		} else {
+			cur.Rows += n
+		}
+	}
+	if cur.End > cur.First {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// RowOrder returns the order in which a window emits its rows, as indices
+// into the window's rows (its pieces' rows concatenated, in piece order).
+// segments are the pieces' row counts as read. Clumps of ClumpSize rows never
+// cross a piece boundary. Unshuffled it returns nil: storage order.
+//
+// split and window identify the window, so every window of every split has
+// its own independent order.
+func RowOrder(segments []int64, o Options, split, window int) []int32 {
+	if !o.Shuffle {
+		return nil
+	}
+	clump := int64(max(o.ClumpSize, 1))
+	var total int64
+	for _, n := range segments {
+		total += n
+	}
+	r := newRand(o, streamRows, split, window)
+	out := make([]int32, total)
+	if clump == 1 {
+		for i := range out {
+			out[i] = int32(i)
+		}
+		shuffle(r, len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		return out
+	}
+	// Clumps as (start, length), shuffled, then expanded.
+	type span struct{ start, n int32 }
+	var spans []span
+	var at int64
+	for _, n := range segments {
+		for off := int64(0); off < n; off += clump {
+			spans = append(spans, span{int32(at + off), int32(min(clump, n-off))})
+		}
+		at += n
+	}
+	shuffle(r, len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+	k := 0
+	for _, s := range spans {
+		for x := range s.n {
+			out[k] = s.start + x
+			k++
+		}
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package prefetch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// recorder keeps what a stage's hooks report.
+type recorder struct {
+	mu         sync.Mutex
+	done       int
+	doneBytes  int64
+	doneTime   time.Duration
+	queue      [][2]int64 // every Queue report: ready, bytes
+	waits      int
+	waitTime   time.Duration
+	lastReady  atomic.Int64
+	queueAbove atomic.Int64 // reports of more ready results than the window holds
+}
+
+func (r *recorder) hooks(window int) Hooks {
+	return Hooks{
+		Done: func(d time.Duration, size int64) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.done++
+			r.doneBytes += size
+			r.doneTime += d
+		},
+		Queue: func(ready int, bytes int64) {
+			r.lastReady.Store(int64(ready))
+			if ready > window || ready < 0 {
+				r.queueAbove.Add(1)
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.queue = append(r.queue, [2]int64{int64(ready), bytes})
+		},
+		Wait: func(d time.Duration) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.waits++
+			r.waitTime += d
+		},
+	}
+}
+
+// TestHooksSlowFn: a slow stage and a fast consumer. The consumer waits for most of the run and
+// results never pile up.
+func TestHooksSlowFn(t *testing.T) {
+	const n, fnTime = 15, 3 * time.Millisecond
+	var rec recorder
+	st := Stage[int, int]{
+		Concurrency: 1,
+		Ahead:       4,
+		Fn: func(_ context.Context, i int) (int, error) {
+			time.Sleep(fnTime)
+			return i, nil
+		},
+		Size:  func(int) int64 { return 100 },
+		Hooks: rec.hooks(4),
+	}
+	start := time.Now()
+	for _, err := range Map(context.Background(), newSource(n).seq(), st) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.waits != n+1 {
+		t.Errorf("Wait called %d times, want once per result and once for the end: %d", rec.waits, n+1)
+	}
+	// One goroutine sleeps n times, and the consumer waits for nearly all of it.
+	if rec.waitTime < elapsed/2 {
+		t.Errorf("consumer waited %v of %v, want most of it", rec.waitTime, elapsed)
+	}
+	if rec.done != n || rec.doneTime < n*fnTime || rec.doneBytes != n*100 {
+		t.Errorf("Done: %d calls, %v, %d bytes; want %d calls of at least %v, %d bytes", rec.done, rec.doneTime, rec.doneBytes, n, fnTime, n*100)
+	}
+	var sum int64
+	for _, q := range rec.queue {
+		sum += q[0]
+		if q[1] != q[0]*100 {
+			t.Errorf("queue report %v: bytes do not match the results", q)
+		}
+	}
+	// Each result is reported once ready (1) and once taken (0); a stall of the consumer
+	// could add a little.
+	if mean := float64(sum) / float64(len(rec.queue)); mean >= 1 {
+		t.Errorf("mean queue %.2f, want near 0: %v", mean, rec.queue)
+	}
+}
+
+// TestHooksSlowConsumer: a fast stage and a slow consumer. Whenever the consumer comes back for
+// the next result, the queue is full.
+func TestHooksSlowConsumer(t *testing.T) {
+	const n, ahead = 25, 4
+	var rec recorder
+	st := Stage[int, int]{
+		Concurrency: 2,
+		Ahead:       ahead,
+		Fn:          func(_ context.Context, i int) (int, error) { return i, nil },
+		Hooks:       rec.hooks(ahead),
+	}
+	full, samples := 0, 0
+	for i, err := range Map(context.Background(), newSource(n).seq(), st) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		if n-1-i >= ahead { // near the end fewer than ahead items are left
+			samples++
+			if rec.lastReady.Load() == ahead {
+				full++
+			}
+		}
+	}
+	if full < samples*8/10 {
+		t.Errorf("queue full at %d of %d samples, want nearly all", full, samples)
+	}
+	if a := rec.queueAbove.Load(); a != 0 {
+		t.Errorf("%d queue reports out of [0, %d]", a, ahead)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if last := rec.queue[len(rec.queue)-1]; last != [2]int64{0, 0} {
+		t.Errorf("last queue report %v, want [0 0]", last)
+	}
+}
+
+// TestHooksEarlyStop: after an early stop the queue reads empty, as its results were released.
+func TestHooksEarlyStop(t *testing.T) {
+	var rec recorder
+	st := Stage[int, int]{
+		Concurrency: 2,
+		Ahead:       6,
+		Fn:          func(_ context.Context, i int) (int, error) { return i, nil },
+		Size:        func(int) int64 { return 7 },
+		Hooks:       rec.hooks(6),
+	}
+	for i := range Map(context.Background(), newSource(100).seq(), st) {
+		if i == 3 {
+			eventually(t, "the queue fills", func() bool { return rec.lastReady.Load() == 6 })
+			break
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if last := rec.queue[len(rec.queue)-1]; last != [2]int64{0, 0} {
+		t.Errorf("last queue report %v, want [0 0]", last)
+	}
+	if rec.doneBytes != int64(rec.done)*7 {
+		t.Errorf("Done reported %d bytes for %d calls of 7", rec.doneBytes, rec.done)
+	}
+}

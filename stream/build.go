@@ -1,0 +1,115 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/permutation"
+)
+
+func permOrder(o Options, epoch int64, segments []int64, r windowRef) []int32 {
+	return permutation.RowOrder(segments, permOptions(o, epoch), r.split, r.window)
+}
+
+// build makes one batch from its parts: zero-copy slices where a window is
+// in storage order, a gather (take) where it is shuffled, and one
+// concatenation where the batch spans several record batches.
+func build(ctx context.Context, schema *arrow.Schema, j *job, mem memory.Allocator) (arrow.RecordBatch, error) {
+	var pieces []arrow.RecordBatch
+	defer func() {
+		for _, p := range pieces {
+			p.Release()
+		}
+	}()
+	for i, p := range j.plan.parts {
+		w := j.windows[i]
+		if w.order == nil {
+			pieces = appendSlices(pieces, w, p.from, p.to)
+			continue
+		}
+		got, err := gather(ctx, w.recs[0], w.order[p.from:p.to], mem)
+		if err != nil {
+			return nil, err
+		}
+		pieces = append(pieces, got)
+	}
+	if len(pieces) == 1 {
+		out := pieces[0]
+		pieces = nil
+		return out, nil
+	}
+	return concat(schema, pieces, mem)
+}
+
+// appendSlices appends zero-copy slices covering rows [from, to) of w.
+func appendSlices(out []arrow.RecordBatch, w *window, from, to int64) []arrow.RecordBatch {
+	i := sort.Search(len(w.starts), func(i int) bool { return w.starts[i] > from }) - 1
+	for ; from < to; i++ {
+		rec := w.recs[i]
+		lo := from - w.starts[i]
+		hi := min(to-w.starts[i], rec.NumRows())
+		out = append(out, rec.NewSlice(lo, hi))
+		from = w.starts[i] + hi
+	}
+	return out
+}
+
+// gather takes the rows at idx from rec.
+func gather(ctx context.Context, rec arrow.RecordBatch, idx []int32, mem memory.Allocator) (arrow.RecordBatch, error) {
+	ib := array.NewInt32Builder(mem)
+	ib.AppendValues(idx, nil)
+	indices := ib.NewInt32Array()
+	ib.Release()
+	defer indices.Release()
+	ctx = compute.WithAllocator(ctx, mem)
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, c := range rec.Columns() {
+		got, err := compute.TakeArrayOpts(ctx, c, indices, compute.TakeOptions{BoundsCheck: false})
+		if err != nil {
+			return nil, fmt.Errorf("gather column %q: %w", rec.ColumnName(i), err)
+		}
+		cols[i] = got
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, int64(len(idx))), nil
+}
+
+// concat joins batches of one schema into one.
+func concat(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for i := range cols {
+		for k, r := range recs {
+			parts[k] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("concatenate column %q: %w", schema.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(schema, cols, rows), nil
+}

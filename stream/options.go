@@ -1,0 +1,177 @@
+package stream
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/metrics"
+)
+
+// Options configure a Dataset. The zero value of every field but URLs is a
+// documented default. Fields marked "order" decide which rows come and in
+// which order; they are part of the state's fingerprint, so a state only
+// resumes a dataset opened with the same values.
+type Options struct {
+	// URLs name the data: files, directories (every data file below them),
+	// prefixes and globs, as file://, mem:// or plain local paths, or any
+	// scheme whose gocloud.dev/blob driver is linked in. Required. (order)
+	URLs []string
+	// Columns selects columns by top-level name, in the order batches carry
+	// them. Default: every column of the first file. (order)
+	Columns []string
+
+	// BatchSize is the number of rows in a batch; the last batch of a split
+	// may be shorter. A batch never mixes splits. Default 1024. Changing it
+	// between a save and a resume is allowed: cursors count rows.
+	BatchSize int
+
+	// Shuffle turns shuffling on: chunk order is shuffled by (Seed, Epoch),
+	// then rows are emitted in a seeded order of clumps inside windows of at
+	// most ShuffleWindow rows. Off, rows come in storage order. (order)
+	Shuffle bool
+	// Seed selects the permutation. (order)
+	Seed uint64
+	// Epoch is the epoch the dataset starts at; each completed pass over
+	// Batches moves to the next one. Default 0.
+	Epoch int64
+	// ClumpSize is the number of contiguous rows that stay together when a
+	// window is shuffled. Default 1. (order)
+	ClumpSize int
+	// ShuffleWindow bounds, in rows, how many rows are read and shuffled
+	// together: the memory a split holds. A row group larger than the window
+	// is still read whole (never fetched twice), so the bound is
+	// max(ShuffleWindow, largest row group). It also bounds chunk size.
+	// Default 65536. (order)
+	ShuffleWindow int
+	// ChunkBytes is the target size, in stored bytes of the selected columns,
+	// of the chunks that chunk-order shuffling moves and splits are cut from.
+	// Row groups are packed into chunks, never cut. Default 1 MiB. (order)
+	ChunkBytes int64
+
+	// NumSplits is the number of splits an epoch is dealt into; a pure
+	// function of the data and order options fixes what each split emits,
+	// whatever the world size. It must be a multiple of WorldSize.
+	// Default WorldSize. (order)
+	NumSplits int
+	// DropRemainder drops fewer than NumSplits rows per epoch (the last ones
+	// of the epoch's chunk order) so that every split, and so every rank,
+	// gets the same number of rows and batches: uneven ranks hang DDP jobs.
+	// (order)
+	DropRemainder bool
+	// Rank and WorldSize: rank r reads the splits s with s mod WorldSize
+	// == r and takes batches from them round-robin. Defaults 0 and 1.
+	Rank, WorldSize int
+
+	// ReadConcurrency is the number of goroutines fetching and decoding
+	// windows ahead of the consumer. Default 2 (see README, "Defaults").
+	ReadConcurrency int
+	// TransformConcurrency is the number of goroutines cutting batches out
+	// of windows and running the transform of Map. Default GOMAXPROCS.
+	TransformConcurrency int
+	// PrefetchBatches bounds the batches prepared ahead of the consumer.
+	// Default 4 per transform goroutine.
+	PrefetchBatches int
+	// PrefetchWindows bounds the windows read ahead of the batch cutter.
+	// Default ReadConcurrency + 1.
+	PrefetchWindows int
+	// PrefetchBytes, if positive, stops reading ahead while the decoded
+	// windows waiting for the cutter hold more than this many bytes (the
+	// next window in order is always read, so the stream never stalls).
+	// Default 0: bounded by PrefetchWindows only.
+	PrefetchBytes int64
+	// ReadBatchSize is the number of rows per decode call. Default 65536.
+	ReadBatchSize int
+
+	// PlanConcurrency is the number of footers fetched at once by Open.
+	// Default 16.
+	PlanConcurrency int
+	// Storage configures how URLs are opened and lets a caller wrap every
+	// bucket (for accounting or fault injection).
+	Storage storage.Options
+	// Formats are the file formats tried, in order. Default: Parquet.
+	Formats []formats.Format
+	// Allocator allocates Arrow memory. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// Metrics receives the pipeline's live figures. Default: a new
+	// metrics.Pipeline, available from Dataset.Metrics.
+	Metrics *metrics.Pipeline
+	// Logger receives debug logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults validates o and fills in defaults.
+func (o Options) withDefaults() (Options, error) {
+	if len(o.URLs) == 0 {
+		return o, fmt.Errorf("stream: Options.URLs is empty")
+	}
+	if o.WorldSize == 0 {
+		o.WorldSize = 1
+	}
+	if o.NumSplits == 0 {
+		o.NumSplits = o.WorldSize
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 1024
+	}
+	if o.ClumpSize == 0 {
+		o.ClumpSize = 1
+	}
+	if o.ShuffleWindow == 0 {
+		o.ShuffleWindow = 65536
+	}
+	if o.ChunkBytes == 0 {
+		o.ChunkBytes = 1 << 20
+	}
+	if o.ReadConcurrency == 0 {
+		o.ReadConcurrency = 2
+	}
+	if o.TransformConcurrency == 0 {
+		o.TransformConcurrency = runtime.GOMAXPROCS(0)
+	}
+	if o.PrefetchBatches == 0 {
+		o.PrefetchBatches = 4 * o.TransformConcurrency
+	}
+	if o.PrefetchWindows == 0 {
+		o.PrefetchWindows = o.ReadConcurrency + 1
+	}
+	if o.ReadBatchSize == 0 {
+		o.ReadBatchSize = 65536
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	switch {
+	case o.WorldSize < 0:
+		return o, fmt.Errorf("stream: WorldSize %d must be positive", o.WorldSize)
+	case o.Rank < 0 || o.Rank >= o.WorldSize:
+		return o, fmt.Errorf("stream: Rank %d is outside WorldSize %d", o.Rank, o.WorldSize)
+	case o.NumSplits < 0:
+		return o, fmt.Errorf("stream: NumSplits %d must be positive", o.NumSplits)
+	case o.NumSplits%o.WorldSize != 0:
+		return o, fmt.Errorf("stream: NumSplits %d is not a multiple of WorldSize %d: every rank must own the same number of splits", o.NumSplits, o.WorldSize)
+	case o.BatchSize < 0:
+		return o, fmt.Errorf("stream: BatchSize %d must be positive", o.BatchSize)
+	case o.ClumpSize < 0:
+		return o, fmt.Errorf("stream: ClumpSize %d must be positive", o.ClumpSize)
+	case o.ShuffleWindow < 0:
+		return o, fmt.Errorf("stream: ShuffleWindow %d must be positive", o.ShuffleWindow)
+	case o.ChunkBytes < 0:
+		return o, fmt.Errorf("stream: ChunkBytes %d must be positive", o.ChunkBytes)
+	case o.Epoch < 0:
+		return o, fmt.Errorf("stream: Epoch %d must not be negative", o.Epoch)
+	case o.ReadConcurrency < 0 || o.TransformConcurrency < 0 || o.PrefetchBatches < 0 || o.PrefetchWindows < 0 || o.PrefetchBytes < 0 || o.ReadBatchSize < 0 || o.PlanConcurrency < 0:
+		return o, fmt.Errorf("stream: concurrency and prefetch options must not be negative")
+	}
+	return o, nil
+}
