@@ -33,6 +33,9 @@ import (
 // one is running: a dataset has one position, so one consumer.
 var ErrBusy = errors.New("stream: an iteration is already running on this dataset")
 
+// chunksPerWindow is the fewest chunks a full shuffle window is made of.
+const chunksPerWindow = 16
+
 // ErrEmpty is wrapped when the URLs hold no rows.
 var ErrEmpty = errors.New("stream: dataset has no rows")
 
@@ -85,7 +88,10 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		data.Close()
 		return nil, fmt.Errorf("%w: %d files, 0 rows", ErrEmpty, len(data.Fragments))
 	}
-	d.chunks = split.Chunks(data.Fragments, split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: int64(o.ShuffleWindow)})
+	// Chunks hold at most a sixteenth of a window, so that a shuffled
+	// window mixes rows from at least sixteen places of the dataset (where
+	// row groups are that small: they are never cut).
+	d.chunks = split.Chunks(data.Fragments, split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
 	d.plan = planHash(data, d.chunks)
 	if err := d.startEpoch(o.Epoch); err != nil {
 		data.Close()
@@ -259,7 +265,9 @@ type job struct {
 
 func (j *job) release() {
 	for _, w := range j.windows {
-		w.release()
+		if w != nil { // a job abandoned half-built holds only some
+			w.release()
+		}
 	}
 }
 
@@ -368,8 +376,9 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 						w.release() // the cutter's own hold
 					}
 				}
+				// A job handed to the stage is the stage's, even when it is
+				// stopping: it releases what it never ran (ReleaseIn).
 				if !yield(j, nil) {
-					j.release()
 					return
 				}
 			}
@@ -401,6 +410,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 					err = fmt.Errorf("stream: epoch %d: %w", ep.epoch, err)
 				}
+				cancel()
 				yield(zero, err)
 				return
 			}
@@ -413,6 +423,9 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			m.AddConsumed(r.plan.rows, 1)
 			m.SetUnscannedRows(d.unscannedLocked())
 			if !yield(r.val, nil) {
+				// Cancel before the stages shut down, so reads in flight
+				// stop now instead of finishing first.
+				cancel()
 				return
 			}
 		}

@@ -100,6 +100,7 @@ func WriteBucket(ctx context.Context, b *blob.Bucket, prefix string, spec Spec) 
 
 // Label is the label of row id: sorted or scattered.
 func (s Spec) Label(id int64) int64 {
+	s.defaults()
 	if s.SortedLabels {
 		return id * int64(s.Classes) / s.Rows()
 	}

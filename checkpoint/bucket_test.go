@@ -1,0 +1,177 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+)
+
+func allKeys(t *testing.T, b *blob.Bucket) []string {
+	t.Helper()
+	var keys []string
+	it := b.List(nil)
+	for {
+		obj, err := it.Next(context.Background())
+		if err == io.EOF {
+			return keys
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, obj.Key)
+	}
+}
+
+func TestBucketLayout(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	s, err := OpenBucketStore(ctx, b, "jobs/ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	if err := s.Save(ctx, "llm-7b", 1200, 0, testState(0, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// No marker while a rank is missing.
+	want := []string{"jobs/ckpt/llm-7b/00000000000000001200/rank-0.state"}
+	if got := allKeys(t, b); !slices.Equal(got, want) {
+		t.Fatalf("objects %q, want %q", got, want)
+	}
+	if err := s.Save(ctx, "llm-7b", 1200, 1, testState(1, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		"jobs/ckpt/llm-7b/00000000000000001200/COMPLETE",
+		"jobs/ckpt/llm-7b/00000000000000001200/rank-0.state",
+		"jobs/ckpt/llm-7b/00000000000000001200/rank-1.state",
+	}
+	if got := allKeys(t, b); !slices.Equal(got, want) {
+		t.Fatalf("objects %q, want %q", got, want)
+	}
+	if m, _ := b.ReadAll(ctx, want[0]); string(m) != "2\n" {
+		t.Fatalf("marker holds %q", m)
+	}
+	if err := s.Delete(ctx, "llm-7b", 1200); err != nil {
+		t.Fatal(err)
+	}
+	if got := allKeys(t, b); len(got) != 0 {
+		t.Fatalf("Delete left %q", got)
+	}
+}
+
+func TestBucketMarker(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	s, err := OpenBucketStore(ctx, b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, s)
+	saveStep(t, s, "r", 1, 2, 2, nil)
+	saveStep(t, s, "r", 2, 2, 2, nil)
+	marker := s.stepDir("r", 2) + markerName
+
+	// All ranks present but no marker: the last saver failed before
+	// writing it. The step does not count.
+	if err := b.Delete(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.LoadStep(ctx, "r", 2)
+	wantErr(t, err, ErrIncomplete, "no completion marker")
+	if latest, err := s.Latest(ctx, "r"); err != nil || latest != 1 {
+		t.Fatalf("Latest = %d, %v; want 1", latest, err)
+	}
+
+	for content, says := range map[string]string{"x\n": "not a world size", "3\n": "marker says 3"} {
+		if err := b.WriteAll(ctx, marker, []byte(content), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.LoadStep(ctx, "r", 2)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Fatalf("marker %q: LoadStep gave %v", content, err)
+		}
+		if latest, err := s.Latest(ctx, "r"); err != nil || latest != 1 {
+			t.Fatalf("marker %q: Latest = %d, %v; want 1", content, latest, err)
+		}
+		infos, err := s.List(ctx, "r")
+		if err != nil || infos[1].Complete || !strings.Contains(infos[1].Reason, says) {
+			t.Fatalf("marker %q: List gave %+v, %v", content, infos, err)
+		}
+	}
+
+	// Objects the store did not write are ignored.
+	for _, k := range []string{"r/README", "r/00000000000000000002/rank-01.state", "r/00000000000000000002/notes.txt", "r/12/rank-0.state"} {
+		if err := b.WriteAll(ctx, k, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.WriteAll(ctx, marker, []byte("2\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := s.List(ctx, "r")
+	if err != nil || len(infos) != 2 || !infos[1].Complete || !slices.Equal(infos[1].Ranks, []int{0, 1}) {
+		t.Fatalf("List with foreign objects: %+v, %v", infos, err)
+	}
+}
+
+func TestBucketPrefixesAreSeparate(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	a, err := OpenBucketStore(ctx, b, "a/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, a)
+	ab, err := OpenBucketStore(ctx, b, "ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, ab)
+	saveStep(t, a, "r", 1, 1, 1, nil)
+	if _, err := ab.Latest(ctx, "r"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("store at prefix ab sees prefix a: %v", err)
+	}
+	// Closing a store leaves the caller's bucket open.
+	closeStore(t, a)
+	if _, err := b.ReadAll(ctx, a.rankKey("r", 1, 0)); err != nil {
+		t.Fatalf("bucket unusable after the store closed: %v", err)
+	}
+}
+
+func TestOpenBucketStoreURL(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenBucketStoreURL(ctx, "mem://?prefix=ckpt/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveStep(t, s, "r", 3, 1, 1, nil)
+	if latest, err := s.Latest(ctx, "r"); err != nil || latest != 3 {
+		t.Fatalf("Latest = %d, %v", latest, err)
+	}
+	closeStore(t, s)
+	if !s.owned {
+		t.Fatal("the store does not own the bucket it opened")
+	}
+
+	const secretURL = "nosuch://user:hunter2@bucket/path?token=s3cr3t"
+	_, err = OpenBucketStoreURL(ctx, secretURL)
+	if err == nil {
+		t.Fatal("unknown scheme accepted")
+	}
+	if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error shows credentials: %v", err)
+	}
+	if !strings.Contains(err.Error(), "nosuch://bucket/path") {
+		t.Fatalf("error does not name the bucket: %v", err)
+	}
+}

@@ -1,0 +1,128 @@
+package stream
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
+
+	"github.com/sluicedata/sluice/internal/synth"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// smallSpec is a dataset of many small row groups, so that splits, chunks
+// and windows all have several of everything.
+var smallSpec = synth.Spec{Files: 8, RowsPerFile: 3000, RowGroupRows: 250, Seed: 7}
+
+func writeDataset(t testing.TB, spec synth.Spec) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := synth.WriteDir(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkedOptions returns options over dir with a checked allocator that the
+// test verifies is empty at cleanup.
+func checkedOptions(t testing.TB, dir string) Options {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return Options{
+		URLs:          []string{dir},
+		Columns:       []string{"id", "label"},
+		BatchSize:     100,
+		ShuffleWindow: 2000,
+		Seed:          42,
+		Allocator:     mem,
+	}
+}
+
+func open(t testing.TB, o Options) *Dataset {
+	t.Helper()
+	ds, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ds.Close() })
+	return ds
+}
+
+// taken is one batch as the consumer saw it: its ids and the split it came
+// from (found from the state, whose cursor for that split moved).
+type taken struct {
+	split int
+	ids   []int64
+}
+
+// consume takes up to limit batches (all if limit < 0) from ds's current
+// position and returns them with the state after the last one.
+func consume(t testing.TB, ds *Dataset, limit int) ([]taken, State) {
+	t.Helper()
+	var out []taken
+	prev := ds.StateDict()
+	if limit == 0 {
+		return nil, prev
+	}
+	for b, err := range ds.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ds.StateDict()
+		moved := -1
+		for s := range st.Cursors {
+			if st.Cursors[s] != prev.Cursors[s] {
+				moved = s
+			}
+		}
+		prev = st
+		ids := slices.Clone(b.Column(0).(*array.Int64).Int64Values())
+		out = append(out, taken{split: moved, ids: ids})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, ds.StateDict()
+}
+
+// bySplit concatenates the ids each split delivered, in order.
+func bySplit(bs []taken, into map[int][]int64) map[int][]int64 {
+	if into == nil {
+		into = map[int][]int64{}
+	}
+	for _, b := range bs {
+		into[b.split] = append(into[b.split], b.ids...)
+	}
+	return into
+}
+
+// exactlyOnce checks that ids hold every id of [0, n) once.
+func exactlyOnce(t testing.TB, ids []int64, n int64) {
+	t.Helper()
+	seen := make([]int, n)
+	for _, id := range ids {
+		if id < 0 || id >= n {
+			t.Fatalf("id %d outside [0, %d)", id, n)
+		}
+		seen[id]++
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("id %d delivered %d times (of %d ids)", id, c, n)
+		}
+	}
+}
+
+func allIDs(bs []taken) []int64 {
+	var out []int64
+	for _, b := range bs {
+		out = append(out, b.ids...)
+	}
+	return out
+}

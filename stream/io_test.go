@@ -1,0 +1,267 @@
+package stream
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/permutation"
+)
+
+// readLog records every range read made through the buckets it wraps.
+type readLog struct {
+	mu    sync.Mutex
+	on    bool
+	reads []rangeRead
+}
+
+type rangeRead struct {
+	key    string
+	off, n int64
+}
+
+func (l *readLog) wrap(b storage.Bucket) storage.Bucket {
+	c := storage.NewCounting(b)
+	c.OnRead = func(key string, off int64, n int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.on {
+			l.reads = append(l.reads, rangeRead{key, off, int64(n)})
+		}
+	}
+	return c
+}
+
+func (l *readLog) start() {
+	l.mu.Lock()
+	l.on, l.reads = true, nil
+	l.mu.Unlock()
+}
+
+func (l *readLog) bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, r := range l.reads {
+		n += r.n
+	}
+	return n
+}
+
+// Every selected column chunk is fetched once per epoch across all ranks:
+// bytes read over the bytes of the selected column chunks is at most 1.05
+// (row groups that two splits share are the only allowance).
+func TestIOAmplification(t *testing.T) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 19999, RowGroupRows: 500, Seed: 3}
+	dir := writeDataset(t, spec)
+	for _, shuffle := range []bool{false, true} {
+		for _, world := range []int{1, 8} {
+			var read, stored int64
+			for rank := range world {
+				log := &readLog{}
+				o := checkedOptions(t, dir)
+				o.Columns = []string{"id", "x"}
+				o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 8, world, rank
+				o.ShuffleWindow = 8192
+				o.Storage.Wrap = log.wrap
+				ds := open(t, o)
+				if rank == 0 {
+					for _, f := range ds.Files() {
+						for _, u := range f.Units {
+							stored += u.Bytes
+						}
+					}
+				}
+				log.start()
+				consume(t, ds, -1)
+				read += log.bytes()
+			}
+			amp := float64(read) / float64(stored)
+			t.Logf("shuffle=%t world=%d: read %d bytes of %d stored: io_amplification %.4f", shuffle, world, read, stored, amp)
+			if amp > 1.05 || amp < 1 {
+				t.Fatalf("shuffle=%t world=%d: io_amplification %.4f, want within [1, 1.05]", shuffle, world, amp)
+			}
+		}
+	}
+}
+
+// Resuming reads no row group of a window before the cursor's, and costs
+// the same wherever in the epoch the state was taken.
+func TestResumeReadsNothingBefore(t *testing.T) {
+	spec := synth.Spec{Files: 4, RowsPerFile: 8000, RowGroupRows: 500, Seed: 5}
+	dir := writeDataset(t, spec)
+	// Byte ranges of every row group's column chunks, per file key.
+	type rg struct {
+		file     string
+		idx      int
+		from, to int64
+	}
+	var groups []rg
+	for i := range spec.Files {
+		path := filepath.Join(dir, synth.FileName(i))
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := pf.MetaData()
+		for g := range md.NumRowGroups() {
+			from, to := int64(math.MaxInt64), int64(0)
+			for c := range md.RowGroup(g).NumColumns() {
+				cc, err := md.RowGroup(g).ColumnChunk(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := cc.DataPageOffset()
+				if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+					start = min(start, cc.DictionaryPageOffset())
+				}
+				from, to = min(from, start), max(to, start+cc.TotalCompressedSize())
+			}
+			groups = append(groups, rg{strings.TrimPrefix(filepath.ToSlash(path), "/"), g, from, to})
+		}
+		pf.Close()
+	}
+	for _, shuffle := range []bool{false, true} {
+		o := checkedOptions(t, dir)
+		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 4, 2, 1
+		o.ShuffleWindow = 2000
+		o.PrefetchWindows = 1 // read ahead as little as possible: count what resuming needs
+		all, _ := consume(t, open(t, o), -1)
+		for _, frac := range []float64{0.01, 0.5, 0.99} {
+			k := int(frac * float64(len(all)))
+			_, st := consume(t, open(t, o), k)
+			log := &readLog{}
+			oo := o
+			oo.Storage.Wrap = log.wrap
+			ds := open(t, oo)
+			if err := ds.LoadStateDict(st); err != nil {
+				t.Fatal(err)
+			}
+			// Row groups of the windows at or after each cursor may be read.
+			allowed := map[string]bool{}
+			for s := o.Rank; s < o.NumSplits; s += o.WorldSize {
+				sp := ds.ep.splits[s]
+				for _, w := range ds.ep.windows[s][st.Cursors[s].Window:] {
+					for _, p := range sp.Pieces[w.First:w.End] {
+						f := ds.Files()[p.Fragment]
+						var row int64
+						for g, u := range f.Units {
+							if row < p.End && row+u.Rows > p.Start {
+								allowed[fmt.Sprintf("%s#%d", strings.TrimPrefix(strings.TrimPrefix(f.URL, "file://"), "/"), g)] = true
+							}
+							row += u.Rows
+						}
+					}
+				}
+			}
+			log.start()
+			consume(t, ds, 1)
+			log.mu.Lock()
+			for _, r := range log.reads {
+				found := false
+				for _, g := range groups {
+					if g.file == r.key && r.off >= g.from && r.off < g.to {
+						found = true
+						if !allowed[fmt.Sprintf("%s#%d", g.file, g.idx)] {
+							t.Fatalf("shuffle=%t resume at %.0f%%: read row group %d of %s, before the cursor's window", shuffle, frac*100, g.idx, g.file)
+						}
+					}
+				}
+				if !found {
+					t.Fatalf("read at %d of %s is in no row group", r.off, r.key)
+				}
+			}
+			log.mu.Unlock()
+		}
+	}
+}
+
+// Shuffle quality as a figure: on data sorted by a label of 10 classes, the
+// mean total variation distance between each batch's label histogram and the
+// global one, for the default window, a full random shuffle and chunk-order
+// shuffling alone.
+func TestShuffleQuality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 400k rows")
+	}
+	spec := synth.Spec{Files: 20, RowsPerFile: 20000, RowGroupRows: 1000, SortedLabels: true, StringBytes: 1, Classes: 10}
+	dir := writeDataset(t, spec)
+	const batch = 1024
+	o := checkedOptions(t, dir)
+	o.Columns = []string{"id"}
+	o.Shuffle, o.ShuffleWindow, o.BatchSize = true, 0, batch // the default window
+	ds := open(t, o)
+	bs, _ := consume(t, ds, -1)
+	labels := func(ids []int64) []int64 {
+		out := make([]int64, len(ids))
+		for i, id := range ids {
+			out[i] = spec.Label(id)
+		}
+		return out
+	}
+	var windowed []float64
+	for _, b := range bs {
+		windowed = append(windowed, tvd(labels(b.ids), spec.Classes))
+	}
+
+	all := make([]int64, spec.Rows())
+	for i := range all {
+		all[i] = int64(i)
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var full []float64
+	for i := 0; i < len(all); i += batch {
+		full = append(full, tvd(labels(all[i:min(i+batch, len(all))]), spec.Classes))
+	}
+
+	var seq []int64
+	for _, ci := range permutation.ChunkOrder(len(ds.Chunks()), permutation.Options{Shuffle: true, Seed: o.Seed}) {
+		c := ds.Chunks()[ci]
+		first := int64(c.Fragment) * int64(spec.RowsPerFile)
+		for row := c.Start; row < c.End; row++ {
+			seq = append(seq, first+row)
+		}
+	}
+	var chunkOnly []float64
+	for i := 0; i < len(seq); i += batch {
+		chunkOnly = append(chunkOnly, tvd(labels(seq[i:min(i+batch, len(seq))]), spec.Classes))
+	}
+	mw, mf, mc := mean(windowed), mean(full), mean(chunkOnly)
+	t.Logf("mean TVD of batch label histograms vs global (10 sorted classes, batch %d): window %d rows: %.3f; full shuffle: %.3f; chunk order only: %.3f", batch, 65536, mw, mf, mc)
+	if !(mf < mw && mw < mc/2) {
+		t.Fatalf("shuffle quality out of order: full %.3f < window %.3f < chunk-only/2 %.3f expected", mf, mw, mc/2)
+	}
+	if mw > 0.35 {
+		t.Fatalf("windowed shuffle TVD %.3f, want at most 0.35", mw)
+	}
+}
+
+func tvd(labels []int64, classes int) float64 {
+	h := make([]float64, classes)
+	for _, l := range labels {
+		h[l]++
+	}
+	var d float64
+	for _, c := range h {
+		d += math.Abs(c/float64(len(labels)) - 1/float64(classes))
+	}
+	return d / 2
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
