@@ -1,0 +1,146 @@
+package permutation
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestChunkOrder(t *testing.T) {
+	o := Options{Shuffle: true, Seed: 7, Epoch: 3}
+	a := ChunkOrder(1000, o)
+	if !slices.Equal(a, ChunkOrder(1000, o)) {
+		t.Fatal("same inputs, another order")
+	}
+	sorted := slices.Clone(a)
+	slices.Sort(sorted)
+	for i, v := range sorted {
+		if v != i {
+			t.Fatal("not a permutation")
+		}
+	}
+	if slices.IsSorted(a) {
+		t.Fatal("shuffled order is the identity")
+	}
+	o.Epoch++
+	if slices.Equal(a, ChunkOrder(1000, o)) {
+		t.Fatal("another epoch, same order")
+	}
+	if !slices.IsSorted(ChunkOrder(1000, Options{Seed: 7})) {
+		t.Fatal("unshuffled order is not storage order")
+	}
+}
+
+// The order is fixed across Go versions and machines: this pins it.
+func TestChunkOrderIsStable(t *testing.T) {
+	got := ChunkOrder(10, Options{Shuffle: true, Seed: 42, Epoch: 0})
+	want := []int{9, 4, 7, 0, 5, 3, 1, 8, 2, 6}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ChunkOrder(10, seed 42, epoch 0) = %v, was %v: orders of saved states would break", got, want)
+	}
+}
+
+func TestWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		rows := make([]int64, r.IntN(30))
+		for i := range rows {
+			rows[i] = int64(1 + r.IntN(400))
+		}
+		size := 1 + r.IntN(1000)
+		ws := Windows(rows, size)
+		next := 0
+		for _, w := range ws {
+			if w.First != next || w.End <= w.First {
+				t.Fatalf("window %+v after %d", w, next)
+			}
+			var n int64
+			for _, x := range rows[w.First:w.End] {
+				n += x
+			}
+			if n != w.Rows {
+				t.Fatalf("window %+v holds %d rows", w, n)
+			}
+			if n > int64(size) && w.End-w.First > 1 {
+				t.Fatalf("window %+v over %d rows with several pieces", w, size)
+			}
+			next = w.End
+		}
+		if next != len(rows) {
+			t.Fatalf("windows cover %d of %d pieces", next, len(rows))
+		}
+	}
+	if ws := Windows([]int64{5, -1, 5}, 100); len(ws) != 3 || ws[1].Rows != -1 {
+		t.Fatalf("a piece of unknown count must be a window of its own: %+v", ws)
+	}
+}
+
+// RowOrder is a permutation of the window's rows made of clumps that are
+// contiguous and never cross a piece boundary.
+func TestRowOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		segs := make([]int64, 1+r.IntN(6))
+		var total int64
+		for i := range segs {
+			segs[i] = int64(r.IntN(300))
+			total += segs[i]
+		}
+		o := Options{Shuffle: true, Seed: r.Uint64(), Epoch: int64(r.IntN(5)), ClumpSize: 1 + r.IntN(40)}
+		order := RowOrder(segs, o, r.IntN(8), r.IntN(8))
+		if int64(len(order)) != total {
+			t.Fatalf("%d rows ordered of %d", len(order), total)
+		}
+		seen := make([]bool, total)
+		for _, v := range order {
+			if seen[v] {
+				t.Fatal("row twice")
+			}
+			seen[v] = true
+		}
+		// Every clump starts at a clump boundary of its piece and runs on.
+		starts := map[int32]bool{}
+		var at int64
+		for _, n := range segs {
+			for off := int64(0); off < n; off += int64(o.ClumpSize) {
+				starts[int32(at+off)] = true
+			}
+			at += n
+		}
+		for i := 0; i < len(order); {
+			if !starts[order[i]] {
+				t.Fatalf("clump starts at row %d, not a clump boundary", order[i])
+			}
+			j := i + 1
+			for j < len(order) && order[j] == order[j-1]+1 && !starts[order[j]] {
+				j++
+			}
+			if j-i > o.ClumpSize {
+				t.Fatalf("clump of %d rows, ClumpSize %d", j-i, o.ClumpSize)
+			}
+			i = j
+		}
+	}
+	if RowOrder([]int64{10}, Options{}, 0, 0) != nil {
+		t.Fatal("unshuffled order should be nil (storage order)")
+	}
+	a := RowOrder([]int64{1000}, Options{Shuffle: true, Seed: 1, ClumpSize: 1}, 0, 0)
+	b := RowOrder([]int64{1000}, Options{Shuffle: true, Seed: 1, ClumpSize: 1}, 1, 0)
+	if slices.Equal(a, b) {
+		t.Fatal("two splits share a window order")
+	}
+}
+
+func TestBelowIsUniform(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n, draws = 7, 70000
+	var counts [n]int
+	for range draws {
+		counts[below(r, n)]++
+	}
+	for i, c := range counts {
+		if c < draws/n*9/10 || c > draws/n*11/10 {
+			t.Fatalf("value %d drawn %d times of %d", i, c, draws)
+		}
+	}
+}

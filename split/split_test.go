@@ -1,0 +1,144 @@
+package split
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+func randomFragments(r *rand.Rand) []*formats.Fragment {
+	frags := make([]*formats.Fragment, 1+r.IntN(6))
+	for i := range frags {
+		f := &formats.Fragment{}
+		for range r.IntN(8) {
+			rows := int64(r.IntN(500))
+			f.Units = append(f.Units, formats.Unit{Rows: rows, Bytes: rows * int64(1+r.IntN(20))})
+			f.Rows += rows
+		}
+		frags[i] = f
+	}
+	return frags
+}
+
+// Chunks cover every row of every fragment once, in order, at unit
+// boundaries, within the size bounds.
+func TestChunksCoverRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 500 {
+		frags := randomFragments(r)
+		o := ChunkOptions{TargetBytes: int64(1 + r.IntN(5000)), MaxRows: int64(r.IntN(800))}
+		chunks := Chunks(frags, o)
+		next := make([]int64, len(frags))
+		for _, c := range chunks {
+			if c.Start != next[c.Fragment] {
+				t.Fatalf("chunk %+v does not start where the previous ended (%d)", c, next[c.Fragment])
+			}
+			if c.Rows() <= 0 {
+				t.Fatalf("empty chunk %+v", c)
+			}
+			// A chunk ends at a unit boundary.
+			var row int64
+			boundary := false
+			for _, u := range frags[c.Fragment].Units {
+				row += u.Rows
+				boundary = boundary || row == c.End
+			}
+			if !boundary {
+				t.Fatalf("chunk %+v ends inside a unit", c)
+			}
+			next[c.Fragment] = c.End
+		}
+		for i, f := range frags {
+			if next[i] != f.Rows {
+				t.Fatalf("fragment %d: chunks cover %d of %d rows", i, next[i], f.Rows)
+			}
+		}
+	}
+}
+
+// Balance deals every row once into splits whose row counts differ by at
+// most one; with DropRemainder they are equal and fewer than n rows drop.
+func TestBalance(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	for range 500 {
+		chunks := Chunks(randomFragments(r), ChunkOptions{TargetBytes: 100})
+		order := r.Perm(len(chunks))
+		n := 1 + r.IntN(16)
+		drop := r.IntN(2) == 0
+		splits, err := Balance(chunks, order, Options{NumSplits: n, DropRemainder: drop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total, got int64
+		for _, c := range chunks {
+			total += c.Rows()
+		}
+		// Splits are contiguous runs of the ordered rows.
+		var seq []Piece
+		lo, hi := int64(1<<62), int64(0)
+		for _, s := range splits {
+			var rows int64
+			for _, p := range s.Pieces {
+				if p.Rows() <= 0 {
+					t.Fatalf("empty piece %+v", p)
+				}
+				rows += p.Rows()
+			}
+			if rows != s.Rows {
+				t.Fatalf("split says %d rows, pieces hold %d", s.Rows, rows)
+			}
+			lo, hi = min(lo, rows), max(hi, rows)
+			got += rows
+			seq = append(seq, s.Pieces...)
+		}
+		if drop {
+			if lo != hi || total-got >= int64(n) || total-got != total%int64(n) {
+				t.Fatalf("DropRemainder: splits %d..%d rows, dropped %d of %d", lo, hi, total-got, total)
+			}
+		} else if hi-lo > 1 || got != total {
+			t.Fatalf("splits %d..%d rows, %d of %d rows", lo, hi, got, total)
+		}
+		// Walking the pieces retraces the ordered chunks.
+		k := 0
+		for _, ci := range order {
+			at := chunks[ci].Start
+			for k < len(seq) && seq[k].Chunk == ci && at < chunks[ci].End {
+				if seq[k].Start != at {
+					t.Fatalf("piece %+v should start at %d", seq[k], at)
+				}
+				at = seq[k].End
+				k++
+			}
+			if at != chunks[ci].End && !drop {
+				t.Fatalf("chunk %d covered to %d of %d", ci, at, chunks[ci].End)
+			}
+		}
+	}
+}
+
+func TestBalanceUnknownCounts(t *testing.T) {
+	chunks := []Chunk{{0, -1, -1, 100}, {1, -1, -1, 300}, {2, -1, -1, 100}, {3, -1, -1, 100}}
+	splits, err := Balance(chunks, []int{0, 1, 2, 3}, Options{NumSplits: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	for _, s := range splits {
+		var cs []int
+		for _, p := range s.Pieces {
+			cs = append(cs, p.Chunk)
+		}
+		got = append(got, cs)
+	}
+	if !slices.Equal(got[0], []int{0, 1}) || !slices.Equal(got[1], []int{2, 3}) {
+		t.Fatalf("byte-balanced splits %v", got)
+	}
+	if _, err := Balance(chunks, []int{0, 1, 2, 3}, Options{NumSplits: 2, DropRemainder: true}); err == nil {
+		t.Fatal("DropRemainder with unknown counts was accepted")
+	}
+	if _, err := Balance(chunks, []int{0, 1, 2, 3}, Options{}); err == nil {
+		t.Fatal("NumSplits 0 was accepted")
+	}
+}
