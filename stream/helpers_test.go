@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 
@@ -13,6 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		os.Exit(crashChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,0 +1,90 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluicedata/sluice/checkpoint"
+)
+
+// Checkpointer saves a dataset's state into a checkpoint store as a
+// training loop goes, and resumes from the newest complete step. Each rank
+// of a job has its own Checkpointer on its own dataset, with the same store
+// (a bucket store when ranks run on different machines) and run name.
+//
+//	ck := stream.NewCheckpointer(ds, store, "run-7", 500)
+//	step, err := ck.Resume(ctx) // 0 on a fresh start
+//	for batch, err := range ds.Batches(ctx) {
+//		train(batch)
+//		step++
+//		if err := ck.Step(ctx, step); err != nil { ... } // saves every 500 steps
+//	}
+//
+// Save the model at the same steps: a state says which rows the loop has
+// taken, so it belongs with the weights those rows trained.
+type Checkpointer struct {
+	ds    *Dataset
+	store checkpoint.Store
+	run   string
+	every int64
+	// Keep, if positive, deletes all but the newest Keep complete steps
+	// after each save (rank 0 only, so ranks do not race to delete).
+	Keep int
+}
+
+// NewCheckpointer saves ds's state into store under run every `every` steps
+// (0: only when Save is called).
+func NewCheckpointer(ds *Dataset, store checkpoint.Store, run string, every int) *Checkpointer {
+	return &Checkpointer{ds: ds, store: store, run: run, every: int64(every)}
+}
+
+// Step tells the checkpointer that training step `step` is done; it saves
+// when step is a multiple of the interval.
+func (c *Checkpointer) Step(ctx context.Context, step int64) error {
+	if c.every <= 0 || step%c.every != 0 {
+		return nil
+	}
+	return c.Save(ctx, step)
+}
+
+// Save stores the dataset's state for this rank at step, now.
+func (c *Checkpointer) Save(ctx context.Context, step int64) error {
+	st := c.ds.StateDict()
+	if err := c.store.Save(ctx, c.run, step, st.Rank, st); err != nil {
+		return fmt.Errorf("stream: checkpoint run %q step %d rank %d: %w", c.run, step, st.Rank, err)
+	}
+	if c.Keep > 0 && st.Rank == 0 {
+		if err := c.store.Retain(ctx, c.run, c.Keep); err != nil {
+			return fmt.Errorf("stream: checkpoint run %q retention: %w", c.run, err)
+		}
+	}
+	return nil
+}
+
+// Resume moves the dataset to the newest complete step of the run and
+// returns that step, or 0 and no error if the run has none. At the world
+// size the step was saved with, each rank loads its own state (so even the
+// round-robin position resumes); at another world size it loads the merge of
+// all ranks' states.
+func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
+	step, err := c.store.Latest(ctx, c.run)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream: resume run %q: %w", c.run, err)
+	}
+	rank, world := c.ds.opts.Rank, c.ds.opts.WorldSize
+	st, err := c.store.Load(ctx, c.run, step, rank)
+	if err != nil || st.WorldSize != world {
+		st, err = c.store.LoadStep(ctx, c.run, step)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
+	}
+	if err := c.ds.LoadStateDict(st); err != nil {
+		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
+	}
+	return step, nil
+}
