@@ -1,0 +1,151 @@
+package stream
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/metrics"
+)
+
+// slowBucket adds a delay to every range read, like a distant object store.
+type slowBucket struct {
+	storage.Bucket
+	delay time.Duration
+}
+
+func (b slowBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	select {
+	case <-time.After(b.delay):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return b.Bucket.ReadAt(ctx, key, p, off)
+}
+
+func idsOf(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
+	return slices.Clone(b.Column(0).(*array.Int64).Int64Values()), nil
+}
+
+// The queue pattern tells where the time goes: I/O-bound, both queues near
+// empty; transform-bound, raw queue full and prefetch queue near empty;
+// consumer-bound, both full.
+func TestDiagnosis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing-based")
+	}
+	dir := writeDataset(t, synth.Spec{Files: 8, RowsPerFile: 4000, RowGroupRows: 250, Seed: 1})
+	cases := []struct {
+		want      string
+		readDelay time.Duration
+		transform time.Duration
+		consume   time.Duration
+	}{
+		{metrics.IOBound, 30 * time.Millisecond, 0, 0},
+		{metrics.TransformBound, 0, 3 * time.Millisecond, 0},
+		{metrics.ConsumerBound, 0, 0, 3 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			o := checkedOptions(t, dir)
+			o.Shuffle = true
+			// One row group, one window, one batch: no burst of batches
+			// from one read fills the prefetch queue.
+			o.ShuffleWindow, o.BatchSize = 250, 250
+			o.ReadConcurrency, o.TransformConcurrency = 2, 1
+			if c.readDelay > 0 {
+				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, c.readDelay} }
+			}
+			ds := open(t, o)
+			var samples []string
+			prev := ds.Metrics().Snapshot()
+			n := 0
+			for _, err := range Map(context.Background(), ds, func(ctx context.Context, b arrow.RecordBatch) ([]int64, error) {
+				time.Sleep(c.transform)
+				return idsOf(ctx, b)
+			}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(c.consume)
+				n++
+				if n%8 == 0 && n > 16 {
+					now := ds.Metrics().Snapshot()
+					samples = append(samples, now.Since(prev).Diagnosis())
+					prev = now
+				}
+				if len(samples) == 15 {
+					break
+				}
+			}
+			hits := 0
+			for _, s := range samples {
+				if s == c.want {
+					hits++
+				}
+			}
+			t.Logf("%s: %d of %d samples agree: %v", c.want, hits, len(samples), samples)
+			if hits*10 < len(samples)*6 {
+				t.Fatalf("diagnosis %v, want mostly %s", samples, c.want)
+			}
+		})
+	}
+}
+
+// A state taken while the queues are full counts only what the consumer
+// took: resuming from it repeats and skips nothing.
+func TestStateWithFullQueues(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	o := checkedOptions(t, dir)
+	o.Shuffle, o.NumSplits, o.ClumpSize = true, 4, 3
+	o.PrefetchBatches, o.PrefetchWindows, o.ReadConcurrency, o.TransformConcurrency = 64, 8, 4, 2
+	var full []int64
+	for ids, err := range Map(context.Background(), open(t, o), idsOf) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		full = append(full, ids...)
+	}
+	for _, k := range []int{1, 17, 100, 200} {
+		ds := open(t, o)
+		var head []int64
+		var st State
+		n := 0
+		for ids, err := range Map(context.Background(), ds, idsOf) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond) // a slow consumer: the queues fill up
+			head = append(head, ids...)
+			n++
+			if n == k {
+				snap := ds.Metrics().Snapshot()
+				if snap.PrefetchQueueItems == 0 {
+					t.Logf("k=%d: prefetch queue empty when the state was taken", k)
+				}
+				st = ds.StateDict()
+				break
+			}
+		}
+		resumed := open(t, o)
+		if err := resumed.LoadStateDict(st); err != nil {
+			t.Fatal(err)
+		}
+		var tail []int64
+		for ids, err := range Map(context.Background(), resumed, idsOf) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			tail = append(tail, ids...)
+		}
+		if !slices.Equal(append(head, tail...), full) {
+			t.Fatalf("resume after %d batches with full queues is not exact", k)
+		}
+	}
+}
