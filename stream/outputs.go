@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,15 +30,17 @@ var ErrOutputMapping = errors.New("stream: the schema does not fit the output")
 var ErrNullValue = errors.New("stream: null value where a value is required")
 
 // Structs streams the rest of the current epoch as batches of T, in exactly
-// the order of Batches (it runs on Map, so decoding is parallel and
-// ordered). T must be a struct type. Each batch is one new []T that the
-// caller owns.
+// the order of Batches: it runs on Map, so batches decode in parallel on
+// TransformConcurrency goroutines and arrive in order. T must be a struct
+// type. Each batch is one new []T that the caller owns. As with Batches,
+// breaking out of the loop keeps the position, and the end of the epoch
+// moves the dataset to the next one.
 //
 // Fields map to columns by their `sluice` tag:
 //
 //	type Row struct {
 //		ID    int64   `sluice:"id"` // the column "id"; a missing column is an error
-//		Label int32                 // no tag: the column "Label", else the one column equal to it ignoring case ("label")
+//		Label int64                 // no tag: the column "Label", else the one column equal to it ignoring case ("label")
 //		X     float64 `sluice:"x"`
 //		Note  *string `sluice:"note"` // a pointer field receives nulls as nil
 //		Debug string  `sluice:"-"`    // not decoded
@@ -83,7 +86,12 @@ var ErrNullValue = errors.New("stream: null value where a value is required")
 // the column, its row in the batch and the field, except for a []byte
 // field, which receives nil. Strings and byte slices of one column of one
 // batch are cut from one copy of the column's bytes: keeping a single value
-// keeps that copy alive (strings.Clone it to keep a few values long).
+// keeps that copy alive (strings.Clone or bytes.Clone the few values you
+// keep for long). Byte slices have their capacity capped, so appending to
+// one never writes into the next.
+//
+// Decoding goes column by column: the conversion is chosen once per column
+// and batch, then one loop sets that field in every row through reflect.
 //
 // A mapping error wraps ErrOutputMapping and names the column, its Arrow
 // type, the field and its Go type. The first error ends the iteration.
@@ -101,8 +109,9 @@ func Structs[T any](ctx context.Context, ds *Dataset) iter.Seq2[[]T, error] {
 }
 
 // Rows streams the rest of the current epoch as batches of rows, each a map
-// from column name to value, in exactly the order of Batches. Every map
-// holds every column of ds.Schema(). Values are Go values the caller owns:
+// from column name to value, in exactly the order of Batches (it runs on
+// Map, like Structs). Every map holds every column of ds.Schema(). Values
+// are Go values the caller owns, copied out of Arrow memory:
 //
 //	Arrow type                                         Go value
 //	int8, int16, int32, int64, uint8, uint16, uint32   int64
@@ -197,10 +206,10 @@ func Matrices(ctx context.Context, ds *Dataset, columns []string) iter.Seq2[Matr
 	}
 }
 
-// checkColumn verifies that a batch's column has the type the plan was
-// checked against: a batch always has ds.Schema(), so this only guards the
-// decoders' type assertions.
-func checkColumn(b arrow.RecordBatch, col int, name string, want arrow.DataType) (arrow.Array, error) {
+// batchColumn returns column col of b, checking that it has the type the
+// plan was checked against: a batch always has ds.Schema(), so this only
+// guards the decoders' type assertions.
+func batchColumn(b arrow.RecordBatch, col int, name string, want arrow.DataType) (arrow.Array, error) {
 	if col >= int(b.NumCols()) {
 		return nil, fmt.Errorf("column %q: the batch has %d columns, the schema more", name, b.NumCols())
 	}
@@ -376,7 +385,7 @@ const (
 	setTime
 )
 
-var timeType = reflect.TypeFor[time.Time]()
+var goTimeType = reflect.TypeFor[time.Time]()
 
 // structPlan maps the columns of a schema onto the fields of a struct type.
 type structPlan struct {
@@ -410,7 +419,7 @@ func newStructPlan(schema *arrow.Schema, t reflect.Type) (*structPlan, error) {
 	var skipped, viaPointer [][]int // embedded fields whose promoted fields are not decoded / not settable
 	hasPrefix := func(list [][]int, index []int) ([]int, bool) {
 		for _, pre := range list {
-			if len(pre) < len(index) && equalInts(pre, index[:len(pre)]) {
+			if len(pre) < len(index) && slices.Equal(pre, index[:len(pre)]) {
 				return pre, true
 			}
 		}
@@ -444,7 +453,7 @@ func newStructPlan(schema *arrow.Schema, t reflect.Type) (*structPlan, error) {
 				// mapping one of them is an error, below.
 				viaPointer = append(viaPointer, sf.Index)
 				continue
-			} else if et.Kind() == reflect.Struct && et != timeType {
+			} else if et.Kind() == reflect.Struct && et != goTimeType {
 				continue // a container: its promoted fields follow
 			}
 		}
@@ -483,18 +492,6 @@ func newStructPlan(schema *arrow.Schema, t reflect.Type) (*structPlan, error) {
 		return nil, fail("no field maps to a column")
 	}
 	return p, nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // fieldPath names the field at index, dotted through embedded structs.
@@ -549,9 +546,15 @@ func findColumn(schema *arrow.Schema, field, tag string, tagged bool) (int, erro
 	}
 }
 
+// columnList names a schema's columns for an error, the first 30 of them.
 func columnList(schema *arrow.Schema) string {
+	const most = 30
 	var names []string
-	for _, f := range schema.Fields() {
+	for i, f := range schema.Fields() {
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", schema.NumFields()-most))
+			break
+		}
 		names = append(names, fmt.Sprintf("%q", f.Name))
 	}
 	return strings.Join(names, ", ")
@@ -566,6 +569,9 @@ func (f *structField) conversion() error {
 	}
 	e := f.elem
 	k := e.Kind()
+	if f.ptr && k == reflect.Pointer {
+		return fmt.Errorf("a pointer to a pointer is not supported")
+	}
 	isInt := k == reflect.Int || k == reflect.Int8 || k == reflect.Int16 || k == reflect.Int32 || k == reflect.Int64
 	isUint := k == reflect.Uint || k == reflect.Uint8 || k == reflect.Uint16 || k == reflect.Uint32 || k == reflect.Uint64 || k == reflect.Uintptr
 	isFloat := k == reflect.Float32 || k == reflect.Float64
@@ -612,7 +618,7 @@ func (f *structField) conversion() error {
 		}
 		f.set = setBool
 	case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
-		if e != timeType {
+		if e != goTimeType {
 			return fmt.Errorf("timestamps and dates convert only to time.Time fields")
 		}
 		conv, _, err := timeConv(f.dt)
@@ -649,9 +655,9 @@ func decodeStructs[T any](p *structPlan, b arrow.RecordBatch) ([]T, error) {
 	return out, nil
 }
 
-// dest hands out the field of each row, or for a pointer field the element
-// of the batch's backing array that it points to.
-type dest struct {
+// fieldDest hands out the field of each row, or for a pointer field the
+// element of the batch's backing array that it points to.
+type fieldDest struct {
 	rows    reflect.Value // []T
 	index   []int
 	backing reflect.Value // []elem, for pointer fields
@@ -659,9 +665,9 @@ type dest struct {
 	nulls   bool // arr has nulls, which are skipped (left zero)
 }
 
-func (d *dest) skip(r int) bool { return d.nulls && d.arr.IsNull(r) }
+func (d *fieldDest) skip(r int) bool { return d.nulls && d.arr.IsNull(r) }
 
-func (d *dest) at(r int) reflect.Value {
+func (d *fieldDest) at(r int) reflect.Value {
 	v := d.rows.Index(r)
 	if len(d.index) == 1 {
 		v = v.Field(d.index[0])
@@ -677,14 +683,14 @@ func (d *dest) at(r int) reflect.Value {
 }
 
 func (f *structField) decode(b arrow.RecordBatch, rows reflect.Value, n int) error {
-	arr, err := checkColumn(b, f.col, f.column, f.dt)
+	arr, err := batchColumn(b, f.col, f.column, f.dt)
 	if err != nil {
 		return err
 	}
 	if arr.Len() != n {
 		return fmt.Errorf("column %q has %d rows, the batch %d", f.column, arr.Len(), n)
 	}
-	d := dest{rows: rows, index: f.index, arr: arr, nulls: arr.NullN() > 0}
+	d := fieldDest{rows: rows, index: f.index, arr: arr, nulls: arr.NullN() > 0}
 	if d.nulls && !f.nullOK {
 		r := firstNull(arr)
 		return fmt.Errorf("column %q (%s) row %d, field %s (%s): %w; declare the field *%s to receive nulls as nil", f.column, f.dt, r, f.name, f.typ, ErrNullValue, f.typ)
@@ -757,12 +763,13 @@ func (f *structField) decode(b arrow.RecordBatch, rows reflect.Value, n int) err
 	return nil
 }
 
-type number interface {
+// outNumber is the Go element types of Arrow's numeric arrays.
+type outNumber interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
 }
 
 // setNumbers sets one numeric column: one loop per setter.
-func setNumbers[V number](d *dest, vals []V, set setKind) {
+func setNumbers[V outNumber](d *fieldDest, vals []V, set setKind) {
 	switch set {
 	case setInt:
 		for r, v := range vals {
@@ -786,7 +793,7 @@ func setNumbers[V number](d *dest, vals []V, set setKind) {
 }
 
 // setTimes sets one time column into time.Time fields.
-func setTimes[V ~int32 | ~int64](d *dest, vals []V, conv timeOf) {
+func setTimes[V ~int32 | ~int64](d *fieldDest, vals []V, conv timeOf) {
 	for r, v := range vals {
 		if !d.skip(r) {
 			*d.at(r).Addr().Interface().(*time.Time) = conv(int64(v))
@@ -832,7 +839,7 @@ func (p *rowsPlan) decode(b arrow.RecordBatch) ([]map[string]any, error) {
 		rows[r] = make(map[string]any, len(p.names))
 	}
 	for c, name := range p.names {
-		arr, err := checkColumn(b, c, name, p.types[c])
+		arr, err := batchColumn(b, c, name, p.types[c])
 		if err != nil {
 			return nil, err
 		}
@@ -967,7 +974,7 @@ func newMatrixPlan(schema *arrow.Schema, columns []string) (*matrixPlan, error) 
 func (p *matrixPlan) decode(b arrow.RecordBatch) (Matrix, error) {
 	n, k := int(b.NumRows()), len(p.cols)
 	for c, col := range p.cols {
-		arr, err := checkColumn(b, col, p.columns[c], p.types[c])
+		arr, err := batchColumn(b, col, p.columns[c], p.types[c])
 		if err != nil {
 			return Matrix{}, err
 		}
@@ -1015,7 +1022,7 @@ func (p *matrixPlan) decode(b arrow.RecordBatch) (Matrix, error) {
 	return Matrix{Columns: p.columns, Rows: n, Data: data}, nil
 }
 
-func fillColumn[V number](data []float32, vals []V, c, k int) {
+func fillColumn[V outNumber](data []float32, vals []V, c, k int) {
 	for r, v := range vals {
 		data[r*k+c] = float32(v)
 	}
