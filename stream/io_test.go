@@ -264,4 +264,3 @@ func mean(xs []float64) float64 {
 	}
 	return s / float64(len(xs))
 }
-
