@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/stream"
+)
+
+const catHead = `Usage: sluice cat [flags] URL...
+
+Prints the rows one rank of a job receives in one epoch, in the order it
+receives them, as JSON lines: one object per row, keys in column order
+(--columns sets it). Without --shuffle rows come in storage order.
+
+Values: integers and floats as JSON numbers (NaN, +Inf and -Inf as the
+strings "NaN", "+Inf", "-Inf", as Arrow's JSON writes them; 64-bit integers
+in full, beyond what JavaScript numbers hold exactly), strings as strings,
+nulls as null, structs as objects with their fields in order, lists as
+arrays, maps as arrays of {"key":..,"value":..}, binary as base64 strings,
+decimals, dates and timestamps as strings.
+
+With --checkpoint STORE --run NAME, printing starts where that run's step
+(--step, default the newest complete one) left off. The order options
+(--columns, --shuffle, --seed, --clump-size, --shuffle-window, --num-splits,
+--drop-remainder) and --world-size default to the state's; the plan must be
+the same (same files, same --chunk-bytes), else the state is refused with
+the field that differs.
+
+Flags:
+`
+
+type catConfig struct {
+	ds         datasetFlags
+	rank       int
+	batchSize  int
+	limit      int64
+	checkpoint string
+	run        string
+	step       int64
+}
+
+func catFlags() (*flag.FlagSet, *catConfig) {
+	cfg := &catConfig{}
+	fs := newFlagSet("cat")
+	cfg.ds.register(fs)
+	fs.IntVar(&cfg.rank, "rank", 0, "`rank` whose rows to print")
+	fs.IntVar(&cfg.batchSize, "batch-size", 0, "`rows` per batch: a rank takes batches from its splits in turn, so this sets how they interleave (default 1024)")
+	fs.Int64Var(&cfg.limit, "limit", -1, "stop after `N` rows; -1 prints the whole epoch")
+	fs.StringVar(&cfg.checkpoint, "checkpoint", "", "resume from a checkpoint `store` (a pebble directory or a bucket URL); needs --run")
+	fs.StringVar(&cfg.run, "run", "", "`name` of the run in --checkpoint")
+	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
+	return fs, cfg
+}
+
+func catUsage() string {
+	fs, _ := catFlags()
+	return catHead + flagDefaults(fs) + `
+Examples:
+  sluice cat data/ --limit 5
+  sluice cat data/ --columns id,label --shuffle --seed 7 --world-size 4 --rank 1
+  sluice cat data/ --checkpoint ckpt/ --run exp1 --rank 0 --limit 10
+`
+}
+
+func runCat(ctx context.Context, e *env, args []string) error {
+	fs, cfg := catFlags()
+	urls, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(urls) == 0 {
+		return usageErrorf("no data URL given")
+	}
+	switch {
+	case cfg.batchSize < 0:
+		return usageErrorf("--batch-size %d must not be negative", cfg.batchSize)
+	case cfg.limit < -1:
+		return usageErrorf("--limit %d must be -1 (no limit) or more", cfg.limit)
+	case cfg.checkpoint == "" && (cfg.run != "" || isSet(fs, "step")):
+		return usageErrorf("--run and --step need --checkpoint")
+	case cfg.checkpoint != "" && cfg.run == "":
+		return usageErrorf("--checkpoint needs --run: a store holds many runs")
+	case cfg.checkpoint != "" && isSet(fs, "epoch"):
+		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
+	}
+
+	var resume *checkpoint.State
+	if cfg.checkpoint != "" {
+		st, err := resumeState(ctx, cfg, isSet(fs, "world-size"))
+		if err != nil {
+			return err
+		}
+		adoptState(fs, &cfg.ds, st)
+		resume = &st
+	}
+	if err := cfg.ds.check(); err != nil {
+		return err
+	}
+	if cfg.rank < 0 || cfg.rank >= cfg.ds.worldSize {
+		return usageErrorf("--rank %d is outside --world-size %d", cfg.rank, cfg.ds.worldSize)
+	}
+	opts := cfg.ds.options(urls)
+	opts.Rank = cfg.rank
+	opts.BatchSize = cfg.batchSize
+
+	showProgress := !cfg.ds.noProgress && e.progress(true)
+	ds, err := openDataset(ctx, e, opts, showProgress)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	if resume != nil {
+		if err := ds.LoadStateDict(*resume); err != nil {
+			return fmt.Errorf("checkpoint %s run %q: %w", cfg.checkpoint, cfg.run, err)
+		}
+	}
+	if cfg.limit == 0 {
+		return nil
+	}
+
+	total := remainingRows(ds, cfg.rank, cfg.ds.worldSize)
+	if cfg.limit > 0 && (total < 0 || cfg.limit < total) {
+		total = cfg.limit
+	}
+	var written atomic.Int64
+	p := startProgress(e.stderr, showProgress, func(el time.Duration) string {
+		n := written.Load()
+		rate := humanCount(float64(n)/max(el.Seconds(), 1e-3)) + " rows/s"
+		if total < 0 {
+			return fmt.Sprintf("cat: %d rows, %s", n, rate)
+		}
+		return fmt.Sprintf("cat: %s %d/%d rows, %s", bar(n, total), n, total, rate)
+	})
+	defer p.Stop()
+
+	enc := newRowEncoder(ds.Schema())
+	out := bufio.NewWriterSize(e.stdout, 256<<10)
+	var buf []byte
+	var n int64
+	for batch, err := range ds.Batches(ctx) {
+		if err != nil {
+			out.Flush() // the rows before the error are still true
+			p.Stop()
+			return err
+		}
+		rows := batch.NumRows()
+		if cfg.limit > 0 {
+			rows = min(rows, cfg.limit-n)
+		}
+		for i := range int(rows) {
+			buf = enc.appendRow(buf[:0], batch, i)
+			if _, err := out.Write(buf); err != nil {
+				p.Stop()
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		n += rows
+		written.Store(n)
+		if cfg.limit > 0 && n >= cfg.limit {
+			break // ends the iteration: Batches stops its readers
+		}
+	}
+	p.Stop()
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// remainingRows is what the rank has still to receive this epoch, or -1
+// where a split's count is unknown before reading.
+func remainingRows(ds *stream.Dataset, rank, world int) int64 {
+	st := ds.StateDict()
+	var n int64
+	for s, sp := range ds.Splits() {
+		if s%world != rank {
+			continue
+		}
+		if sp.Rows < 0 {
+			return -1
+		}
+		n += sp.Rows - st.Cursors[s].Rows
+	}
+	return n
+}
+
+// resumeState loads what a rank resumes from: its own state when the store
+// has one at the same world size (so even the order in which it takes its
+// splits resumes), else the merge of all ranks' states, as
+// stream.Checkpointer.Resume does.
+func resumeState(ctx context.Context, cfg *catConfig, worldSet bool) (checkpoint.State, error) {
+	store, err := openStore(ctx, cfg.checkpoint, true)
+	if err != nil {
+		return checkpoint.State{}, err
+	}
+	defer store.Close()
+	step := cfg.step
+	if step < 0 {
+		if step, err = store.Latest(ctx, cfg.run); err != nil {
+			return checkpoint.State{}, err
+		}
+	}
+	st, err := store.Load(ctx, cfg.run, step, cfg.rank)
+	if err == nil && (!worldSet || st.WorldSize == cfg.ds.worldSize) {
+		return st, nil
+	}
+	return store.LoadStep(ctx, cfg.run, step)
+}
+
+// adoptState sets the order options the user left unset to the state's, so
+// that resuming needs only the store, the run and the data.
+func adoptState(fs *flag.FlagSet, d *datasetFlags, st checkpoint.State) {
+	if !isSet(fs, "columns") {
+		d.columns = slices.Clone(st.Columns)
+	}
+	if !isSet(fs, "shuffle") {
+		d.shuffle = st.Shuffle
+	}
+	if !isSet(fs, "seed") {
+		d.seed = st.Seed
+	}
+	if !isSet(fs, "clump-size") {
+		d.clumpSize = st.ClumpSize
+	}
+	if !isSet(fs, "shuffle-window") {
+		d.shuffleWindow = st.ShuffleWindow
+	}
+	if !isSet(fs, "num-splits") {
+		d.numSplits = st.NumSplits
+	}
+	if !isSet(fs, "drop-remainder") {
+		d.dropRemainder = st.DropRemainder
+	}
+	if !isSet(fs, "world-size") && st.WorldSize > 0 {
+		d.worldSize = st.WorldSize
+	}
+	d.epoch = st.Epoch
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// datasetFlags are the stream options inspect and cat share: the ones that
+// decide which rows each split holds and in which order, so that both show
+// what a job opened with the same values gets.
+type datasetFlags struct {
+	columns       listFlag
+	shuffle       bool
+	seed          uint64
+	epoch         int64
+	clumpSize     int
+	shuffleWindow int
+	chunkBytes    sizeFlag
+	numSplits     int
+	worldSize     int
+	dropRemainder bool
+	noProgress    bool
+}
+
+func (d *datasetFlags) register(fs *flag.FlagSet) {
+	fs.Var(&d.columns, "columns", "select and order columns by top-level `names`, comma-separated (default: every column of the first file)")
+	fs.BoolVar(&d.shuffle, "shuffle", false, "shuffle chunk order and rows within windows, by --seed and --epoch")
+	fs.Uint64Var(&d.seed, "seed", 0, "`seed` of the shuffle")
+	fs.Int64Var(&d.epoch, "epoch", 0, "`epoch` whose order to use")
+	fs.IntVar(&d.clumpSize, "clump-size", 0, "`rows` that stay together when a window is shuffled (default 1)")
+	fs.IntVar(&d.shuffleWindow, "shuffle-window", 0, "`rows` read and shuffled together per split (default 65536)")
+	fs.Var(&d.chunkBytes, "chunk-bytes", "chunk target `size` in stored bytes of the selected columns, such as 512K or 4M (default 1M)")
+	fs.IntVar(&d.numSplits, "num-splits", 0, "`splits` an epoch is dealt into; a multiple of --world-size (default: --world-size)")
+	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
+	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
+	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
+}
+
+// check refuses, as usage errors, values stream.Open would refuse later as
+// failures: they are mistakes in the command line, not in the data.
+func (d *datasetFlags) check() error {
+	switch {
+	case d.worldSize < 1:
+		return usageErrorf("--world-size %d must be at least 1", d.worldSize)
+	case d.numSplits < 0:
+		return usageErrorf("--num-splits %d must not be negative", d.numSplits)
+	case d.numSplits > 0 && d.numSplits%d.worldSize != 0:
+		return usageErrorf("--num-splits %d is not a multiple of --world-size %d", d.numSplits, d.worldSize)
+	case d.epoch < 0:
+		return usageErrorf("--epoch %d must not be negative", d.epoch)
+	case d.clumpSize < 0:
+		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
+	case d.shuffleWindow < 0:
+		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
+	}
+	return nil
+}
+
+func (d *datasetFlags) options(urls []string) stream.Options {
+	return stream.Options{
+		URLs:          urls,
+		Columns:       d.columns,
+		Shuffle:       d.shuffle,
+		Seed:          d.seed,
+		Epoch:         d.epoch,
+		ClumpSize:     d.clumpSize,
+		ShuffleWindow: d.shuffleWindow,
+		ChunkBytes:    int64(d.chunkBytes),
+		NumSplits:     d.numSplits,
+		WorldSize:     d.worldSize,
+		DropRemainder: d.dropRemainder,
+	}
+}
+
+// openDataset opens the dataset, showing on a terminal how many footers
+// have been read so far: on object storage with thousands of files, planning
+// is the slow part of both inspect and cat.
+func openDataset(ctx context.Context, e *env, opts stream.Options, showProgress bool) (*stream.Dataset, error) {
+	var (
+		mu    sync.Mutex
+		files = map[string]bool{}
+		bytes atomic.Int64
+	)
+	userWrap := opts.Storage.Wrap
+	opts.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+		if userWrap != nil {
+			b = userWrap(b)
+		}
+		c := storage.NewCounting(b)
+		c.OnRead = func(key string, _ int64, n int) {
+			bytes.Add(int64(n))
+			mu.Lock()
+			files[key] = true
+			mu.Unlock()
+		}
+		return c
+	}
+	p := startProgress(e.stderr, showProgress, func(el time.Duration) string {
+		mu.Lock()
+		n := len(files)
+		mu.Unlock()
+		return fmt.Sprintf("planning: %d footers read, %s, %.0fs", n, humanBytes(bytes.Load()), el.Seconds())
+	})
+	ds, err := stream.Open(ctx, opts)
+	p.Stop()
+	return ds, err
+}

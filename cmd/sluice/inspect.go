@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/sluicedata/sluice/stream"
+)
+
+const inspectHead = `Usage: sluice inspect [flags] URL...
+
+Plans the dataset as stream.Open does, reading only the files' footers, and
+prints its schema, its files with their rows, row groups and sizes, the
+chunks, the splits of one epoch with the rank that owns each and its row
+count, and two fingerprints:
+
+  plan fingerprint   a hash of the files, their sizes and the chunk list
+  order fingerprint  the plan and every order option (columns, seed,
+                     shuffle, clump size, window, splits, drop remainder):
+                     what a checkpoint of a job opened with the same
+                     options carries ("sluice checkpoint show" prints it)
+
+The splits depend on --num-splits, --shuffle, --seed and --epoch, never on
+--world-size, which only says which rank owns which split.
+
+Flags:
+`
+
+type inspectConfig struct {
+	ds        datasetFlags
+	json      bool
+	rowGroups bool
+}
+
+func inspectFlags() (*flag.FlagSet, *inspectConfig) {
+	cfg := &inspectConfig{}
+	fs := newFlagSet("inspect")
+	cfg.ds.register(fs)
+	fs.BoolVar(&cfg.json, "json", false, "print one JSON document (every file, row group, chunk and piece) instead of tables")
+	fs.BoolVar(&cfg.rowGroups, "row-groups", false, "list every row group of every file in the table")
+	return fs, cfg
+}
+
+func inspectUsage() string {
+	fs, _ := inspectFlags()
+	return inspectHead + flagDefaults(fs) + `
+Examples:
+  sluice inspect data/
+  sluice inspect 'data/*.parquet' --num-splits 8 --world-size 4 --shuffle --seed 42 --epoch 3
+  sluice inspect data/ --json | jq '.splits[].rows'
+`
+}
+
+// The JSON document of inspect --json. Field names are snake_case and stable.
+type inspectReport struct {
+	URLs        []string       `json:"urls"`
+	Options     inspectOptions `json:"options"`
+	Schema      []columnInfo   `json:"schema"`
+	Files       []fileInfo     `json:"files"`
+	Totals      totalsInfo     `json:"totals"`
+	Chunks      []chunkInfo    `json:"chunks"`
+	Splits      []splitInfo    `json:"splits"`
+	Ranks       []rankInfo     `json:"ranks"`
+	Plan        string         `json:"plan"`
+	Fingerprint string         `json:"fingerprint"`
+}
+
+type inspectOptions struct {
+	Columns       []string `json:"columns"`
+	Shuffle       bool     `json:"shuffle"`
+	Seed          uint64   `json:"seed"`
+	Epoch         int64    `json:"epoch"`
+	ClumpSize     int      `json:"clump_size"`
+	ShuffleWindow int      `json:"shuffle_window"`
+	ChunkBytes    int64    `json:"chunk_bytes"`
+	NumSplits     int      `json:"num_splits"`
+	WorldSize     int      `json:"world_size"`
+	DropRemainder bool     `json:"drop_remainder"`
+}
+
+type columnInfo struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+type fileInfo struct {
+	URL    string `json:"url"`
+	Rel    string `json:"rel"`
+	Format string `json:"format"`
+	Size   int64  `json:"size"`
+	// Rows is -1 where the format does not know it before reading.
+	Rows          int64      `json:"rows"`
+	SelectedBytes int64      `json:"selected_bytes"`
+	RowGroups     []unitInfo `json:"row_groups"`
+}
+
+type unitInfo struct {
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+}
+
+type totalsInfo struct {
+	Files         int   `json:"files"`
+	Rows          int64 `json:"rows"`
+	RowGroups     int   `json:"row_groups"`
+	Size          int64 `json:"size"`
+	SelectedBytes int64 `json:"selected_bytes"`
+	// EpochRows is the rows the epoch's splits hold: Rows less what
+	// --drop-remainder drops.
+	EpochRows int64 `json:"epoch_rows"`
+}
+
+type chunkInfo struct {
+	File  int   `json:"file"`
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
+}
+
+type splitInfo struct {
+	Split  int         `json:"split"`
+	Rank   int         `json:"rank"`
+	Rows   int64       `json:"rows"`
+	Pieces []pieceInfo `json:"pieces"`
+}
+
+type pieceInfo struct {
+	Chunk int   `json:"chunk"`
+	File  int   `json:"file"`
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+type rankInfo struct {
+	Rank   int   `json:"rank"`
+	Splits []int `json:"splits"`
+	Rows   int64 `json:"rows"`
+}
+
+func runInspect(ctx context.Context, e *env, args []string) error {
+	fs, cfg := inspectFlags()
+	urls, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(urls) == 0 {
+		return usageErrorf("no data URL given")
+	}
+	if err := cfg.ds.check(); err != nil {
+		return err
+	}
+	ds, err := openDataset(ctx, e, cfg.ds.options(urls), !cfg.ds.noProgress && e.progress(false))
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	rep := buildReport(urls, cfg, ds)
+	if cfg.json {
+		return writeJSON(e.stdout, rep)
+	}
+	return writeInspect(e.stdout, rep, len(urls) == 1, cfg.rowGroups)
+}
+
+func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspectReport {
+	st := ds.StateDict()
+	rep := &inspectReport{
+		URLs: urls,
+		Options: inspectOptions{
+			Columns:       st.Columns,
+			Shuffle:       st.Shuffle,
+			Seed:          st.Seed,
+			Epoch:         st.Epoch,
+			ClumpSize:     st.ClumpSize,
+			ShuffleWindow: st.ShuffleWindow,
+			ChunkBytes:    int64(cfg.ds.chunkBytes),
+			NumSplits:     st.NumSplits,
+			WorldSize:     cfg.ds.worldSize,
+			DropRemainder: st.DropRemainder,
+		},
+		Plan:        ds.Fingerprint(),
+		Fingerprint: st.Fingerprint,
+	}
+	if rep.Options.ChunkBytes == 0 {
+		rep.Options.ChunkBytes = 1 << 20 // stream.Options.ChunkBytes' documented default
+	}
+	for _, f := range ds.Schema().Fields() {
+		rep.Schema = append(rep.Schema, columnInfo{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
+	}
+	rowsKnown := true
+	for _, f := range ds.Files() {
+		fi := fileInfo{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Rows: f.Rows, RowGroups: []unitInfo{}}
+		for _, u := range f.Units {
+			fi.RowGroups = append(fi.RowGroups, unitInfo{Rows: u.Rows, Bytes: u.Bytes})
+			fi.SelectedBytes += u.Bytes
+		}
+		rep.Files = append(rep.Files, fi)
+		rep.Totals.Files++
+		rep.Totals.RowGroups += len(f.Units)
+		rep.Totals.Size += f.Size
+		rep.Totals.SelectedBytes += fi.SelectedBytes
+		if f.Rows < 0 {
+			rowsKnown = false
+		}
+		rep.Totals.Rows += max(f.Rows, 0)
+	}
+	for _, c := range ds.Chunks() {
+		rep.Chunks = append(rep.Chunks, chunkInfo{File: c.Fragment, Start: c.Start, End: c.End, Rows: c.Rows(), Bytes: c.Bytes})
+	}
+	world := cfg.ds.worldSize
+	rep.Ranks = make([]rankInfo, world)
+	for r := range rep.Ranks {
+		rep.Ranks[r] = rankInfo{Rank: r, Splits: []int{}}
+	}
+	for s, sp := range ds.Splits() {
+		si := splitInfo{Split: s, Rank: s % world, Rows: sp.Rows, Pieces: []pieceInfo{}}
+		for _, p := range sp.Pieces {
+			si.Pieces = append(si.Pieces, pieceInfo{Chunk: p.Chunk, File: p.Fragment, Start: p.Start, End: p.End})
+		}
+		rep.Splits = append(rep.Splits, si)
+		ri := &rep.Ranks[si.Rank]
+		ri.Splits = append(ri.Splits, s)
+		if sp.Rows < 0 || ri.Rows < 0 {
+			ri.Rows = -1
+		} else {
+			ri.Rows += sp.Rows
+		}
+		if sp.Rows < 0 {
+			rowsKnown = false
+		}
+		rep.Totals.EpochRows += max(sp.Rows, 0)
+	}
+	if !rowsKnown {
+		rep.Totals.Rows, rep.Totals.EpochRows = -1, -1
+	}
+	return rep
+}
+
+func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error {
+	t := rep.Totals
+	fmt.Fprintf(w, "dataset: %d %s, %s rows, %d %s, %s (%s in the selected columns)\n",
+		t.Files, plural(t.Files, "file", "files"), count(t.Rows), t.RowGroups, plural(t.RowGroups, "row group", "row groups"),
+		humanBytes(t.Size), humanBytes(t.SelectedBytes))
+
+	fmt.Fprintln(w, "\nschema:")
+	cols := newTable("COLUMN", "TYPE", "NULLABLE")
+	for _, c := range rep.Schema {
+		cols.add("  "+c.Name, c.Type, yesNo(c.Nullable))
+	}
+	cols.head[0] = "  COLUMN"
+	cols.write(w)
+
+	fmt.Fprintln(w)
+	files := newTable("FILE", ">ROWS", ">ROW GROUPS", ">SIZE", ">SELECTED")
+	for _, f := range rep.Files {
+		name := f.URL
+		if oneURL && f.Rel != "" {
+			name = f.Rel // the argument already says where they are
+		}
+		files.add(name, count(f.Rows), strconv.Itoa(len(f.RowGroups)), humanBytes(f.Size), humanBytes(f.SelectedBytes))
+		if rowGroups {
+			for i, u := range f.RowGroups {
+				files.add(fmt.Sprintf("  row group %d", i), count(u.Rows), "", "", humanBytes(u.Bytes))
+			}
+		}
+	}
+	files.add("total", count(t.Rows), strconv.Itoa(t.RowGroups), humanBytes(t.Size), humanBytes(t.SelectedBytes))
+	files.write(w)
+
+	o := rep.Options
+	fmt.Fprintf(w, "\nchunks: %d%s (target %s of the selected columns)\n", len(rep.Chunks), chunkRange(rep.Chunks), humanBytes(o.ChunkBytes))
+
+	order := "storage order"
+	if o.Shuffle {
+		order = fmt.Sprintf("shuffled (seed %d, clump size %d, window %d rows)", o.Seed, o.ClumpSize, o.ShuffleWindow)
+	}
+	fmt.Fprintf(w, "\nepoch %d, %s, %d splits, world size %d", o.Epoch, order, o.NumSplits, o.WorldSize)
+	if o.DropRemainder && t.Rows >= 0 {
+		fmt.Fprintf(w, ", %d rows dropped to even the splits", t.Rows-t.EpochRows)
+	}
+	fmt.Fprintln(w, ":")
+	splits := newTable(">SPLIT", ">RANK", ">ROWS", ">PIECES")
+	for _, s := range rep.Splits {
+		splits.add(strconv.Itoa(s.Split), strconv.Itoa(s.Rank), count(s.Rows), strconv.Itoa(len(s.Pieces)))
+	}
+	splits.add("total", "", count(t.EpochRows), "")
+	splits.write(w)
+	if o.WorldSize > 1 {
+		fmt.Fprintln(w)
+		ranks := newTable(">RANK", "SPLITS", ">ROWS")
+		for _, r := range rep.Ranks {
+			ranks.add(strconv.Itoa(r.Rank), joinInts(r.Splits), count(r.Rows))
+		}
+		ranks.write(w)
+	}
+
+	fmt.Fprintf(w, "\nplan fingerprint:   %s\norder fingerprint:  %s\n", rep.Plan, rep.Fingerprint)
+	return nil
+}
+
+func chunkRange(chunks []chunkInfo) string {
+	if len(chunks) == 0 {
+		return ""
+	}
+	lo, hi := chunks[0], chunks[0]
+	for _, c := range chunks {
+		if c.Rows < lo.Rows {
+			lo = c
+		}
+		if c.Rows > hi.Rows {
+			hi = c
+		}
+	}
+	if lo.Rows < 0 {
+		return ""
+	}
+	if lo.Rows == hi.Rows {
+		return fmt.Sprintf(" of %d rows", lo.Rows)
+	}
+	return fmt.Sprintf(" of %d to %d rows", lo.Rows, hi.Rows)
+}
+
+// count writes a row count, or "?" where the format does not know it.
+func count(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
