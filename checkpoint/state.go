@@ -28,30 +28,30 @@ var ErrMismatch = errors.New("checkpoint: state does not match")
 // so that a refusal can name what differs.
 type State struct {
 	// Version is the State layout version (StateVersion when written here).
-	Version int `msgpack:"version"`
+	Version int `msgpack:"version" json:"version"`
 	// Fingerprint hashes Plan and every order option below.
-	Fingerprint string `msgpack:"fingerprint"`
+	Fingerprint string `msgpack:"fingerprint" json:"fingerprint"`
 	// Plan hashes the chunk list: files, sizes, row groups and chunk bounds.
-	Plan          string   `msgpack:"plan"`
-	Columns       []string `msgpack:"columns"`
-	Seed          uint64   `msgpack:"seed"`
-	Epoch         int64    `msgpack:"epoch"`
-	Shuffle       bool     `msgpack:"shuffle"`
-	ClumpSize     int      `msgpack:"clump_size"`
-	ShuffleWindow int      `msgpack:"shuffle_window"`
-	NumSplits     int      `msgpack:"num_splits"`
-	DropRemainder bool     `msgpack:"drop_remainder"`
+	Plan          string   `msgpack:"plan" json:"plan"`
+	Columns       []string `msgpack:"columns" json:"columns"`
+	Seed          uint64   `msgpack:"seed" json:"seed"`
+	Epoch         int64    `msgpack:"epoch" json:"epoch"`
+	Shuffle       bool     `msgpack:"shuffle" json:"shuffle"`
+	ClumpSize     int      `msgpack:"clump_size" json:"clump_size"`
+	ShuffleWindow int      `msgpack:"shuffle_window" json:"shuffle_window"`
+	NumSplits     int      `msgpack:"num_splits" json:"num_splits"`
+	DropRemainder bool     `msgpack:"drop_remainder" json:"drop_remainder"`
 
 	// WorldSize and Rank say which splits this state speaks for: split s is
 	// owned by rank s mod WorldSize. A merged state has Rank -1 and speaks for
 	// every split.
-	WorldSize int `msgpack:"world_size"`
-	Rank      int `msgpack:"rank"`
+	WorldSize int `msgpack:"world_size" json:"world_size"`
+	Rank      int `msgpack:"rank" json:"rank"`
 	// Cursors has one entry per split (len NumSplits).
-	Cursors []Cursor `msgpack:"cursors"`
+	Cursors []Cursor `msgpack:"cursors" json:"cursors"`
 	// Next is the rank's round-robin position: the index, among the splits
 	// the rank owns in ascending order, of the split its next batch comes from.
-	Next int `msgpack:"next"`
+	Next int `msgpack:"next" json:"next"`
 }
 
 // Cursor is how far the consumer got in one split this epoch. It names a
@@ -59,11 +59,11 @@ type State struct {
 // global row number, so it also works where row counts are unknown up front.
 type Cursor struct {
 	// Window is the index of the window in the split's order for the epoch.
-	Window int `msgpack:"window"`
+	Window int `msgpack:"window" json:"window"`
 	// Offset is the number of rows of that window already delivered.
-	Offset int64 `msgpack:"offset"`
+	Offset int64 `msgpack:"offset" json:"offset"`
 	// Rows is the number of rows of the split delivered this epoch.
-	Rows int64 `msgpack:"rows"`
+	Rows int64 `msgpack:"rows" json:"rows"`
 }
 
 // Owns reports whether the state speaks for split s.

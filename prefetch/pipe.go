@@ -2,7 +2,6 @@ package prefetch
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"math"
 	"runtime/debug"
@@ -309,7 +308,7 @@ func (p *pipe[T, U]) call(i int, in T) (out U, size int64, err error) {
 	out, err = p.st.Fn(p.ctx, in)
 	if err != nil {
 		var zero U
-		return zero, 0, fmt.Errorf("prefetch: %s item %d: %w", p.st.Name, i, err)
+		return zero, 0, &ItemError{Stage: p.st.Name, Index: i, Err: err}
 	}
 	if p.st.Size != nil {
 		size = p.st.Size(out)

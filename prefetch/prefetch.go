@@ -207,6 +207,20 @@ func FromSeq[T any](s iter.Seq[T]) iter.Seq2[T, error] {
 	}
 }
 
+// ItemError is the error Fn returned for one item, with the stage and the
+// item's index; callers whose own errors already say where they happened
+// can unwrap it.
+type ItemError struct {
+	Stage string
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("prefetch: %s item %d: %v", e.Stage, e.Index, e.Err) }
+
+// Unwrap returns the error Fn returned.
+func (e *ItemError) Unwrap() error { return e.Err }
+
 // PanicError is the error an iteration ends with when Fn (or Size) panics, or when the upstream
 // iterator panics on the stage's goroutine. The panic is recovered so that it cannot crash the
 // process from a goroutine the caller cannot reach.

@@ -407,6 +407,13 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 
 		for r, err := range results {
 			if err != nil {
+				// The stages' own errors already name the epoch, split and
+				// window or batch; the pipeline's item numbers mean nothing
+				// to a user.
+				var ie *prefetch.ItemError
+				for errors.As(err, &ie) {
+					err = ie.Err
+				}
 				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 					err = fmt.Errorf("stream: epoch %d: %w", ep.epoch, err)
 				}
