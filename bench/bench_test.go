@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// TestHarnessTiny runs every scenario on a few thousand rows and checks the
+// lines: that they parse, carry the fields plots and reports rely on, and
+// that a sequential epoch reads each stored byte once. The figures
+// themselves mean nothing at this size.
+func TestHarnessTiny(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.OutDir = t.TempDir()
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+
+	lines := parseLines(t, out.Bytes())
+	if len(lines) == 0 || lines[0]["kind"] != "machine" {
+		t.Fatalf("first line is not of kind machine: %v", lines)
+	}
+	for _, k := range []string{"date", "go_version", "cores", "cpu_model", "dataset_rows"} {
+		if _, ok := lines[0][k]; !ok {
+			t.Errorf("machine line lacks %q", k)
+		}
+	}
+
+	byName := map[string]map[string]any{}
+	for _, l := range lines[1:] {
+		name, _ := l["scenario"].(string)
+		if name == "" {
+			t.Errorf("line without a scenario: %v", l)
+			continue
+		}
+		byName[name] = l
+		for _, k := range []string{"rows", "seconds", "rows_per_s", "baseline_rows_per_s", "ratio_vs_baseline", "io_amplification"} {
+			if v, ok := l[k].(float64); !ok || v <= 0 {
+				t.Errorf("%s: field %q is %v, want a positive number", name, k, l[k])
+			}
+		}
+		if _, ok := l["target"]; ok {
+			if _, ok := l["met"].(bool); !ok {
+				t.Errorf("%s: has a target but no boolean met", name)
+			}
+		}
+	}
+	for _, name := range []string{
+		"floor", "sequential", "sequential_1goroutine", "shuffled", "sequential_2ranks", "shuffled_2ranks",
+		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2",
+		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
+	} {
+		if byName[name] == nil {
+			t.Errorf("no line for scenario %s", name)
+		}
+	}
+	for name, fields := range map[string][]string{
+		"transform_2":  {"speedup"},
+		"latency_20ms": {"ratio_vs_0ms"},
+		"memory_1x":    {"peak_heap_bytes"},
+		"memory_4x":    {"peak_heap_bytes", "ratio_4x"},
+	} {
+		for _, f := range fields {
+			if v, ok := byName[name][f].(float64); !ok || v <= 0 {
+				t.Errorf("%s: field %q is %v, want a positive number", name, f, byName[name][f])
+			}
+		}
+	}
+	for _, name := range []string{"sequential", "sequential_1goroutine", "shuffled"} {
+		if amp, _ := byName[name]["io_amplification"].(float64); amp > 1.05 {
+			t.Errorf("%s: io_amplification %g > 1.05", name, amp)
+		}
+		if rows, _ := byName[name]["rows"].(float64); int64(rows) != cfg.Spec.Rows() {
+			t.Errorf("%s: %v rows, the dataset has %d", name, rows, cfg.Spec.Rows())
+		}
+	}
+
+	// The files hold the same lines, and a table row per scenario.
+	jl, err := os.ReadFile(filepath.Join(cfg.OutDir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(jl, out.Bytes()) {
+		t.Errorf("results.jsonl differs from stdout")
+	}
+	md, err := os.ReadFile(filepath.Join(cfg.OutDir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range byName {
+		if !strings.Contains(string(md), "| "+name+" |") {
+			t.Errorf("results.md has no row for %s", name)
+		}
+	}
+}
+
+func parseLines(t *testing.T, out []byte) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func TestSelectScenarios(t *testing.T) {
+	got, err := selectScenarios([]string{"transform_2", " shuffled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, s.name)
+	}
+	if want := "floor shuffled transform"; strings.Join(names, " ") != want {
+		t.Errorf("selected %q, want %q", names, want)
+	}
+	if _, err := selectScenarios([]string{"nope"}); err == nil {
+		t.Error("an unknown scenario was accepted")
+	}
+}
+
+func TestCLIRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"-quick", "-tiny"}, {"-reps", "-1"}, {"extra"}, {"-scenarios", "nope", "-tiny"}} {
+		if err := cli(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("cli(%q) succeeded", args)
+		}
+	}
+}
+
+// The benchmarks below read one dataset, written once per process, the
+// floor's way and sluice's, for profiles of one path at a time:
+//
+//	go test ./bench -run '^$' -bench Shuffled -cpuprofile cpu.out
+//	go tool pprof -top -cum bench.test cpu.out
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchErr  error
+	benchSpec = synth.Spec{Files: 2, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1}
+)
+
+func benchData(b *testing.B) (dir string, files []string) {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchDir, benchErr = os.MkdirTemp("", "sluice-bench-test-")
+		if benchErr == nil {
+			benchErr = synth.WriteDir(benchDir, benchSpec)
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	for i := range benchSpec.Files {
+		files = append(files, filepath.Join(benchDir, synth.FileName(i)))
+	}
+	return benchDir, files
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+func reportRows(b *testing.B, m measurement) {
+	b.ReportMetric(float64(m.rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkFloor(b *testing.B) {
+	_, files := benchData(b)
+	var m measurement
+	for b.Loop() {
+		var err error
+		if m, err = measureFloor(context.Background(), files, 1024); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRows(b, m)
+}
+
+func benchmarkStream(b *testing.B, o stream.Options) {
+	dir, _ := benchData(b)
+	o.BatchSize = 1024
+	var m measurement
+	for b.Loop() {
+		var err error
+		if m, err = measureStream(context.Background(), streamRun{urls: []string{dir}, opts: o}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRows(b, m)
+}
+
+func BenchmarkSequential(b *testing.B) { benchmarkStream(b, stream.Options{}) }
+
+func BenchmarkSequential1Goroutine(b *testing.B) {
+	benchmarkStream(b, stream.Options{ReadConcurrency: 1, TransformConcurrency: 1})
+}
+
+func BenchmarkShuffled(b *testing.B) { benchmarkStream(b, stream.Options{Shuffle: true, Seed: 42}) }

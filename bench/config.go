@@ -1,0 +1,75 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sluicedata/sluice/internal/synth"
+)
+
+// config is one run of the harness: the dataset and how hard to measure.
+type config struct {
+	// Mode names the preset ("full", "quick", "tiny").
+	Mode string
+	// Spec is the main dataset. The memory scenario streams its first
+	// quarter of files and all of it; the transform scenarios its first
+	// quarter.
+	Spec synth.Spec
+	// Reps is how many times each throughput measurement runs; the fastest
+	// run is reported (the others are listed), as noise on a shared machine
+	// only ever slows a run down.
+	Reps int
+	// BatchSize is the rows per batch of every scenario, floor included.
+	BatchSize int
+	// Latency is what the latency scenario adds to every range read, and
+	// LatencyFiles how many of the files it streams (the waits make it the
+	// slowest scenario; 0 for all).
+	Latency      time.Duration
+	LatencyFiles int
+	// TransformCPU is the pure CPU time the transform scenarios spend on
+	// each batch (calibrated at startup).
+	TransformCPU time.Duration
+
+	DataDir string   // reuse the dataset kept here; "" for a temporary one
+	OutDir  string   // write results.jsonl and results.md here; "" for stdout only
+	Only    []string // scenarios or groups to run; nil for all
+	Log     *slog.Logger
+	Profile io.Writer // CPU profile of the scenarios, if not nil
+}
+
+// quickConfig: 8 files x 250k rows in row groups of 32k rows (2M rows).
+func quickConfig() config {
+	return config{
+		Mode:         "quick",
+		Spec:         synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1},
+		Reps:         3,
+		BatchSize:    1024,
+		Latency:      20 * time.Millisecond,
+		LatencyFiles: 4,
+		TransformCPU: time.Millisecond,
+	}
+}
+
+// fullConfig is quickConfig four times over (8M rows in 32 files).
+func fullConfig() config {
+	c := quickConfig()
+	c.Mode = "full"
+	c.Spec.Files = 32
+	c.LatencyFiles = 8
+	c.Reps = 3
+	return c
+}
+
+// tinyConfig runs every scenario on a few thousand rows: a smoke test for
+// the harness itself, not a measurement.
+func tinyConfig() config {
+	c := quickConfig()
+	c.Mode = "tiny"
+	// Long strings make the files large for their rows: footer reads (a
+	// 64 KiB guess each) then weigh in I/O as little as in real files.
+	c.Spec = synth.Spec{Files: 4, RowsPerFile: 1500, RowGroupRows: 500, StringBytes: 2048, Seed: 1}
+	c.Reps = 1
+	c.TransformCPU = 200 * time.Microsecond
+	return c
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// record is one JSON line. Its fields keep the order they were set in, so
+// that every line reads kind, scenario, the common figures, then the rest.
+type record struct {
+	keys []string
+	vals map[string]any
+}
+
+func newRecord(kind string) *record {
+	r := &record{vals: map[string]any{}}
+	return r.set("kind", kind)
+}
+
+// set sets a field; floats are rounded to what the measurement can tell.
+func (r *record) set(key string, v any) *record {
+	if f, ok := v.(float64); ok {
+		v = round(f)
+	}
+	if _, ok := r.vals[key]; !ok {
+		r.keys = append(r.keys, key)
+	}
+	r.vals[key] = v
+	return r
+}
+
+func (r *record) get(key string) any { return r.vals[key] }
+
+func (r *record) float(key string) float64 {
+	f, _ := r.vals[key].(float64)
+	return f
+}
+
+// target records a target on a field of the line and whether it was met.
+// A line with several targets lists them joined by " and ", is met only if
+// all are, and names in "missed" the ones missed with the figure measured.
+func (r *record) target(field, op string, want float64) *record {
+	got := r.float(field)
+	ok := got >= want
+	if op == "<=" {
+		ok = got <= want
+	}
+	t := fmt.Sprintf("%s %s %g", field, op, want)
+	met := ok
+	if prev, found := r.get("target").(string); found {
+		t = prev + " and " + t
+		met = met && r.get("met").(bool)
+	}
+	r.set("target", t)
+	r.set("met", met)
+	if !ok {
+		missed, _ := r.get("missed").([]string)
+		r.set("missed", append(missed, fmt.Sprintf("%s is %g", field, round(got))))
+	}
+	return r
+}
+
+func (r *record) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range r.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := marshal(k)
+		vb, err := marshal(r.vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", k, err)
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal is json.Marshal without HTML escaping: targets read ">=", not
+// "\u003e=".
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// round keeps four significant digits of small figures and whole numbers of
+// large ones: timings on a shared machine tell no more.
+func round(f float64) float64 {
+	if f == 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return f
+	}
+	if math.Abs(f) >= 1000 {
+		return math.Round(f)
+	}
+	scale := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(f))))
+	return math.Round(f*scale) / scale
+}
+
+// reporter prints records as JSON lines to stdout and keeps them for the
+// files written by close.
+type reporter struct {
+	stdout io.Writer
+	outDir string
+	lines  []*record
+}
+
+func newReporter(stdout io.Writer, outDir string) (*reporter, error) {
+	if outDir != "" {
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return &reporter{stdout: stdout, outDir: outDir}, nil
+}
+
+func (p *reporter) emit(r *record) error {
+	if r.get("kind") == "scenario" {
+		if l := loadAverage(); l >= 0 {
+			r.set("load_avg_1m", l) // when the line was done
+		}
+	}
+	line, err := marshal(r)
+	if err != nil {
+		return err
+	}
+	p.lines = append(p.lines, r)
+	_, err = fmt.Fprintf(p.stdout, "%s\n", line)
+	return err
+}
+
+// close writes results.jsonl and results.md into the output directory.
+func (p *reporter) close() error {
+	if p.outDir == "" {
+		return nil
+	}
+	var jl bytes.Buffer
+	for _, r := range p.lines {
+		line, err := marshal(r)
+		if err != nil {
+			return err
+		}
+		jl.Write(line)
+		jl.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(p.outDir, "results.jsonl"), jl.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(p.outDir, "results.md"), []byte(p.markdown()), 0o644)
+}
+
+// Columns of the Markdown table; the fields in tableOmits stay in
+// results.jsonl only, and every other one goes to "details".
+var tableFields = []struct{ key, title string }{
+	{"scenario", "scenario"},
+	{"rows", "rows"},
+	{"seconds", "seconds"},
+	{"rows_per_s", "rows/s"},
+	{"ratio_vs_baseline", "× floor"},
+	{"rows_per_cpu_s", "rows/CPU-s"},
+	{"io_amplification", "I/O amp."},
+	{"load_avg_1m", "load"},
+	{"target", "target"},
+	{"met", "met"},
+}
+
+var tableOmits = []string{
+	"kind", "baseline", "baseline_rows_per_s", "floor_probes_rows_per_s", "runs_rows_per_s",
+	"cpu_seconds", "read_bytes", "stored_bytes", "read_requests", "plan_bytes",
+	"fetch_seconds", "transform_seconds", "consumer_wait_seconds", "reader", "peak_heap_runs",
+}
+
+func (p *reporter) markdown() string {
+	var b strings.Builder
+	b.WriteString("# sluice benchmark\n\n")
+	shown := map[string]bool{}
+	for _, k := range tableOmits {
+		shown[k] = true
+	}
+	for _, f := range tableFields {
+		shown[f.key] = true
+	}
+	for _, r := range p.lines {
+		if r.get("kind") != "machine" {
+			continue
+		}
+		for _, k := range r.keys[1:] {
+			fmt.Fprintf(&b, "- %s: %s\n", k, cell(r.vals[k]))
+		}
+		b.WriteString("\n")
+	}
+	var title, rule []string
+	for _, f := range tableFields {
+		title = append(title, f.title)
+		rule = append(rule, "---")
+	}
+	title = append(title, "details")
+	rule = append(rule, "---")
+	fmt.Fprintf(&b, "| %s |\n| %s |\n", strings.Join(title, " | "), strings.Join(rule, " | "))
+	for _, r := range p.lines {
+		if r.get("kind") != "scenario" {
+			continue
+		}
+		var cells []string
+		for _, f := range tableFields {
+			cells = append(cells, cell(r.vals[f.key]))
+		}
+		var details []string
+		for _, k := range r.keys {
+			if !shown[k] {
+				details = append(details, k+"="+cell(r.vals[k]))
+			}
+		}
+		cells = append(cells, strings.Join(details, ", "))
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	b.WriteString("\n× floor is rows/s over the floor's rows/s measured alongside (see results.jsonl: " +
+		"baseline, floor_probes_rows_per_s); rows/CPU-s counts the CPU of the whole process. " +
+		"Every field of every line is in results.jsonl.\n")
+	return b.String()
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.ReplaceAll(x, "|", `\|`)
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "**no**"
+	default:
+		raw, _ := marshal(x)
+		return string(raw)
+	}
+}
+
+// machineRecord describes where and on what the run happened.
+func machineRecord(cfg config, d *dataset) *record {
+	r := newRecord("machine")
+	r.set("date", time.Now().UTC().Format(time.RFC3339))
+	r.set("go_version", runtime.Version())
+	r.set("goos", runtime.GOOS).set("goarch", runtime.GOARCH)
+	r.set("cores", runtime.NumCPU()).set("gomaxprocs", runtime.GOMAXPROCS(0))
+	r.set("cpu_model", cpuModel())
+	if l := loadAverage(); l >= 0 {
+		r.set("load_avg_1m", l)
+	}
+	r.set("mode", cfg.Mode).set("reps", cfg.Reps).set("batch_size", cfg.BatchSize)
+	r.set("dataset_files", d.spec.Files)
+	r.set("dataset_rows", d.spec.Rows())
+	r.set("row_group_rows", d.spec.RowGroupRows)
+	r.set("columns", "id int64, label int64, x float64, s string")
+	r.set("dataset_bytes", dirBytes(d.files))
+	r.set("dataset_generated", d.generated)
+	if d.generated {
+		r.set("generate_seconds", d.genSeconds)
+	}
+	return r
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo, if there is one.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// loadAverage is the 1-minute load average of /proc/loadavg, -1 if there
+// is none: more than the cores means neighbours took CPU from the run.
+func loadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return -1
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return l
+}
+
+func dirBytes(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
