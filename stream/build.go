@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/permutation"
@@ -33,7 +32,7 @@ func build(ctx context.Context, schema *arrow.Schema, j *job, mem memory.Allocat
 			pieces = appendSlices(pieces, w, p.from, p.to)
 			continue
 		}
-		got, err := gather(ctx, w.recs[0], w.order[p.from:p.to], mem)
+		got, err := gatherWindow(ctx, schema, w, w.order[p.from:p.to], mem)
 		if err != nil {
 			return nil, err
 		}
@@ -58,32 +57,6 @@ func appendSlices(out []arrow.RecordBatch, w *window, from, to int64) []arrow.Re
 		from = w.starts[i] + hi
 	}
 	return out
-}
-
-// gather takes the rows at idx from rec.
-func gather(ctx context.Context, rec arrow.RecordBatch, idx []int32, mem memory.Allocator) (arrow.RecordBatch, error) {
-	ib := array.NewInt32Builder(mem)
-	ib.AppendValues(idx, nil)
-	indices := ib.NewInt32Array()
-	ib.Release()
-	defer indices.Release()
-	ctx = compute.WithAllocator(ctx, mem)
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i, c := range rec.Columns() {
-		got, err := compute.TakeArrayOpts(ctx, c, indices, compute.TakeOptions{BoundsCheck: false})
-		if err != nil {
-			return nil, fmt.Errorf("gather column %q: %w", rec.ColumnName(i), err)
-		}
-		cols[i] = got
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, int64(len(idx))), nil
 }
 
 // concat joins batches of one schema into one.

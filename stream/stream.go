@@ -229,6 +229,12 @@ type window struct {
 	order  []int32
 	bytes  int64
 	refs   refCount
+
+	// whole is the window concatenated, made on first need by gathers of
+	// column types without a fast path.
+	once     sync.Once
+	whole    arrow.RecordBatch
+	wholeErr error
 }
 
 // refCount releases a window's records when the last batch cut from it,
@@ -254,6 +260,9 @@ func (w *window) release() {
 			r.Release()
 		}
 		w.recs = nil
+		if w.whole != nil {
+			w.whole.Release()
+		}
 	}
 }
 
@@ -503,19 +512,6 @@ func (d *Dataset) readWindow(ctx context.Context, ep *epochPlan, r windowRef) (*
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows, the plan has %d: %w", ep.epoch, r.split, r.window, rows, wd.Rows, formats.ErrCorrupt)
 	}
 	w.order = permOrder(d.opts, ep.epoch, segments, r)
-	if w.order != nil && len(w.recs) > 1 {
-		// A shuffled window is gathered from: one contiguous batch makes
-		// every gather a single take.
-		one, err := concat(d.data.Schema, w.recs, d.opts.Allocator)
-		if err != nil {
-			w.release()
-			return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
-		}
-		for _, rec := range w.recs {
-			rec.Release()
-		}
-		w.recs, w.starts = []arrow.RecordBatch{one}, []int64{0}
-	}
 	return w, nil
 }
 
