@@ -124,8 +124,11 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	if len(opts.Formats) == 0 {
 		opts.Formats = []Format{Parquet{}}
 	}
+	if opts.Columns != nil && len(opts.Columns) == 0 {
+		return nil, fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
+	}
 	if dup := firstDuplicate(opts.Columns); dup != "" {
-		return nil, fmt.Errorf("formats: column %q selected twice", dup)
+		return nil, fmt.Errorf("formats: %w: column %q selected twice", ErrSchema, dup)
 	}
 	res := storage.NewResolver(opts.Storage)
 	defer func() {
@@ -191,6 +194,9 @@ func (d *Dataset) Rows() int64 {
 // file and the row range; a panic in a third-party decoder becomes an error
 // wrapping ErrCorrupt.
 func (d *Dataset) Read(ctx context.Context, i int, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	if i < 0 || i >= len(d.Fragments) {
+		return fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
+	}
 	f := d.Fragments[i]
 	if start < 0 || end < start || (f.Rows >= 0 && end > f.Rows) {
 		return fmt.Errorf("formats: %s: row range [%d, %d) outside the file's %d rows", f.URL, start, end, f.Rows)
@@ -232,7 +238,7 @@ func guard(url, part string, fn func() error) (err error) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		if strings.Contains(err.Error(), url) {
+		if msg := err.Error(); strings.Contains(msg, url) && strings.Contains(msg, part) {
 			return err
 		}
 		return fmt.Errorf("formats: %s: %s: %w", url, part, err)
@@ -314,9 +320,9 @@ func unify(frags []*Fragment, columns []string) (*arrow.Schema, error) {
 }
 
 // widen returns the type both a and b convert to without loss, if any:
-// signed integers to the wider signed integer, unsigned integers narrower
-// than 64 bits to a wider signed one, float32 to float64, and string/binary to
-// their large forms.
+// integers to a wider integer of the same signedness, unsigned integers to a
+// wider signed one, float32 to float64, and string/binary to their large
+// forms.
 func widen(a, b arrow.DataType) (arrow.DataType, bool) {
 	if arrow.TypeEqual(a, b) {
 		return a, true
@@ -344,6 +350,8 @@ func widerOf(narrow, wide arrow.DataType) (arrow.DataType, bool) {
 			return 0, 16, 0
 		case arrow.UINT32:
 			return 0, 32, 0
+		case arrow.UINT64:
+			return 0, 64, 0
 		case arrow.FLOAT32:
 			return 0, 0, 32
 		case arrow.FLOAT64:
@@ -352,11 +360,11 @@ func widerOf(narrow, wide arrow.DataType) (arrow.DataType, bool) {
 		return 0, 0, 0
 	}
 	ns, nu, nf := rank(narrow)
-	ws, _, wf := rank(wide)
+	ws, wu, wf := rank(wide)
 	switch {
 	case ns > 0 && ws > ns:
 		return wide, true
-	case nu > 0 && ws > nu:
+	case nu > 0 && (ws > nu || wu > nu):
 		return wide, true
 	case nf > 0 && wf > nf:
 		return wide, true

@@ -2,10 +2,14 @@ package formats
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,6 +19,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sluicedata/sluice/formats/storage"
 )
 
 // Parquet reads Apache Parquet files with arrow-go. Each column chunk a read
@@ -41,20 +48,30 @@ type parquetMeta struct {
 	leaves map[string][]int
 	// starts[i] is the first row of row group i; starts[len] is the total.
 	starts []int64
+	// maxChunk is the largest selected column chunk: no page of it can be
+	// larger, so Read caps arrow-go's compressed page size there instead of
+	// letting a corrupt page header make it allocate up to 64 MiB.
+	maxChunk int64
 }
 
-// Inspect parses the footer, checks that every column chunk lies inside the
-// file (arrow-go allocates a chunk's stated size before reading it), and
-// records row group sizes.
+// footerGuess is how much of a file's end Inspect reads first: most footers
+// fit, so most files cost one request instead of two.
+const footerGuess = 64 << 10
+
+// chunkPadding is how far past a column chunk arrow-go may read: old
+// parquet-mr versions left the dictionary page header out of a chunk's size
+// (PARQUET-816), and arrow-go reads up to this much more from their files.
+const chunkPadding = 100
+
+// Inspect reads and checks the footer: that every count in it fits in the
+// bytes that carry it (see checkFooter) and that every selected column chunk
+// lies inside the file (arrow-go allocates a chunk's stated size before
+// reading it), and records row group sizes.
 func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error {
-	if f.Size < 12 {
-		return fmt.Errorf("%w: %d bytes is too small for a Parquet file", ErrCorrupt, f.Size)
-	}
-	pf, err := file.NewParquetReader(f.src.ReaderAt(ctx))
+	md, err := readFooter(ctx, f)
 	if err != nil {
-		return fmt.Errorf("%w: footer: %w", ErrCorrupt, err)
+		return err
 	}
-	md := pf.MetaData()
 	props := pqarrow.ArrowReadProperties{}
 	manifest, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
@@ -65,8 +82,12 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 		return fmt.Errorf("%w: schema: %w", ErrCorrupt, err)
 	}
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}}
+	twice := map[string]bool{}
 	for i := range manifest.Fields {
 		sf := &manifest.Fields[i]
+		if _, ok := meta.leaves[sf.Field.Name]; ok {
+			twice[sf.Field.Name] = true
+		}
 		meta.leaves[sf.Field.Name] = leafIndices(sf, nil)
 	}
 	selected := columns
@@ -77,20 +98,30 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 	}
 	var selLeaves []int
 	for _, c := range selected {
+		if twice[c] {
+			// Columns are selected by name: which one would be ambiguous.
+			return fmt.Errorf("%w: the file has more than one column named %q", ErrSchema, c)
+		}
 		selLeaves = append(selLeaves, meta.leaves[c]...) // a missing column is reported by unify
 	}
 	nrg := md.NumRowGroups()
-	if md.NumRows < 0 || nrg < 0 {
-		return fmt.Errorf("%w: footer: negative counts (%d rows, %d row groups)", ErrCorrupt, md.NumRows, nrg)
-	}
+	ncols := md.Schema.NumColumns()
 	units := make([]Unit, nrg)
 	starts := make([]int64, nrg+1)
 	var rows int64
 	for i := range nrg {
 		rg := md.RowGroup(i)
 		n := rg.NumRows()
-		if n < 0 {
-			return fmt.Errorf("%w: row group %d: negative row count %d", ErrCorrupt, i, n)
+		if n < 0 || n > math.MaxInt64-rows {
+			return fmt.Errorf("%w: row group %d: row count %d is negative or overflows", ErrCorrupt, i, n)
+		}
+		if rg.NumColumns() != ncols {
+			return fmt.Errorf("%w: row group %d has %d column chunks for %d columns", ErrCorrupt, i, rg.NumColumns(), ncols)
+		}
+		for c := range ncols {
+			if err := checkPageIndex(rg, c); err != nil {
+				return fmt.Errorf("%w: row group %d column %d: %w", ErrCorrupt, i, c, err)
+			}
 		}
 		var bytes int64
 		for _, leaf := range selLeaves {
@@ -107,17 +138,83 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 				return fmt.Errorf("%w: row group %d column %d: chunk at %d+%d lies outside the file's %d bytes", ErrCorrupt, i, leaf, start, size, f.Size)
 			}
 			bytes += size
+			meta.maxChunk = max(meta.maxChunk, size)
 		}
 		units[i] = Unit{Rows: n, Bytes: bytes}
 		starts[i] = rows
 		rows += n
 	}
 	starts[nrg] = rows
-	if rows != md.NumRows {
-		return fmt.Errorf("%w: footer says %d rows but its row groups hold %d", ErrCorrupt, md.NumRows, rows)
-	}
+	// The row groups' counts, not the file's, are what reading is checked
+	// against (Read verifies each row group it reads to the end), and some
+	// writers leave the file's count at zero.
 	meta.starts = starts
 	f.Units, f.Rows, f.Schema, f.meta = units, rows, schema, meta
+	return nil
+}
+
+// readFooter fetches, checks and parses the footer, with the Arrow schema
+// stored in it. It refuses encrypted files: sluice has no keys to give.
+func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error) {
+	const tailLen = 8 // footer length and magic
+	if f.Size < 4+tailLen {
+		return nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", ErrCorrupt, f.Size)
+	}
+	r := f.src.ReaderAt(ctx)
+	tail := make([]byte, min(f.Size, footerGuess))
+	if _, err := r.ReadAt(tail, f.Size-int64(len(tail))); err != nil {
+		return nil, err
+	}
+	switch magic := string(tail[len(tail)-4:]); magic {
+	case "PAR1":
+	case "PARE":
+		return nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", ErrCorrupt)
+	default:
+		return nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", ErrCorrupt, magic)
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[len(tail)-tailLen:]))
+	if n > f.Size-4-tailLen {
+		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", ErrCorrupt, n, f.Size)
+	}
+	var footer []byte
+	if n+tailLen <= int64(len(tail)) {
+		footer = tail[int64(len(tail))-tailLen-n : len(tail)-tailLen]
+	} else {
+		footer = make([]byte, n)
+		if _, err := r.ReadAt(footer, f.Size-tailLen-n); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkFooter(footer); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	md, err := metadata.NewFileMetaData(footer, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if md.IsSetEncryptionAlgorithm() {
+		return nil, fmt.Errorf("%w: the columns are encrypted; encrypted Parquet files are not supported", ErrCorrupt)
+	}
+	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	md.SetSourceFileSize(f.Size)
+	return md, nil
+}
+
+// checkPageIndex checks column c's page index locations as arrow-go does
+// when it opens any column chunk of the row group (Read never reads the
+// index itself), so that a bad one is reported once, at plan time.
+func checkPageIndex(rg *metadata.RowGroupMetaData, c int) error {
+	for _, idx := range []struct {
+		name string
+		loc  func(int) (metadata.IndexLocation, bool)
+	}{{"column index", rg.ColumnIndexLocation}, {"offset index", rg.OffsetIndexLocation}} {
+		loc, ok := idx.loc(c)
+		if ok && (loc.Offset < 0 || loc.Length <= 0 || loc.Offset > math.MaxInt64-int64(loc.Length)) {
+			return fmt.Errorf("%s at %d+%d", idx.name, loc.Offset, loc.Length)
+		}
+	}
 	return nil
 }
 
@@ -131,36 +228,44 @@ func leafIndices(sf *pqarrow.SchemaField, out []int) []int {
 	return out
 }
 
-// Read decodes the row groups that overlap [start, end), skipping rows before
-// start inside the first (with the page index where the file has one).
+// Read decodes the row groups that overlap [start, end) one at a time. Rows
+// before start inside the first are decoded and dropped: arrow-go's
+// SeekToRow fails on many valid files (dictionary-encoded chunks, files
+// whose footer row count is unset), and a seek would fetch the same column
+// chunks anyway. Every row group read to its end must hold the rows
+// its footer entry claims: a miscount would otherwise shift every later row
+// of the range without a word.
 func (Parquet) Read(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if start == end {
 		return nil
 	}
 	meta := f.meta.(*parquetMeta)
-	first, last := -1, -1
-	for i := range len(meta.starts) - 1 {
-		if meta.starts[i+1] > start && first < 0 {
-			first = i
-		}
-		if meta.starts[i] < end {
-			last = i
-		}
-	}
-	rgs := make([]int, 0, last-first+1)
-	for i := first; i <= last; i++ {
-		if f.Units[i].Rows > 0 {
-			rgs = append(rgs, i)
-		}
-	}
 	var leaves []int
 	for _, fl := range schema.Fields() {
 		leaves = append(leaves, meta.leaves[fl.Name]...)
 	}
 	leaves = sortedUnique(leaves)
 
+	src := &chunkReader{Reader: f.src.ReaderAt(ctx), dicts: map[int64]int{}}
+	for rg := range len(meta.starts) - 1 {
+		if meta.starts[rg+1] > start && meta.starts[rg] < end {
+			if err := src.expect(meta.md, rg, leaves); err != nil {
+				return fmt.Errorf("%w: row group %d: %w", ErrCorrupt, rg, err)
+			}
+		}
+	}
+	err := readRows(ctx, src, meta, leaves, start, end, batchRows, schema, mem, yield)
+	if ioErr := src.failure(); err != nil && ioErr != nil {
+		return ioErr // the file could not be fetched, which says nothing of its contents
+	}
+	return err
+}
+
+func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, leaves []int, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	props := parquet.NewReaderProperties(mem)
-	pf, err := file.NewParquetReader(f.src.ReaderAt(ctx), file.WithMetadata(meta.md), file.WithReadProps(props))
+	// No page can be larger than its column chunk, which Inspect checked.
+	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
+	pf, err := file.NewParquetReader(src, file.WithMetadata(meta.md), file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -168,16 +273,140 @@ func (Parquet) Read(ctx context.Context, f *Fragment, schema *arrow.Schema, star
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	rr, err := fr.GetRecordReader(ctx, leaves, rgs)
+	for rg := range len(meta.starts) - 1 {
+		first, last := meta.starts[rg], meta.starts[rg+1]
+		if last <= start || first >= end || first == last {
+			continue
+		}
+		lo, hi := max(start, first)-first, min(end, last)-first
+		if err := readRowGroup(ctx, fr, rg, last-first, leaves, lo, hi, schema, mem, yield); err != nil {
+			return fmt.Errorf("row group %d: %w", rg, err)
+		}
+	}
+	return nil
+}
+
+// chunkReader is the file as arrow-go sees it during Read. It remembers the
+// first storage error (arrow-go wraps it in messages of its own, and a failed
+// fetch must not be reported as a corrupt file), and it checks the page that
+// starts each column chunk before arrow-go decodes it: arrow-go sizes a
+// dictionary by the count its page header declares, trusting it.
+type chunkReader struct {
+	*storage.Reader
+	// dicts maps the offset of each column chunk Read fetches to the fewest
+	// bits a value of its column takes in a PLAIN dictionary page.
+	dicts map[int64]int
+
+	mu    sync.Mutex
+	ioErr error
+}
+
+// expect registers the chunks of the leaves of row group rg.
+func (r *chunkReader) expect(md *metadata.FileMetaData, rg int, leaves []int) error {
+	g := md.RowGroup(rg)
+	for _, leaf := range leaves {
+		cc, err := g.ColumnChunk(leaf)
+		if err != nil {
+			return err
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset() // where arrow-go starts reading, as in Inspect
+		}
+		// Chunks sharing an offset (only in corrupt files) get the strictest
+		// bound.
+		r.dicts[start] = max(r.dicts[start], minValueBits(md.Schema.Column(leaf)))
+	}
+	return nil
+}
+
+func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.Reader.ReadAt(p, off)
+	if err != nil && !errors.Is(err, io.EOF) { // io.EOF: a read past the end, so a bad offset
+		r.mu.Lock()
+		if r.ioErr == nil {
+			r.ioErr = err
+		}
+		r.mu.Unlock()
+		return n, err
+	}
+	if bits, ok := r.dicts[off]; ok {
+		if cerr := checkDictionaryPage(p[:n], bits); cerr != nil {
+			return n, cerr
+		}
+	}
+	return n, err
+}
+
+func (r *chunkReader) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ioErr
+}
+
+// minValueBits is the fewest bits a PLAIN-encoded value of col takes.
+func minValueBits(col *pqschema.Column) int {
+	switch col.PhysicalType() {
+	case parquet.Types.Boolean:
+		return 1
+	case parquet.Types.Int32, parquet.Types.Float, parquet.Types.ByteArray: // a byte array's length prefix
+		return 32
+	case parquet.Types.Int64, parquet.Types.Double:
+		return 64
+	case parquet.Types.Int96:
+		return 96
+	case parquet.Types.FixedLenByteArray:
+		return 8 * max(col.TypeLength(), 1)
+	}
+	return 1
+}
+
+// checkDictionaryPage checks that a dictionary page at the start of chunk
+// declares no more values than its decoded size can hold. arrow-go checks
+// the decoded size against the header, so the values are bounded by data
+// that exists, not by a number.
+func checkDictionaryPage(chunk []byte, valueBits int) error {
+	var pageType, size, values int64
+	s := thriftScanner{b: chunk}
+	err := s.structFields(0, func(id int16, typ byte) error {
+		switch {
+		case id == 1 && typ == tI32: // PageHeader.type
+			v, err := s.varint()
+			pageType = zigzag(v)
+			return err
+		case id == 2 && typ == tI32: // PageHeader.uncompressed_page_size
+			v, err := s.varint()
+			size = zigzag(v)
+			return err
+		case id == 7 && typ == tStruct: // PageHeader.dictionary_page_header
+			return s.structFields(1, func(id int16, typ byte) error {
+				if id == 1 && typ == tI32 { // DictionaryPageHeader.num_values
+					v, err := s.varint()
+					values = zigzag(v)
+					return err
+				}
+				return s.skip(typ, 2)
+			})
+		}
+		return s.skip(typ, 1)
+	})
+	if err != nil {
+		return fmt.Errorf("page header: %w", err)
+	}
+	const dictionaryPage = 2
+	if pageType == dictionaryPage && values > size*8/int64(valueBits) {
+		return fmt.Errorf("dictionary page declares %d values in %d bytes", values, size)
+	}
+	return nil
+}
+
+// readRowGroup delivers rows [lo, hi) of row group rg, which has rows rows.
+func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	defer rr.Release()
-	if skip := start - meta.starts[first]; skip > 0 {
-		if err := rr.SeekToRow(skip); err != nil {
-			return fmt.Errorf("%w: seek to row %d: %w", ErrCorrupt, start, err)
-		}
-	}
 	// The reader's columns are in file order; map them onto schema's order.
 	rs := rr.Schema()
 	pos := make([]int, schema.NumFields())
@@ -188,39 +417,51 @@ func (Parquet) Read(ctx context.Context, f *Fragment, schema *arrow.Schema, star
 		}
 		pos[i] = idx[0]
 	}
-	remaining := end - start
-	for remaining > 0 {
-		if !rr.Next() {
-			break
-		}
+	toEnd := hi == rows
+	tooMany := fmt.Errorf("%w: more rows than the footer's %d", ErrCorrupt, rows)
+	skip, want := lo, hi-lo
+	for want > 0 && ctx.Err() == nil && rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		if n > remaining {
-			n = remaining
+		if skip >= n {
+			skip -= n
+			continue
 		}
-		out, err := project(ctx, rec, schema, pos, n, mem)
+		off := skip
+		skip = 0
+		if toEnd && n-off > want {
+			return tooMany
+		}
+		take := min(n-off, want)
+		out, err := project(ctx, rec, schema, pos, off, take, mem)
 		if err != nil {
 			return err
 		}
-		remaining -= n
+		want -= take
 		if err := yield(out); err != nil {
 			return err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err // arrow-go only notices at its next fetch
+	}
+	if toEnd && want == 0 && rr.Next() && rr.RecordBatch().NumRows() > 0 {
+		return tooMany
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
 	} else if err != nil {
 		return err
 	}
-	if remaining > 0 {
-		return fmt.Errorf("%w: data ended %d rows early", ErrCorrupt, remaining)
+	if want > 0 {
+		return fmt.Errorf("%w: data ended %d rows early (the footer says %d rows)", ErrCorrupt, want, rows)
 	}
 	return nil
 }
 
-// project reorders rec's columns to schema, keeps its first n rows and casts
-// columns whose type was widened when files were unified.
-func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, pos []int, n int64, mem memory.Allocator) (arrow.RecordBatch, error) {
+// project reorders rec's columns to schema, keeps rows [off, off+n) and
+// casts columns whose type was widened when files were unified.
+func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, pos []int, off, n int64, mem memory.Allocator) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(pos))
 	defer func() {
 		for _, c := range cols {
@@ -231,8 +472,8 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 	}()
 	for i, p := range pos {
 		col := rec.Column(p)
-		if n < int64(col.Len()) {
-			col = array.NewSlice(col, 0, n)
+		if off > 0 || n < int64(col.Len()) {
+			col = array.NewSlice(col, off, off+n)
 		} else {
 			col.Retain()
 		}

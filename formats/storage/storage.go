@@ -109,17 +109,24 @@ func (s Source) ReaderAt(ctx context.Context) *Reader {
 //
 // accept, if not nil, filters directory and glob listings by key (an object
 // named explicitly is always kept).
-func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key string) bool) ([]Source, error) {
+func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key string) bool) (_ []Source, err error) {
 	loc, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, err
 	}
+	// Errors name the URL without its query, and whatever the bucket driver
+	// says is scrubbed of it too: that is where credentials travel.
+	shown := redact(rawURL)
+	defer func() { err = scrub(err, loc.query) }()
 	b, err := r.bucket(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
 	display := func(key string) string { return loc.display(key) }
 	if hasMeta(loc.key) {
+		if _, err := path.Match(loc.key, ""); err != nil {
+			return nil, fmt.Errorf("glob %s: %w", shown, err)
+		}
 		root := globRoot(loc.key)
 		objs, err := b.List(ctx, root)
 		if err != nil {
@@ -127,16 +134,13 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 		}
 		var out []Source
 		for _, o := range objs {
-			ok, err := path.Match(loc.key, o.Key)
-			if err != nil {
-				return nil, fmt.Errorf("glob %s: %w", rawURL, err)
-			}
+			ok, _ := path.Match(loc.key, o.Key) // the pattern is valid: checked above
 			if ok && (accept == nil || accept(o.Key)) {
 				out = append(out, Source{URL: display(o.Key), Rel: strings.TrimPrefix(o.Key, root), Bucket: b, Object: o})
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%s: no object matches the pattern: %w", rawURL, ErrNotFound)
+			return nil, fmt.Errorf("%s: no object matches the pattern: %w", shown, ErrNotFound)
 		}
 		return out, nil
 	}
@@ -146,13 +150,13 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 			return []Source{{URL: display(o.Key), Rel: path.Base(o.Key), Bucket: b, Object: o}}, nil
 		}
 		if !errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("%s: %w", rawURL, err)
+			return nil, fmt.Errorf("%s: %w", shown, err)
 		}
 		loc.key += "/"
 	}
 	objs, err := b.List(ctx, loc.key)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", rawURL, err)
+		return nil, fmt.Errorf("list %s: %w", shown, err)
 	}
 	var out []Source
 	for _, o := range objs {
@@ -163,7 +167,7 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 		out = append(out, Source{URL: display(o.Key), Rel: rel, Bucket: b, Object: o})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no object found: %w", rawURL, ErrNotFound)
+		return nil, fmt.Errorf("%s: no object found: %w", shown, ErrNotFound)
 	}
 	return out, nil
 }
@@ -198,9 +202,9 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 		bb, err = blob.OpenBucket(ctx, loc.bucketURL)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", redact(loc.bucketURL), err)
+		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, scrub(err, loc.query))
 	}
-	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme}
+	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme, query: loc.query}
 	if r.opts.Wrap != nil {
 		b = r.opts.Wrap(b)
 	}
@@ -215,6 +219,7 @@ type location struct {
 	root      string // file scheme: the directory the bucket is rooted at
 	key       string
 	shown     string // bucketURL without its query, for messages
+	query     string // the raw query: options, and maybe credentials
 }
 
 func (l location) display(key string) string {
@@ -240,11 +245,16 @@ func parseLocation(raw string) (location, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
+		// A *url.Error's text repeats the whole URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return location{}, fmt.Errorf("URL %s: %w", redact(raw), err)
 	}
 	if u.Scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
-			return location{}, fmt.Errorf("URL %s: file URLs take no host (use file:///abs/path)", raw)
+			return location{}, fmt.Errorf("URL %s: file URLs take no host (use file:///abs/path)", redact(raw))
 		}
 		return fileLocation(u.Path)
 	}
@@ -257,6 +267,7 @@ func parseLocation(raw string) (location, error) {
 		bucketURL: u.Scheme + "://" + u.Host + q,
 		key:       strings.TrimPrefix(u.Path, "/"),
 		shown:     u.Scheme + "://" + u.Host,
+		query:     u.RawQuery,
 	}, nil
 }
 
@@ -290,18 +301,71 @@ func hiddenPath(rel string) bool {
 	return false
 }
 
-// redact drops the query of a URL, where credentials and signatures live.
+// redact drops the query and the user information of a URL, where
+// credentials and signatures live. A plain path has neither: a '?' in it is a
+// glob.
 func redact(raw string) string {
-	if i := strings.IndexByte(raw, '?'); i >= 0 {
-		return raw[:i] + "?…"
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
 	}
-	return raw
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest = rest[:i] + "?…"
+	}
+	authority, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		rest = "…@" + rest[i+1:]
+	}
+	return scheme + "://" + rest
 }
 
-// blobBucket adapts a gocloud.dev/blob bucket to Bucket.
+// scrub hides a URL's query in the text of err, which came from code that
+// saw the whole URL (a bucket opener, a driver). errors.Is and errors.As still
+// see the original error, but its text is not in the chain that printing
+// walks.
+func scrub(err error, rawQuery string) error {
+	if err == nil || rawQuery == "" {
+		return err
+	}
+	msg := err.Error()
+	secrets := []string{rawQuery}
+	if q, perr := url.ParseQuery(rawQuery); perr == nil {
+		for _, vs := range q {
+			for _, v := range vs {
+				if len(v) >= 4 { // shorter values are flags and numbers, not secrets
+					secrets = append(secrets, v, url.QueryEscape(v))
+				}
+			}
+		}
+	}
+	if u, uerr := url.QueryUnescape(rawQuery); uerr == nil {
+		secrets = append(secrets, u)
+	}
+	clean := msg
+	for _, s := range secrets {
+		clean = strings.ReplaceAll(clean, s, "…")
+	}
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string        { return e.msg }
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+func (e *scrubbedError) As(target any) bool   { return errors.As(e.err, target) }
+
+// blobBucket adapts a gocloud.dev/blob bucket to Bucket. Its errors are
+// scrubbed of the bucket URL's query.
 type blobBucket struct {
 	b      *blob.Bucket
 	scheme string
+	query  string
 }
 
 func (b *blobBucket) Scheme() string { return b.scheme }
@@ -313,7 +377,7 @@ func (b *blobBucket) List(ctx context.Context, prefix string) ([]Object, error) 
 	for {
 		page, next, err := b.b.ListPage(ctx, token, 1000, &blob.ListOptions{Prefix: prefix})
 		if err != nil {
-			return nil, notFound(err)
+			return nil, scrub(notFound(err), b.query)
 		}
 		for _, o := range page {
 			if !o.IsDir {
@@ -332,7 +396,7 @@ func (b *blobBucket) List(ctx context.Context, prefix string) ([]Object, error) 
 func (b *blobBucket) Stat(ctx context.Context, key string) (Object, error) {
 	a, err := b.b.Attributes(ctx, key)
 	if err != nil {
-		return Object{}, notFound(err)
+		return Object{}, scrub(notFound(err), b.query)
 	}
 	return Object{Key: key, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
 }
@@ -343,14 +407,14 @@ func (b *blobBucket) ReadAt(ctx context.Context, key string, p []byte, off int64
 	}
 	r, err := b.b.NewRangeReader(ctx, key, off, int64(len(p)), nil)
 	if err != nil {
-		return 0, notFound(err)
+		return 0, scrub(notFound(err), b.query)
 	}
 	defer r.Close()
 	n, err := io.ReadFull(r, p)
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return n, err
+	return n, scrub(err, b.query)
 }
 
 func notFound(err error) error {
@@ -376,6 +440,14 @@ func (r *Reader) Size() int64 { return r.src.Object.Size }
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", r.src.URL, off)
+	}
+	if len(p) == 0 {
+		return 0, nil // like *os.File: nothing asked, nothing wrong
+	}
+	if err := r.ctx.Err(); err != nil {
+		// Not every backend checks (fileblob does not), and a canceled read
+		// must not run to the end.
+		return 0, fmt.Errorf("read %s at %d: %w", r.src.URL, off, context.Cause(r.ctx))
 	}
 	size := r.src.Object.Size
 	if off >= size {
