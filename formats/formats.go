@@ -86,6 +86,29 @@ type Format interface {
 	Read(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error
 }
 
+// Fetcher is implemented by formats that can fetch the stored bytes of a
+// row range before decoding it, so that a reader keeps many fetches in
+// flight (hiding storage latency) while only as many decodes run as there
+// are cores. Read must equal Fetch followed by ReadFetched.
+type Fetcher interface {
+	// Fetch fetches what ReadFetched will need of [start, end).
+	Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64) (any, error)
+	// FetchedBytes is the memory a Fetch result holds.
+	FetchedBytes(fetched any) int64
+	// ReadFetched decodes [start, end) from a Fetch result.
+	ReadFetched(ctx context.Context, f *Fragment, fetched any, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error
+}
+
+// Fetched is a row range of a fragment whose stored bytes are in memory,
+// ready for Dataset.ReadFetched.
+type Fetched struct {
+	frag       int
+	start, end int64
+	data       any
+	// Bytes is the memory the fetched bytes hold.
+	Bytes int64
+}
+
 // PlanOptions configure Plan.
 type PlanOptions struct {
 	// Columns selects columns by top-level name, in the order the batches
@@ -194,13 +217,43 @@ func (d *Dataset) Rows() int64 {
 // file and the row range; a panic in a third-party decoder becomes an error
 // wrapping ErrCorrupt.
 func (d *Dataset) Read(ctx context.Context, i int, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	fe, err := d.Fetch(ctx, i, start, end)
+	if err != nil {
+		return err
+	}
+	return d.ReadFetched(ctx, fe, batchRows, mem, yield)
+}
+
+// Fetch fetches the stored bytes rows [start, end) of fragment i need,
+// without decoding them. For formats that cannot fetch ahead it does
+// nothing, and ReadFetched does all the work.
+func (d *Dataset) Fetch(ctx context.Context, i int, start, end int64) (*Fetched, error) {
 	if i < 0 || i >= len(d.Fragments) {
-		return fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
+		return nil, fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
 	}
 	f := d.Fragments[i]
 	if start < 0 || end < start || (f.Rows >= 0 && end > f.Rows) {
-		return fmt.Errorf("formats: %s: row range [%d, %d) outside the file's %d rows", f.URL, start, end, f.Rows)
+		return nil, fmt.Errorf("formats: %s: row range [%d, %d) outside the file's %d rows", f.URL, start, end, f.Rows)
 	}
+	fe := &Fetched{frag: i, start: start, end: end}
+	fetcher, ok := f.format.(Fetcher)
+	if !ok {
+		return fe, nil
+	}
+	err := guard(f.URL, fmt.Sprintf("rows [%d, %d)", start, end), func() (err error) {
+		fe.data, err = fetcher.Fetch(ctx, f, d.Schema, start, end)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	fe.Bytes = fetcher.FetchedBytes(fe.data)
+	return fe, nil
+}
+
+// ReadFetched decodes what Fetch fetched, as Read does.
+func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	f := d.Fragments[fe.frag]
 	if batchRows <= 0 {
 		batchRows = 8192
 	}
@@ -208,14 +261,18 @@ func (d *Dataset) Read(ctx context.Context, i int, start, end int64, batchRows i
 		mem = memory.DefaultAllocator
 	}
 	var yieldErr error
-	err := guard(f.URL, fmt.Sprintf("rows [%d, %d)", start, end), func() error {
-		return f.format.Read(ctx, f, d.Schema, start, end, batchRows, mem, func(b arrow.RecordBatch) error {
-			if e := yield(b); e != nil {
-				yieldErr = e
-				return e
-			}
-			return nil
-		})
+	keep := func(b arrow.RecordBatch) error {
+		if e := yield(b); e != nil {
+			yieldErr = e
+			return e
+		}
+		return nil
+	}
+	err := guard(f.URL, fmt.Sprintf("rows [%d, %d)", fe.start, fe.end), func() error {
+		if fetcher, ok := f.format.(Fetcher); ok {
+			return fetcher.ReadFetched(ctx, f, fe.data, d.Schema, fe.start, fe.end, batchRows, mem, keep)
+		}
+		return f.format.Read(ctx, f, d.Schema, fe.start, fe.end, batchRows, mem, keep)
 	})
 	if yieldErr != nil && errors.Is(err, yieldErr) {
 		return yieldErr // the consumer's own error, not the file's

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
@@ -329,13 +330,26 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 				}
 			}
 		}
-		windows := prefetch.Map(ctx, reads, prefetch.Stage[windowRef, *window]{
-			Name:        "read",
+		// Fetching is I/O: many windows in flight hide storage latency.
+		// Decoding is CPU: as many goroutines as cores.
+		fetched := prefetch.Map(ctx, reads, prefetch.Stage[windowRef, *fetchedWindow]{
+			Name:        "fetch",
+			Concurrency: o.FetchConcurrency,
+			Ahead:       o.FetchConcurrency,
+			MaxBytes:    o.PrefetchBytes,
+			Size:        func(f *fetchedWindow) int64 { return f.bytes },
+			Fn:          func(ctx context.Context, r windowRef) (*fetchedWindow, error) { return d.fetchWindow(ctx, ep, r) },
+			Hooks: prefetch.Hooks{
+				Done: func(el time.Duration, _ int64) { m.AddFetch(el) },
+			},
+		})
+		windows := prefetch.Map(ctx, fetched, prefetch.Stage[*fetchedWindow, *window]{
+			Name:        "decode",
 			Concurrency: o.ReadConcurrency,
 			Ahead:       o.PrefetchWindows,
 			MaxBytes:    o.PrefetchBytes,
 			Size:        func(w *window) int64 { return w.bytes },
-			Fn:          func(ctx context.Context, r windowRef) (*window, error) { return d.readWindow(ctx, ep, r) },
+			Fn:          func(ctx context.Context, f *fetchedWindow) (*window, error) { return d.decodeWindow(ctx, ep, f) },
 			ReleaseOut:  func(w *window) { w.release() },
 			Hooks: prefetch.Hooks{
 				Done:  func(el time.Duration, _ int64) { m.AddFetch(el) },
@@ -484,17 +498,47 @@ func transform[T any](ctx context.Context, d *Dataset, ep *epochPlan, j *job, fn
 	return out, nil
 }
 
-// readWindow decodes every piece of a window and computes its row order.
-func (d *Dataset) readWindow(ctx context.Context, ep *epochPlan, r windowRef) (*window, error) {
+// fetchedWindow is a window whose stored bytes are in memory.
+type fetchedWindow struct {
+	ref    windowRef
+	pieces []*formats.Fetched
+	bytes  int64
+}
+
+// fetchWindow fetches the stored bytes of every piece of a window, the
+// pieces concurrently.
+func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, r windowRef) (*fetchedWindow, error) {
 	sp := ep.splits[r.split]
+	wd := ep.windows[r.split][r.window]
+	pieces := sp.Pieces[wd.First:wd.End]
+	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
+	g, gctx := errgroup.WithContext(ctx)
+	for i, p := range pieces {
+		g.Go(func() (err error) {
+			f.pieces[i], err = d.data.Fetch(gctx, p.Fragment, p.Start, p.End)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+	}
+	for _, p := range f.pieces {
+		f.bytes += p.Bytes
+	}
+	return f, nil
+}
+
+// decodeWindow decodes a fetched window and computes its row order.
+func (d *Dataset) decodeWindow(ctx context.Context, ep *epochPlan, f *fetchedWindow) (*window, error) {
+	r := f.ref
 	wd := ep.windows[r.split][r.window]
 	w := &window{ref: r}
 	w.refs.n = 1
-	segments := make([]int64, 0, wd.End-wd.First)
+	segments := make([]int64, 0, len(f.pieces))
 	var rows int64
-	for _, p := range sp.Pieces[wd.First:wd.End] {
+	for _, p := range f.pieces {
 		before := rows
-		err := d.data.Read(ctx, p.Fragment, p.Start, p.End, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
+		err := d.data.ReadFetched(ctx, p, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
 			w.starts = append(w.starts, rows)
 			rows += b.NumRows()

@@ -435,6 +435,11 @@ type Reader struct {
 // Size is the object's size in bytes.
 func (r *Reader) Size() int64 { return r.src.Object.Size }
 
+// WithContext returns a reader of the same object whose reads use ctx.
+func (r *Reader) WithContext(ctx context.Context) *Reader {
+	return &Reader{ctx: ctx, src: r.src}
+}
+
 // ReadAt reads len(p) bytes at off. Reading past the end returns io.EOF like
 // an *os.File.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
