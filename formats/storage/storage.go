@@ -63,9 +63,13 @@ type Options struct {
 	// Note that every blob.OpenBucket("mem://") is a new, empty bucket: to
 	// read a mem bucket you wrote, return it from Open.
 	Open Opener
-	// Wrap, if set, wraps every bucket the resolver opens, for accounting,
-	// fault injection or retries. Default: none.
+	// Wrap, if set, wraps every bucket the resolver opens, for accounting
+	// or fault injection. Default: none.
 	Wrap func(Bucket) Bucket
+	// Retry is how every bucket retries transient failures; it wraps
+	// whatever Wrap returns, so wrapped accounting counts every attempt.
+	// Default: see RetryPolicy.
+	Retry RetryPolicy
 }
 
 // Resolver turns URLs into objects and keeps the buckets it opened, one per
@@ -208,6 +212,7 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 	if r.opts.Wrap != nil {
 		b = r.opts.Wrap(b)
 	}
+	b = Retrying(b, r.opts.Retry)
 	r.buckets[loc.bucketURL] = b
 	return b, nil
 }

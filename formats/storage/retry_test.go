@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+)
+
+// flaky fails its first n calls with err, then delegates.
+type flaky struct {
+	Bucket
+	n     int
+	err   error
+	calls int
+}
+
+func (f *flaky) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	f.calls++
+	if f.calls <= f.n {
+		return 0, f.err
+	}
+	return f.Bucket.ReadAt(ctx, key, p, off)
+}
+
+type memBucket struct{ data []byte }
+
+func (m memBucket) List(context.Context, string) ([]Object, error) { return nil, nil }
+func (m memBucket) Stat(context.Context, string) (Object, error) {
+	return Object{Size: int64(len(m.data))}, nil
+}
+func (m memBucket) Scheme() string { return "test" }
+func (m memBucket) Close() error   { return nil }
+func (m memBucket) ReadAt(_ context.Context, _ string, p []byte, off int64) (int, error) {
+	return copy(p, m.data[off:]), nil
+}
+
+func TestRetryTransient(t *testing.T) {
+	fast := RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+	for _, cause := range []error{ErrTransient, io.ErrUnexpectedEOF, context.DeadlineExceeded} {
+		f := &flaky{Bucket: memBucket{[]byte("hello")}, n: 3, err: fmt.Errorf("boom: %w", cause)}
+		p := make([]byte, 5)
+		n, err := Retrying(f, fast).ReadAt(context.Background(), "k", p, 0)
+		if err != nil || n != 5 || string(p) != "hello" || f.calls != 4 {
+			t.Fatalf("%v: got n=%d err=%v after %d calls, want success on the 4th", cause, n, err, f.calls)
+		}
+	}
+	// Out of attempts: the last error comes back.
+	f := &flaky{Bucket: memBucket{[]byte("x")}, n: 100, err: ErrTransient}
+	_, err := Retrying(f, RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}).ReadAt(context.Background(), "k", make([]byte, 1), 0)
+	if !errors.Is(err, ErrTransient) || f.calls != 3 {
+		t.Fatalf("got %v after %d calls, want the transient error after 3", err, f.calls)
+	}
+}
+
+func TestRetryPermanentFailsAtOnce(t *testing.T) {
+	f := &flaky{Bucket: memBucket{[]byte("x")}, n: 100, err: fmt.Errorf("object k: %w", ErrNotFound)}
+	_, err := Retrying(f, RetryPolicy{BaseDelay: time.Second}).ReadAt(context.Background(), "k", make([]byte, 1), 0)
+	if !errors.Is(err, ErrNotFound) || f.calls != 1 {
+		t.Fatalf("got %v after %d calls, want not found at once", err, f.calls)
+	}
+}
+
+func TestRetryStopsOnCancel(t *testing.T) {
+	f := &flaky{Bucket: memBucket{[]byte("x")}, n: 100, err: ErrTransient}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := Retrying(f, RetryPolicy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}).ReadAt(ctx, "k", make([]byte, 1), 0)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("got %v after %v, want the context's error promptly", err, time.Since(start))
+	}
+}
+
+func TestFaultsInject(t *testing.T) {
+	f := NewFaults(memBucket{make([]byte, 100)}, 1)
+	f.ErrorRate, f.TruncateRate = 0.2, 0.2
+	var errs, shorts int
+	for range 1000 {
+		n, err := f.ReadAt(context.Background(), "k", make([]byte, 100), 0)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			shorts++
+			if n >= 100 {
+				t.Fatal("a truncated read delivered everything")
+			}
+		case errors.Is(err, ErrTransient):
+			errs++
+		}
+	}
+	if errs < 120 || errs > 280 || shorts < 100 || shorts > 260 || f.Injected() != errs+shorts {
+		t.Fatalf("%d errors and %d short reads of 1000 at rates 0.2, 0.2; injected %d", errs, shorts, f.Injected())
+	}
+}
