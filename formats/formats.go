@@ -66,7 +66,18 @@ type Fragment struct {
 	src    storage.Source
 	format Format
 	meta   any // the format's parsed footer
+	cache  Cache
 }
+
+// CacheKey names what a cache holds for f under a format's purpose: the
+// object's location, size, modification time and ETag.
+func (f *Fragment) CacheKey(purpose string) []byte {
+	o := f.src.Object
+	return fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s", purpose, f.URL, o.Size, o.ModTime.UnixNano(), o.ETag)
+}
+
+// Cache is the plan's cache, or nil.
+func (f *Fragment) Cache() Cache { return f.cache }
 
 // Format is one file format. Implementations must be safe for concurrent
 // use; Inspect and Read are called from many goroutines.
@@ -109,6 +120,16 @@ type Fetched struct {
 	Bytes int64
 }
 
+// Cache keeps what a plan learned of a file between runs, so that a
+// restarted job skips its footer reads. checkpoint.PebbleStore.KV gives one
+// in the job's checkpoint database. Entries are keyed by the object's
+// location, size, modification time and ETag, so a changed object misses;
+// any error from Get counts as a miss.
+type Cache interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Set(ctx context.Context, key, value []byte) error
+}
+
 // PlanOptions configure Plan.
 type PlanOptions struct {
 	// Columns selects columns by top-level name, in the order the batches
@@ -121,6 +142,8 @@ type PlanOptions struct {
 	Storage storage.Options
 	// Formats are the formats tried, in order. Default: Parquet only.
 	Formats []Format
+	// Cache, if set, keeps footers between plans. Default: none.
+	Cache Cache
 }
 
 // Dataset is a planned set of fragments with one unified schema.
@@ -176,7 +199,7 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 			if f == nil {
 				f = opts.Formats[0] // named explicitly: trust the caller
 			}
-			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, src: s, format: f})
+			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, src: s, format: f, cache: opts.Cache})
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)

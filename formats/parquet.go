@@ -178,6 +178,14 @@ func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error
 	if f.Size < 4+tailLen {
 		return nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", ErrCorrupt, f.Size)
 	}
+	var key []byte
+	if c := f.Cache(); c != nil {
+		key = f.CacheKey("parquet-footer")
+		if footer, err := c.Get(ctx, key); err == nil && len(footer) > 0 {
+			// Checked and parsed as if fetched: a cache is storage too.
+			return parseFooter(footer, f)
+		}
+	}
 	r := f.src.ReaderAt(ctx)
 	tail := make([]byte, min(f.Size, footerGuess))
 	if _, err := r.ReadAt(tail, f.Size-int64(len(tail))); err != nil {
@@ -203,6 +211,19 @@ func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error
 			return nil, err
 		}
 	}
+	md, err := parseFooter(footer, f)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		// A cache that cannot be written costs the next plan a read, no more.
+		_ = f.Cache().Set(ctx, key, footer)
+	}
+	return md, nil
+}
+
+// parseFooter checks and parses the footer bytes of f.
+func parseFooter(footer []byte, f *Fragment) (*metadata.FileMetaData, error) {
 	if err := checkFooter(footer); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/permutation"
@@ -263,4 +264,48 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// A plan cache in the checkpoint store lets a restart skip every footer
+// read; a changed file misses and is read again.
+func TestPlanCache(t *testing.T) {
+	spec := synth.Spec{Files: 6, RowsPerFile: 1000, RowGroupRows: 250}
+	dir := writeDataset(t, spec)
+	store, err := checkpoint.OpenPebble(t.TempDir(), checkpoint.PebbleOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	kv, err := store.KV("plans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func() (*Dataset, int64) {
+		log := &readLog{}
+		log.start()
+		o := checkedOptions(t, dir)
+		o.PlanCache = kv
+		o.Storage.Wrap = log.wrap
+		ds := open(t, o)
+		return ds, log.bytes()
+	}
+	cold, coldBytes := plan()
+	warm, warmBytes := plan()
+	if coldBytes == 0 || warmBytes != 0 {
+		t.Fatalf("footer bytes read: cold %d, warm %d; want some, then none", coldBytes, warmBytes)
+	}
+	if cold.Fingerprint() != warm.Fingerprint() {
+		t.Fatal("the cached plan differs")
+	}
+	// Rewrite one file with other contents: its entry no longer matches.
+	if err := synth.WriteDir(dir, synth.Spec{Files: 1, RowsPerFile: 1500, RowGroupRows: 500}); err != nil {
+		t.Fatal(err)
+	}
+	changed, changedBytes := plan()
+	if changedBytes == 0 || changedBytes >= coldBytes {
+		t.Fatalf("after changing one file of 6 the plan read %d footer bytes (cold: %d)", changedBytes, coldBytes)
+	}
+	if changed.Files()[0].Rows != 1500 {
+		t.Fatalf("the changed file plans %d rows, want 1500", changed.Files()[0].Rows)
+	}
 }

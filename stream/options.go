@@ -101,6 +101,11 @@ type Options struct {
 	Storage storage.Options
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
+	// PlanCache, if set, keeps every file's footer between runs so a
+	// restarted job plans without reading them (a changed file misses):
+	// for example store.KV("plans") of the job's checkpoint.PebbleStore.
+	// Default: none.
+	PlanCache formats.Cache
 	// Allocator allocates Arrow memory. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 	// Metrics receives the pipeline's live figures. Default: a new

@@ -80,6 +80,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		Concurrency: o.PlanConcurrency,
 		Storage:     so,
 		Formats:     o.Formats,
+		Cache:       o.PlanCache,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stream: open: %w", err)
