@@ -20,6 +20,9 @@ import (
 	"github.com/sluicedata/sluice/stream"
 )
 
+// dataset is what the example writes.
+var dataset = synth.Spec{Files: 4, RowsPerFile: 50_000, RowGroupRows: 4096}
+
 func main() {
 	if err := run(); err != nil {
 		log.Fatal(err)
@@ -33,7 +36,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	spec := synth.Spec{Files: 4, RowsPerFile: 50_000, RowGroupRows: 4096}
+	spec := dataset
 	if err := synth.WriteDir(filepath.Join(dir, "data"), spec); err != nil {
 		return err
 	}

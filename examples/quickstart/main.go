@@ -20,6 +20,9 @@ import (
 	"github.com/sluicedata/sluice/stream"
 )
 
+// dataset is what the quickstart writes (tests write less).
+var dataset = synth.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 8192, Seed: 1}
+
 func main() {
 	if err := run(); err != nil {
 		log.Fatal(err)
@@ -33,7 +36,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	spec := synth.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 8192, Seed: 1}
+	spec := dataset
 	if err := synth.WriteDir(dir, spec); err != nil {
 		return err
 	}
