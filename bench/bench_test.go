@@ -22,11 +22,13 @@ import (
 // that a sequential epoch reads each stored byte once. The figures
 // themselves mean nothing at this size.
 func TestHarnessTiny(t *testing.T) {
+	t.Parallel()
 	cfg := tinyConfig()
 	cfg.OutDir = t.TempDir()
+	cfg.PeersDir = t.TempDir() // no node_modules: the Node.js peers are skipped
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var out bytes.Buffer
-	if err := run(context.Background(), cfg, &out); err != nil {
+	if _, err := run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
 	}
 
@@ -34,21 +36,36 @@ func TestHarnessTiny(t *testing.T) {
 	if len(lines) == 0 || lines[0]["kind"] != "machine" {
 		t.Fatalf("first line is not of kind machine: %v", lines)
 	}
-	for _, k := range []string{"date", "go_version", "cores", "cpu_model", "dataset_rows"} {
+	for _, k := range []string{"date", "go_version", "cores", "cpu_model", "dataset_rows", "peers"} {
 		if _, ok := lines[0][k]; !ok {
 			t.Errorf("machine line lacks %q", k)
 		}
 	}
 
 	byName := map[string]map[string]any{}
+	var trace map[string]any
 	for _, l := range lines[1:] {
 		name, _ := l["scenario"].(string)
 		if name == "" {
 			t.Errorf("line without a scenario: %v", l)
 			continue
 		}
+		if l["kind"] == "trace" {
+			trace = l
+			continue
+		}
 		byName[name] = l
-		for _, k := range []string{"rows", "seconds", "rows_per_s", "baseline_rows_per_s", "ratio_vs_baseline", "io_amplification"} {
+		if l["skipped"] != nil {
+			if l["skipped"] != "run "+setupCommand {
+				t.Errorf("%s: skipped is %q", name, l["skipped"])
+			}
+			continue
+		}
+		fields := []string{"rows", "seconds", "rows_per_s", "baseline_rows_per_s", "ratio_vs_baseline", "io_amplification"}
+		if l["peer"] != nil {
+			fields = []string{"rows", "seconds", "rows_per_s", "sluice_rows_per_s", "sluice_ratio"}
+		}
+		for _, k := range fields {
 			if v, ok := l[k].(float64); !ok || v <= 0 {
 				t.Errorf("%s: field %q is %v, want a positive number", name, k, l[k])
 			}
@@ -61,15 +78,27 @@ func TestHarnessTiny(t *testing.T) {
 	}
 	for _, name := range []string{
 		"floor", "sequential", "sequential_1goroutine", "shuffled", "sequential_2ranks", "shuffled_2ranks",
-		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2",
+		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
+		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled",
 	} {
 		if byName[name] == nil {
 			t.Errorf("no line for scenario %s", name)
 		}
 	}
+	for _, name := range []string{"duckdb_sequential", "lancedb_sequential", "lancedb_shuffled"} {
+		if byName[name]["skipped"] == nil {
+			t.Errorf("%s ran without node_modules: %v", name, byName[name])
+		}
+	}
+	if trace == nil {
+		t.Error("no queue trace line")
+	} else if ts, _ := trace["t_s"].([]any); len(ts) < 2 {
+		t.Errorf("queue trace has %d samples", len(ts))
+	}
 	for name, fields := range map[string][]string{
 		"transform_2":  {"speedup"},
+		"transform_4":  {"speedup"},
 		"latency_20ms": {"ratio_vs_0ms"},
 		"memory_1x":    {"peak_heap_bytes"},
 		"memory_4x":    {"peak_heap_bytes", "ratio_4x"},
@@ -104,6 +133,12 @@ func TestHarnessTiny(t *testing.T) {
 	for name := range byName {
 		if !strings.Contains(string(md), "| "+name+" |") {
 			t.Errorf("results.md has no row for %s", name)
+		}
+	}
+	for _, png := range []string{plotScenarios, plotRead, plotTransform, plotQueues} {
+		checkPNG(t, filepath.Join(cfg.OutDir, png))
+		if !strings.Contains(string(md), "("+png+")") {
+			t.Errorf("results.md does not show %s", png)
 		}
 	}
 }

@@ -30,12 +30,28 @@ type config struct {
 	// TransformCPU is the pure CPU time the transform scenarios spend on
 	// each batch (calibrated at startup).
 	TransformCPU time.Duration
+	// PeerReps is how many times each peer runs (each run alternating with
+	// the matching sluice run), and PeerShuffleSeconds how long the LanceDB
+	// shuffled read may take before it stops and projects the epoch from
+	// the rows read (0: the whole epoch).
+	PeerReps           int
+	PeerShuffleSeconds float64
+	// QueueEvery is how often the shuffled scenario samples the stream's
+	// queue depths for the queue plot.
+	QueueEvery time.Duration
 
 	DataDir string   // reuse the dataset kept here; "" for a temporary one
 	OutDir  string   // write results.jsonl and results.md here; "" for stdout only
 	Only    []string // scenarios or groups to run; nil for all
 	Log     *slog.Logger
 	Profile io.Writer // CPU profile of the scenarios, if not nil
+	// PeersDir holds the Node.js peers (package.json, node_modules, the
+	// scripts); "" finds bench/peers (see findPeersDir).
+	PeersDir string
+	// Command is the command line the run was started with, for reports.
+	Command string
+	// Progress, if not nil, shows a progress bar (on a terminal).
+	Progress *progress
 }
 
 // quickConfig: 8 files x 250k rows in row groups of 32k rows (2M rows).
@@ -48,6 +64,11 @@ func quickConfig() config {
 		Latency:      20 * time.Millisecond,
 		LatencyFiles: 4,
 		TransformCPU: time.Millisecond,
+		PeerReps:     2,
+		// Random takes run at tens of thousands of rows/s: the epoch would
+		// take a minute or more.
+		PeerShuffleSeconds: 1.5,
+		QueueEvery:         20 * time.Millisecond,
 	}
 }
 
@@ -58,6 +79,8 @@ func fullConfig() config {
 	c.Spec.Files = 32
 	c.LatencyFiles = 8
 	c.Reps = 3
+	c.PeerReps = 3
+	c.PeerShuffleSeconds = 10
 	return c
 }
 
@@ -71,5 +94,8 @@ func tinyConfig() config {
 	c.Spec = synth.Spec{Files: 4, RowsPerFile: 1500, RowGroupRows: 500, StringBytes: 2048, Seed: 1}
 	c.Reps = 1
 	c.TransformCPU = 200 * time.Microsecond
+	c.PeerReps = 1
+	c.PeerShuffleSeconds = 0
+	c.QueueEvery = time.Millisecond
 	return c
 }

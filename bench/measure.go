@@ -34,6 +34,7 @@ type measurement struct {
 	idSum         int64 // sum of the id column, when asked for
 	checksum      uint64
 	snap          smetrics.Snapshot // the stream's own figures
+	queues        *queueTrace       // queue depths over the pass, when asked for
 }
 
 func (m measurement) rowsPerSec() float64 {
@@ -101,6 +102,9 @@ type streamRun struct {
 	// transform, if not nil, runs through stream.Map (on the transform
 	// goroutines) instead of Batches, and its results are XORed together.
 	transform func(arrow.RecordBatch) uint64
+	// queueEvery, if positive, samples the stream's queue depths that often
+	// during the pass (measurement.queues).
+	queueEvery time.Duration
 }
 
 // measureStream opens the dataset, streams r.epochs epochs (Map: one) and
@@ -145,6 +149,11 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	defer ds.Close()
 	planned.Store(true)
 	m.planBytes = bytes.Load()
+	if r.queueEvery > 0 {
+		q := sampleQueues(ds.Metrics(), start, r.queueEvery)
+		defer q.stop() // on an error; a finished pass stops it below
+		m.queues = q
+	}
 	for _, f := range ds.Files() {
 		for _, u := range f.Units {
 			m.storedBytes += u.Bytes
@@ -194,6 +203,9 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	}
 	m.seconds = time.Since(start).Seconds()
 	m.cpuSeconds = (processCPU() - cpu).Seconds()
+	if m.queues != nil {
+		m.queues.stop()
+	}
 	m.readBytes = bytes.Load()
 	m.readRequests = requests.Load()
 	for _, l := range logs {
@@ -201,6 +213,52 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	}
 	m.snap = ds.Metrics().Snapshot()
 	return m, nil
+}
+
+// queueTrace is the depth of a stream's two queues over a pass, sampled
+// from its metrics: the raw queue (decoded windows not yet cut into
+// batches) and the prefetch queue (batches ready, not yet taken).
+type queueTrace struct {
+	every               time.Duration
+	seconds             []float64 // since the pass started (before Open)
+	raw, prefetch       []int
+	rawCap, prefetchCap int
+	done                chan struct{}
+	wg                  sync.WaitGroup
+	stopOnce            sync.Once
+}
+
+// sampleQueues samples p every interval until stop.
+func sampleQueues(p *smetrics.Pipeline, start time.Time, every time.Duration) *queueTrace {
+	q := &queueTrace{every: every, done: make(chan struct{})}
+	sample := func() {
+		s := p.Snapshot()
+		q.seconds = append(q.seconds, time.Since(start).Seconds())
+		q.raw = append(q.raw, s.RawQueueItems)
+		q.prefetch = append(q.prefetch, s.PrefetchQueueItems)
+		q.rawCap, q.prefetchCap = s.RawQueueCapacity, s.PrefetchQueueCapacity
+	}
+	sample()
+	q.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-q.done:
+				sample() // the end of the pass
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	})
+	return q
+}
+
+// stop ends the sampling; the trace may be read once it returns.
+func (q *queueTrace) stop() {
+	q.stopOnce.Do(func() { close(q.done) })
+	q.wg.Wait()
 }
 
 // readLog records range reads by object, offset and length, and counts the

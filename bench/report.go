@@ -42,8 +42,71 @@ func (r *record) set(key string, v any) *record {
 func (r *record) get(key string) any { return r.vals[key] }
 
 func (r *record) float(key string) float64 {
-	f, _ := r.vals[key].(float64)
+	f, _ := num(r.vals[key])
 	return f
+}
+
+// num is v as a float64 if it is a number: as set in this process, or as
+// read back from results.jsonl (json.Number).
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func (r *record) str(key string) string {
+	s, _ := r.vals[key].(string)
+	return s
+}
+
+// loadRecords reads JSON lines (results.jsonl) back into records, their
+// fields in the order of the file and numbers as json.Number, so that the
+// reports made from them are those of the run.
+func loadRecords(rd io.Reader) ([]*record, error) {
+	dec := json.NewDecoder(rd)
+	dec.UseNumber()
+	var out []*record
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return nil, fmt.Errorf("line %d: want a JSON object, got %v", len(out)+1, tok)
+		}
+		r := &record{vals: map[string]any{}}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			key, _ := kt.(string)
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return nil, fmt.Errorf("line %d, field %s: %w", len(out)+1, key, err)
+			}
+			if _, dup := r.vals[key]; !dup {
+				r.keys = append(r.keys, key)
+			}
+			r.vals[key] = v
+		}
+		if _, err := dec.Token(); err != nil { // the closing brace
+			return nil, err
+		}
+		out = append(out, r)
+	}
 }
 
 // target records a target on a field of the line and whether it was met.
@@ -118,9 +181,10 @@ func round(f float64) float64 {
 // reporter prints records as JSON lines to stdout and keeps them for the
 // files written by close.
 type reporter struct {
-	stdout io.Writer
-	outDir string
-	lines  []*record
+	stdout   io.Writer
+	outDir   string
+	lines    []*record
+	progress *progress // counts scenario lines, if not nil
 }
 
 func newReporter(stdout io.Writer, outDir string) (*reporter, error) {
@@ -143,11 +207,15 @@ func (p *reporter) emit(r *record) error {
 		return err
 	}
 	p.lines = append(p.lines, r)
+	if r.get("kind") == "scenario" {
+		p.progress.lineDone()
+	}
 	_, err = fmt.Fprintf(p.stdout, "%s\n", line)
 	return err
 }
 
-// close writes results.jsonl and results.md into the output directory.
+// close writes results.jsonl, the plots and results.md into the output
+// directory.
 func (p *reporter) close() error {
 	if p.outDir == "" {
 		return nil
@@ -164,7 +232,16 @@ func (p *reporter) close() error {
 	if err := os.WriteFile(filepath.Join(p.outDir, "results.jsonl"), jl.Bytes(), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(p.outDir, "results.md"), []byte(p.markdown()), 0o644)
+	return writeReports(p.lines, p.outDir)
+}
+
+// writeReports writes the plots and results.md of lines into dir.
+func writeReports(lines []*record, dir string) error {
+	plots, err := writePlots(lines, dir)
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(lines, plots)), 0o644)
 }
 
 // Columns of the Markdown table; the fields in tableOmits stay in
@@ -175,6 +252,7 @@ var tableFields = []struct{ key, title string }{
 	{"seconds", "seconds"},
 	{"rows_per_s", "rows/s"},
 	{"ratio_vs_baseline", "× floor"},
+	{"sluice_ratio", "sluice ÷ peer"},
 	{"rows_per_cpu_s", "rows/CPU-s"},
 	{"io_amplification", "I/O amp."},
 	{"load_avg_1m", "load"},
@@ -186,9 +264,12 @@ var tableOmits = []string{
 	"kind", "baseline", "baseline_rows_per_s", "floor_probes_rows_per_s", "runs_rows_per_s",
 	"cpu_seconds", "read_bytes", "stored_bytes", "read_requests", "plan_bytes",
 	"fetch_seconds", "transform_seconds", "consumer_wait_seconds", "reader", "peak_heap_runs",
+	"sluice_runs_rows_per_s", "method", "query", "rows_per_s_basis",
 }
 
-func (p *reporter) markdown() string {
+// markdown is results.md: the machine, a table of every scenario line, and
+// the plots (file names in the same directory).
+func markdown(lines []*record, plots []string) string {
 	var b strings.Builder
 	b.WriteString("# sluice benchmark\n\n")
 	shown := map[string]bool{}
@@ -198,7 +279,7 @@ func (p *reporter) markdown() string {
 	for _, f := range tableFields {
 		shown[f.key] = true
 	}
-	for _, r := range p.lines {
+	for _, r := range lines {
 		if r.get("kind") != "machine" {
 			continue
 		}
@@ -215,7 +296,7 @@ func (p *reporter) markdown() string {
 	title = append(title, "details")
 	rule = append(rule, "---")
 	fmt.Fprintf(&b, "| %s |\n| %s |\n", strings.Join(title, " | "), strings.Join(rule, " | "))
-	for _, r := range p.lines {
+	for _, r := range lines {
 		if r.get("kind") != "scenario" {
 			continue
 		}
@@ -233,8 +314,15 @@ func (p *reporter) markdown() string {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	b.WriteString("\n× floor is rows/s over the floor's rows/s measured alongside (see results.jsonl: " +
-		"baseline, floor_probes_rows_per_s); rows/CPU-s counts the CPU of the whole process. " +
-		"Every field of every line is in results.jsonl.\n")
+		"baseline, floor_probes_rows_per_s); rows/CPU-s counts the CPU of the whole process; " +
+		"sluice ÷ peer is the matching sluice scenario's rows/s (runs alternating with the peer's) over the peer's: " +
+		"above 1, sluice is faster. Every field of every line is in results.jsonl.\n")
+	if len(plots) > 0 {
+		b.WriteString("\n## Plots\n\n")
+		for _, name := range plots {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(name, ".png"), name)
+		}
+	}
 	return b.String()
 }
 
@@ -256,9 +344,12 @@ func cell(v any) string {
 }
 
 // machineRecord describes where and on what the run happened.
-func machineRecord(cfg config, d *dataset) *record {
+func machineRecord(cfg config, d *dataset, peers *nodePeers) *record {
 	r := newRecord("machine")
 	r.set("date", time.Now().UTC().Format(time.RFC3339))
+	if cfg.Command != "" {
+		r.set("command", cfg.Command)
+	}
 	r.set("go_version", runtime.Version())
 	r.set("goos", runtime.GOOS).set("goarch", runtime.GOARCH)
 	r.set("cores", runtime.NumCPU()).set("gomaxprocs", runtime.GOMAXPROCS(0))
@@ -275,6 +366,9 @@ func machineRecord(cfg config, d *dataset) *record {
 	r.set("dataset_generated", d.generated)
 	if d.generated {
 		r.set("generate_seconds", d.genSeconds)
+	}
+	if peers != nil {
+		r.set("peers", peers.describe())
 	}
 	return r
 }

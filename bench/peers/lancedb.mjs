@@ -1,0 +1,212 @@
+// lancedb.mjs: the LanceDB peer of sluice's benchmark harness (go run ./bench).
+//
+//   node lancedb.mjs --prepare --arrow FILE --db DIR [--table data]
+//   node lancedb.mjs --scenario sequential --db DIR --columns id,label,x,s [--batch-size 1024]
+//   node lancedb.mjs --scenario shuffled --db DIR --columns id,label,x,s [--batch-size 1024]
+//                    [--seed 42] [--clump-size 1] [--prefetch 2] [--max-seconds S]
+//                    [--perm-memory-bytes 1073741824]
+//
+// --prepare writes the rows of an Arrow IPC file (the harness exports the
+// Parquet dataset to one) as the Lance table, replacing any table of that
+// name. The other modes read that table. Each mode prints ONE JSON line with
+// rows, seconds and rows_per_s; only the read is timed (or the write, for
+// --prepare), never loading the module or opening the database.
+//
+// sequential: table.query().select(columns), executed as a stream of Arrow
+// record batches of at most --batch-size rows; every column of every batch
+// is opened.
+//
+// shuffled: permutationBuilder(table).shuffle({seed, clumpSize}).execute()
+// makes the permutation (a table of row ids in shuffled order); its row ids
+// are read in order, cut into batches of --batch-size, and each batch is
+// fetched with table.takeRowIds(ids).select(columns), --prefetch takes in
+// flight and taken in order. The time covers building the permutation and
+// the takes. With --max-seconds, the takes stop after that long and the line
+// says how much of the epoch was read (complete false); rows_per_s is then
+// the epoch's rate projected from the measured take rate:
+// epoch_rows / (permutation_seconds + epoch_rows / take_rows_per_s).
+//
+// On failure it prints {"peer":"lancedb","error":"..."} and exits with 1.
+import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import * as lancedb from '@lancedb/lancedb';
+import { tableFromIPC } from 'apache-arrow';
+
+// version is the version of an installed package, read from its
+// package.json beside this script (the packages do not all export it).
+const version = (name) =>
+  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
+
+function fail(err) {
+  console.log(JSON.stringify({ peer: 'lancedb', error: String(err?.stack ?? err) }));
+  process.exit(1);
+}
+
+const now = () => performance.now() / 1000;
+
+function positiveInt(name, s) {
+  const n = Number(s);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} ${s}: want a positive integer`);
+  return n;
+}
+
+// touch opens every column of a batch and reads its first value, so that no
+// column is left undecoded.
+function touch(batch, columns) {
+  if (batch.numCols !== columns.length) {
+    throw new Error(`batch has ${batch.numCols} columns, want ${columns.length}`);
+  }
+  for (let c = 0; c < batch.numCols; c++) {
+    const col = batch.getChildAt(c);
+    if (col.length !== batch.numRows) throw new Error(`column ${columns[c]}: ${col.length} values in a batch of ${batch.numRows} rows`);
+    if (batch.numRows > 0) col.get(0);
+  }
+}
+
+async function prepare(db, opt) {
+  if (!opt.arrow) throw new Error('--prepare needs --arrow FILE');
+  const data = tableFromIPC(readFileSync(opt.arrow));
+  const start = now();
+  const table = await db.createTable(opt.table, data, { mode: 'overwrite' });
+  const seconds = now() - start;
+  const rows = await table.countRows();
+  if (rows !== data.numRows) throw new Error(`wrote ${rows} rows of ${data.numRows}`);
+  return { scenario: 'write', rows, seconds, rows_per_s: rows / seconds };
+}
+
+async function sequential(table, columns, batchSize) {
+  const start = now();
+  let rows = 0;
+  let batches = 0;
+  // execute() is the streaming form of the query (toArrow() collects the
+  // whole result first); its .d.ts marks it protected, the JavaScript
+  // exposes it.
+  for await (const batch of table.query().select(columns).execute({ maxBatchLength: batchSize })) {
+    touch(batch, columns);
+    rows += batch.numRows;
+    batches++;
+  }
+  const seconds = now() - start;
+  return { scenario: 'sequential', rows, seconds, rows_per_s: rows / seconds, batches };
+}
+
+async function shuffled(table, columns, opt) {
+  const batchSize = positiveInt('batch-size', opt['batch-size']);
+  const seed = Number(opt.seed);
+  const clumpSize = positiveInt('clump-size', opt['clump-size']);
+  const prefetch = positiveInt('prefetch', opt.prefetch);
+  const maxSeconds = opt['max-seconds'] ? Number(opt['max-seconds']) : Infinity;
+  // The permutation builder sorts the row ids in a memory pool of 100 MB by
+  // default, too small past about 3M rows ("Not enough memory to continue
+  // external sort"); the native code reads this variable (found in the
+  // binary, not documented in the .d.ts) when it builds.
+  process.env.LANCEDB_PERM_BUILDER_MEMORY_LIMIT ??= String(positiveInt('perm-memory-bytes', opt['perm-memory-bytes']));
+
+  const start = now();
+  const perm = await lancedb.permutationBuilder(table).shuffle({ seed, clumpSize }).execute();
+  const permSeconds = now() - start;
+  const epochRows = await perm.countRows();
+
+  const fetchStart = now();
+  let rows = 0;
+  let batches = 0;
+  const inFlight = []; // [promise of the taken rows, rows asked for]
+  const takeOne = async () => {
+    const [pending, want] = inFlight.shift();
+    const got = await pending;
+    if (got.numRows !== want) throw new Error(`takeRowIds returned ${got.numRows} rows for ${want} ids`);
+    for (const batch of got.batches) touch(batch, columns);
+    rows += got.numRows;
+    batches++;
+  };
+  const take = (ids) => {
+    inFlight.push([table.takeRowIds(ids).select(columns).toArrow(), ids.length]);
+  };
+  let ids = [];
+  let stopped = false;
+  for await (const batch of perm.query().select(['row_id']).execute({ maxBatchLength: batchSize })) {
+    for (const id of batch.getChild('row_id').toArray()) {
+      ids.push(id);
+      if (ids.length === batchSize) {
+        take(ids);
+        ids = [];
+        if (inFlight.length >= prefetch) await takeOne();
+      }
+    }
+    if (now() - fetchStart >= maxSeconds) {
+      stopped = true;
+      break;
+    }
+  }
+  if (!stopped && ids.length > 0) take(ids);
+  while (inFlight.length > 0) await takeOne();
+  const fetchSeconds = now() - fetchStart;
+  const complete = rows === epochRows;
+  const takeRate = rows / fetchSeconds;
+  const seconds = permSeconds + fetchSeconds;
+  return {
+    scenario: 'shuffled',
+    rows,
+    seconds,
+    rows_per_s: complete ? rows / seconds : epochRows / (permSeconds + epochRows / takeRate),
+    rows_per_s_basis: complete ? 'the whole epoch' : 'projected epoch: permutation_seconds + epoch_rows at take_rows_per_s',
+    complete,
+    epoch_rows: epochRows,
+    batches,
+    permutation_seconds: permSeconds,
+    fetch_seconds: fetchSeconds,
+    take_rows_per_s: takeRate,
+    seed,
+    clump_size: clumpSize,
+    prefetch,
+    take: 'takeRowIds',
+    perm_builder_memory_limit: Number(process.env.LANCEDB_PERM_BUILDER_MEMORY_LIMIT),
+  };
+}
+
+async function main() {
+  const { values: opt } = parseArgs({
+    options: {
+      prepare: { type: 'boolean', default: false },
+      arrow: { type: 'string' },
+      db: { type: 'string' },
+      table: { type: 'string', default: 'data' },
+      scenario: { type: 'string' },
+      columns: { type: 'string' },
+      'batch-size': { type: 'string', default: '1024' },
+      seed: { type: 'string', default: '42' },
+      'clump-size': { type: 'string', default: '1' },
+      prefetch: { type: 'string', default: '2' },
+      'max-seconds': { type: 'string' },
+      'perm-memory-bytes': { type: 'string', default: String(1 << 30) },
+    },
+  });
+  if (!opt.db) throw new Error('--db DIR is required');
+  const db = await lancedb.connect(opt.db);
+  let out;
+  if (opt.prepare) {
+    out = await prepare(db, opt);
+  } else {
+    if (!opt.columns) throw new Error('--columns is required');
+    const columns = opt.columns.split(',').filter((c) => c !== '');
+    const table = await db.openTable(opt.table);
+    switch (opt.scenario) {
+      case 'sequential':
+        out = await sequential(table, columns, positiveInt('batch-size', opt['batch-size']));
+        break;
+      case 'shuffled':
+        out = await shuffled(table, columns, opt);
+        break;
+      default:
+        throw new Error(`--scenario ${opt.scenario}: want sequential or shuffled`);
+    }
+  }
+  console.log(JSON.stringify({
+    peer: 'lancedb',
+    ...out,
+    lancedb_version: version('@lancedb/lancedb'),
+    apache_arrow_version: version('apache-arrow'),
+  }));
+}
+
+main().catch(fail);
