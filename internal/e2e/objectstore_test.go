@@ -1,0 +1,506 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// The tests below run against object-store servers named by bucket URLs in
+// the environment. scripts/objectstores.sh starts local ones (versitygw,
+// fake-gcs-server, Azurite) and prints the variables; .ci/run does that and
+// sets requireEnv, so that CI fails rather than skips when a server is
+// missing. The same variables may name real buckets: the tests work under a
+// fresh prefix and delete it afterwards.
+
+const requireEnv = "SLUICE_REQUIRE_OBJECTSTORES"
+
+type backend struct {
+	name   string // for messages
+	env    string // the variable holding the bucket URL
+	create func(ctx context.Context, b *blob.Bucket, name string) error
+}
+
+var (
+	s3Backend    = backend{"S3", "SLUICE_TEST_S3_URL", createS3Bucket}
+	gcsBackend   = backend{"GCS", "SLUICE_TEST_GCS_URL", createGCSBucket}
+	azureBackend = backend{"Azure", "SLUICE_TEST_AZURE_URL", createAzureContainer}
+	backends     = []backend{s3Backend, gcsBackend, azureBackend}
+)
+
+// secretEnv lists the variables whose values must never show in an error.
+var secretEnv = []string{"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CONNECTION_STRING"}
+
+func TestS3(t *testing.T)    { testEndToEnd(t, s3Backend) }
+func TestGCS(t *testing.T)   { testEndToEnd(t, gcsBackend) }
+func TestAzure(t *testing.T) { testEndToEnd(t, azureBackend) }
+
+// bucketURL returns the backend's bucket URL, or skips (fails, when object
+// stores are required) saying how to get one.
+func bucketURL(tb testing.TB, be backend) string {
+	tb.Helper()
+	// Read only so that go test caches a result for as long as the servers
+	// that produced it run: scripts/objectstores.sh changes it on each start.
+	_ = os.Getenv("SLUICE_OBJECTSTORES_STARTED")
+	if u := os.Getenv(be.env); u != "" {
+		return u
+	}
+	msg := fmt.Sprintf("%s server not running (%s is unset): from the repository root run "+
+		"`eval \"$(bash scripts/objectstores.sh start)\"` before go test, or use the README's test command, `bash .ci/run`", be.name, be.env)
+	if os.Getenv(requireEnv) == "1" {
+		tb.Fatal(msg + " (" + requireEnv + "=1 makes this an error)")
+	}
+	tb.Skip(msg)
+	return ""
+}
+
+// scratch is a fresh prefix in a backend's bucket (the bucket is created if
+// missing), deleted with everything under it when the test ends.
+type scratch struct {
+	bucketURL string
+	bucket    *blob.Bucket
+	prefix    string
+}
+
+func newScratch(tb testing.TB, be backend) *scratch {
+	tb.Helper()
+	ctx := context.Background()
+	raw := bucketURL(tb, be)
+	u, err := url.Parse(raw)
+	if err != nil {
+		tb.Fatalf("%s: %s is not a URL", be.name, be.env)
+	}
+	b, err := blob.OpenBucket(ctx, raw)
+	if err != nil {
+		tb.Fatalf("%s: open %s: %v", be.name, withoutQuery(u), err)
+	}
+	if ok, _ := b.IsAccessible(ctx); !ok {
+		if err := be.create(ctx, b, u.Host); err != nil {
+			b.Close()
+			tb.Fatalf("%s: create bucket %s: %v", be.name, u.Host, err)
+		}
+	}
+	var r [6]byte
+	rand.Read(r[:])
+	sc := &scratch{bucketURL: raw, bucket: b, prefix: "sluice-e2e/" + hex.EncodeToString(r[:]) + "/"}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		it := b.List(&blob.ListOptions{Prefix: sc.prefix})
+		for {
+			o, err := it.Next(ctx)
+			if err != nil {
+				if err != io.EOF {
+					tb.Errorf("%s: clean up %s: %v", be.name, sc.prefix, err)
+				}
+				break
+			}
+			if err := b.Delete(ctx, o.Key); err != nil {
+				tb.Errorf("%s: clean up %s: %v", be.name, o.Key, err)
+			}
+		}
+		b.Close()
+		// The GCS driver talks to an emulator through http.DefaultClient.
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return sc
+}
+
+// url names key in the scratch prefix, keeping the bucket URL's query (the
+// driver's options) so that it reaches the bucket opener.
+func (sc *scratch) url(key string) string {
+	u, _ := url.Parse(sc.bucketURL)
+	u.Path = "/" + sc.prefix + key
+	return u.String()
+}
+
+func withoutQuery(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User = "", nil
+	return c.String()
+}
+
+func createS3Bucket(ctx context.Context, b *blob.Bucket, name string) error {
+	var c *s3.Client
+	if !b.As(&c) {
+		return errors.New("not an s3blob bucket")
+	}
+	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name})
+	return err
+}
+
+func createGCSBucket(ctx context.Context, b *blob.Bucket, name string) error {
+	var c *gcs.Client
+	if !b.As(&c) {
+		return errors.New("not a gcsblob bucket")
+	}
+	return c.Bucket(name).Create(ctx, "sluice-test", nil)
+}
+
+func createAzureContainer(ctx context.Context, b *blob.Bucket, _ string) error {
+	var c *container.Client
+	if !b.As(&c) {
+		return errors.New("not an azureblob bucket")
+	}
+	_, err := c.Create(ctx, nil)
+	return err
+}
+
+func writeLocal(tb testing.TB, spec synth.Spec) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := synth.WriteDir(dir, spec); err != nil {
+		tb.Fatal(err)
+	}
+	return "file://" + dir + "/"
+}
+
+func checkedAllocator(tb testing.TB) memory.Allocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	tb.Cleanup(func() { mem.AssertSize(tb, 0) })
+	return mem
+}
+
+// e2eSpec has many row groups per file, so that splits start and end inside
+// files and a resumed window is mid-file.
+var e2eSpec = synth.Spec{Files: 6, RowsPerFile: 4000, RowGroupRows: 250, Seed: 11}
+
+func e2eOptions(tb testing.TB, url string, rank int) stream.Options {
+	return stream.Options{
+		URLs:          []string{url},
+		Columns:       []string{"id", "label"},
+		BatchSize:     100,
+		Shuffle:       true,
+		Seed:          42,
+		ShuffleWindow: 2000,
+		NumSplits:     4,
+		WorldSize:     2,
+		Rank:          rank,
+		Allocator:     checkedAllocator(tb),
+	}
+}
+
+func open(tb testing.TB, o stream.Options) *stream.Dataset {
+	tb.Helper()
+	ds, err := stream.Open(context.Background(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ds.Close() })
+	return ds
+}
+
+// train takes up to n batches (all if n < 0) as training steps numbered
+// from+1 on, telling ck (if any) after each, and returns each step's ids.
+func train(t *testing.T, ds *stream.Dataset, ck *stream.Checkpointer, from int64, n int) [][]int64 {
+	t.Helper()
+	ctx := context.Background()
+	var steps [][]int64
+	step := from
+	for b, err := range ds.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		step++
+		steps = append(steps, slices.Clone(b.Column(0).(*array.Int64).Int64Values()))
+		if ck != nil {
+			if err := ck.Step(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n > 0 && len(steps) == n {
+			break
+		}
+	}
+	return steps
+}
+
+// exactlyOnce checks that ids hold every id of [0, n) once.
+func exactlyOnce(t *testing.T, ids []int64, n int64) {
+	t.Helper()
+	seen := make([]int, n)
+	for _, id := range ids {
+		if id < 0 || id >= n {
+			t.Fatalf("id %d outside [0, %d)", id, n)
+		}
+		seen[id]++
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("id %d delivered %d times (of %d ids)", id, c, len(ids))
+		}
+	}
+}
+
+// testEndToEnd: a shuffled epoch over 4 splits and 2 ranks, read through the
+// backend's default URL opener, checkpointed into the same bucket, resumed by
+// a new job and finished, equals the same epoch on local files, row for row,
+// and delivers every row exactly once.
+func testEndToEnd(t *testing.T, be backend) {
+	sc := newScratch(t, be)
+	ctx := context.Background()
+	if err := synth.WriteBucket(ctx, sc.bucket, sc.prefix+"data/", e2eSpec); err != nil {
+		t.Fatalf("%s: write dataset: %v", be.name, err)
+	}
+	dataURL := sc.url("data/")
+	local := writeLocal(t, e2eSpec)
+
+	var want [2][]int64
+	var fingerprint string
+	for rank := range 2 {
+		ds := open(t, e2eOptions(t, local, rank))
+		fingerprint = ds.Fingerprint()
+		for _, st := range train(t, ds, nil, 0, -1) {
+			want[rank] = append(want[rank], st...)
+		}
+	}
+
+	// Two ranks train 10 steps, saving every 4, then stop as if the job
+	// died: steps 9 and 10 are lost with it.
+	const every, ran, saved = 4, 10, 8
+	store := openStore(t, sc)
+	var before [2][]int64
+	for rank := range 2 {
+		ds, err := stream.Open(ctx, e2eOptions(t, dataURL, rank))
+		if err != nil {
+			t.Fatalf("%s: open: %v", be.name, err)
+		}
+		if ds.Fingerprint() != fingerprint {
+			t.Errorf("%s: rank %d: the plan's fingerprint differs from the same files on local disk", be.name, rank)
+		}
+		steps := train(t, ds, stream.NewCheckpointer(ds, store, "job", every), 0, ran)
+		if len(steps) != ran {
+			t.Fatalf("%s: rank %d took %d steps, want %d", be.name, rank, len(steps), ran)
+		}
+		for _, st := range steps[:saved] {
+			before[rank] = append(before[rank], st...)
+		}
+		if err := ds.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Retention lists and deletes through the backend's delimiter listing.
+	if err := store.Retain(ctx, "job", 1); err != nil {
+		t.Fatalf("%s: retain: %v", be.name, err)
+	}
+	infos, err := store.List(ctx, "job")
+	if err != nil {
+		t.Fatalf("%s: list checkpoints: %v", be.name, err)
+	}
+	if len(infos) != 1 || infos[0].Step != saved || !infos[0].Complete {
+		t.Errorf("%s: checkpoints after retention: %+v, want step %d complete only", be.name, infos, saved)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new job, with new datasets and a new store, resumes both ranks from
+	// the bucket and finishes the epoch.
+	store = openStore(t, sc)
+	defer store.Close()
+	var all []int64
+	for rank := range 2 {
+		ds := open(t, e2eOptions(t, dataURL, rank))
+		ck := stream.NewCheckpointer(ds, store, "job", every)
+		step, err := ck.Resume(ctx)
+		if err != nil {
+			t.Fatalf("%s: rank %d: resume: %v", be.name, rank, err)
+		}
+		if step != saved {
+			t.Fatalf("%s: rank %d resumed at step %d, want %d", be.name, rank, step, saved)
+		}
+		got := slices.Clone(before[rank])
+		for _, st := range train(t, ds, ck, step, -1) {
+			got = append(got, st...)
+		}
+		if !slices.Equal(got, want[rank]) {
+			t.Errorf("%s: rank %d: the %d rows of the resumed epoch differ from the same epoch on local disk (%d rows)", be.name, rank, len(got), len(want[rank]))
+		}
+		all = append(all, got...)
+	}
+	exactlyOnce(t, all, e2eSpec.Rows())
+
+	checkMissing(t, be, sc)
+}
+
+func openStore(t *testing.T, sc *scratch) *checkpoint.BucketStore {
+	t.Helper()
+	store, err := checkpoint.OpenBucketStore(context.Background(), sc.bucket, sc.prefix+"ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// checkMissing: an object missing when the dataset is opened, and one that
+// vanishes between planning and reading, give errors that name the object
+// and show no credential.
+func checkMissing(t *testing.T, be backend, sc *scratch) {
+	ctx := context.Background()
+	noSecret := func(what string, err error) {
+		t.Helper()
+		for _, v := range secretEnv {
+			if secret := os.Getenv(v); len(secret) >= 8 && strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: %s: the error shows the value of %s: %v", be.name, what, v, err)
+			}
+		}
+	}
+
+	_, err := stream.Open(ctx, e2eOptions(t, sc.url("data/no-such-file.parquet"), 0))
+	if err == nil {
+		t.Fatalf("%s: opening a missing object succeeded", be.name)
+	}
+	if !strings.Contains(err.Error(), "no-such-file.parquet") {
+		t.Errorf("%s: missing object: the error does not name it: %v", be.name, err)
+	}
+	noSecret("missing object", err)
+
+	ds := open(t, e2eOptions(t, sc.url("data/"), 0))
+	gone := synth.FileName(e2eSpec.Files - 1)
+	if err := sc.bucket.Delete(ctx, sc.prefix+"data/"+gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, err = range ds.Batches(ctx) {
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatalf("%s: reading a dataset with a deleted object succeeded", be.name)
+	}
+	if !strings.Contains(err.Error(), gone) {
+		t.Errorf("%s: deleted object: the error does not name %s: %v", be.name, gone, err)
+	}
+	noSecret("deleted object", err)
+}
+
+// TestFigures logs what one epoch costs on each backend next to the same
+// files on local disk: bytes read over the stored bytes of the selected
+// columns (io_amplification), requests per row group, and rows/s. Only the
+// byte figure is asserted: timings on a shared CI machine are for people
+// (BenchmarkObjectStore measures throughput on a larger dataset).
+func TestFigures(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			sc := newScratch(t, be)
+			spec := synth.Spec{Files: 4, RowsPerFile: 10000, RowGroupRows: 1000, Seed: 5}
+			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
+				t.Fatal(err)
+			}
+			f := measureEpoch(t, writeLocal(t, spec))
+			m := measureEpoch(t, sc.url("data/"))
+			t.Logf("%s: %s", be.name, m)
+			t.Logf("local: %s; %s/local rows/s %.2f", f, be.name, m.rowsPerSec()/f.rowsPerSec())
+			if a := m.amplification(); a > 1.05 || a < 1 {
+				t.Errorf("%s: io_amplification %.4f, want within [1, 1.05]", be.name, a)
+			}
+			if m.rows != spec.Rows() {
+				t.Errorf("%s: %d rows, want %d", be.name, m.rows, spec.Rows())
+			}
+		})
+	}
+}
+
+type epochFigures struct {
+	rows, rowGroups     int64
+	stored              int64 // stored bytes of the selected columns
+	planBytes, planReqs int64 // footers, while opening
+	readBytes, readReqs int64 // after opening
+	seconds             float64
+}
+
+func (e epochFigures) amplification() float64 { return float64(e.readBytes) / float64(e.stored) }
+func (e epochFigures) rowsPerSec() float64    { return float64(e.rows) / e.seconds }
+func (e epochFigures) reqsPerGroup() float64  { return float64(e.readReqs) / float64(e.rowGroups) }
+
+func (e epochFigures) String() string {
+	return fmt.Sprintf("%d rows in %.3fs (%.0f rows/s); footers %d B in %d requests; data %d B in %d requests for %d row groups of %d B: io_amplification %.4f, %.2f requests per row group",
+		e.rows, e.seconds, e.rowsPerSec(), e.planBytes, e.planReqs, e.readBytes, e.readReqs, e.rowGroups, e.stored, e.amplification(), e.reqsPerGroup())
+}
+
+// measureEpoch opens url as the only rank, shuffled over four splits, and
+// streams one epoch of every column, timed from Open to the last batch.
+func measureEpoch(tb testing.TB, url string) epochFigures {
+	tb.Helper()
+	start := time.Now()
+	ds, err := stream.Open(context.Background(), stream.Options{
+		URLs: []string{url}, Shuffle: true, Seed: 1, NumSplits: 4, Allocator: checkedAllocator(tb),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ds.Close()
+	var e epochFigures
+	plan := ds.Metrics().Snapshot()
+	e.planBytes, e.planReqs = plan.ReadBytes, plan.ReadRequests
+	for _, f := range ds.Files() {
+		for _, u := range f.Units {
+			e.stored += u.Bytes
+			e.rowGroups++
+		}
+	}
+	for b, err := range ds.Batches(context.Background()) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.rows += b.NumRows()
+	}
+	e.seconds = time.Since(start).Seconds()
+	end := ds.Metrics().Snapshot()
+	e.readBytes, e.readReqs = end.ReadBytes-e.planBytes, end.ReadRequests-e.planReqs
+	return e
+}
+
+// BenchmarkObjectStore streams a 1M-row dataset (8 files of 25 row groups)
+// from each backend and from local disk, alternately, and reports the
+// backend's rows/s, its ratio to local disk, the I/O amplification and the
+// requests per row group:
+//
+//	eval "$(bash scripts/objectstores.sh start)"
+//	go test ./internal/e2e -run '^$' -bench . -benchtime 3x
+func BenchmarkObjectStore(b *testing.B) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 125000, RowGroupRows: 5000, Seed: 9}
+	local := writeLocal(b, spec)
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			sc := newScratch(b, be)
+			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
+				b.Fatal(err)
+			}
+			var store, disk epochFigures
+			for b.Loop() {
+				f := measureEpoch(b, local)
+				m := measureEpoch(b, sc.url("data/"))
+				disk.rows, disk.seconds = disk.rows+f.rows, disk.seconds+f.seconds
+				m.rows, m.seconds = store.rows+m.rows, store.seconds+m.seconds
+				store = m
+			}
+			b.ReportMetric(store.rowsPerSec(), "rows/s")
+			b.ReportMetric(disk.rowsPerSec(), "local_rows/s")
+			b.ReportMetric(store.rowsPerSec()/disk.rowsPerSec(), "x_local")
+			b.ReportMetric(store.amplification(), "io_amp")
+			b.ReportMetric(store.reqsPerGroup(), "req/rowgroup")
+		})
+	}
+}
