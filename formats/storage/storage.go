@@ -335,7 +335,10 @@ func scrub(err error, rawQuery string) error {
 	msg := err.Error()
 	secrets := []string{rawQuery}
 	if q, perr := url.ParseQuery(rawQuery); perr == nil {
-		for _, vs := range q {
+		for k, vs := range q {
+			if publicQueryKeys[k] {
+				continue
+			}
 			for _, v := range vs {
 				if len(v) >= 4 { // shorter values are flags and numbers, not secrets
 					secrets = append(secrets, v, url.QueryEscape(v))
@@ -354,6 +357,15 @@ func scrub(err error, rawQuery string) error {
 		return err
 	}
 	return &scrubbedError{msg: clean, err: err}
+}
+
+// publicQueryKeys are the drivers' query options that never carry a secret;
+// their values stay readable in errors (an endpoint with user info is still
+// scrubbed, as the whole query is).
+var publicQueryKeys = map[string]bool{
+	"region": true, "use_path_style": true, "s3ForcePathStyle": true, "disable_https": true,
+	"domain": true, "protocol": true, "localemu": true, "cdn": true, "storage_account": true,
+	"anonymous": true, "dualstack": true, "fips": true, "accelerate": true, "hostname_immutable": true,
 }
 
 type scrubbedError struct {
