@@ -40,7 +40,7 @@ func (e *env) checkpointSave(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := newRecord("scenario").set("scenario", "checkpoint_save")
+	r := newRecord("scenario").set("scenario", "checkpoint_save").set("measure", "latency")
 	r.set("saves", n).set("num_splits", o.NumSplits)
 	r.set("p50_ms", float64(p50.Microseconds())/1000).set("p99_ms", float64(p99.Microseconds())/1000)
 	r.set("store", "pebble, synced writes")
@@ -104,7 +104,7 @@ func (e *env) resumeLatency(ctx context.Context) error {
 			ds.Close()
 		}
 		lat[f] = best
-		r := newRecord("scenario").set("scenario", fmt.Sprintf("resume_%d", int(f*100)))
+		r := newRecord("scenario").set("scenario", fmt.Sprintf("resume_%d", int(f*100))).set("measure", "latency")
 		r.set("epoch_fraction", f).set("seconds", best.Seconds()).set("what", "open, load state, first batch (fastest of reps)")
 		if f == 0.99 {
 			ratio := lat[0.99].Seconds() / lat[0.01].Seconds()
@@ -167,7 +167,7 @@ func (e *env) planning(ctx context.Context) error {
 		if cached {
 			name, target = "plan_cached", 0.3
 		}
-		r := newRecord("scenario").set("scenario", name)
+		r := newRecord("scenario").set("scenario", name).set("measure", "latency")
 		r.set("files", files).set("latency_ms", latency.Milliseconds()).set("seconds", secs).set("requests", requests)
 		r.set("target", fmt.Sprintf("seconds <= %g (for 2000 files)", target)).set("met", secs <= target)
 		if err := e.emit(r); err != nil {
