@@ -76,14 +76,15 @@ func (e *env) resumeLatency(ctx context.Context) error {
 		}
 	}
 	ds.Close()
+	// The positions take turns, so that every one sees the same machine:
+	// the fastest of each is kept.
 	lat := map[float64]time.Duration{}
-	for _, f := range marks {
-		st, ok := states[f]
-		if !ok {
-			return fmt.Errorf("no state taken at %.0f%% of the epoch", f*100)
-		}
-		best := time.Duration(1<<63 - 1)
-		for range max(e.cfg.Reps, 1) {
+	for range max(e.cfg.Reps, 5) {
+		for _, f := range marks {
+			st, ok := states[f]
+			if !ok {
+				return fmt.Errorf("no state taken at %.0f%% of the epoch", f*100)
+			}
 			start := time.Now()
 			ds, err := stream.Open(ctx, o)
 			if err != nil {
@@ -100,12 +101,16 @@ func (e *env) resumeLatency(ctx context.Context) error {
 				}
 				break
 			}
-			best = min(best, time.Since(start))
+			took := time.Since(start)
 			ds.Close()
+			if best, ok := lat[f]; !ok || took < best {
+				lat[f] = took
+			}
 		}
-		lat[f] = best
+	}
+	for _, f := range marks {
 		r := newRecord("scenario").set("scenario", fmt.Sprintf("resume_%d", int(f*100))).set("measure", "latency")
-		r.set("epoch_fraction", f).set("seconds", best.Seconds()).set("what", "open, load state, first batch (fastest of reps)")
+		r.set("epoch_fraction", f).set("seconds", lat[f].Seconds()).set("what", "open, load state, first batch (fastest of reps, positions in turn)")
 		if f == 0.99 {
 			ratio := lat[0.99].Seconds() / lat[0.01].Seconds()
 			r.set("ratio_vs_resume_1", ratio).set("target", "ratio_vs_resume_1 <= 1.5").set("met", ratio <= 1.5)
