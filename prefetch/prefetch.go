@@ -216,7 +216,9 @@ type ItemError struct {
 	Err   error
 }
 
-func (e *ItemError) Error() string { return fmt.Sprintf("prefetch: %s item %d: %v", e.Stage, e.Index, e.Err) }
+func (e *ItemError) Error() string {
+	return fmt.Sprintf("prefetch: %s item %d: %v", e.Stage, e.Index, e.Err)
+}
 
 // Unwrap returns the error Fn returned.
 func (e *ItemError) Unwrap() error { return e.Err }
