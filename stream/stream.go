@@ -128,7 +128,8 @@ func (d *Dataset) startEpoch(e int64) error {
 	return nil
 }
 
-// unscanned is the rows of this rank's splits not yet delivered this epoch.
+// unscanned is the rows of this rank's splits not yet delivered this epoch
+// (the metrics' "unscanned rows"); d.mu is held.
 func (d *Dataset) unscanned() int64 {
 	var n int64
 	for s := d.opts.Rank; s < d.opts.NumSplits; s += d.opts.WorldSize {
@@ -452,7 +453,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			d.next = r.plan.next
 			d.mu.Unlock()
 			m.AddConsumed(r.plan.rows, 1)
-			m.SetUnscannedRows(d.unscannedLocked())
+			m.SetUnscannedRows(d.unscannedNow())
 			if !yield(r.val, nil) {
 				// Cancel before the stages shut down, so reads in flight
 				// stop now instead of finishing first.
@@ -473,7 +474,8 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 	}
 }
 
-func (d *Dataset) unscannedLocked() int64 {
+// unscannedNow is unscanned under the dataset's lock.
+func (d *Dataset) unscannedNow() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.unscanned()
