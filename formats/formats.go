@@ -106,7 +106,9 @@ type Fetcher interface {
 	Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64) (any, error)
 	// FetchedBytes is the memory a Fetch result holds.
 	FetchedBytes(fetched any) int64
-	// ReadFetched decodes [start, end) from a Fetch result.
+	// ReadFetched decodes [start, end) from a Fetch result, a range within
+	// the fetched one: one fetch of adjacent row ranges serves the decode of
+	// each.
 	ReadFetched(ctx context.Context, f *Fragment, fetched any, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error
 }
 
@@ -118,6 +120,16 @@ type Fetched struct {
 	data       any
 	// Bytes is the memory the fetched bytes hold.
 	Bytes int64
+}
+
+// Part is rows [start, end) of fe, sharing its bytes: a reader fetches
+// adjacent row ranges in one request and decodes each range on its own.
+// Its Bytes is 0, as the bytes are fe's.
+func (fe *Fetched) Part(start, end int64) (*Fetched, error) {
+	if start < fe.start || end > fe.end || end < start {
+		return nil, fmt.Errorf("formats: rows [%d, %d) are not within the fetched [%d, %d)", start, end, fe.start, fe.end)
+	}
+	return &Fetched{frag: fe.frag, start: start, end: end, data: fe.data}, nil
 }
 
 // Cache keeps what a plan learned of a file between runs, so that a

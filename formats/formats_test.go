@@ -648,3 +648,131 @@ func csvRecords(t *testing.T, path string) int64 {
 	}
 	return int64(len(recs) - 1)
 }
+
+// One fetch of several row groups serves the decode of each part of it, with
+// the rows a direct read gives and no further request; a part outside the
+// fetched rows is refused.
+func TestFetchedParts(t *testing.T) {
+	spec := synth.Spec{Files: 1, RowsPerFile: 6000, RowGroupRows: 1000, Seed: 4}
+	dir := writeSynth(t, spec)
+	var counter *storage.Counting
+	opts := formats.PlanOptions{Storage: storage.Options{Wrap: func(b storage.Bucket) storage.Bucket {
+		counter = storage.NewCounting(b)
+		return counter
+	}}}
+	ds, err := formats.Plan(context.Background(), []string{dir}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ctx := context.Background()
+	counter.Reset()
+	whole, err := ds.Fetch(ctx, 0, 1000, 4500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Requests(); got != 1 {
+		t.Errorf("fetching 4 adjacent row groups of every column took %d requests, want 1", got)
+	}
+	for _, part := range [][2]int64{{1000, 2000}, {2000, 3500}, {3500, 4500}, {1700, 1800}} {
+		want, err := readIDs(t, ds, 0, part[0], part[1], 256, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := whole.Part(part[0], part[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := counter.Requests()
+		var got []int64
+		err = ds.ReadFetched(ctx, p, 256, nil, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			got = append(got, b.Column(0).(*array.Int64).Int64Values()...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("part %v: ids differ from a direct read", part)
+		}
+		if n := counter.Requests() - before; n != 0 {
+			t.Errorf("part %v: decoding made %d requests, want 0", part, n)
+		}
+	}
+	for _, bad := range [][2]int64{{0, 1500}, {4000, 4600}, {3000, 2000}} {
+		if _, err := whole.Part(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "not within") {
+			t.Errorf("Part%v of rows [1000, 4500) = %v, want an error saying it is not within", bad, err)
+		}
+	}
+}
+
+// A request longer than MaxRequestBytes is fetched in parts of at most that
+// size, which together read each byte once and decode to the same rows.
+func TestMaxRequestBytes(t *testing.T) {
+	spec := synth.Spec{Files: 1, RowsPerFile: 6000, RowGroupRows: 3000, Seed: 6}
+	dir := writeSynth(t, spec)
+	plain, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	want, err := readIDs(t, plain, 0, 0, 6000, 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for _, u := range plain.Fragments[0].Units {
+		stored += u.Bytes
+	}
+	for _, max := range []int64{-1, 4096, 10000} {
+		var (
+			mu    sync.Mutex
+			sizes []int
+		)
+		opts := formats.PlanOptions{
+			Formats: []formats.Format{formats.Parquet{MaxRequestBytes: max}},
+			Storage: storage.Options{Wrap: func(b storage.Bucket) storage.Bucket {
+				c := storage.NewCounting(b)
+				c.OnRead = func(_ string, _ int64, n int) {
+					mu.Lock()
+					sizes = append(sizes, n)
+					mu.Unlock()
+				}
+				return c
+			}},
+		}
+		ds, err := formats.Plan(context.Background(), []string{dir}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		mu.Lock()
+		sizes = nil
+		mu.Unlock()
+		got, err := readIDs(t, ds, 0, 0, 6000, 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("MaxRequestBytes %d: ids differ from a plain read", max)
+		}
+		var total int64
+		for _, n := range sizes {
+			total += int64(n)
+			if max > 0 && int64(n) > max {
+				t.Errorf("MaxRequestBytes %d: a request of %d bytes", max, n)
+			}
+		}
+		if total != stored {
+			t.Errorf("MaxRequestBytes %d: read %d bytes, want the %d stored", max, total, stored)
+		}
+		if wantReqs := (stored + max - 1) / max; max > 0 && int64(len(sizes)) < wantReqs {
+			t.Errorf("MaxRequestBytes %d: %d requests for %d bytes, want at least %d", max, len(sizes), stored, wantReqs)
+		}
+		if max < 0 && len(sizes) != 1 {
+			t.Errorf("unlimited requests: %d requests for one file's adjacent chunks, want 1", len(sizes))
+		}
+		t.Logf("MaxRequestBytes %d: %d requests for %d bytes", max, len(sizes), total)
+	}
+}

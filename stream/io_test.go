@@ -94,6 +94,44 @@ func TestIOAmplification(t *testing.T) {
 	}
 }
 
+// An unshuffled window of small row groups is fetched in about one request
+// per file it touches, not one per row group; a shuffled one never costs
+// more than one request per row group. Both read every byte once.
+func TestRequestsPerWindow(t *testing.T) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 20000, RowGroupRows: 500, Seed: 7}
+	dir := writeDataset(t, spec)
+	for _, shuffle := range []bool{false, true} {
+		log := &readLog{}
+		o := checkedOptions(t, dir)
+		o.Columns = nil // every column: a row group's chunks touch the next row group's
+		o.Shuffle, o.ShuffleWindow = shuffle, 8192
+		o.Storage.Wrap = log.wrap
+		ds := open(t, o)
+		var stored, groups int64
+		for _, f := range ds.Files() {
+			for _, u := range f.Units {
+				stored += u.Bytes
+				groups++
+			}
+		}
+		log.start()
+		consume(t, ds, -1)
+		reqs := int64(len(log.reads))
+		t.Logf("shuffle=%t: %d requests for %d row groups, %d bytes of %d", shuffle, reqs, groups, log.bytes(), stored)
+		if log.bytes() != stored {
+			t.Errorf("shuffle=%t: read %d bytes, want the %d stored", shuffle, log.bytes(), stored)
+		}
+		// Windows hold whole chunks of 500 rows, at least half a window each.
+		maxReqs := spec.Rows()/int64(o.ShuffleWindow/2) + int64(spec.Files)
+		if shuffle {
+			maxReqs = groups
+		}
+		if reqs > maxReqs {
+			t.Errorf("shuffle=%t: %d requests, want at most %d", shuffle, reqs, maxReqs)
+		}
+	}
+}
+
 // Resuming reads no row group of a window before the cursor's, and costs
 // the same wherever in the epoch the state was taken.
 func TestResumeReadsNothingBefore(t *testing.T) {

@@ -10,12 +10,14 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -504,31 +506,69 @@ func transform[T any](ctx context.Context, d *Dataset, ep *epochPlan, j *job, fn
 // fetchedWindow is a window whose stored bytes are in memory.
 type fetchedWindow struct {
 	ref    windowRef
-	pieces []*formats.Fetched
+	pieces []*formats.Fetched // in window order
 	bytes  int64
 }
 
-// fetchWindow fetches the stored bytes of every piece of a window, the
-// pieces concurrently.
+// fetchWindow fetches the stored bytes of every piece of a window. Pieces
+// that are adjacent rows of one file are fetched together, so that an
+// unshuffled window of small row groups costs one request rather than one
+// per row group; the fetches run concurrently.
 func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, r windowRef) (*fetchedWindow, error) {
 	sp := ep.splits[r.split]
 	wd := ep.windows[r.split][r.window]
 	pieces := sp.Pieces[wd.First:wd.End]
-	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
+	runs := adjacentRuns(pieces)
+	whole := make([]*formats.Fetched, len(runs))
 	g, gctx := errgroup.WithContext(ctx)
-	for i, p := range pieces {
+	for i, run := range runs {
+		first, last := pieces[run[0]], pieces[run[len(run)-1]]
 		g.Go(func() (err error) {
-			f.pieces[i], err = d.data.Fetch(gctx, p.Fragment, p.Start, p.End)
+			whole[i], err = d.data.Fetch(gctx, first.Fragment, first.Start, last.End)
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
 	}
-	for _, p := range f.pieces {
-		f.bytes += p.Bytes
+	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
+	for i, run := range runs {
+		f.bytes += whole[i].Bytes
+		for _, pi := range run {
+			part, err := whole[i].Part(pieces[pi].Start, pieces[pi].End)
+			if err != nil {
+				return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+			}
+			f.pieces[pi] = part
+		}
 	}
 	return f, nil
+}
+
+// adjacentRuns groups a window's pieces (by index) into runs of rows that
+// follow one another in one file, each run in row order. A piece of unknown
+// rows is a run of its own.
+func adjacentRuns(pieces []split.Piece) [][]int {
+	idx := make([]int, len(pieces))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, pb := pieces[a], pieces[b]
+		return cmp.Or(cmp.Compare(pa.Fragment, pb.Fragment), cmp.Compare(pa.Start, pb.Start), cmp.Compare(a, b))
+	})
+	var runs [][]int
+	for _, i := range idx {
+		if n := len(runs); n > 0 {
+			prev := pieces[runs[n-1][len(runs[n-1])-1]]
+			if p := pieces[i]; p.Start >= 0 && p.Fragment == prev.Fragment && p.Start == prev.End {
+				runs[n-1] = append(runs[n-1], i)
+				continue
+			}
+		}
+		runs = append(runs, []int{i})
+	}
+	return runs
 }
 
 // decodeWindow decodes a fetched window and computes its row order.

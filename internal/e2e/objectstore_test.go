@@ -408,15 +408,18 @@ func TestFigures(t *testing.T) {
 			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
 				t.Fatal(err)
 			}
-			f := measureEpoch(t, writeLocal(t, spec))
-			m := measureEpoch(t, sc.url("data/"))
-			t.Logf("%s: %s", be.name, m)
-			t.Logf("local: %s; %s/local rows/s %.2f", f, be.name, m.rowsPerSec()/f.rowsPerSec())
-			if a := m.amplification(); a > 1.05 || a < 1 {
-				t.Errorf("%s: io_amplification %.4f, want within [1, 1.05]", be.name, a)
-			}
-			if m.rows != spec.Rows() {
-				t.Errorf("%s: %d rows, want %d", be.name, m.rows, spec.Rows())
+			local := writeLocal(t, spec)
+			for _, order := range orders {
+				f := measureEpoch(t, local, order.shuffle)
+				m := measureEpoch(t, sc.url("data/"), order.shuffle)
+				t.Logf("%s, %s: %s", be.name, order.name, m)
+				t.Logf("local, %s: %s; %s/local rows/s %.2f", order.name, f, be.name, m.rowsPerSec()/f.rowsPerSec())
+				if a := m.amplification(); a > 1.05 || a < 1 {
+					t.Errorf("%s, %s: io_amplification %.4f, want within [1, 1.05]", be.name, order.name, a)
+				}
+				if m.rows != spec.Rows() {
+					t.Errorf("%s, %s: %d rows, want %d", be.name, order.name, m.rows, spec.Rows())
+				}
 			}
 		})
 	}
@@ -428,6 +431,17 @@ type epochFigures struct {
 	planBytes, planReqs int64 // footers, while opening
 	readBytes, readReqs int64 // after opening
 	seconds             float64
+	openSeconds         float64 // of seconds, spent in Open (listing, footers)
+}
+
+// add sums two runs' figures.
+func (e epochFigures) add(o epochFigures) epochFigures {
+	return epochFigures{
+		rows: e.rows + o.rows, rowGroups: e.rowGroups + o.rowGroups, stored: e.stored + o.stored,
+		planBytes: e.planBytes + o.planBytes, planReqs: e.planReqs + o.planReqs,
+		readBytes: e.readBytes + o.readBytes, readReqs: e.readReqs + o.readReqs,
+		seconds: e.seconds + o.seconds, openSeconds: e.openSeconds + o.openSeconds,
+	}
 }
 
 func (e epochFigures) amplification() float64 { return float64(e.readBytes) / float64(e.stored) }
@@ -439,19 +453,30 @@ func (e epochFigures) String() string {
 		e.rows, e.seconds, e.rowsPerSec(), e.planBytes, e.planReqs, e.readBytes, e.readReqs, e.rowGroups, e.stored, e.amplification(), e.reqsPerGroup())
 }
 
-// measureEpoch opens url as the only rank, shuffled over four splits, and
-// streams one epoch of every column, timed from Open to the last batch.
-func measureEpoch(tb testing.TB, url string) epochFigures {
+// orders are the two ways measureEpoch reads: the default options (one
+// split, storage order) and shuffled over four splits.
+var orders = []struct {
+	name    string
+	shuffle bool
+}{{"default", false}, {"shuffled", true}}
+
+// measureEpoch opens url as the only rank and streams one epoch of every
+// column, with default options or shuffled over four splits, timed from
+// Open to the last batch.
+func measureEpoch(tb testing.TB, url string, shuffle bool) epochFigures {
 	tb.Helper()
 	start := time.Now()
-	ds, err := stream.Open(context.Background(), stream.Options{
-		URLs: []string{url}, Shuffle: true, Seed: 1, NumSplits: 4, Allocator: checkedAllocator(tb),
-	})
+	o := stream.Options{URLs: []string{url}, Allocator: checkedAllocator(tb)}
+	if shuffle {
+		o.Shuffle, o.Seed, o.NumSplits = true, 1, 4
+	}
+	ds, err := stream.Open(context.Background(), o)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer ds.Close()
 	var e epochFigures
+	e.openSeconds = time.Since(start).Seconds()
 	plan := ds.Metrics().Snapshot()
 	e.planBytes, e.planReqs = plan.ReadBytes, plan.ReadRequests
 	for _, f := range ds.Files() {
@@ -473,12 +498,13 @@ func measureEpoch(tb testing.TB, url string) epochFigures {
 }
 
 // BenchmarkObjectStore streams a 1M-row dataset (8 files of 25 row groups)
-// from each backend and from local disk, alternately, and reports the
-// backend's rows/s, its ratio to local disk, the I/O amplification and the
-// requests per row group:
+// from each backend and from local disk, alternately, with default options
+// and shuffled, and reports the backend's rows/s, its ratio to local disk,
+// the I/O amplification, the requests per row group and the share of the
+// time spent opening (listing and footers):
 //
 //	eval "$(bash scripts/objectstores.sh start)"
-//	go test ./internal/e2e -run '^$' -bench . -benchtime 3x
+//	go test ./internal/e2e -run '^$' -bench . -benchtime 5x
 func BenchmarkObjectStore(b *testing.B) {
 	spec := synth.Spec{Files: 8, RowsPerFile: 125000, RowGroupRows: 5000, Seed: 9}
 	local := writeLocal(b, spec)
@@ -488,19 +514,21 @@ func BenchmarkObjectStore(b *testing.B) {
 			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
 				b.Fatal(err)
 			}
-			var store, disk epochFigures
-			for b.Loop() {
-				f := measureEpoch(b, local)
-				m := measureEpoch(b, sc.url("data/"))
-				disk.rows, disk.seconds = disk.rows+f.rows, disk.seconds+f.seconds
-				m.rows, m.seconds = store.rows+m.rows, store.seconds+m.seconds
-				store = m
+			for _, order := range orders {
+				b.Run(order.name, func(b *testing.B) {
+					var store, disk epochFigures
+					for b.Loop() {
+						disk = disk.add(measureEpoch(b, local, order.shuffle))
+						store = store.add(measureEpoch(b, sc.url("data/"), order.shuffle))
+					}
+					b.ReportMetric(store.rowsPerSec(), "rows/s")
+					b.ReportMetric(disk.rowsPerSec(), "local_rows/s")
+					b.ReportMetric(store.rowsPerSec()/disk.rowsPerSec(), "x_local")
+					b.ReportMetric(store.amplification(), "io_amp")
+					b.ReportMetric(store.reqsPerGroup(), "req/rowgroup")
+					b.ReportMetric(store.openSeconds/store.seconds, "open_share")
+				})
 			}
-			b.ReportMetric(store.rowsPerSec(), "rows/s")
-			b.ReportMetric(disk.rowsPerSec(), "local_rows/s")
-			b.ReportMetric(store.rowsPerSec()/disk.rowsPerSec(), "x_local")
-			b.ReportMetric(store.amplification(), "io_amp")
-			b.ReportMetric(store.reqsPerGroup(), "req/rowgroup")
 		})
 	}
 }
