@@ -2,169 +2,61 @@ package e2e_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	gcs "cloud.google.com/go/storage"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"gocloud.dev/blob"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/internal/scratch"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
 )
 
 // The tests below run against object-store servers named by bucket URLs in
-// the environment. scripts/objectstores.sh starts local ones (versitygw,
-// fake-gcs-server, Azurite) and prints the variables; .ci/run does that and
-// sets requireEnv, so that CI fails rather than skips when a server is
-// missing. The same variables may name real buckets: the tests work under a
-// fresh prefix and delete it afterwards.
+// the environment (see internal/scratch). scripts/objectstores.sh starts
+// local ones (versitygw, fake-gcs-server, Azurite) and prints the variables;
+// .ci/run does that and sets requireEnv, so that CI fails rather than skips
+// when a server is missing. The same variables may name real buckets: the
+// tests work under a fresh prefix and delete it afterwards.
 
 const requireEnv = "SLUICE_REQUIRE_OBJECTSTORES"
-
-type backend struct {
-	name   string // for messages
-	env    string // the variable holding the bucket URL
-	create func(ctx context.Context, b *blob.Bucket, name string) error
-}
-
-var (
-	s3Backend    = backend{"S3", "SLUICE_TEST_S3_URL", createS3Bucket}
-	gcsBackend   = backend{"GCS", "SLUICE_TEST_GCS_URL", createGCSBucket}
-	azureBackend = backend{"Azure", "SLUICE_TEST_AZURE_URL", createAzureContainer}
-	backends     = []backend{s3Backend, gcsBackend, azureBackend}
-)
 
 // secretEnv lists the variables whose values must never show in an error.
 var secretEnv = []string{"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CONNECTION_STRING"}
 
-func TestS3(t *testing.T)    { testEndToEnd(t, s3Backend) }
-func TestGCS(t *testing.T)   { testEndToEnd(t, gcsBackend) }
-func TestAzure(t *testing.T) { testEndToEnd(t, azureBackend) }
+func TestS3(t *testing.T)    { testEndToEnd(t, scratch.S3) }
+func TestGCS(t *testing.T)   { testEndToEnd(t, scratch.GCS) }
+func TestAzure(t *testing.T) { testEndToEnd(t, scratch.Azure) }
 
-// bucketURL returns the backend's bucket URL, or skips (fails, when object
-// stores are required) saying how to get one.
-func bucketURL(tb testing.TB, be backend) string {
+// newScratch returns a fresh prefix in the backend's bucket, deleted when
+// the test ends, or skips (fails, when object stores are required) saying
+// how to start the server.
+func newScratch(tb testing.TB, be scratch.Backend) *scratch.Prefix {
 	tb.Helper()
-	// Read only so that go test caches a result for as long as the servers
-	// that produced it run: scripts/objectstores.sh changes it on each start.
-	_ = os.Getenv("SLUICE_OBJECTSTORES_STARTED")
-	if u := os.Getenv(be.env); u != "" {
-		return u
-	}
-	msg := fmt.Sprintf("%s server not running (%s is unset): from the repository root run "+
-		"`eval \"$(bash scripts/objectstores.sh start)\"` before go test, or use the README's test command, `bash .ci/run`", be.name, be.env)
-	if os.Getenv(requireEnv) == "1" {
-		tb.Fatal(msg + " (" + requireEnv + "=1 makes this an error)")
-	}
-	tb.Skip(msg)
-	return ""
-}
-
-// scratch is a fresh prefix in a backend's bucket (the bucket is created if
-// missing), deleted with everything under it when the test ends.
-type scratch struct {
-	bucketURL string
-	bucket    *blob.Bucket
-	prefix    string
-}
-
-func newScratch(tb testing.TB, be backend) *scratch {
-	tb.Helper()
-	ctx := context.Background()
-	raw := bucketURL(tb, be)
-	u, err := url.Parse(raw)
-	if err != nil {
-		tb.Fatalf("%s: %s is not a URL", be.name, be.env)
-	}
-	b, err := blob.OpenBucket(ctx, raw)
-	if err != nil {
-		tb.Fatalf("%s: open %s: %v", be.name, withoutQuery(u), err)
-	}
-	if ok, _ := b.IsAccessible(ctx); !ok {
-		if err := be.create(ctx, b, u.Host); err != nil {
-			b.Close()
-			tb.Fatalf("%s: create bucket %s: %v", be.name, u.Host, err)
+	if be.URL() == "" {
+		if os.Getenv(requireEnv) == "1" {
+			tb.Fatal(be.Missing() + " (" + requireEnv + "=1 makes this an error)")
 		}
+		tb.Skip(be.Missing())
 	}
-	var r [6]byte
-	rand.Read(r[:])
-	sc := &scratch{bucketURL: raw, bucket: b, prefix: "sluice-e2e/" + hex.EncodeToString(r[:]) + "/"}
+	sc, err := scratch.New(context.Background(), be, "sluice-e2e")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		it := b.List(&blob.ListOptions{Prefix: sc.prefix})
-		for {
-			o, err := it.Next(ctx)
-			if err != nil {
-				if err != io.EOF {
-					tb.Errorf("%s: clean up %s: %v", be.name, sc.prefix, err)
-				}
-				break
-			}
-			if err := b.Delete(ctx, o.Key); err != nil {
-				tb.Errorf("%s: clean up %s: %v", be.name, o.Key, err)
-			}
+		if err := sc.Close(ctx); err != nil {
+			tb.Errorf("%s: %v", be.Name, err)
 		}
-		b.Close()
-		// The GCS driver talks to an emulator through http.DefaultClient.
-		http.DefaultClient.CloseIdleConnections()
 	})
 	return sc
-}
-
-// url names key in the scratch prefix, keeping the bucket URL's query (the
-// driver's options) so that it reaches the bucket opener.
-func (sc *scratch) url(key string) string {
-	u, _ := url.Parse(sc.bucketURL)
-	u.Path = "/" + sc.prefix + key
-	return u.String()
-}
-
-func withoutQuery(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.User = "", nil
-	return c.String()
-}
-
-func createS3Bucket(ctx context.Context, b *blob.Bucket, name string) error {
-	var c *s3.Client
-	if !b.As(&c) {
-		return errors.New("not an s3blob bucket")
-	}
-	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name})
-	return err
-}
-
-func createGCSBucket(ctx context.Context, b *blob.Bucket, name string) error {
-	var c *gcs.Client
-	if !b.As(&c) {
-		return errors.New("not a gcsblob bucket")
-	}
-	return c.Bucket(name).Create(ctx, "sluice-test", nil)
-}
-
-func createAzureContainer(ctx context.Context, b *blob.Bucket, _ string) error {
-	var c *container.Client
-	if !b.As(&c) {
-		return errors.New("not an azureblob bucket")
-	}
-	_, err := c.Create(ctx, nil)
-	return err
 }
 
 func writeLocal(tb testing.TB, spec synth.Spec) string {
@@ -257,13 +149,13 @@ func exactlyOnce(t *testing.T, ids []int64, n int64) {
 // backend's default URL opener, checkpointed into the same bucket, resumed by
 // a new job and finished, equals the same epoch on local files, row for row,
 // and delivers every row exactly once.
-func testEndToEnd(t *testing.T, be backend) {
+func testEndToEnd(t *testing.T, be scratch.Backend) {
 	sc := newScratch(t, be)
 	ctx := context.Background()
-	if err := synth.WriteBucket(ctx, sc.bucket, sc.prefix+"data/", e2eSpec); err != nil {
-		t.Fatalf("%s: write dataset: %v", be.name, err)
+	if err := synth.WriteBucket(ctx, sc.Bucket, sc.Key+"data/", e2eSpec); err != nil {
+		t.Fatalf("%s: write dataset: %v", be.Name, err)
 	}
-	dataURL := sc.url("data/")
+	dataURL := sc.URL("data/")
 	local := writeLocal(t, e2eSpec)
 
 	var want [2][]int64
@@ -284,14 +176,14 @@ func testEndToEnd(t *testing.T, be backend) {
 	for rank := range 2 {
 		ds, err := stream.Open(ctx, e2eOptions(t, dataURL, rank))
 		if err != nil {
-			t.Fatalf("%s: open: %v", be.name, err)
+			t.Fatalf("%s: open: %v", be.Name, err)
 		}
 		if ds.Fingerprint() != fingerprint {
-			t.Errorf("%s: rank %d: the plan's fingerprint differs from the same files on local disk", be.name, rank)
+			t.Errorf("%s: rank %d: the plan's fingerprint differs from the same files on local disk", be.Name, rank)
 		}
 		steps := train(t, ds, stream.NewCheckpointer(ds, store, "job", every), 0, ran)
 		if len(steps) != ran {
-			t.Fatalf("%s: rank %d took %d steps, want %d", be.name, rank, len(steps), ran)
+			t.Fatalf("%s: rank %d took %d steps, want %d", be.Name, rank, len(steps), ran)
 		}
 		for _, st := range steps[:saved] {
 			before[rank] = append(before[rank], st...)
@@ -302,14 +194,14 @@ func testEndToEnd(t *testing.T, be backend) {
 	}
 	// Retention lists and deletes through the backend's delimiter listing.
 	if err := store.Retain(ctx, "job", 1); err != nil {
-		t.Fatalf("%s: retain: %v", be.name, err)
+		t.Fatalf("%s: retain: %v", be.Name, err)
 	}
 	infos, err := store.List(ctx, "job")
 	if err != nil {
-		t.Fatalf("%s: list checkpoints: %v", be.name, err)
+		t.Fatalf("%s: list checkpoints: %v", be.Name, err)
 	}
 	if len(infos) != 1 || infos[0].Step != saved || !infos[0].Complete {
-		t.Errorf("%s: checkpoints after retention: %+v, want step %d complete only", be.name, infos, saved)
+		t.Errorf("%s: checkpoints after retention: %+v, want step %d complete only", be.Name, infos, saved)
 	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
@@ -325,17 +217,17 @@ func testEndToEnd(t *testing.T, be backend) {
 		ck := stream.NewCheckpointer(ds, store, "job", every)
 		step, err := ck.Resume(ctx)
 		if err != nil {
-			t.Fatalf("%s: rank %d: resume: %v", be.name, rank, err)
+			t.Fatalf("%s: rank %d: resume: %v", be.Name, rank, err)
 		}
 		if step != saved {
-			t.Fatalf("%s: rank %d resumed at step %d, want %d", be.name, rank, step, saved)
+			t.Fatalf("%s: rank %d resumed at step %d, want %d", be.Name, rank, step, saved)
 		}
 		got := slices.Clone(before[rank])
 		for _, st := range train(t, ds, ck, step, -1) {
 			got = append(got, st...)
 		}
 		if !slices.Equal(got, want[rank]) {
-			t.Errorf("%s: rank %d: the %d rows of the resumed epoch differ from the same epoch on local disk (%d rows)", be.name, rank, len(got), len(want[rank]))
+			t.Errorf("%s: rank %d: the %d rows of the resumed epoch differ from the same epoch on local disk (%d rows)", be.Name, rank, len(got), len(want[rank]))
 		}
 		all = append(all, got...)
 	}
@@ -344,9 +236,9 @@ func testEndToEnd(t *testing.T, be backend) {
 	checkMissing(t, be, sc)
 }
 
-func openStore(t *testing.T, sc *scratch) *checkpoint.BucketStore {
+func openStore(t *testing.T, sc *scratch.Prefix) *checkpoint.BucketStore {
 	t.Helper()
-	store, err := checkpoint.OpenBucketStore(context.Background(), sc.bucket, sc.prefix+"ckpt")
+	store, err := checkpoint.OpenBucketStore(context.Background(), sc.Bucket, sc.Key+"ckpt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,29 +248,29 @@ func openStore(t *testing.T, sc *scratch) *checkpoint.BucketStore {
 // checkMissing: an object missing when the dataset is opened, and one that
 // vanishes between planning and reading, give errors that name the object
 // and show no credential.
-func checkMissing(t *testing.T, be backend, sc *scratch) {
+func checkMissing(t *testing.T, be scratch.Backend, sc *scratch.Prefix) {
 	ctx := context.Background()
 	noSecret := func(what string, err error) {
 		t.Helper()
 		for _, v := range secretEnv {
 			if secret := os.Getenv(v); len(secret) >= 8 && strings.Contains(err.Error(), secret) {
-				t.Errorf("%s: %s: the error shows the value of %s: %v", be.name, what, v, err)
+				t.Errorf("%s: %s: the error shows the value of %s: %v", be.Name, what, v, err)
 			}
 		}
 	}
 
-	_, err := stream.Open(ctx, e2eOptions(t, sc.url("data/no-such-file.parquet"), 0))
+	_, err := stream.Open(ctx, e2eOptions(t, sc.URL("data/no-such-file.parquet"), 0))
 	if err == nil {
-		t.Fatalf("%s: opening a missing object succeeded", be.name)
+		t.Fatalf("%s: opening a missing object succeeded", be.Name)
 	}
 	if !strings.Contains(err.Error(), "no-such-file.parquet") {
-		t.Errorf("%s: missing object: the error does not name it: %v", be.name, err)
+		t.Errorf("%s: missing object: the error does not name it: %v", be.Name, err)
 	}
 	noSecret("missing object", err)
 
-	ds := open(t, e2eOptions(t, sc.url("data/"), 0))
+	ds := open(t, e2eOptions(t, sc.URL("data/"), 0))
 	gone := synth.FileName(e2eSpec.Files - 1)
-	if err := sc.bucket.Delete(ctx, sc.prefix+"data/"+gone); err != nil {
+	if err := sc.Bucket.Delete(ctx, sc.Key+"data/"+gone); err != nil {
 		t.Fatal(err)
 	}
 	for _, err = range ds.Batches(ctx) {
@@ -387,10 +279,10 @@ func checkMissing(t *testing.T, be backend, sc *scratch) {
 		}
 	}
 	if err == nil {
-		t.Fatalf("%s: reading a dataset with a deleted object succeeded", be.name)
+		t.Fatalf("%s: reading a dataset with a deleted object succeeded", be.Name)
 	}
 	if !strings.Contains(err.Error(), gone) {
-		t.Errorf("%s: deleted object: the error does not name %s: %v", be.name, gone, err)
+		t.Errorf("%s: deleted object: the error does not name %s: %v", be.Name, gone, err)
 	}
 	noSecret("deleted object", err)
 }
@@ -401,24 +293,24 @@ func checkMissing(t *testing.T, be backend, sc *scratch) {
 // byte figure is asserted: timings on a shared CI machine are for people
 // (BenchmarkObjectStore measures throughput on a larger dataset).
 func TestFigures(t *testing.T) {
-	for _, be := range backends {
-		t.Run(be.name, func(t *testing.T) {
+	for _, be := range scratch.Backends {
+		t.Run(be.Name, func(t *testing.T) {
 			sc := newScratch(t, be)
 			spec := synth.Spec{Files: 4, RowsPerFile: 10000, RowGroupRows: 1000, Seed: 5}
-			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
+			if err := synth.WriteBucket(context.Background(), sc.Bucket, sc.Key+"data/", spec); err != nil {
 				t.Fatal(err)
 			}
 			local := writeLocal(t, spec)
 			for _, order := range orders {
 				f := measureEpoch(t, local, order.shuffle)
-				m := measureEpoch(t, sc.url("data/"), order.shuffle)
-				t.Logf("%s, %s: %s", be.name, order.name, m)
-				t.Logf("local, %s: %s; %s/local rows/s %.2f", order.name, f, be.name, m.rowsPerSec()/f.rowsPerSec())
+				m := measureEpoch(t, sc.URL("data/"), order.shuffle)
+				t.Logf("%s, %s: %s", be.Name, order.name, m)
+				t.Logf("local, %s: %s; %s/local rows/s %.2f", order.name, f, be.Name, m.rowsPerSec()/f.rowsPerSec())
 				if a := m.amplification(); a > 1.05 || a < 1 {
-					t.Errorf("%s, %s: io_amplification %.4f, want within [1, 1.05]", be.name, order.name, a)
+					t.Errorf("%s, %s: io_amplification %.4f, want within [1, 1.05]", be.Name, order.name, a)
 				}
 				if m.rows != spec.Rows() {
-					t.Errorf("%s, %s: %d rows, want %d", be.name, order.name, m.rows, spec.Rows())
+					t.Errorf("%s, %s: %d rows, want %d", be.Name, order.name, m.rows, spec.Rows())
 				}
 			}
 		})
@@ -508,10 +400,10 @@ func measureEpoch(tb testing.TB, url string, shuffle bool) epochFigures {
 func BenchmarkObjectStore(b *testing.B) {
 	spec := synth.Spec{Files: 8, RowsPerFile: 125000, RowGroupRows: 5000, Seed: 9}
 	local := writeLocal(b, spec)
-	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
+	for _, be := range scratch.Backends {
+		b.Run(be.Name, func(b *testing.B) {
 			sc := newScratch(b, be)
-			if err := synth.WriteBucket(context.Background(), sc.bucket, sc.prefix+"data/", spec); err != nil {
+			if err := synth.WriteBucket(context.Background(), sc.Bucket, sc.Key+"data/", spec); err != nil {
 				b.Fatal(err)
 			}
 			for _, order := range orders {
@@ -519,7 +411,7 @@ func BenchmarkObjectStore(b *testing.B) {
 					var store, disk epochFigures
 					for b.Loop() {
 						disk = disk.add(measureEpoch(b, local, order.shuffle))
-						store = store.add(measureEpoch(b, sc.url("data/"), order.shuffle))
+						store = store.add(measureEpoch(b, sc.URL("data/"), order.shuffle))
 					}
 					b.ReportMetric(store.rowsPerSec(), "rows/s")
 					b.ReportMetric(disk.rowsPerSec(), "local_rows/s")
