@@ -29,6 +29,8 @@ type measurement struct {
 	readBytes     int64   // every byte read from storage, footers included
 	readRequests  int64
 	planBytes     int64 // the part of readBytes read while planning (footers)
+	planRequests  int64 // the part of readRequests made while planning
+	rowGroups     int64 // units (row groups) of the selected files, per epoch
 	storedBytes   int64 // stored size of the selected column chunks
 	rereadBytes   int64 // data bytes read more than once (see readLog)
 	idSum         int64 // sum of the id column, when asked for
@@ -61,6 +63,8 @@ func (m measurement) add(o measurement) measurement {
 	m.readBytes += o.readBytes
 	m.readRequests += o.readRequests
 	m.planBytes += o.planBytes
+	m.planRequests += o.planRequests
+	m.rowGroups = max(m.rowGroups, o.rowGroups) // the ranks plan the same files
 	m.rereadBytes = max(m.rereadBytes, o.rereadBytes) // a shared readLog's running total
 	m.idSum += o.idSum
 	m.checksum ^= o.checksum
@@ -148,7 +152,7 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	}
 	defer ds.Close()
 	planned.Store(true)
-	m.planBytes = bytes.Load()
+	m.planBytes, m.planRequests = bytes.Load(), requests.Load()
 	if r.queueEvery > 0 {
 		q := sampleQueues(ds.Metrics(), start, r.queueEvery)
 		defer q.stop() // on an error; a finished pass stops it below
@@ -157,6 +161,7 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	for _, f := range ds.Files() {
 		for _, u := range f.Units {
 			m.storedBytes += u.Bytes
+			m.rowGroups++
 		}
 	}
 	m.storedBytes *= int64(max(r.epochs, 1)) // each epoch reads it all again

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -92,7 +93,7 @@ func readmeSection(lines []*record, generator string) string {
 
 	b.WriteString("| scenario | rows/s | × floor | I/O amp. | target | met |\n|---|---:|---:|---:|---|---|\n")
 	for _, r := range lines {
-		if r.get("kind") != "scenario" || r.str("peer") != "" || r.get("skipped") != nil {
+		if r.get("kind") != "scenario" || r.str("peer") != "" || r.get("skipped") != nil || isObjectStoreLine(r) {
 			continue
 		}
 		rate := ""
@@ -104,6 +105,7 @@ func readmeSection(lines []*record, generator string) string {
 	}
 	b.WriteString("\n× floor: rows/s over those of the floor (arrow-go's pqarrow reader, one goroutine) measured alongside. " +
 		"Every scenario is described in [bench/README.md](bench/README.md).\n\n")
+	writeObjectStores(&b, lines)
 
 	var peers []*record
 	for _, r := range lines {
@@ -202,4 +204,35 @@ func firstLine(s string) string {
 		line = line[:160] + "…"
 	}
 	return line
+}
+
+func isObjectStoreLine(r *record) bool {
+	return r.get("kind") == "scenario" && slices.Contains(objectStoreLines, r.str("scenario"))
+}
+
+// writeObjectStores tables the object_stores lines, if the run had any.
+func writeObjectStores(b *strings.Builder, lines []*record) {
+	var rows []*record
+	for _, r := range lines {
+		if isObjectStoreLine(r) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("The same files from the local object-store servers of the tests (`scripts/objectstores.sh`, on the same " +
+		"cores as the reader), each run alternating with the same stream of the local files (the fastest of each kept):\n\n")
+	b.WriteString("| line | rows/s | local rows/s | × local | requests per row group | I/O amp. | target | met |\n" +
+		"|---|---:|---:|---:|---:|---:|---|---|\n")
+	for _, r := range rows {
+		if r.get("skipped") != nil {
+			fmt.Fprintf(b, "| %s | not run: %s | | | | | | |\n", r.str("scenario"), cell(r.get("skipped")))
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.str("scenario"), humanRate(r.float("rows_per_s")),
+			humanRate(r.float("local_rows_per_s")), fixed(r.get("ratio_vs_local"), 2), fixed(r.get("requests_per_row_group"), 2),
+			fixed(r.get("io_amplification"), 3), cell(r.get("target")), cell(r.get("met")))
+	}
+	b.WriteString("\n")
 }
