@@ -6,11 +6,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 )
 
 // RetryPolicy says how a bucket retries transient failures: server errors,
@@ -67,11 +70,38 @@ func Transient(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	// The status decides where the server gave one: gocloud calls some
+	// refusals (a wrong signature, an expired token) Unknown, which would
+	// otherwise be retried.
+	switch s := httpStatus(err); {
+	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500:
+		return true
+	case s >= 400:
+		return false
+	}
 	switch gcerrors.Code(err) {
 	case gcerrors.Internal, gcerrors.Unknown, gcerrors.ResourceExhausted, gcerrors.DeadlineExceeded:
 		return true
 	}
 	return false
+}
+
+// httpStatus is the HTTP status of the response an SDK error carries, 0 if
+// it carries none.
+func httpStatus(err error) int {
+	var aws interface{ HTTPStatusCode() int } // the AWS SDK's ResponseError
+	if errors.As(err, &aws) {
+		return aws.HTTPStatusCode()
+	}
+	var az *azcore.ResponseError
+	if errors.As(err, &az) {
+		return az.StatusCode
+	}
+	var g *googleapi.Error
+	if errors.As(err, &g) {
+		return g.Code
+	}
+	return 0
 }
 
 // Retrying wraps b so that its calls retry transient failures by policy.

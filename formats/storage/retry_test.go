@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"google.golang.org/api/googleapi"
 )
 
 // flaky fails its first n calls with err, then delegates.
@@ -92,5 +98,32 @@ func TestFaultsInject(t *testing.T) {
 	}
 	if errs < 120 || errs > 280 || shorts < 100 || shorts > 260 || f.Injected() != errs+shorts {
 		t.Fatalf("%d errors and %d short reads of 1000 at rates 0.2, 0.2; injected %d", errs, shorts, f.Injected())
+	}
+}
+
+// The HTTP status an SDK error carries decides: refusals are permanent even
+// where gocloud has no code for them, server errors and throttling are
+// transient.
+func TestTransientByStatus(t *testing.T) {
+	awsErr := func(code int) error {
+		return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}},
+			Err:      errors.New("api error SignatureDoesNotMatch"),
+		}}
+	}
+	azErr := func(code int) error {
+		return &azcore.ResponseError{StatusCode: code, ErrorCode: "AuthenticationFailed"}
+	}
+	gcsErr := func(code int) error { return &googleapi.Error{Code: code} }
+	for _, c := range []struct {
+		status    int
+		transient bool
+	}{{400, false}, {401, false}, {403, false}, {408, true}, {429, true}, {500, true}, {503, true}} {
+		for name, mk := range map[string]func(int) error{"aws": awsErr, "azure": azErr, "gcs": gcsErr} {
+			err := fmt.Errorf("blob (code=Unknown): %w", mk(c.status))
+			if got := Transient(err); got != c.transient {
+				t.Errorf("%s %d: Transient = %t, want %t", name, c.status, got, c.transient)
+			}
+		}
 	}
 }

@@ -1,0 +1,104 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/azureblob"
+
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/scratch"
+	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// A wrong secret is a permanent failure: the server's refusal (403) fails
+// Open at once, without the retries and backoff of a transient error, with
+// an error that names the prefix and shows neither secret. S3 reads its
+// secret from the environment when the bucket is opened; the Azure driver
+// fixes its credential at the first URL a process opens, so the wrong key
+// reaches Azure through Options.Storage.Open. GCS's emulator checks none.
+func TestWrongCredentials(t *testing.T) {
+	for _, c := range []struct {
+		be  scratch.Backend
+		env string
+	}{{scratch.S3, "AWS_SECRET_ACCESS_KEY"}, {scratch.Azure, "AZURE_STORAGE_KEY"}} {
+		t.Run(c.be.Name, func(t *testing.T) {
+			sc := newScratch(t, c.be)
+			ctx := context.Background()
+			spec := synth.Spec{Files: 1, RowsPerFile: 100, RowGroupRows: 100, Seed: 1}
+			if err := synth.WriteBucket(ctx, sc.Bucket, sc.Key+"data/", spec); err != nil {
+				t.Fatal(err)
+			}
+			good := os.Getenv(c.env)
+			o := stream.Options{URLs: []string{sc.URL("data/")}}
+			var wrong string
+			if c.be.Name == scratch.S3.Name {
+				wrong = "wrong-" + good
+				t.Setenv(c.env, wrong)
+			} else {
+				// A well-formed key (base64 of 64 bytes) that is not the account's.
+				wrong = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 64))
+				o.Storage.Open = func(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
+					return openAzureWithKey(ctx, bucketURL, wrong)
+				}
+			}
+
+			start := time.Now()
+			_, err := stream.Open(ctx, o)
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("opening with a wrong secret succeeded")
+			}
+			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+			if storage.Transient(err) || errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("a refused secret counts as transient or not found: %v", err)
+			}
+			// Six attempts with backoff take over a second; one takes
+			// milliseconds on loopback.
+			if took > time.Second {
+				t.Errorf("failing took %v: was a refusal retried?", took)
+			}
+			if !strings.Contains(err.Error(), sc.Key) {
+				t.Errorf("the error does not name the prefix %s: %v", sc.Key, err)
+			}
+			for _, secret := range []string{good, wrong} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("the error shows a secret: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// openAzureWithKey opens an azblob:// bucket URL of the test server (its
+// domain and protocol parameters) with a shared key of the caller's.
+func openAzureWithKey(ctx context.Context, bucketURL, key string) (*blob.Bucket, error) {
+	u, err := url.Parse(bucketURL)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	account := os.Getenv("AZURE_STORAGE_ACCOUNT")
+	cred, err := azblob.NewSharedKeyCredential(account, key)
+	if err != nil {
+		return nil, err
+	}
+	containerURL := fmt.Sprintf("%s://%s/%s/%s", q.Get("protocol"), q.Get("domain"), account, u.Host)
+	client, err := container.NewClientWithSharedKeyCredential(containerURL, cred, nil)
+	if err != nil {
+		return nil, err
+	}
+	return azureblob.OpenBucket(ctx, client, nil)
+}
