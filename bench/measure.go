@@ -64,7 +64,7 @@ func (m measurement) add(o measurement) measurement {
 	m.readRequests += o.readRequests
 	m.planBytes += o.planBytes
 	m.planRequests += o.planRequests
-	m.rowGroups = max(m.rowGroups, o.rowGroups) // the ranks plan the same files
+	m.rowGroups = max(m.rowGroups, o.rowGroups)       // the ranks plan the same files
 	m.rereadBytes = max(m.rereadBytes, o.rereadBytes) // a shared readLog's running total
 	m.idSum += o.idSum
 	m.checksum ^= o.checksum
