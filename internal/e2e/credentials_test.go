@@ -102,3 +102,35 @@ func openAzureWithKey(ctx context.Context, bucketURL, key string) (*blob.Bucket,
 	}
 	return azureblob.OpenBucket(ctx, client, nil)
 }
+
+// A bucket that does not exist fails Open at once, as not found, with an
+// error that names it.
+func TestMissingBucket(t *testing.T) {
+	for _, be := range scratch.Backends {
+		t.Run(be.Name, func(t *testing.T) {
+			newScratch(t, be) // skips or fails without the server
+			u, err := url.Parse(be.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = "sluice-no-such-bucket"
+			u.Path = "/data/"
+			start := time.Now()
+			_, err = stream.Open(context.Background(), stream.Options{URLs: []string{u.String()}})
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("opening a missing bucket succeeded")
+			}
+			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+			if storage.Transient(err) {
+				t.Errorf("a missing bucket counts as transient: %v", err)
+			}
+			if took > time.Second {
+				t.Errorf("failing took %v: was it retried?", took)
+			}
+			if !strings.Contains(err.Error(), "sluice-no-such-bucket") {
+				t.Errorf("the error does not name the bucket: %v", err)
+			}
+		})
+	}
+}
