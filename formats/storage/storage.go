@@ -70,7 +70,17 @@ type Options struct {
 	// whatever Wrap returns, so wrapped accounting counts every attempt.
 	// Default: see RetryPolicy.
 	Retry RetryPolicy
+	// MaxRequests bounds the requests in flight to one bucket (reads, lists
+	// and stats; each attempt of a retried one), so that they reuse the HTTP
+	// client's idle connections: a request beyond its pool (10 per host in
+	// the AWS and Azure SDKs, 2 in Go's default transport) opens a
+	// connection, uses it once and closes it, paying a handshake (TLS, on a
+	// real store). Default 16, as many footers as Open reads at once;
+	// negative: no bound.
+	MaxRequests int
 }
+
+const defaultMaxRequests = 16
 
 // Resolver turns URLs into objects and keeps the buckets it opened, one per
 // bucket URL, until Close.
@@ -211,6 +221,14 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme, query: loc.query}
 	if r.opts.Wrap != nil {
 		b = r.opts.Wrap(b)
+	}
+	// Outside Wrap, so that latency a wrapper adds holds a slot as a slow
+	// server would; inside Retrying, so that a backoff does not.
+	if n := r.opts.MaxRequests; n >= 0 {
+		if n == 0 {
+			n = defaultMaxRequests
+		}
+		b = &limited{Bucket: b, slots: make(chan struct{}, n)}
 	}
 	b = Retrying(b, r.opts.Retry)
 	r.buckets[loc.bucketURL] = b
@@ -516,4 +534,45 @@ func (r *Reader) Seek(offset int64, whence int) (int64, error) {
 	}
 	r.pos = abs
 	return abs, nil
+}
+
+// limited bounds the requests in flight to a bucket (Options.MaxRequests).
+type limited struct {
+	Bucket
+	slots chan struct{}
+}
+
+func (l *limited) acquire(ctx context.Context) error {
+	select {
+	case l.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *limited) release() { <-l.slots }
+
+func (l *limited) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if err := l.acquire(ctx); err != nil {
+		return 0, err
+	}
+	defer l.release()
+	return l.Bucket.ReadAt(ctx, key, p, off)
+}
+
+func (l *limited) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := l.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer l.release()
+	return l.Bucket.List(ctx, prefix)
+}
+
+func (l *limited) Stat(ctx context.Context, key string) (Object, error) {
+	if err := l.acquire(ctx); err != nil {
+		return Object{}, err
+	}
+	defer l.release()
+	return l.Bucket.Stat(ctx, key)
 }

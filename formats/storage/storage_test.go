@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats/storage"
 )
@@ -425,5 +428,99 @@ func TestCloseClosesBuckets(t *testing.T) {
 	}
 	if _, err := srcs[0].ReaderAt(context.Background()).ReadAt(make([]byte, 1), 0); err == nil {
 		t.Error("read through a closed resolver's bucket succeeded")
+	}
+}
+
+// inFlight counts the reads in progress through it, and the most seen at
+// once; while gate is set, each read waits in it until gate closes.
+type inFlight struct {
+	storage.Bucket
+	gate    chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	now     int
+	most    int
+}
+
+func (f *inFlight) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	f.now++
+	f.most = max(f.most, f.now)
+	gate := f.gate
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.now--
+		f.mu.Unlock()
+	}()
+	if gate != nil {
+		f.entered <- struct{}{}
+		<-gate
+	}
+	return f.Bucket.ReadAt(ctx, key, p, off)
+}
+
+// MaxRequests bounds the reads in flight to one bucket, a wrapper's time
+// included; a read waiting for a slot ends with its context.
+func TestMaxRequests(t *testing.T) {
+	dir := tree(t, "a.parquet")
+	for _, c := range []struct{ max, want int }{{3, 3}, {0, 16}, {-1, 40}} {
+		var f *inFlight
+		r := storage.NewResolver(storage.Options{MaxRequests: c.max, Wrap: func(b storage.Bucket) storage.Bucket {
+			f = &inFlight{Bucket: b}
+			return f
+		}})
+		defer r.Close()
+		srcs, err := r.Resolve(context.Background(), filepath.Join(dir, "a.parquet"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(ctx context.Context) error {
+			_, err := srcs[0].ReaderAt(ctx).ReadAt(make([]byte, 4), 0)
+			return err
+		}
+		// 40 reads at once, held in the wrapper: the bound's worth enter,
+		// and no more while they are held.
+		f.gate, f.entered = make(chan struct{}), make(chan struct{}, 40)
+		var g errgroup.Group
+		for range 40 {
+			g.Go(func() error { return read(context.Background()) })
+		}
+		for range c.want {
+			<-f.entered
+		}
+		time.Sleep(50 * time.Millisecond)
+		f.mu.Lock()
+		most := f.most
+		f.mu.Unlock()
+		close(f.gate)
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if most != c.want {
+			t.Errorf("MaxRequests %d: %d reads in flight at most, want %d", c.max, most, c.want)
+		}
+		if c.max != 3 {
+			continue
+		}
+		// Hold every slot, then ask for one more with a deadline.
+		f.gate, f.entered = make(chan struct{}), make(chan struct{}, 3)
+		var holders errgroup.Group
+		for range 3 {
+			holders.Go(func() error { return read(context.Background()) })
+		}
+		for range 3 {
+			<-f.entered
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err = read(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a read waiting for a slot past its deadline: %v, want context.DeadlineExceeded", err)
+		}
+		close(f.gate)
+		if err := holders.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
