@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -125,5 +126,15 @@ func TestTransientByStatus(t *testing.T) {
 				t.Errorf("%s %d: Transient = %t, want %t", name, c.status, got, c.transient)
 			}
 		}
+	}
+	// A host that does not resolve is a wrong endpoint; a resolver that
+	// times out may answer next time.
+	noHost := &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "s3.example.invalid", IsNotFound: true}}
+	if Transient(fmt.Errorf("blob (code=Unknown): %w", noHost)) {
+		t.Error("no such host counts as transient")
+	}
+	slowDNS := &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "s3.example.com", IsTimeout: true}}
+	if !Transient(fmt.Errorf("blob (code=Unknown): %w", slowDNS)) {
+		t.Error("a DNS timeout does not count as transient")
 	}
 }

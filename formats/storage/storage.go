@@ -59,7 +59,8 @@ type Opener func(ctx context.Context, bucketURL string) (*blob.Bucket, error)
 type Options struct {
 	// Open opens buckets for every scheme but file (and plain paths), which
 	// are always opened on the local file system. Default: blob.OpenBucket,
-	// which knows the schemes whose drivers are linked in (mem:// always).
+	// which knows the schemes whose drivers are linked in (mem:// always),
+	// except that gs:// finds no credentials without printing (cloud.go).
 	// Note that every blob.OpenBucket("mem://") is a new, empty bucket: to
 	// read a mem bucket you wrote, return it from Open.
 	Open Opener
@@ -213,7 +214,7 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 	} else if r.opts.Open != nil {
 		bb, err = r.opts.Open(ctx, loc.bucketURL)
 	} else {
-		bb, err = blob.OpenBucket(ctx, loc.bucketURL)
+		bb, err = openURL(ctx, loc.bucketURL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, scrub(err, loc.query))
