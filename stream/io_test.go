@@ -94,9 +94,11 @@ func TestIOAmplification(t *testing.T) {
 	}
 }
 
-// An unshuffled window of small row groups is fetched in about one request
-// per file it touches, not one per row group; a shuffled one never costs
-// more than one request per row group. Both read every byte once.
+// Small row groups are fetched a run of neighbours per request: unshuffled,
+// a window's are adjacent, and so are those of the windows after it;
+// shuffled, a window's are scattered, but the windows fetched at the same
+// time hold many neighbours (without joining across windows this epoch
+// made 299 requests for 320 row groups). Both read every byte once.
 func TestRequestsPerWindow(t *testing.T) {
 	spec := synth.Spec{Files: 8, RowsPerFile: 20000, RowGroupRows: 500, Seed: 7}
 	dir := writeDataset(t, spec)
@@ -124,7 +126,7 @@ func TestRequestsPerWindow(t *testing.T) {
 		// Windows hold whole chunks of 500 rows, at least half a window each.
 		maxReqs := spec.Rows()/int64(o.ShuffleWindow/2) + int64(spec.Files)
 		if shuffle {
-			maxReqs = groups
+			maxReqs = groups * 6 / 10
 		}
 		if reqs > maxReqs {
 			t.Errorf("shuffle=%t: %d requests, want at most %d", shuffle, reqs, maxReqs)

@@ -70,8 +70,11 @@ type Options struct {
 	// FetchConcurrency is the number of windows whose stored bytes are
 	// fetched at once, ahead of decoding; within a window every column chunk
 	// is fetched at once too. Fetching is I/O, so more than the cores: 8
-	// hides 20 ms of latency per request (see README, "Performance").
-	// Default 8.
+	// hides 20 ms of latency per request (see README, "Performance"). It is
+	// also how far a window's fetch looks ahead for neighbours: the pieces
+	// of the next FetchConcurrency-1 windows that are adjacent rows of one
+	// file to its own join its request (up to 8 MiB), and those windows
+	// take them from it. Default 8.
 	FetchConcurrency int
 	// ReadConcurrency is the number of goroutines decoding fetched windows
 	// ahead of the consumer. Decoding is CPU work. Default 2.

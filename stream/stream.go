@@ -320,29 +320,35 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		m := o.Metrics
 		m.SetCapacity(o.PrefetchWindows, o.PrefetchBatches)
 
-		// Reads, in the order the schedule first needs each window.
-		reads := func(yield func(windowRef, error) bool) {
+		// Reads, in the order the schedule first needs each window, each
+		// with its fetch planned against the windows read after it.
+		reads := func(yield func(*fetchTask, error) bool) {
 			s := newSchedule(ep, o, cursors, next)
-			stop := false
-			for !stop {
-				if _, ok := s.step(func(r windowRef) {
-					if !stop && !yield(r, nil) {
-						stop = true
-					}
-				}); !ok {
+			planner := newFetchPlanner(ep, d.chunks, o.FetchConcurrency)
+			var order []windowRef // read next, in order
+			more := true
+			for {
+				for more && len(order) < planner.ahead {
+					_, more = s.step(func(r windowRef) { order = append(order, r) })
+				}
+				if len(order) == 0 {
 					return
 				}
+				if !yield(planner.plan(order), nil) {
+					return
+				}
+				order = order[1:]
 			}
 		}
 		// Fetching is I/O: many windows in flight hide storage latency.
 		// Decoding is CPU: as many goroutines as cores.
-		fetched := prefetch.Map(ctx, reads, prefetch.Stage[windowRef, *fetchedWindow]{
+		fetched := prefetch.Map(ctx, reads, prefetch.Stage[*fetchTask, *fetchedWindow]{
 			Name:        "fetch",
 			Concurrency: o.FetchConcurrency,
 			Ahead:       o.FetchConcurrency,
 			MaxBytes:    o.PrefetchBytes,
 			Size:        func(f *fetchedWindow) int64 { return f.bytes },
-			Fn:          func(ctx context.Context, r windowRef) (*fetchedWindow, error) { return d.fetchWindow(ctx, ep, r) },
+			Fn:          func(ctx context.Context, t *fetchTask) (*fetchedWindow, error) { return d.fetchWindow(ctx, ep, t) },
 			Hooks: prefetch.Hooks{
 				Done: func(el time.Duration, _ int64) { m.AddFetch(el) },
 			},
@@ -510,37 +516,45 @@ type fetchedWindow struct {
 	bytes  int64
 }
 
-// fetchWindow fetches the stored bytes of every piece of a window. Pieces
-// that are adjacent rows of one file are fetched together, so that an
-// unshuffled window of small row groups costs one request rather than one
-// per row group; the fetches run concurrently.
-func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, r windowRef) (*fetchedWindow, error) {
-	sp := ep.splits[r.split]
-	wd := ep.windows[r.split][r.window]
-	pieces := sp.Pieces[wd.First:wd.End]
-	runs := adjacentRuns(pieces)
-	whole := make([]*formats.Fetched, len(runs))
+// fetchWindow makes the fetches a window's task owns, concurrently, then
+// takes each of its pieces from its group, waiting for groups that an
+// earlier window's fetch makes.
+func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, t *fetchTask) (*fetchedWindow, error) {
+	r := t.ref
+	wrap := func(err error) error {
+		return fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	for i, run := range runs {
-		first, last := pieces[run[0]], pieces[run[len(run)-1]]
-		g.Go(func() (err error) {
-			whole[i], err = d.data.Fetch(gctx, first.Fragment, first.Start, last.End)
-			return err
+	for _, fg := range t.owned {
+		g.Go(func() error {
+			defer close(fg.done)
+			fg.whole, fg.err = d.data.Fetch(gctx, fg.frag, fg.start, fg.end)
+			return fg.err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+		return nil, wrap(err)
 	}
+	sp := ep.splits[r.split]
+	wd := ep.windows[r.split][r.window]
+	pieces := sp.Pieces[wd.First:wd.End]
 	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
-	for i, run := range runs {
-		f.bytes += whole[i].Bytes
-		for _, pi := range run {
-			part, err := whole[i].Part(pieces[pi].Start, pieces[pi].End)
-			if err != nil {
-				return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
-			}
-			f.pieces[pi] = part
+	for i, p := range pieces {
+		fg := t.pieces[i]
+		select {
+		case <-fg.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
+		if fg.err != nil {
+			return nil, wrap(fg.err)
+		}
+		part, err := fg.whole.Part(p.Start, p.End)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		f.pieces[i] = part
+		f.bytes += fg.share(p)
 	}
 	return f, nil
 }
