@@ -74,7 +74,8 @@ type Options struct {
 	// also how far a window's fetch looks ahead for neighbours: the pieces
 	// of the next FetchConcurrency-1 windows that are adjacent rows of one
 	// file to its own join its request (up to 8 MiB), and those windows
-	// take them from it. Default 8.
+	// take them from it; such bytes count toward PrefetchBytes as their own
+	// window's, once that window's fetch has its turn. Default 8.
 	FetchConcurrency int
 	// ReadConcurrency is the number of goroutines decoding fetched windows
 	// ahead of the consumer. Decoding is CPU work. Default 2.
