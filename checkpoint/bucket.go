@@ -13,6 +13,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/sluicedata/sluice/internal/bucketurl"
 )
 
 // BucketStore is a Store in a bucket (S3, GCS, Azure, a local directory
@@ -73,12 +75,14 @@ func OpenBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string) (*
 // "s3://bucket?region=us-east-1&prefix=ckpt/" or "file:///data/ckpt") and
 // returns a store at its root; the URL's prefix parameter places the store
 // under a prefix. The program must import the driver package of the URL's
-// scheme (gocloud.dev/blob/s3blob, .../gcsblob, .../fileblob, ...). The store
-// owns the bucket and closes it on Close. Errors show the URL without user
-// information or query, where credentials may hide.
+// scheme (gocloud.dev/blob/s3blob, .../fileblob, ...; formats/storage
+// imports the cloud ones); gs:// is always there, and without Google
+// credentials it fails saying so. The store owns the bucket and closes it on
+// Close. Errors show the URL without user information or query, where
+// credentials may hide.
 func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error) {
 	shown := redactURL(urlstr)
-	bucket, err := blob.OpenBucket(ctx, urlstr)
+	bucket, err := bucketurl.Open(ctx, urlstr)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open bucket %s: %w", shown, redacted(err, urlstr, shown))
 	}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedata/sluice/internal/bucketurl"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/memblob" // mem:// for tests and small jobs
@@ -60,7 +61,8 @@ type Options struct {
 	// Open opens buckets for every scheme but file (and plain paths), which
 	// are always opened on the local file system. Default: blob.OpenBucket,
 	// which knows the schemes whose drivers are linked in (mem:// always),
-	// except that gs:// finds no credentials without printing (cloud.go).
+	// except that gs:// finds no credentials without printing (see
+	// internal/bucketurl).
 	// Note that every blob.OpenBucket("mem://") is a new, empty bucket: to
 	// read a mem bucket you wrote, return it from Open.
 	Open Opener
@@ -214,7 +216,7 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 	} else if r.opts.Open != nil {
 		bb, err = r.opts.Open(ctx, loc.bucketURL)
 	} else {
-		bb, err = openURL(ctx, loc.bucketURL)
+		bb, err = bucketurl.Open(ctx, loc.bucketURL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, scrub(err, loc.query))

@@ -1,4 +1,4 @@
-package storage
+package bucketurl
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestGCSWithoutCredentials(t *testing.T) {
 	ctx := context.Background()
 
 	out := stdout(t, func() {
-		b, err := openURL(ctx, "gs://sluice-public-data?anonymous=true")
+		b, err := Open(ctx, "gs://sluice-public-data?anonymous=true")
 		if err != nil {
 			t.Errorf("anonymous: %v", err)
 			return
@@ -53,7 +53,7 @@ func TestGCSWithoutCredentials(t *testing.T) {
 	}
 
 	var err error
-	out = stdout(t, func() { _, err = openURL(ctx, "gs://sluice-private-data") })
+	out = stdout(t, func() { _, err = Open(ctx, "gs://sluice-private-data") })
 	if out != "" {
 		t.Errorf("no credentials: printed %q", out)
 	}
