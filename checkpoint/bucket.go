@@ -84,7 +84,11 @@ func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error
 	shown := redactURL(urlstr)
 	bucket, err := bucketurl.Open(ctx, urlstr)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: open bucket %s: %w", shown, redacted(err, urlstr, shown))
+		err = redacted(err, urlstr, shown)
+		if strings.HasPrefix(err.Error(), "open bucket ") { // gocloud's URL openers say it themselves
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		return nil, fmt.Errorf("checkpoint: open bucket %s: %w", shown, err)
 	}
 	s, err := OpenBucketStore(ctx, bucket, "")
 	if err != nil {

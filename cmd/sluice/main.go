@@ -206,6 +206,11 @@ func report(e *env, cmd string, err error) int {
 		prefix += cmd + ": "
 	}
 	msg := oneLine(err.Error())
+	if cmd != "" {
+		// The checkpoint package's errors begin with its name, which is
+		// also the command's: say it once.
+		msg = strings.TrimPrefix(msg, cmd+": ")
+	}
 	if code == exitUsage {
 		help := "sluice --help"
 		if cmd != "" && cmd != "help" {

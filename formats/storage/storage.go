@@ -219,7 +219,11 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 		bb, err = bucketurl.Open(ctx, loc.bucketURL)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, scrub(err, loc.query))
+		err = scrub(err, loc.query)
+		if strings.HasPrefix(err.Error(), "open bucket ") { // gocloud's URL openers say it themselves
+			return nil, err
+		}
+		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, err)
 	}
 	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme, query: loc.query}
 	if r.opts.Wrap != nil {
