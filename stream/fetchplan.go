@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/sluicedata/sluice/formats"
@@ -151,4 +152,30 @@ func (fp *fetchPlanner) claim(t *fetchTask, ks []int, pool []split.Piece, where 
 		fp.claimed[w][i] = g
 	}
 	return g
+}
+
+// adjacentRuns groups pieces (by index) into runs of rows that follow one
+// another in one file, each run in row order. A piece of unknown
+// rows is a run of its own.
+func adjacentRuns(pieces []split.Piece) [][]int {
+	idx := make([]int, len(pieces))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, pb := pieces[a], pieces[b]
+		return cmp.Or(cmp.Compare(pa.Fragment, pb.Fragment), cmp.Compare(pa.Start, pb.Start), cmp.Compare(a, b))
+	})
+	var runs [][]int
+	for _, i := range idx {
+		if n := len(runs); n > 0 {
+			prev := pieces[runs[n-1][len(runs[n-1])-1]]
+			if p := pieces[i]; p.Start >= 0 && p.Fragment == prev.Fragment && p.Start == prev.End {
+				runs[n-1] = append(runs[n-1], i)
+				continue
+			}
+		}
+		runs = append(runs, []int{i})
+	}
+	return runs
 }

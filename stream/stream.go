@@ -10,14 +10,12 @@
 package stream
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 	"sync"
 	"time"
 
@@ -557,32 +555,6 @@ func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, t *fetchTask) 
 		f.bytes += fg.share(p)
 	}
 	return f, nil
-}
-
-// adjacentRuns groups a window's pieces (by index) into runs of rows that
-// follow one another in one file, each run in row order. A piece of unknown
-// rows is a run of its own.
-func adjacentRuns(pieces []split.Piece) [][]int {
-	idx := make([]int, len(pieces))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		pa, pb := pieces[a], pieces[b]
-		return cmp.Or(cmp.Compare(pa.Fragment, pb.Fragment), cmp.Compare(pa.Start, pb.Start), cmp.Compare(a, b))
-	})
-	var runs [][]int
-	for _, i := range idx {
-		if n := len(runs); n > 0 {
-			prev := pieces[runs[n-1][len(runs[n-1])-1]]
-			if p := pieces[i]; p.Start >= 0 && p.Fragment == prev.Fragment && p.Start == prev.End {
-				runs[n-1] = append(runs[n-1], i)
-				continue
-			}
-		}
-		runs = append(runs, []int{i})
-	}
-	return runs
 }
 
 // decodeWindow decodes a fetched window and computes its row order.
