@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -390,11 +391,10 @@ func TestMapPanicAndError(t *testing.T) {
 	dir := writeDataset(t, smallSpec)
 	o := checkedOptions(t, dir)
 	ds := open(t, o)
-	n := 0
+	var n atomic.Int64 // the transform runs on several goroutines
 	var got error
 	for _, err := range Map(context.Background(), ds, func(_ context.Context, b arrow.RecordBatch) (int, error) {
-		n++
-		if n == 4 {
+		if n.Add(1) == 4 {
 			panic("boom")
 		}
 		return int(b.NumRows()), nil
