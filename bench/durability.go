@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/faults"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -151,7 +152,7 @@ func (e *env) planning(ctx context.Context) error {
 		o := stream.Options{URLs: []string{filepath.Join(dir, "data")}, PlanCache: kv}
 		var counters []*storage.Counting // one per bucket the plan opens
 		o.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
-			f := storage.NewFaults(b, 1)
+			f := faults.New(b, 1)
 			f.Latency = latency
 			c := storage.NewCounting(f)
 			counters = append(counters, c)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/faults"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/metrics"
 )
@@ -160,9 +161,9 @@ func TestFaultsAreRetried(t *testing.T) {
 	want, _ := consume(t, open(t, clean), -1)
 
 	faulty := clean
-	var injected []*storage.Faults
+	var injected []*faults.Faults
 	faulty.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
-		f := storage.NewFaults(b, uint64(len(injected)+1))
+		f := faults.New(b, uint64(len(injected)+1))
 		f.ErrorRate, f.TruncateRate = 0.05, 0.05
 		injected = append(injected, f)
 		return f

@@ -81,27 +81,6 @@ func TestRetryStopsOnCancel(t *testing.T) {
 	}
 }
 
-func TestFaultsInject(t *testing.T) {
-	f := NewFaults(memBucket{make([]byte, 100)}, 1)
-	f.ErrorRate, f.TruncateRate = 0.2, 0.2
-	var errs, shorts int
-	for range 1000 {
-		n, err := f.ReadAt(context.Background(), "k", make([]byte, 100), 0)
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			shorts++
-			if n >= 100 {
-				t.Fatal("a truncated read delivered everything")
-			}
-		case errors.Is(err, ErrTransient):
-			errs++
-		}
-	}
-	if errs < 120 || errs > 280 || shorts < 100 || shorts > 260 || f.Injected() != errs+shorts {
-		t.Fatalf("%d errors and %d short reads of 1000 at rates 0.2, 0.2; injected %d", errs, shorts, f.Injected())
-	}
-}
-
 // The HTTP status an SDK error carries decides: refusals are permanent even
 // where gocloud has no code for them, server errors and throttling are
 // transient.

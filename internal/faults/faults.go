@@ -1,4 +1,7 @@
-package storage
+// Package faults wraps a storage bucket to inject the failures object stores
+// have, for the tests and benchmarks that show what retries and prefetching
+// hide. It is plumbing, not API: a user's program has no use for faults.
+package faults
 
 import (
 	"context"
@@ -7,17 +10,19 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/sluicedata/sluice/formats/storage"
 )
 
 // Faults wraps a bucket and injects the failures object stores have: added
 // latency, transient errors and truncated bodies, at seeded random. For
 // tests and benchmarks of what retries and prefetching hide.
 type Faults struct {
-	Bucket
+	storage.Bucket
 	// Latency is added to every request.
 	Latency time.Duration
 	// ErrorRate is the fraction of requests that fail with a transient
-	// error (wrapping ErrTransient) before reaching the bucket.
+	// error (wrapping storage.ErrTransient) before reaching the bucket.
 	ErrorRate float64
 	// TruncateRate is the fraction of range reads that deliver only part of
 	// their bytes and end with io.ErrUnexpectedEOF, like a dropped body.
@@ -28,8 +33,8 @@ type Faults struct {
 	injected int
 }
 
-// NewFaults wraps b with the given seed; set the fields to choose faults.
-func NewFaults(b Bucket, seed uint64) *Faults {
+// New wraps b with the given seed; set the fields to choose faults.
+func New(b storage.Bucket, seed uint64) *Faults {
 	return &Faults{Bucket: b, r: rand.New(rand.NewPCG(seed, seed^0x5eed))}
 }
 
@@ -71,7 +76,7 @@ func (f *Faults) ReadAt(ctx context.Context, key string, p []byte, off int64) (i
 		return 0, err
 	}
 	if f.roll(f.ErrorRate) {
-		return 0, fmt.Errorf("injected fault reading %s at %d: %w", key, off, ErrTransient)
+		return 0, fmt.Errorf("injected fault reading %s at %d: %w", key, off, storage.ErrTransient)
 	}
 	if len(p) > 1 && f.roll(f.TruncateRate) {
 		n, err := f.Bucket.ReadAt(ctx, key, p[:len(p)/2], off)
@@ -83,22 +88,22 @@ func (f *Faults) ReadAt(ctx context.Context, key string, p []byte, off int64) (i
 	return f.Bucket.ReadAt(ctx, key, p, off)
 }
 
-func (f *Faults) List(ctx context.Context, prefix string) ([]Object, error) {
+func (f *Faults) List(ctx context.Context, prefix string) ([]storage.Object, error) {
 	if err := f.wait(ctx); err != nil {
 		return nil, err
 	}
 	if f.roll(f.ErrorRate) {
-		return nil, fmt.Errorf("injected fault listing %s: %w", prefix, ErrTransient)
+		return nil, fmt.Errorf("injected fault listing %s: %w", prefix, storage.ErrTransient)
 	}
 	return f.Bucket.List(ctx, prefix)
 }
 
-func (f *Faults) Stat(ctx context.Context, key string) (Object, error) {
+func (f *Faults) Stat(ctx context.Context, key string) (storage.Object, error) {
 	if err := f.wait(ctx); err != nil {
-		return Object{}, err
+		return storage.Object{}, err
 	}
 	if f.roll(f.ErrorRate) {
-		return Object{}, fmt.Errorf("injected fault on %s: %w", key, ErrTransient)
+		return storage.Object{}, fmt.Errorf("injected fault on %s: %w", key, storage.ErrTransient)
 	}
 	return f.Bucket.Stat(ctx, key)
 }
