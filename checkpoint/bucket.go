@@ -74,12 +74,11 @@ func OpenBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string) (*
 // OpenBucketStoreURL opens the bucket at a gocloud.dev URL (such as
 // "s3://bucket?region=us-east-1&prefix=ckpt/" or "file:///data/ckpt") and
 // returns a store at its root; the URL's prefix parameter places the store
-// under a prefix. The program must import the driver package of the URL's
-// scheme (gocloud.dev/blob/s3blob, .../fileblob, ...; formats/storage
-// imports the cloud ones); gs:// is always there, and without Google
-// credentials it fails saying so. The store owns the bucket and closes it on
-// Close. Errors show the URL without user information or query, where
-// credentials may hide.
+// under a prefix. file:// and mem:// are always there; a cloud scheme needs
+// its sluice driver imported (formats/storage/s3, gcs, azure; see
+// formats/storage), and without one fails saying which to import. The store
+// owns the bucket and closes it on Close. Errors show the URL without user
+// information or query, where credentials may hide.
 func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error) {
 	shown := redactURL(urlstr)
 	bucket, err := bucketurl.Open(ctx, urlstr)

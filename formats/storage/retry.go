@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/gcerrors"
-	"google.golang.org/api/googleapi"
+
+	"github.com/sluicedata/sluice/internal/bucketurl"
 )
 
 // RetryPolicy says how a bucket retries transient failures: server errors,
@@ -90,23 +90,9 @@ func Transient(err error) bool {
 	return false
 }
 
-// httpStatus is the HTTP status of the response an SDK error carries, 0 if
-// it carries none.
-func httpStatus(err error) int {
-	var aws interface{ HTTPStatusCode() int } // the AWS SDK's ResponseError
-	if errors.As(err, &aws) {
-		return aws.HTTPStatusCode()
-	}
-	var az *azcore.ResponseError
-	if errors.As(err, &az) {
-		return az.StatusCode
-	}
-	var g *googleapi.Error
-	if errors.As(err, &g) {
-		return g.Code
-	}
-	return 0
-}
+// httpStatus is the HTTP status of the response an SDK error carries, as
+// the linked drivers read it (Driver.HTTPStatus), 0 if it carries none.
+func httpStatus(err error) int { return bucketurl.HTTPStatus(err) }
 
 // Retrying wraps b so that its calls retry transient failures by policy.
 func Retrying(b Bucket, policy RetryPolicy) Bucket {

@@ -2,6 +2,21 @@
 // URLs, directories and globs into sorted object lists, and serves range reads
 // of one object as an io.ReaderAt. Everything goes through the small Bucket
 // interface so that byte accounting, fault injection and retries wrap it.
+//
+// A program links the cloud backends it reads, and only those, by importing
+// their driver packages, as with gocloud.dev/blob/s3blob:
+//
+//	import _ "github.com/sluicedata/sluice/formats/storage/s3"    // s3://
+//	import _ "github.com/sluicedata/sluice/formats/storage/gcs"   // gs://
+//	import _ "github.com/sluicedata/sluice/formats/storage/azure" // azblob://
+//
+// Each links gocloud's URL opener and the backend's SDK, and registers what
+// sluice adds for it (see Driver); its documentation lists the URL's
+// options. file:// and mem:// need no import. A URL whose driver is not
+// linked fails to open, wrapping ErrNoDriver, with an error that names the
+// package to import. Options.Open replaces only the opening: a program that
+// opens S3 buckets itself still imports the s3 package, so that refusals are
+// told from server faults.
 package storage
 
 import (
@@ -27,6 +42,19 @@ import (
 
 // ErrNotFound is wrapped when a URL matches no object.
 var ErrNotFound = errors.New("not found")
+
+// ErrNoDataFiles is wrapped when a directory, prefix or glob exists, or
+// matches objects, but holds no object the caller accepts: an empty
+// directory, one of Spark's with only _SUCCESS, one of the wrong format. It
+// is also ErrNotFound, since the URL names no data either way, but says which
+// of the two it is: "not found" sends a user looking for a typo in a path
+// that is right.
+var ErrNoDataFiles error = noDataFiles{}
+
+type noDataFiles struct{}
+
+func (noDataFiles) Error() string        { return "no data files" }
+func (noDataFiles) Is(target error) bool { return target == ErrNotFound }
 
 // Object describes one stored object.
 type Object struct {
@@ -59,10 +87,9 @@ type Opener func(ctx context.Context, bucketURL string) (*blob.Bucket, error)
 // Options configure a Resolver.
 type Options struct {
 	// Open opens buckets for every scheme but file (and plain paths), which
-	// are always opened on the local file system. Default: blob.OpenBucket,
-	// which knows the schemes whose drivers are linked in (mem:// always),
-	// except that gs:// finds no credentials without printing (see
-	// internal/bucketurl).
+	// are always opened on the local file system. Default: the driver the
+	// program links for the scheme (see Register), else blob.OpenBucket
+	// (mem:// always).
 	// Note that every blob.OpenBucket("mem://") is a new, empty bucket: to
 	// read a mem bucket you wrote, return it from Open.
 	Open Opener
@@ -150,11 +177,21 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 			return nil, fmt.Errorf("list %s: %w", loc.display(root), err)
 		}
 		var out []Source
+		var rejected skipped
 		for _, o := range objs {
 			ok, _ := path.Match(loc.key, o.Key) // the pattern is valid: checked above
-			if ok && (accept == nil || accept(o.Key)) {
-				out = append(out, Source{URL: display(o.Key), Rel: strings.TrimPrefix(o.Key, root), Bucket: b, Object: o})
+			if !ok {
+				continue
 			}
+			rel := strings.TrimPrefix(o.Key, root)
+			if accept != nil && !accept(o.Key) {
+				rejected.add(rel, false)
+				continue
+			}
+			out = append(out, Source{URL: display(o.Key), Rel: rel, Bucket: b, Object: o})
+		}
+		if len(out) == 0 && rejected.other > 0 {
+			return nil, fmt.Errorf("%s: %w match the pattern (%s)", shown, ErrNoDataFiles, rejected)
 		}
 		if len(out) == 0 {
 			return nil, fmt.Errorf("%s: no object matches the pattern: %w", shown, ErrNotFound)
@@ -176,17 +213,76 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 		return nil, fmt.Errorf("list %s: %w", shown, err)
 	}
 	var out []Source
+	var rejected skipped
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, loc.key)
-		if hiddenPath(rel) || (accept != nil && !accept(o.Key)) {
+		if rel == "" || strings.HasSuffix(rel, "/") {
+			rejected.markers++ // a "folder" made in a console: the prefix exists
+			continue
+		}
+		if hidden := hiddenPath(rel); hidden || (accept != nil && !accept(o.Key)) {
+			rejected.add(rel, hidden)
 			continue
 		}
 		out = append(out, Source{URL: display(o.Key), Rel: rel, Bucket: b, Object: o})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no object found: %w", shown, ErrNotFound)
+	if len(out) > 0 {
+		return out, nil
 	}
-	return out, nil
+	what := "prefix"
+	if loc.scheme == "file" {
+		what = "directory"
+		if st, err := os.Stat(filepath.FromSlash(path.Join(loc.root, loc.key))); err == nil && st.IsDir() {
+			rejected.markers++
+		}
+	}
+	if rejected.any() {
+		return nil, fmt.Errorf("%s: a %s with %w (%s)", shown, what, ErrNoDataFiles, rejected)
+	}
+	return nil, fmt.Errorf("%s: no object found: %w", shown, ErrNotFound)
+}
+
+// skipped counts what a listing held besides the objects it returns, for the
+// error that says why a directory that exists gave nothing.
+type skipped struct {
+	hidden, other      int
+	firstHidden, first string // an example of each
+	markers            int    // directory markers, or the local directory itself
+}
+
+func (s *skipped) add(rel string, hidden bool) {
+	if hidden {
+		if s.hidden++; s.hidden == 1 {
+			s.firstHidden = rel
+		}
+		return
+	}
+	if s.other++; s.other == 1 {
+		s.first = rel
+	}
+}
+
+func (s skipped) any() bool { return s.hidden+s.other+s.markers > 0 }
+
+func (s skipped) String() string {
+	var parts []string
+	if s.other > 0 {
+		parts = append(parts, fmt.Sprintf("%s of another format, such as %s", files(s.other), s.first))
+	}
+	if s.hidden > 0 {
+		parts = append(parts, fmt.Sprintf("%s skipped as hidden (a name starting with '.' or '_'), such as %s", files(s.hidden), s.firstHidden))
+	}
+	if len(parts) == 0 {
+		return "empty"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func files(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }
 
 // Close closes every bucket the resolver opened.
