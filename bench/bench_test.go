@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -30,8 +31,12 @@ func TestHarnessTiny(t *testing.T) {
 	cfg.PeersDir = t.TempDir() // no node_modules: the Node.js peers are skipped
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var out bytes.Buffer
+	procs := runtime.GOMAXPROCS(0)
 	if _, err := run(context.Background(), cfg, &out); err != nil {
 		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS is %d after the run, was %d: the scaling scenario did not restore it", got, procs)
 	}
 
 	lines := parseLines(t, out.Bytes())
@@ -59,8 +64,11 @@ func TestHarnessTiny(t *testing.T) {
 		byName[name] = l
 		if l["skipped"] != nil {
 			want := "run " + setupCommand
-			if slices.Contains(objectStoreLines, name) {
+			switch {
+			case slices.Contains(objectStoreLines, name):
 				want = "run " + scratch.Setup
+			case slices.Contains(scalingLines, name):
+				want = "run on " + strings.TrimPrefix(strings.Split(name, "_")[1], "p") + " cores or more"
 			}
 			if l["skipped"] != want {
 				t.Errorf("%s: skipped is %q", name, l["skipped"])
@@ -92,6 +100,7 @@ func TestHarnessTiny(t *testing.T) {
 		"floor", "sequential", "sequential_1goroutine", "shuffled", "sequential_2ranks", "shuffled_2ranks",
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
+		"scaling_p1_sequential", "scaling_p1_shuffled",
 		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 	} {
@@ -110,11 +119,13 @@ func TestHarnessTiny(t *testing.T) {
 		t.Errorf("queue trace has %d samples", len(ts))
 	}
 	for name, fields := range map[string][]string{
-		"transform_2":  {"speedup"},
-		"transform_4":  {"speedup"},
-		"latency_20ms": {"ratio_vs_0ms"},
-		"memory_1x":    {"peak_heap_bytes"},
-		"memory_4x":    {"peak_heap_bytes", "ratio_4x"},
+		"transform_2":           {"speedup"},
+		"transform_4":           {"speedup"},
+		"latency_20ms":          {"ratio_vs_0ms"},
+		"memory_1x":             {"peak_heap_bytes"},
+		"memory_4x":             {"peak_heap_bytes", "ratio_4x"},
+		"scaling_p1_sequential": {"gomaxprocs", "best_rows_per_s", "ratio_default_vs_best", "arrowgo_rows_per_s", "ratio_vs_arrowgo"},
+		"scaling_p1_shuffled":   {"gomaxprocs", "best_rows_per_s", "ratio_default_vs_best"},
 	} {
 		for _, f := range fields {
 			if v, ok := byName[name][f].(float64); !ok || v <= 0 {
@@ -184,6 +195,41 @@ func TestSelectScenarios(t *testing.T) {
 	}
 	if _, err := selectScenarios([]string{"nope"}); err == nil {
 		t.Error("an unknown scenario was accepted")
+	}
+}
+
+func TestSweepReadConcurrency(t *testing.T) {
+	for procs, want := range map[int][]int{1: {1, 2}, 2: {1, 2, 4}, 3: {1, 3, 6}, 16: {1, 8, 16, 32}} {
+		if got := sweepReadConcurrency(procs); !slices.Equal(got, want) {
+			t.Errorf("sweep at %d: %v, want %v", procs, got, want)
+		}
+	}
+}
+
+// measureArrowGo reads every row once on any number of goroutines, by
+// files where there are enough and by row groups where there are not.
+func TestMeasureArrowGo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := synth.Spec{Files: 3, RowsPerFile: 2000, RowGroupRows: 500, Seed: 1}
+	if err := synth.WriteDir(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for i := range spec.Files {
+		files = append(files, filepath.Join(dir, synth.FileName(i)))
+	}
+	for _, g := range []int{1, 2, 3, 5, 16} {
+		m, err := measureArrowGo(context.Background(), files, 128, g)
+		if err != nil {
+			t.Fatalf("%d goroutines: %v", g, err)
+		}
+		if m.rows != spec.Rows() {
+			t.Errorf("%d goroutines: %d rows, want %d", g, m.rows, spec.Rows())
+		}
+	}
+	if _, err := measureArrowGo(context.Background(), append(files, filepath.Join(dir, "missing.parquet")), 128, 8); err == nil {
+		t.Error("a missing file was not reported")
 	}
 }
 

@@ -329,7 +329,7 @@ func measureFloor(ctx context.Context, files []string, batchSize int) (measureme
 				m.storedBytes += cc.TotalCompressedSize()
 			}
 		}
-		err = readAll(ctx, pf, batchSize, &m)
+		err = readAll(ctx, pf, batchSize, nil, &m)
 		pf.Close() // closes f
 		if err != nil {
 			return m, fmt.Errorf("floor: %s: %w", path, err)
@@ -342,7 +342,8 @@ func measureFloor(ctx context.Context, files []string, batchSize int) (measureme
 	return m, nil
 }
 
-func readAll(ctx context.Context, pf *file.Reader, batchSize int, m *measurement) error {
+// readAll reads the row groups of pf (nil: all of them), every column.
+func readAll(ctx context.Context, pf *file.Reader, batchSize int, rowGroups []int, m *measurement) error {
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchSize)}, memory.DefaultAllocator)
 	if err != nil {
 		return err
@@ -351,7 +352,7 @@ func readAll(ctx context.Context, pf *file.Reader, batchSize int, m *measurement
 	for i := range cols {
 		cols[i] = i
 	}
-	rr, err := fr.GetRecordReader(ctx, cols, nil)
+	rr, err := fr.GetRecordReader(ctx, cols, rowGroups)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ var scenarios = []scenario{
 	{name: "sequential_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "sequential_2ranks", false) }},
 	{name: "shuffled_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "shuffled_2ranks", true) }},
 	{name: "read_concurrency", lines: []string{"read_concurrency_1", "read_concurrency_2", "read_concurrency_4"}, run: (*env).readConcurrency},
+	{name: "scaling", lines: scalingLines, run: (*env).scaling},
 	{name: "transform", lines: []string{"transform_1", "transform_2", "transform_4"}, run: (*env).transform},
 	{name: "latency", lines: []string{"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8"}, run: (*env).latency},
 	{name: "memory", lines: []string{"memory_1x", "memory_4x"}, run: (*env).memory},
@@ -267,7 +268,7 @@ func (e *env) sequential(ctx context.Context) error {
 	}
 	e.samples["sequential"] = s
 	r := e.result("sequential", s)
-	r.set("options", fmt.Sprintf("defaults (ReadConcurrency 2, TransformConcurrency %d)", runtime.GOMAXPROCS(0)))
+	r.set("options", fmt.Sprintf("defaults (%s)", defaultConcurrency(runtime.GOMAXPROCS(0))))
 	r.target("ratio_vs_baseline", ">=", 1.6).target("io_amplification", "<=", 1.05)
 	return e.emit(r)
 }
@@ -361,9 +362,10 @@ func (e *env) readConcurrency(ctx context.Context) error {
 	for _, n := range []int{1, 2, 4} {
 		o := e.opts()
 		o.ReadConcurrency = n
-		// The default is 2: sequential measured that already.
+		// The default is one per core: sequential measured that already.
 		s, reused := e.samples["sequential"]
-		if n != 2 || !reused {
+		reused = reused && n == runtime.GOMAXPROCS(0)
+		if !reused {
 			var err error
 			if s, err = e.all(ctx, o); err != nil {
 				return err
@@ -371,7 +373,7 @@ func (e *env) readConcurrency(ctx context.Context) error {
 		}
 		r := e.result(fmt.Sprintf("read_concurrency_%d", n), s)
 		r.set("read_concurrency", n)
-		if n == 2 && reused {
+		if reused {
 			r.set("runs", "those of sequential: the same options")
 		}
 		if err := e.emit(r); err != nil {
@@ -467,7 +469,7 @@ func (e *env) latency(ctx context.Context) error {
 			return err
 		}
 		name := fmt.Sprintf("latency_%dms", ms)
-		opts := "defaults (ReadConcurrency 2)"
+		opts := fmt.Sprintf("defaults (%s)", defaultConcurrency(runtime.GOMAXPROCS(0)))
 		if rc != 0 {
 			name = fmt.Sprintf("latency_%dms_read_concurrency_%d", ms, rc)
 			opts = fmt.Sprintf("ReadConcurrency %d", rc)

@@ -67,38 +67,73 @@ type Options struct {
 	// == r and takes batches from them round-robin. Defaults 0 and 1.
 	Rank, WorldSize int
 
+	// The concurrency and prefetch defaults below scale with the cores:
+	// they derive from runtime.GOMAXPROCS(0) as it is when Open is called
+	// (written p below), and on 2 cores they are the values the stream was
+	// tuned at. Each stage's read-ahead holds memory, so a many-core host
+	// also holds more windows at once: see each option, and PrefetchBytes
+	// for a cap that does not grow with the cores.
+
 	// FetchConcurrency is the number of windows whose stored bytes are
 	// fetched at once, ahead of decoding; within a window every column chunk
-	// is fetched at once too. Fetching is I/O, so more than the cores: 8
-	// hides 20 ms of latency per request (see README, "Performance"). It is
-	// also how far a window's fetch looks ahead for neighbours: the pieces
-	// of the next FetchConcurrency-1 windows that are adjacent rows of one
-	// file to its own join its request (up to 8 MiB), and those windows
-	// take them from it; such bytes count toward PrefetchBytes as their own
-	// window's, once that window's fetch has its turn. Default 8.
+	// is fetched at once too. Fetching is I/O, so more than the decoders: the
+	// fetches that must be in flight to keep them fed grow with the rate they
+	// decode at (Little's law), and 4 per decoder hide 20 ms of latency per
+	// request on the reference machine (see README, "Performance"); never
+	// fewer than 8, so that one decoder still overlaps its waits. Requests
+	// to one bucket are bounded further by Storage.MaxRequests. Each fetched
+	// window not yet decoded holds its stored bytes, up to FetchConcurrency
+	// of them when decoding is the bottleneck.
+	// It is also how far a window's fetch looks ahead for neighbours: the
+	// pieces of the next FetchConcurrency-1 windows that are adjacent rows
+	// of one file to its own join its request (up to 8 MiB), and those
+	// windows take them from it; such bytes count toward PrefetchBytes as
+	// their own window's, once that window's fetch has its turn.
+	// Default max(8, 4 × ReadConcurrency): 8 on 1 and 2 cores, 64 on 16.
 	FetchConcurrency int
 	// ReadConcurrency is the number of goroutines decoding fetched windows
-	// ahead of the consumer. Decoding is CPU work. Default 2.
+	// ahead of the consumer. Decoding is CPU work and the bulk of a
+	// stream's, so one decoder per core: fewer leave cores idle (on 16
+	// cores, 2 decoders streamed a quarter of the rows/s that 16 did), more
+	// add a decoded window each of memory and no speed. On one core a
+	// second decoder still runs while the first waits for its window or the
+	// scheduler (a few percent faster at GOMAXPROCS 1), hence at least 2.
+	// Default max(2, p).
 	ReadConcurrency int
 	// TransformConcurrency is the number of goroutines cutting batches out
-	// of windows and running the transform of Map. Default GOMAXPROCS.
+	// of windows (slices, or gathers when shuffled) and running the
+	// transform of Map: CPU work too. Default p.
 	TransformConcurrency int
-	// PrefetchBatches bounds the batches prepared ahead of the consumer.
-	// Default 4 per transform goroutine.
+	// PrefetchBatches bounds the batches prepared ahead of the consumer, so
+	// that every transform goroutine has a few to work on while the consumer
+	// is busy. A shuffled batch is a copy of BatchSize rows; an unshuffled
+	// one a slice of its window, which it keeps alive.
+	// Default 4 × TransformConcurrency: 8 on 2 cores, 64 on 16.
 	PrefetchBatches int
-	// PrefetchWindows bounds the windows read ahead of the batch cutter.
-	// Default ReadConcurrency + 1.
+	// PrefetchWindows bounds the decoded windows read ahead of the batch
+	// cutter: one per decoder at work and one ready, so that the cutter
+	// need not wait while decoders have work. Fewer than ReadConcurrency
+	// would leave decoders idle and count as ReadConcurrency. Each holds a
+	// decoded window, up to max(ShuffleWindow rows, a row group) of the
+	// selected columns (a few MiB for a handful of numeric columns), so this
+	// memory grows linearly with the cores.
+	// Default ReadConcurrency + 1: 3 on 1 and 2 cores, 17 on 16.
 	PrefetchWindows int
 	// PrefetchBytes, if positive, stops reading ahead while the decoded
 	// windows waiting for the cutter hold more than this many bytes (the
-	// next window in order is always read, so the stream never stalls).
-	// Default 0: bounded by PrefetchWindows only.
+	// next window in order is always read, so the stream never stalls); it
+	// bounds the fetched windows waiting for a decoder the same way. Being
+	// a number of bytes, it caps read-ahead memory whatever the cores, where
+	// PrefetchWindows and FetchConcurrency grow with them.
+	// Default 0: bounded by PrefetchWindows and FetchConcurrency only.
 	PrefetchBytes int64
 	// ReadBatchSize is the number of rows per decode call. Default 65536.
 	ReadBatchSize int
 
 	// PlanConcurrency is the number of footers fetched at once by Open.
-	// Default 16.
+	// Footers are small reads, so planning waits on latency, not the cores,
+	// and Storage.MaxRequests (16) bounds requests to a bucket anyway.
+	// Default 16, whatever the cores.
 	PlanConcurrency int
 	// Storage configures how URLs are opened and lets a caller wrap every
 	// bucket (for accounting or fault injection).
@@ -119,8 +154,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// withDefaults validates o and fills in defaults.
+// withDefaults validates o and fills in defaults, those that scale with
+// the cores for the GOMAXPROCS of the moment.
 func (o Options) withDefaults() (Options, error) {
+	return o.withDefaultsFor(runtime.GOMAXPROCS(0))
+}
+
+// withDefaultsFor is withDefaults on procs cores.
+func (o Options) withDefaultsFor(procs int) (Options, error) {
+	procs = max(procs, 1)
 	if len(o.URLs) == 0 {
 		return o, fmt.Errorf("stream: Options.URLs is empty")
 	}
@@ -143,13 +185,13 @@ func (o Options) withDefaults() (Options, error) {
 		o.ChunkBytes = 1 << 20
 	}
 	if o.ReadConcurrency == 0 {
-		o.ReadConcurrency = 2
+		o.ReadConcurrency = max(2, procs)
 	}
-	if o.FetchConcurrency == 0 {
-		o.FetchConcurrency = 8
+	if o.FetchConcurrency == 0 && o.ReadConcurrency > 0 {
+		o.FetchConcurrency = max(8, 4*o.ReadConcurrency)
 	}
 	if o.TransformConcurrency == 0 {
-		o.TransformConcurrency = runtime.GOMAXPROCS(0)
+		o.TransformConcurrency = procs
 	}
 	if o.PrefetchBatches == 0 {
 		o.PrefetchBatches = 4 * o.TransformConcurrency
