@@ -1,17 +1,42 @@
 // Package metrics holds the live figures of one stream's pipeline and exports them.
 //
-// A stream reads chunks from storage (the read stage, several goroutines), hands them through the
-// raw queue to the user's transform (the transform stage, several goroutines), and from there
-// through the prefetch queue to the training loop (the consumer):
+// A stream runs three stages, each a pool of goroutines, between storage and the training loop
+// (the consumer):
 //
-//	storage -> read stage -> raw queue -> transform stage -> prefetch queue -> consumer
+//	storage -> fetch -> decode -> raw queue -> transform -> prefetch queue -> consumer
 //
-// The stream reports queue depths, time spent in each stage, rows consumed and bytes read to a
-// [Pipeline]. A [Snapshot] of it tells whether training waits on I/O or on transforms
-// ([Snapshot.Diagnosis]), prints as one line for a log ([Snapshot.String]), and gives rates over
-// an interval ([Snapshot.Since]). [Pipeline.PublishExpvar] and [NewCollector] export the same
-// figures to expvar and Prometheus. The package keeps no global state: nothing is registered or
-// published until the user asks for it.
+// The stages:
+//
+//   - fetch is I/O: it reads the stored bytes of windows (runs of rows), many requests in flight
+//     to hide storage latency.
+//   - decode is CPU: it turns fetched bytes into Arrow record batches, one goroutine per core.
+//     The windows it has decoded wait in the raw queue.
+//   - transform is CPU too: it cuts batches out of decoded windows (a slice, or a gather when
+//     shuffled) and runs the user's Map function on each. The batches it has finished wait in
+//     the prefetch queue until the consumer takes them.
+//
+// What each figure measures:
+//
+//   - the raw queue's depth: decoded windows not yet cut into batches. It stays full when the
+//     transform stage is slower than decoding, and empty when fetch and decode are the slower.
+//   - the prefetch queue's depth: batches ready and not yet taken. It stays full when the
+//     consumer is the slowest, and empty when any stage before it is.
+//   - fetch time: wall time of fetch and decode calls, summed over their goroutines.
+//   - transform time: wall time of transform calls, summed over their goroutines.
+//   - consumer wait: time the training loop spent blocked waiting for the next batch, that is
+//     time training lost to data.
+//   - rows and batches consumed, rows not yet read (unscanned), and bytes and requests read,
+//     per storage backend.
+//
+// The stream reports these to a [Pipeline]. Queue depths are integrated over time, and a
+// [Snapshot] holds, besides the counters, their integrals over the Pipeline's last window
+// ([Options.Window], 10 s by default). From those it tells whether training waits on I/O or on
+// transforms ([Snapshot.Diagnosis]) and how much of the window it waited
+// ([Snapshot.DataStallFraction]); it prints as one line for a log ([Snapshot.String]), and gives
+// rates over an interval ([Snapshot.Since]). [Pipeline.PublishExpvar] exports the same figures to
+// expvar, and the metrics/prom package to Prometheus, so that a program that does not use
+// Prometheus does not link its client. The package keeps no global state: nothing is registered
+// or published until the user asks for it.
 package metrics
 
 import (
@@ -21,11 +46,29 @@ import (
 	"time"
 )
 
-// Pipeline holds the live figures of one stream. All methods are safe for concurrent use, and the
-// update methods take no locks once a storage backend has been seen, so the read and transform
-// goroutines can call them per batch or per request without slowing each other down.
+// DefaultWindow is the [Options.Window] of a Pipeline made by [New].
+const DefaultWindow = 10 * time.Second
+
+// Options configure a Pipeline. The zero value gives the documented defaults.
+type Options struct {
+	// Window is how far back [Snapshot.Recent] looks, and so [Snapshot.Diagnosis] and
+	// [Snapshot.DataStallFraction]. Queues and waits are integrated over time within it, so a
+	// longer window reads steadier and a shorter one follows a change sooner. The window moves
+	// in steps of a tenth of it: a snapshot covers between Window and 1.1 × Window, or the time
+	// since [New] while that is shorter.
+	//
+	// The default (any value < 1) is [DefaultWindow], 10 s: long enough to hold many batches of
+	// a slow transform and several storage round trips, short enough that a health line printed
+	// every few seconds shows a stall within seconds of its start.
+	Window time.Duration
+}
+
+// Pipeline holds the live figures of one stream. All methods are safe for concurrent use. The
+// counters take no locks once a storage backend has been seen; the queue gauges and
+// [Pipeline.AddConsumerWait] take a short lock, as they are integrated over time. They are
+// called once per batch, far too rarely for that lock to be contended.
 //
-// Create it with [New]; the zero value is not usable.
+// Create it with [New] or [NewWithOptions]; the zero value is not usable.
 //
 // Counters (rows, batches, seconds, bytes, requests) only grow: negative amounts are ignored, so
 // a Prometheus scrape never sees a counter go down. Gauges (queue depths, unscanned rows,
@@ -41,10 +84,8 @@ type Pipeline struct {
 
 	unscannedRows atomic.Int64
 
-	rawItems      atomic.Int64
 	rawBytes      atomic.Int64
 	rawCapacity   atomic.Int64
-	prefetchItems atomic.Int64
 	prefetchBytes atomic.Int64
 	prefetchCap   atomic.Int64
 
@@ -62,6 +103,9 @@ type Pipeline struct {
 	// load, a map lookup and two atomic adds.
 	reads   atomic.Pointer[map[string]*backendReads]
 	readsMu sync.Mutex
+
+	// win holds the queue depths and their integrals over time, under its own lock.
+	win window
 }
 
 // backendReads are the I/O counters of one storage backend.
@@ -70,11 +114,25 @@ type backendReads struct {
 	requests atomic.Int64
 }
 
-// New returns a Pipeline with every figure at zero. It records the current time as the start of
-// the stream; elapsed time and rates in a [Snapshot] are measured from it.
+// New returns a Pipeline with every figure at zero and the default [Options]. It records the
+// current time as the start of the stream; elapsed time and rates in a [Snapshot] are measured
+// from it.
 func New() *Pipeline {
-	p := &Pipeline{now: time.Now}
+	return NewWithOptions(Options{})
+}
+
+// NewWithOptions is [New] with options.
+func NewWithOptions(o Options) *Pipeline {
+	return newPipeline(o, time.Now)
+}
+
+func newPipeline(o Options, now func() time.Time) *Pipeline {
+	if o.Window < 1 {
+		o.Window = DefaultWindow
+	}
+	p := &Pipeline{now: now}
 	p.start = p.now()
+	p.win.init(p.start, o.Window)
 	empty := map[string]*backendReads{}
 	p.reads.Store(&empty)
 	return p
@@ -91,7 +149,7 @@ func (p *Pipeline) SetUnscannedRows(n int64) {
 // a number of items and their size in bytes. The two values are stored one after the other, so a
 // snapshot taken at that moment may pair the new count with the old size.
 func (p *Pipeline) SetRawQueue(items int, bytes int64) {
-	p.rawItems.Store(int64(items))
+	p.setDepth(&p.win.raw, items)
 	p.rawBytes.Store(bytes)
 }
 
@@ -99,7 +157,7 @@ func (p *Pipeline) SetRawQueue(items int, bytes int64) {
 // the consumer, as a number of items and their size in bytes. Like [Pipeline.SetRawQueue], the
 // two values are stored separately.
 func (p *Pipeline) SetPrefetchQueue(items int, bytes int64) {
-	p.prefetchItems.Store(int64(items))
+	p.setDepth(&p.win.prefetch, items)
 	p.prefetchBytes.Store(bytes)
 }
 
@@ -139,11 +197,13 @@ func (p *Pipeline) AddTransform(d time.Duration) {
 }
 
 // AddConsumerWait adds time the training loop spent blocked waiting for the next batch, that is
-// time training could not proceed because sluice had nothing ready. Negative durations are
-// ignored.
+// time training could not proceed because sluice had nothing ready. It is called when the wait
+// ends: the wait is taken to have lasted from d ago until now, which is how its share of the
+// recent window ([Snapshot.Recent]) is found. Negative durations are ignored.
 func (p *Pipeline) AddConsumerWait(d time.Duration) {
 	if d > 0 {
 		p.consumerWaitNanos.Add(int64(d))
+		p.addWait(d)
 	}
 }
 
@@ -183,28 +243,38 @@ func (p *Pipeline) backend(name string) *backendReads {
 	return r
 }
 
+// Start returns the time [New] was called: the start of every counter.
+func (p *Pipeline) Start() time.Time { return p.start }
+
 // Snapshot returns the current figures. Each figure is exact, but they are read one after the
-// other while the stream keeps running, so they are not all from the same instant.
+// other while the stream keeps running, so they are not all from the same instant; the queue
+// depths, their integrals and [Snapshot.Recent] are read together.
 func (p *Pipeline) Snapshot() Snapshot {
+	w := &p.win
+	w.mu.Lock()
 	now := p.now()
+	p.advance(now)
 	s := Snapshot{
-		Time:           now,
-		ElapsedSeconds: now.Sub(p.start).Seconds(),
-		UnscannedRows:  p.unscannedRows.Load(),
-
-		RawQueueItems:         int(p.rawItems.Load()),
-		RawQueueBytes:         p.rawBytes.Load(),
-		RawQueueCapacity:      int(p.rawCapacity.Load()),
-		PrefetchQueueItems:    int(p.prefetchItems.Load()),
-		PrefetchQueueBytes:    p.prefetchBytes.Load(),
-		PrefetchQueueCapacity: int(p.prefetchCap.Load()),
-
-		ConsumedRows:        p.consumedRows.Load(),
-		ConsumedBatches:     p.consumedBatches.Load(),
-		FetchSeconds:        time.Duration(p.fetchNanos.Load()).Seconds(),
-		TransformSeconds:    time.Duration(p.transformNanos.Load()).Seconds(),
-		ConsumerWaitSeconds: time.Duration(p.consumerWaitNanos.Load()).Seconds(),
+		Time:                     now,
+		ElapsedSeconds:           now.Sub(p.start).Seconds(),
+		RawQueueItems:            w.raw,
+		PrefetchQueueItems:       w.prefetch,
+		RawQueueItemSeconds:      w.rawArea,
+		PrefetchQueueItemSeconds: w.prefetchArea,
+		Recent:                   p.recent(now),
 	}
+	w.mu.Unlock()
+
+	s.UnscannedRows = p.unscannedRows.Load()
+	s.RawQueueBytes = p.rawBytes.Load()
+	s.RawQueueCapacity = int(p.rawCapacity.Load())
+	s.PrefetchQueueBytes = p.prefetchBytes.Load()
+	s.PrefetchQueueCapacity = int(p.prefetchCap.Load())
+	s.ConsumedRows = p.consumedRows.Load()
+	s.ConsumedBatches = p.consumedBatches.Load()
+	s.FetchSeconds = time.Duration(p.fetchNanos.Load()).Seconds()
+	s.TransformSeconds = time.Duration(p.transformNanos.Load()).Seconds()
+	s.ConsumerWaitSeconds = time.Duration(p.consumerWaitNanos.Load()).Seconds()
 	reads := *p.reads.Load()
 	if len(reads) > 0 {
 		s.Backends = make(map[string]BackendReads, len(reads))

@@ -17,12 +17,16 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// newWithClock returns a Pipeline whose clock stands still until advanced, so elapsed time and
-// rates are exact in tests.
+// newWithClock returns a Pipeline with the default window whose clock stands still until
+// advanced, so elapsed time, integrals and rates are exact in tests.
 func newWithClock() (p *Pipeline, advance func(time.Duration)) {
-	p = New()
-	now := p.start
-	p.now = func() time.Time { return now }
+	return newWithWindow(0)
+}
+
+// newWithWindow is newWithClock with Options.Window set to window.
+func newWithWindow(window time.Duration) (p *Pipeline, advance func(time.Duration)) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	p = newPipeline(Options{Window: window}, func() time.Time { return now })
 	return p, func(d time.Duration) { now = now.Add(d) }
 }
 
@@ -34,8 +38,8 @@ func TestConcurrentUpdatesSum(t *testing.T) {
 	backends := []string{"file", "s3", "gs", "azblob"}
 	p := New()
 
-	// Readers run alongside the writers: under -race they check that Snapshot needs no lock,
-	// and every snapshot must see counters that never go backwards.
+	// Readers run alongside the writers: under -race they check that Snapshot reads the figures
+	// safely, and every snapshot must see counters and integrals that never go backwards.
 	stop := make(chan struct{})
 	readerErr := make(chan error, 1)
 	go func() {
@@ -48,7 +52,8 @@ func TestConcurrentUpdatesSum(t *testing.T) {
 			default:
 			}
 			s := p.Snapshot()
-			if s.ConsumedRows < prev.ConsumedRows || s.FetchSeconds < prev.FetchSeconds || s.ReadBytes < prev.ReadBytes {
+			if s.ConsumedRows < prev.ConsumedRows || s.FetchSeconds < prev.FetchSeconds || s.ReadBytes < prev.ReadBytes ||
+				s.RawQueueItemSeconds < prev.RawQueueItemSeconds || s.Recent.ConsumerWaitSeconds < 0 {
 				readerErr <- fmt.Errorf("counter went backwards: %+v after %+v", s, prev)
 				return
 			}
@@ -182,11 +187,11 @@ func TestSnapshotFigures(t *testing.T) {
 	p.AddConsumed(5000, 10)
 	p.AddFetch(12 * time.Second)
 	p.AddTransform(3 * time.Second)
-	p.AddConsumerWait(2500 * time.Millisecond)
 	p.AddRead("s3", 40_000_000, 5)
 	p.AddRead("file", 1_000_000, 2)
 	p.AddRead("", 7, 1)
 	advance(10 * time.Second)
+	p.AddConsumerWait(2500 * time.Millisecond) // ends now, so it lies within the window
 
 	got := p.Snapshot()
 	want := Snapshot{
@@ -210,6 +215,17 @@ func TestSnapshotFigures(t *testing.T) {
 			"s3":      {Bytes: 40_000_000, Requests: 5},
 			"file":    {Bytes: 1_000_000, Requests: 2},
 			"unknown": {Bytes: 7, Requests: 1},
+		},
+		RawQueueItemSeconds:      50,
+		PrefetchQueueItemSeconds: 10,
+		Recent: Recent{
+			Seconds:             10,
+			RawQueueItems:       5,
+			PrefetchQueueItems:  1,
+			ConsumerWaitSeconds: 2.5,
+			ConsumedBatches:     10,
+			FetchSeconds:        12,
+			TransformSeconds:    3,
 		},
 		RowsPerSecond:     500,
 		DataStallFraction: 0.25,
@@ -239,9 +255,10 @@ func TestSnapshotIsACopy(t *testing.T) {
 func TestSnapshotJSON(t *testing.T) {
 	p, advance := newWithClock()
 	p.AddConsumed(100, 1)
-	p.AddConsumerWait(time.Second)
 	p.AddRead("gs", 2048, 3)
+	p.SetPrefetchQueue(2, 10)
 	advance(4 * time.Second)
+	p.AddConsumerWait(time.Second)
 
 	data, err := json.Marshal(p.Snapshot())
 	if err != nil {
@@ -261,14 +278,17 @@ func TestSnapshotJSON(t *testing.T) {
 		"read_bytes":              2048.0,
 		"read_requests":           3.0,
 		"raw_queue_capacity":      0.0,
-		"prefetch_queue_items":    0.0,
+		"prefetch_queue_items":    2.0,
 		"unscanned_rows":          0.0,
 		"fetch_seconds":           0.0,
 		"transform_seconds":       0.0,
 		"raw_queue_items":         0.0,
 		"raw_queue_bytes":         0.0,
-		"prefetch_queue_bytes":    0.0,
+		"prefetch_queue_bytes":    10.0,
 		"prefetch_queue_capacity": 0.0,
+
+		"raw_queue_item_seconds":      0.0,
+		"prefetch_queue_item_seconds": 8.0,
 	}
 	for k, v := range want {
 		if fields[k] != v {
@@ -281,8 +301,12 @@ func TestSnapshotJSON(t *testing.T) {
 	if b, _ := json.Marshal(fields["backends"]); string(b) != `{"gs":{"bytes":2048,"requests":3}}` {
 		t.Errorf("backends = %s", b)
 	}
-	if len(fields) != len(want)+2 {
-		t.Errorf("json has %d fields, want %d: %s", len(fields), len(want)+2, data)
+	wantRecent := `{"consumed_batches":1,"consumer_wait_seconds":1,"fetch_seconds":0,"prefetch_queue_items":2,"raw_queue_items":0,"seconds":4,"transform_seconds":0}`
+	if b, _ := json.Marshal(fields["recent"]); string(b) != wantRecent {
+		t.Errorf("recent = %s, want %s", b, wantRecent)
+	}
+	if len(fields) != len(want)+3 {
+		t.Errorf("json has %d fields, want %d: %s", len(fields), len(want)+3, data)
 	}
 }
 

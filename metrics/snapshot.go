@@ -11,19 +11,21 @@ import (
 //
 // A snapshot from [Pipeline.Snapshot] covers the stream from [New] until Time. One from
 // [Snapshot.Since] covers an interval between two snapshots: its counters and rates are those
-// of the interval, while its gauges are those at the end of it.
+// of the interval, while its gauges are those at the end of it. Either way, Recent,
+// DataStallFraction and [Snapshot.Diagnosis] describe the Pipeline's last window
+// ([Options.Window]) before Time.
 type Snapshot struct {
 	// Time is when the snapshot was taken.
 	Time time.Time `json:"time"`
-	// ElapsedSeconds is the length of the window the snapshot covers, in seconds.
+	// ElapsedSeconds is the length of the interval the snapshot covers, in seconds.
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 
 	// UnscannedRows is the number of rows of the epoch, for this rank, not yet read from
 	// storage (gauge).
 	UnscannedRows int64 `json:"unscanned_rows"`
 
-	// RawQueueItems and RawQueueBytes are the chunks read but not yet transformed, and their
-	// size in bytes (gauges).
+	// RawQueueItems and RawQueueBytes are the windows decoded but not yet cut into batches,
+	// and their size in bytes (gauges).
 	RawQueueItems int   `json:"raw_queue_items"`
 	RawQueueBytes int64 `json:"raw_queue_bytes"`
 	// RawQueueCapacity is the configured bound of the raw queue in items; 0 if unknown.
@@ -36,33 +38,68 @@ type Snapshot struct {
 	// unknown.
 	PrefetchQueueCapacity int `json:"prefetch_queue_capacity"`
 
-	// ConsumedRows and ConsumedBatches count what the consumer took in the window.
+	// RawQueueItemSeconds and PrefetchQueueItemSeconds are the queue depths integrated over
+	// the interval, in item-seconds: divided by ElapsedSeconds they are the mean depths. As
+	// counters they subtract like the others, so the mean depth over any interval is at hand.
+	RawQueueItemSeconds      float64 `json:"raw_queue_item_seconds"`
+	PrefetchQueueItemSeconds float64 `json:"prefetch_queue_item_seconds"`
+
+	// ConsumedRows and ConsumedBatches count what the consumer took in the interval.
 	ConsumedRows    int64 `json:"consumed_rows"`
 	ConsumedBatches int64 `json:"consumed_batches"`
 
-	// FetchSeconds is time spent fetching and decoding chunks in the window, in seconds summed
-	// over the read goroutines: with four of them busy all the time it grows four times faster
-	// than ElapsedSeconds.
+	// FetchSeconds is time spent fetching (I/O) and decoding (CPU) windows in the interval,
+	// in seconds summed over the goroutines of both stages: with four of them busy all the
+	// time it grows four times faster than ElapsedSeconds.
 	FetchSeconds float64 `json:"fetch_seconds"`
-	// TransformSeconds is time spent in the transform function in the window, in seconds summed
-	// over the transform goroutines.
+	// TransformSeconds is time spent cutting batches and running the user's transform in the
+	// interval, in seconds summed over the transform goroutines.
 	TransformSeconds float64 `json:"transform_seconds"`
 	// ConsumerWaitSeconds is time the training loop spent blocked waiting for a batch in the
-	// window, in seconds.
+	// interval, in seconds.
 	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
 
-	// ReadBytes and ReadRequests are the storage I/O of the window over all backends.
+	// ReadBytes and ReadRequests are the storage I/O of the interval over all backends.
 	ReadBytes    int64 `json:"read_bytes"`
 	ReadRequests int64 `json:"read_requests"`
 	// Backends breaks ReadBytes and ReadRequests down by backend name ("file", "s3", ...). It is
 	// nil before the first read.
 	Backends map[string]BackendReads `json:"backends,omitempty"`
 
+	// Recent is what the stream did in its last window, from which the diagnosis and the stall
+	// fraction are read.
+	Recent Recent `json:"recent"`
+
 	// RowsPerSecond is ConsumedRows / ElapsedSeconds: the throughput the training loop saw.
 	RowsPerSecond float64 `json:"rows_per_second"`
-	// DataStallFraction is ConsumerWaitSeconds / ElapsedSeconds, clamped to [0, 1]: the share of
-	// the window training spent waiting for data. Near 0, data is never the bottleneck.
+	// DataStallFraction is Recent.ConsumerWaitSeconds / Recent.Seconds, clamped to [0, 1]: the
+	// share of the last window training spent waiting for data. Near 0, data is not the
+	// bottleneck.
 	DataStallFraction float64 `json:"data_stall_fraction"`
+}
+
+// Recent is the part of a [Snapshot] that covers the [Pipeline]'s last window
+// ([Options.Window]). Its figures are integrals over time, not samples: a queue that flickers
+// between empty and full as goroutines take turns reads as what it holds on average, whatever
+// instant a snapshot happens to catch.
+type Recent struct {
+	// Seconds is the length of the window: between Options.Window and 1.1 times it, or the time
+	// since New while that is shorter.
+	Seconds float64 `json:"seconds"`
+	// RawQueueItems and PrefetchQueueItems are the mean depths of the queues over the window,
+	// weighted by time.
+	RawQueueItems      float64 `json:"raw_queue_items"`
+	PrefetchQueueItems float64 `json:"prefetch_queue_items"`
+	// ConsumerWaitSeconds is the part of the window the consumer spent waiting for a batch. A
+	// wait counts once it has ended, for the part of it that lies in the window; a wait still
+	// under way when the snapshot is taken is not counted yet.
+	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
+	// ConsumedBatches, FetchSeconds and TransformSeconds are what the stages did in the window,
+	// placed in it to within the time between two queue updates: they tell whether anything
+	// moved.
+	ConsumedBatches  int64   `json:"consumed_batches"`
+	FetchSeconds     float64 `json:"fetch_seconds"`
+	TransformSeconds float64 `json:"transform_seconds"`
 }
 
 // BackendReads is the storage I/O of one backend.
@@ -73,25 +110,27 @@ type BackendReads struct {
 	Requests int64 `json:"requests"`
 }
 
-// derive computes the rates from the counters and the window length.
+// derive computes the rates from the counters, the interval and the window.
 func (s *Snapshot) derive() {
 	s.RowsPerSecond, s.DataStallFraction = 0, 0
-	if s.ElapsedSeconds <= 0 {
-		return
+	if s.ElapsedSeconds > 0 {
+		s.RowsPerSecond = float64(s.ConsumedRows) / s.ElapsedSeconds
 	}
-	s.RowsPerSecond = float64(s.ConsumedRows) / s.ElapsedSeconds
-	// Only overlapping waits of several consumers of one Pipeline could push this above 1.
-	s.DataStallFraction = min(max(s.ConsumerWaitSeconds/s.ElapsedSeconds, 0), 1)
+	if s.Recent.Seconds > 0 {
+		// Only overlapping waits of several consumers of one Pipeline could push this above 1.
+		s.DataStallFraction = min(max(s.Recent.ConsumerWaitSeconds/s.Recent.Seconds, 0), 1)
+	}
 }
 
 // Since returns the figures of the interval from prev to s, where prev is an earlier snapshot of
-// the same Pipeline. Counters (rows, batches, seconds, bytes, requests) become the amounts added
-// in the interval, ElapsedSeconds the interval's length, and RowsPerSecond and DataStallFraction
-// the rates over it. Time, queue depths, capacities and UnscannedRows are those of s.
+// the same Pipeline. Counters (rows, batches, seconds, bytes, requests, item-seconds) become the
+// amounts added in the interval, ElapsedSeconds the interval's length, and RowsPerSecond the rate
+// over it. Time, queue depths, capacities, UnscannedRows, Recent and DataStallFraction are those
+// of s: the diagnosis always reads the Pipeline's last window, however long the interval.
 //
-// A health line printed every few seconds from s.Since(prev) shows the present state of the
-// stream, where a snapshot since [New] averages away a stall that began a minute ago. Since with
-// a zero prev returns s unchanged.
+// A health line printed every few seconds from s.Since(prev) shows the throughput of the present,
+// where a snapshot since [New] averages away a slowdown that began a minute ago. Since with a
+// zero prev returns s unchanged.
 func (s Snapshot) Since(prev Snapshot) Snapshot {
 	d := s
 	d.ElapsedSeconds -= prev.ElapsedSeconds
@@ -100,6 +139,8 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 	d.FetchSeconds -= prev.FetchSeconds
 	d.TransformSeconds -= prev.TransformSeconds
 	d.ConsumerWaitSeconds -= prev.ConsumerWaitSeconds
+	d.RawQueueItemSeconds -= prev.RawQueueItemSeconds
+	d.PrefetchQueueItemSeconds -= prev.PrefetchQueueItemSeconds
 	d.ReadBytes -= prev.ReadBytes
 	d.ReadRequests -= prev.ReadRequests
 	// A fresh map, so the result never aliases s.Backends.
@@ -114,17 +155,21 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 
 // Diagnoses returned by [Snapshot.Diagnosis].
 const (
-	// Idle: nothing moved in the window; no rows consumed, no time spent fetching, transforming
-	// or waiting. The stream has not started, has finished, or the consumer is not iterating.
+	// Idle: nothing moved in the window; no batch consumed, no time spent fetching,
+	// transforming or waiting. The stream has not started, has finished, or the consumer is not
+	// iterating.
 	Idle = "idle"
-	// IOBound: both queues near empty and the consumer waits. Fetching and decoding cannot keep
-	// up; more read goroutines, larger chunks or faster storage help.
+	// IOBound: the consumer waits while the raw queue stays near empty. Fetching and decoding
+	// cannot keep up; more fetches in flight, more decode goroutines, larger chunks or faster
+	// storage help.
 	IOBound = "io-bound"
-	// TransformBound: the raw queue near full and the prefetch queue near empty. Data is read
-	// faster than the transform handles it; more transform goroutines or a cheaper transform help.
+	// TransformBound: the consumer waits while the raw queue stays near full. Windows are
+	// decoded faster than batches are cut and transformed; more transform goroutines or a
+	// cheaper transform help.
 	TransformBound = "transform-bound"
-	// ConsumerBound: the prefetch queue near full. Batches are ready before the training loop
-	// asks for them; training, not data, sets the pace. This is the healthy state.
+	// ConsumerBound: the consumer hardly waits and the prefetch queue stays near full. Batches
+	// are ready before the training loop asks for them; training, not data, sets the pace. This
+	// is the healthy state.
 	ConsumerBound = "consumer-bound"
 	// Balanced: none of the above; no stage is clearly starving another.
 	Balanced = "balanced"
@@ -134,86 +179,86 @@ const (
 const (
 	nearEmptyFraction = 0.25
 	nearFullFraction  = 0.75
-	ioStallFraction   = 0.05
+	stallFraction     = 0.05
 )
 
-// Diagnosis names the stage that limits the stream, from where its queues stand: a stage that
-// cannot keep up leaves the queue after it empty and, through backpressure, the queue before it
-// full. It returns one of [Idle], [IOBound], [TransformBound], [ConsumerBound] or [Balanced],
-// checked in that order:
+// Diagnosis names the stage that limits the stream over the last window ([Snapshot.Recent]). A
+// stage that cannot keep up leaves the queue after it empty and, through backpressure, the queue
+// before it full; the consumer's waiting tells whether the data is behind at all. It returns one
+// of [Idle], [IOBound], [TransformBound], [ConsumerBound] or [Balanced]:
 //
-//   - Idle when no rows were consumed and no fetch, transform or wait time was added in the
-//     window.
-//   - ConsumerBound when the prefetch queue is near full, whatever the raw queue does: if batches
-//     wait for the training loop, the training loop is the slowest stage. (Usually the raw queue
-//     is full too, as a full prefetch queue blocks the transforms.)
-//   - TransformBound when the raw queue is near full and the prefetch queue near empty.
-//   - IOBound when both queues are near empty and DataStallFraction is at least 0.05.
-//   - Balanced otherwise, including both queues empty while the consumer waits less than that:
-//     batches then arrive just in time.
+//   - Idle when in the window no batch was consumed and no fetch, transform or wait time was
+//     added.
+//   - If the consumer waited for at least 5% of the window (DataStallFraction), the data is
+//     behind, and the raw queue says where: TransformBound when it was near full on average,
+//     IOBound when it was near empty, Balanced in between.
+//   - Otherwise ConsumerBound when the prefetch queue was near full on average, and Balanced
+//     when it was not: batches then arrive just in time.
 //
-// A queue is near empty when it holds at most a quarter of its capacity, and near full when it
-// holds at least three quarters. A queue in steady state flickers by an item or two as producers
-// and consumers take turns, so a sample rarely catches it exactly empty or exactly full; the
-// quarters allow for that while the middle half, where no stage is clearly starved, stays
-// undecided. With small capacities the rule still reads naturally: for a capacity of 1 to 3,
-// near empty means 0 items and near full means all of them. A capacity of 0 (unknown) makes a
-// queue near empty only when it holds nothing, and never near full.
+// A queue is near empty when its mean depth is at most a quarter of its capacity, and near full
+// when it is at least three quarters; the middle half, where no stage is clearly starved, stays
+// undecided. A capacity of 0 (unknown) counts as 1 for near empty and makes a queue never near
+// full.
 //
-// The 5% stall floor keeps IOBound for waits that cost training real time: below that the
-// consumer's waits are the hand-over of batches between goroutines, not a starved pipeline.
+// The consumer's waiting decides before the prefetch queue does because it is what training
+// feels: when transforms take every core, batches can sit in the prefetch queue while the
+// consumer, starved of CPU, has not yet been scheduled to take them. The queue then reads full
+// and the consumer still waits; the stream is transform-bound, not consumer-bound. The 5% floor
+// keeps the hand-over of batches between goroutines, which costs the consumer a few
+// microseconds per batch, from reading as a starved pipeline.
 //
-// Queue depths are gauges sampled at Time, while the stall fraction covers the whole window, so
-// the diagnosis of a short interval ([Snapshot.Since]) follows changes faster than that of a
-// snapshot since [New].
+// Depths and waits are integrated over the window rather than sampled, so a diagnosis does not
+// flicker with the instant a snapshot catches.
 func (s Snapshot) Diagnosis() string {
-	if s.ConsumedRows == 0 && s.ConsumedBatches == 0 &&
-		s.FetchSeconds == 0 && s.TransformSeconds == 0 && s.ConsumerWaitSeconds == 0 {
+	r := s.Recent
+	if r.ConsumedBatches == 0 && r.FetchSeconds == 0 && r.TransformSeconds == 0 && r.ConsumerWaitSeconds == 0 {
 		return Idle
 	}
-	rawEmpty := nearEmpty(s.RawQueueItems, s.RawQueueCapacity)
-	rawFull := nearFull(s.RawQueueItems, s.RawQueueCapacity)
-	prefetchEmpty := nearEmpty(s.PrefetchQueueItems, s.PrefetchQueueCapacity)
-	prefetchFull := nearFull(s.PrefetchQueueItems, s.PrefetchQueueCapacity)
-	switch {
-	case prefetchFull:
-		return ConsumerBound
-	case rawFull && prefetchEmpty:
-		return TransformBound
-	case rawEmpty && prefetchEmpty && s.DataStallFraction >= ioStallFraction:
-		return IOBound
-	default:
-		return Balanced
+	if s.DataStallFraction >= stallFraction {
+		switch {
+		case nearFull(r.RawQueueItems, s.RawQueueCapacity):
+			return TransformBound
+		case nearEmpty(r.RawQueueItems, s.RawQueueCapacity):
+			return IOBound
+		default:
+			return Balanced
+		}
 	}
+	if nearFull(r.PrefetchQueueItems, s.PrefetchQueueCapacity) {
+		return ConsumerBound
+	}
+	return Balanced
 }
 
-func nearEmpty(items, capacity int) bool {
-	return items <= 0 || (capacity > 0 && float64(items) <= nearEmptyFraction*float64(capacity))
+func nearEmpty(mean float64, capacity int) bool {
+	return mean <= nearEmptyFraction*float64(max(capacity, 1))
 }
 
-func nearFull(items, capacity int) bool {
-	return capacity > 0 && float64(items) >= nearFullFraction*float64(capacity)
+func nearFull(mean float64, capacity int) bool {
+	return capacity > 0 && mean >= nearFullFraction*float64(capacity)
 }
 
 // String returns one line for a log, such as
 //
-//	io-bound: 5210 rows/s, stall 41.3%, raw 0/8 (0.0 MB), prefetch 0/4 (0.0 MB), fetch 7.9s, transform 0.6s, read 96.0 MB in 12 requests, 1200000 rows unscanned
+//	io-bound: 5210 rows/s, stall 41.3%, raw 0.2/8 (0.0 MB), prefetch 0.0/4 (0.0 MB), fetch 7.9s, transform 0.6s, read 96.0 MB in 12 requests, 1200000 rows unscanned
 //
-// Queue depths show as items/capacity, or items alone when the capacity is unknown. Sizes are
-// in megabytes (10^6 bytes). Fetch and transform seconds are summed over goroutines.
+// The diagnosis, the stall and the queue depths are those of the last window (Recent), the
+// figures the diagnosis is read from; the rest covers the snapshot's interval. Queue depths show
+// as mean items/capacity, or mean items alone when the capacity is unknown, with the megabytes
+// (10^6 bytes) the queue holds now. Fetch and transform seconds are summed over goroutines.
 func (s Snapshot) String() string {
 	return fmt.Sprintf("%s: %.0f rows/s, stall %.1f%%, raw %s, prefetch %s, fetch %.1fs, transform %.1fs, read %.1f MB in %d requests, %d rows unscanned",
 		s.Diagnosis(), s.RowsPerSecond, 100*s.DataStallFraction,
-		queue(s.RawQueueItems, s.RawQueueCapacity, s.RawQueueBytes),
-		queue(s.PrefetchQueueItems, s.PrefetchQueueCapacity, s.PrefetchQueueBytes),
+		queue(s.Recent.RawQueueItems, s.RawQueueCapacity, s.RawQueueBytes),
+		queue(s.Recent.PrefetchQueueItems, s.PrefetchQueueCapacity, s.PrefetchQueueBytes),
 		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows)
 }
 
-func queue(items, capacity int, bytes int64) string {
+func queue(mean float64, capacity int, bytes int64) string {
 	if capacity > 0 {
-		return fmt.Sprintf("%d/%d (%.1f MB)", items, capacity, megabytes(bytes))
+		return fmt.Sprintf("%.1f/%d (%.1f MB)", mean, capacity, megabytes(bytes))
 	}
-	return fmt.Sprintf("%d (%.1f MB)", items, megabytes(bytes))
+	return fmt.Sprintf("%.1f (%.1f MB)", mean, megabytes(bytes))
 }
 
 func megabytes(n int64) float64 { return float64(n) / 1e6 }

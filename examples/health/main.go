@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicedata/sluice/internal/synth"
-	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/metrics/prom"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -62,7 +62,7 @@ func run(data string, transform, step, duration time.Duration, listen string) er
 
 	if listen != "" {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.NewCollector(ds.Metrics(), prometheus.Labels{"dataset": "train"}))
+		reg.MustRegister(prom.NewCollector(ds.Metrics(), prometheus.Labels{"dataset": "train"}))
 		if err := ds.Metrics().PublishExpvar("sluice"); err != nil {
 			return err
 		}

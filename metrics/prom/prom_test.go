@@ -1,4 +1,4 @@
-package metrics
+package prom
 
 import (
 	"io"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,16 +16,26 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.uber.org/goleak"
+
+	"github.com/sluicedata/sluice/metrics"
 )
 
+func TestMain(m *testing.M) {
+	// The collector starts no goroutines; the HTTP test must not leave any behind either.
+	goleak.VerifyTestMain(m)
+}
+
 // busyPipeline returns a Pipeline with every figure set, and the text exposition its collector
-// must produce with the label stream="train".
-func busyPipeline() (*Pipeline, string) {
-	p := New()
+// must produce with the label stream="train". It runs in a synctest bubble, whose clock moves
+// only by the sleeps here, so the integrals over time are exact.
+func busyPipeline() (*metrics.Pipeline, string) {
+	p := metrics.New()
 	p.SetUnscannedRows(70000)
 	p.SetCapacity(8, 4)
 	p.SetRawQueue(5, 5000000)
 	p.SetPrefetchQueue(1, 250000)
+	time.Sleep(10 * time.Second)
 	p.AddConsumed(5000, 10)
 	p.AddFetch(12 * time.Second)
 	p.AddTransform(3500 * time.Millisecond)
@@ -41,7 +52,10 @@ sluice_consumed_rows_total{stream="train"} 5000
 # HELP sluice_consumer_wait_seconds_total Time the training loop spent blocked waiting for a batch, in seconds.
 # TYPE sluice_consumer_wait_seconds_total counter
 sluice_consumer_wait_seconds_total{stream="train"} 2.5
-# HELP sluice_fetch_seconds_total Time spent fetching and decoding chunks, summed over read goroutines, in seconds.
+# HELP sluice_data_stall_fraction Share of the pipeline's recent window the training loop spent waiting for a batch.
+# TYPE sluice_data_stall_fraction gauge
+sluice_data_stall_fraction{stream="train"} 0.25
+# HELP sluice_fetch_seconds_total Time spent fetching and decoding windows, summed over their goroutines, in seconds.
 # TYPE sluice_fetch_seconds_total counter
 sluice_fetch_seconds_total{stream="train"} 12
 # HELP sluice_prefetch_queue_bytes Size of the batches in the prefetch queue, in bytes.
@@ -50,16 +64,22 @@ sluice_prefetch_queue_bytes{stream="train"} 250000
 # HELP sluice_prefetch_queue_capacity_items Configured bound of the prefetch queue, in items; 0 if unknown.
 # TYPE sluice_prefetch_queue_capacity_items gauge
 sluice_prefetch_queue_capacity_items{stream="train"} 4
+# HELP sluice_prefetch_queue_item_seconds_total Depth of the prefetch queue integrated over time, in item-seconds; its rate is the mean depth.
+# TYPE sluice_prefetch_queue_item_seconds_total counter
+sluice_prefetch_queue_item_seconds_total{stream="train"} 10
 # HELP sluice_prefetch_queue_items Batches transformed but not yet taken by the consumer.
 # TYPE sluice_prefetch_queue_items gauge
 sluice_prefetch_queue_items{stream="train"} 1
-# HELP sluice_raw_queue_bytes Size of the chunks in the raw queue, in bytes.
+# HELP sluice_raw_queue_bytes Size of the windows in the raw queue, in bytes.
 # TYPE sluice_raw_queue_bytes gauge
 sluice_raw_queue_bytes{stream="train"} 5e+06
 # HELP sluice_raw_queue_capacity_items Configured bound of the raw queue, in items; 0 if unknown.
 # TYPE sluice_raw_queue_capacity_items gauge
 sluice_raw_queue_capacity_items{stream="train"} 8
-# HELP sluice_raw_queue_items Chunks read from storage but not yet transformed.
+# HELP sluice_raw_queue_item_seconds_total Depth of the raw queue integrated over time, in item-seconds; its rate is the mean depth.
+# TYPE sluice_raw_queue_item_seconds_total counter
+sluice_raw_queue_item_seconds_total{stream="train"} 50
+# HELP sluice_raw_queue_items Windows decoded but not yet cut into batches.
 # TYPE sluice_raw_queue_items gauge
 sluice_raw_queue_items{stream="train"} 5
 # HELP sluice_read_bytes_total Bytes read from storage, by backend.
@@ -70,7 +90,7 @@ sluice_read_bytes_total{backend="s3",stream="train"} 4e+07
 # TYPE sluice_read_requests_total counter
 sluice_read_requests_total{backend="file",stream="train"} 2
 sluice_read_requests_total{backend="s3",stream="train"} 5
-# HELP sluice_transform_seconds_total Time spent in the transform function, summed over transform goroutines, in seconds.
+# HELP sluice_transform_seconds_total Time spent cutting batches and in the transform function, summed over transform goroutines, in seconds.
 # TYPE sluice_transform_seconds_total counter
 sluice_transform_seconds_total{stream="train"} 3.5
 # HELP sluice_unscanned_rows Rows of the epoch, for this rank, not yet read from storage.
@@ -79,7 +99,9 @@ sluice_unscanned_rows{stream="train"} 70000
 `
 }
 
-func TestCollectorGather(t *testing.T) {
+func TestCollectorGather(t *testing.T) { synctest.Test(t, testCollectorGather) }
+
+func testCollectorGather(t *testing.T) {
 	p, want := busyPipeline()
 	// The pedantic registry also checks that what is collected matches what was described.
 	reg := prometheus.NewPedanticRegistry()
@@ -123,8 +145,8 @@ sluice_read_requests_total{backend="s3",stream="train"} 6
 			if mf.GetType() != dto.MetricType_COUNTER {
 				continue
 			}
-			if got := m.GetCounter().GetCreatedTimestamp().AsTime(); !got.Equal(p.start.Round(0).UTC()) {
-				t.Errorf("%s created at %v, want %v", mf.GetName(), got, p.start)
+			if got := m.GetCounter().GetCreatedTimestamp().AsTime(); !got.Equal(p.Start().Round(0).UTC()) {
+				t.Errorf("%s created at %v, want %v", mf.GetName(), got, p.Start())
 			}
 		}
 	}
@@ -133,9 +155,9 @@ sluice_read_requests_total{backend="s3",stream="train"} 6
 func TestCollectorBeforeAnyRead(t *testing.T) {
 	// Before the first read there is no backend, so no read series, and the rest are zero.
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(New(), nil))
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 12 {
-		t.Errorf("gathered %d series (err %v), want the 12 without a backend label", n, err)
+	reg.MustRegister(NewCollector(metrics.New(), nil))
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
+		t.Errorf("gathered %d series (err %v), want the 15 without a backend label", n, err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
 		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)
@@ -151,7 +173,7 @@ sluice_consumed_rows_total 0
 
 func TestCollectorRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	train, eval := New(), New()
+	train, eval := metrics.New(), metrics.New()
 	if err := reg.Register(NewCollector(train, prometheus.Labels{"stream": "train"})); err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +182,11 @@ func TestCollectorRegistration(t *testing.T) {
 		t.Errorf("registering a second stream with another label: %v", err)
 	}
 	// The same labels twice would give duplicate series; the registry must refuse.
-	if err := reg.Register(NewCollector(New(), prometheus.Labels{"stream": "train"})); err == nil {
+	if err := reg.Register(NewCollector(metrics.New(), prometheus.Labels{"stream": "train"})); err == nil {
 		t.Error("registering a second collector with the same labels succeeded, want an error")
 	}
 	// "backend" is a variable label of the read metrics.
-	if err := prometheus.NewRegistry().Register(NewCollector(New(), prometheus.Labels{"backend": "s3"})); err == nil {
+	if err := prometheus.NewRegistry().Register(NewCollector(metrics.New(), prometheus.Labels{"backend": "s3"})); err == nil {
 		t.Error(`registering with a constant label "backend" succeeded, want an error`)
 	}
 
@@ -180,7 +202,9 @@ sluice_consumed_rows_total{stream="train"} 7
 	}
 }
 
-func TestCollectorOverHTTP(t *testing.T) {
+func TestCollectorOverHTTP(t *testing.T) { synctest.Test(t, testCollectorOverHTTP) }
+
+func testCollectorOverHTTP(t *testing.T) {
 	p, want := busyPipeline()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(p, prometheus.Labels{"stream": "train"}))

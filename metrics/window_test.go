@@ -1,0 +1,142 @@
+package metrics
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestWindowLength(t *testing.T) {
+	const window = 10 * time.Second
+	p, advance := newWithWindow(window)
+	// While the stream is younger than the window, the window is the stream.
+	for elapsed := time.Duration(0); elapsed < window; elapsed += 2500 * time.Millisecond {
+		if got := p.Snapshot().Recent.Seconds; !near(got, elapsed.Seconds()) {
+			t.Errorf("at %v: window of %vs, want all of it", elapsed, got)
+		}
+		advance(2500 * time.Millisecond)
+	}
+	// Then it moves in tenths: never shorter than the window, never a tenth longer.
+	p, advance = newWithWindow(window)
+	for step := range 400 {
+		advance(37 * time.Millisecond) // not a divisor of the step, to land anywhere in it
+		elapsed := time.Duration(step+1) * 37 * time.Millisecond
+		got := p.Snapshot().Recent.Seconds
+		low := min(elapsed, window).Seconds()
+		if got < low-1e-9 || got >= (window+window/windowSteps).Seconds() {
+			t.Fatalf("after %v: window of %vs, want within [%v, 11)", elapsed, got, low)
+		}
+	}
+	if p, _ := newWithClock(); p.win.step != DefaultWindow/windowSteps {
+		t.Errorf("default window moves in steps of %v, want %v", p.win.step, DefaultWindow/windowSteps)
+	}
+}
+
+func TestWindowForgets(t *testing.T) {
+	// A full raw queue and a long wait early in the stream leave the window once it has moved
+	// past them, while the counters since New keep them.
+	p, advance := newWithWindow(time.Second)
+	p.SetRawQueue(8, 0)
+	advance(time.Second)
+	p.AddConsumerWait(time.Second)
+	p.SetRawQueue(0, 0)
+	advance(5 * time.Second)
+	p.AddConsumed(1, 1)
+	s := p.Snapshot()
+	if s.Recent.RawQueueItems != 0 || s.Recent.ConsumerWaitSeconds != 0 || s.DataStallFraction != 0 {
+		t.Errorf("old figures still in the window: %+v", s.Recent)
+	}
+	if !near(s.RawQueueItemSeconds, 8) || s.ConsumerWaitSeconds != 1 {
+		t.Errorf("counters since New lost them: %v item-seconds, %vs waited; want 8 and 1", s.RawQueueItemSeconds, s.ConsumerWaitSeconds)
+	}
+}
+
+func TestWaitStraddlingWindowStart(t *testing.T) {
+	// A wait is reported when it ends; only its part inside the window may count.
+	p, advance := newWithWindow(time.Second)
+	advance(5 * time.Second)
+	p.Snapshot() // marks are made up to here
+	advance(500 * time.Millisecond)
+	p.AddConsumerWait(2 * time.Second) // began 1.5 s before the window's 1 s (or 1.1 s) start
+	s := p.Snapshot()
+	if !near(s.Recent.ConsumerWaitSeconds, s.Recent.Seconds) || s.DataStallFraction != 1 {
+		t.Errorf("a wait covering the window: %vs of %vs, stall %v; want all of it", s.Recent.ConsumerWaitSeconds, s.Recent.Seconds, s.DataStallFraction)
+	}
+	if s.ConsumerWaitSeconds != 2 {
+		t.Errorf("counter %vs, want the whole wait, 2", s.ConsumerWaitSeconds)
+	}
+
+	// Marks are made every 0.1 s, and the window starts at the oldest of the last eleven: from
+	// here on it holds part of a 0.3 s wait, then less of it as it moves on, then none.
+	advance(2 * time.Second) // 7.5
+	p.AddConsumerWait(300 * time.Millisecond)
+	for _, c := range []struct {
+		advance       time.Duration
+		seconds, wait float64
+	}{
+		{0, 1, 0.3},                         // [6.5, 7.5] holds [7.2, 7.5]
+		{850 * time.Millisecond, 1.05, 0.2}, // [7.3, 8.35]
+		{100 * time.Millisecond, 1.05, 0.1}, // [7.4, 8.45]
+		{200 * time.Millisecond, 1.05, 0},   // [7.6, 8.65]
+	} {
+		advance(c.advance)
+		s := p.Snapshot()
+		if !near(s.Recent.Seconds, c.seconds) || !near(s.Recent.ConsumerWaitSeconds, c.wait) {
+			t.Errorf("window %vs holding %vs of waiting, want %vs holding %vs", s.Recent.Seconds, s.Recent.ConsumerWaitSeconds, c.seconds, c.wait)
+		}
+	}
+}
+
+func TestLongSilence(t *testing.T) {
+	// Hours without an update: the first snapshot after them sees the depth that held all along.
+	p, advance := newWithWindow(time.Second)
+	p.SetPrefetchQueue(3, 0)
+	advance(5 * time.Hour)
+	s := p.Snapshot()
+	if !near(s.Recent.PrefetchQueueItems, 3) || !near(s.PrefetchQueueItemSeconds, 3*5*3600) {
+		t.Errorf("after 5 h at depth 3: mean %v, integral %v", s.Recent.PrefetchQueueItems, s.PrefetchQueueItemSeconds)
+	}
+	if s.Recent.Seconds < 1 || s.Recent.Seconds >= 1.1 {
+		t.Errorf("window of %vs after a silence, want [1, 1.1)", s.Recent.Seconds)
+	}
+}
+
+func TestClockStepsBack(t *testing.T) {
+	p, advance := newWithWindow(time.Second)
+	p.SetRawQueue(2, 0)
+	advance(2 * time.Second)
+	p.Snapshot()
+	advance(-time.Second)
+	s := p.Snapshot()
+	if !near(s.RawQueueItemSeconds, 4) || s.Recent.RawQueueItems < 0 {
+		t.Errorf("after the clock stepped back: %v item-seconds, mean %v; want 4 and no negative", s.RawQueueItemSeconds, s.Recent.RawQueueItems)
+	}
+}
+
+func TestFlickerReadsAsMean(t *testing.T) {
+	// The health example's trouble with samples: a queue full for a moment after each burst
+	// reads full to a snapshot taken at that moment. Integrated, it reads as what it holds on
+	// average.
+	p, advance := newWithWindow(time.Second)
+	p.SetCapacity(3, 8)
+	p.SetRawQueue(3, 0)
+	for range 100 {
+		p.SetPrefetchQueue(8, 0)
+		advance(time.Millisecond)
+		p.SetPrefetchQueue(0, 0)
+		advance(9 * time.Millisecond)
+		p.AddConsumerWait(9 * time.Millisecond)
+		p.AddTransform(20 * time.Millisecond)
+		p.AddConsumed(1024, 8)
+		p.SetPrefetchQueue(8, 0)
+	}
+	s := p.Snapshot()
+	if s.PrefetchQueueItems != 8 {
+		t.Fatalf("the instant reading is %d, want 8: the test no longer catches the burst", s.PrefetchQueueItems)
+	}
+	if !near(s.Recent.PrefetchQueueItems, 0.8) || !near(s.DataStallFraction, 0.9) || s.Diagnosis() != TransformBound {
+		t.Errorf("mean prefetch %v, stall %v, %q; want 0.8, 0.9, %q", s.Recent.PrefetchQueueItems, s.DataStallFraction, s.Diagnosis(), TransformBound)
+	}
+}
