@@ -37,7 +37,7 @@ func (e *env) checkpointSave(ctx context.Context) error {
 	if e.cfg.Mode == "tiny" {
 		n = 20
 	}
-	p50, p99, err := checkpoint.MeasureSaveLatency(ctx, store, "bench", n, ds.StateDict())
+	p50, p99, err := measureSaveLatency(ctx, store, "bench", n, ds.StateDict())
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -33,24 +32,20 @@ import (
 // That relies on the bucket listing an object once its write has returned,
 // which S3, GCS, Azure and local files do. A step counts as complete only
 // with its marker and with every rank object decoding and agreeing, so a
-// damaged object makes Latest fall back to an older step.
+// damaged object makes Latest fall back to an older step. Objects under the
+// prefix that the store does not write are ignored.
 type BucketStore struct {
-	bucket *blob.Bucket
-	prefix string
-	owned  bool // Close closes the bucket: OpenBucketStoreURL opened it
-
-	mu     sync.RWMutex
-	closed bool
+	store
+	owned bool // Close closes the bucket: OpenBucketStoreURL opened it
 }
 
 var _ Store = (*BucketStore)(nil)
 
 const (
-	markerName   = "COMPLETE"
-	rankPrefix   = "rank-"
-	rankSuffix   = ".state"
-	stepDigits   = 20
-	readParallel = 16 // objects read at once when loading a step
+	markerName = "COMPLETE"
+	rankPrefix = "rank-"
+	rankSuffix = ".state"
+	stepDigits = 20
 )
 
 // OpenBucketStore returns a store keeping its objects in bucket under
@@ -68,7 +63,19 @@ func OpenBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string) (*
 	if _, _, err := bucket.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}); err != nil {
 		return nil, fmt.Errorf("checkpoint: bucket store at prefix %q: %w", prefix, err)
 	}
-	return &BucketStore{bucket: bucket, prefix: prefix}, nil
+	s := &BucketStore{}
+	s.store = store{
+		b:    bucketBackend{bucket},
+		keys: bucketLayout{prefix},
+		name: fmt.Sprintf("bucket store at prefix %q", prefix),
+		release: func() error {
+			if s.owned {
+				return bucket.Close()
+			}
+			return nil
+		},
+	}
+	return s, nil
 }
 
 // OpenBucketStoreURL opens the bucket at a gocloud.dev URL (such as
@@ -97,49 +104,43 @@ func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error
 	return s, nil
 }
 
-// Close implements Store. It closes the bucket only if OpenBucketStoreURL
-// opened it. Closing twice is not an error.
-func (s *BucketStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.owned {
-		if err := s.bucket.Close(); err != nil {
-			return fmt.Errorf("checkpoint: close bucket store: %w", err)
-		}
-	}
-	return nil
+// bucketLayout is the object layout of a BucketStore (see BucketStore).
+type bucketLayout struct{ prefix string }
+
+func (l bucketLayout) runPrefix(run string) string { return l.prefix + run + "/" }
+
+func (l bucketLayout) stepPrefix(run string, step int64) string {
+	return fmt.Sprintf("%s%0*d/", l.runPrefix(run), stepDigits, step)
 }
 
-func (s *BucketStore) enter(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+func (l bucketLayout) rankKey(run string, step int64, rank int) string {
+	return l.stepPrefix(run, step) + rankPrefix + strconv.Itoa(rank) + rankSuffix
+}
+
+func (l bucketLayout) markerKey(run string, step int64) string {
+	return l.stepPrefix(run, step) + markerName
+}
+
+func (bucketLayout) delim() string { return "/" }
+
+// parseStep accepts only the canonical spelling of a step, so that another
+// directory ("+0000000000000000001/") cannot stand for one.
+func (bucketLayout) parseStep(rest string) (int64, bool) {
+	digits, ok := strings.CutSuffix(rest, "/")
+	if !ok || len(digits) != stepDigits {
+		return 0, false
 	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return fmt.Errorf("%w: bucket store at prefix %q", ErrClosed, s.prefix)
+	step, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || step < 0 || fmt.Sprintf("%0*d", stepDigits, step) != digits {
+		return 0, false
 	}
-	return nil
+	return step, true
 }
 
-func (s *BucketStore) runDir(run string) string { return s.prefix + run + "/" }
-
-func (s *BucketStore) stepDir(run string, step int64) string {
-	return fmt.Sprintf("%s%0*d/", s.runDir(run), stepDigits, step)
-}
-
-func (s *BucketStore) rankKey(run string, step int64, rank int) string {
-	return s.stepDir(run, step) + rankPrefix + strconv.Itoa(rank) + rankSuffix
-}
-
-// parseRank returns the rank an object name within a step stands for. Only
-// the canonical spelling counts, so "rank-01.state" cannot shadow rank 1.
-func parseRank(name string) (int, bool) {
-	digits, ok := strings.CutPrefix(name, rankPrefix)
+// parseRank accepts only the canonical spelling of a rank, so that
+// "rank-01.state" cannot shadow rank 1.
+func (bucketLayout) parseRank(rest string) (int, bool) {
+	digits, ok := strings.CutPrefix(rest, rankPrefix)
 	if !ok {
 		return 0, false
 	}
@@ -153,320 +154,52 @@ func parseRank(name string) (int, bool) {
 	return r, true
 }
 
+// bucketBackend keeps a store's keys as objects of a bucket.
+type bucketBackend struct{ bucket *blob.Bucket }
+
 func isNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
 
-// Save implements Store: it writes the rank's object and, if that completes
-// the step, the step's marker.
-func (s *BucketStore) Save(ctx context.Context, run string, step int64, rank int, st State) error {
-	if err := checkSave(run, step, rank, &st); err != nil {
-		return err
+func (b bucketBackend) get(ctx context.Context, key string) ([]byte, error) {
+	v, err := b.bucket.ReadAll(ctx, key)
+	if isNotFound(err) {
+		return nil, errNoKey
 	}
-	b, err := Encode(st)
-	if err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	wopts := &blob.WriterOptions{ContentType: "application/octet-stream"}
-	if err := s.bucket.WriteAll(ctx, s.rankKey(run, step, rank), b, wopts); err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, err)
-	}
-	ranks, _, err := s.listStep(ctx, run, step)
-	if err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d: list step: %w", run, step, rank, err)
-	}
-	for r := range st.WorldSize {
-		if _, ok := slices.BinarySearch(ranks, r); !ok {
-			return nil // a rank still to come writes the marker
+	return v, err
+}
+
+// put leaves the content type to the bucket, which sniffs it: states come
+// out as application/octet-stream and markers as text/plain, as they were
+// written before the backends were split out.
+func (b bucketBackend) put(ctx context.Context, key string, value []byte) error {
+	return b.bucket.WriteAll(ctx, key, value, nil)
+}
+
+func (b bucketBackend) delete(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if err := b.bucket.Delete(ctx, k); err != nil && !isNotFound(err) {
+			return err
 		}
-	}
-	marker := []byte(strconv.Itoa(st.WorldSize) + "\n")
-	if err := s.bucket.WriteAll(ctx, s.stepDir(run, step)+markerName, marker, &blob.WriterOptions{ContentType: "text/plain"}); err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d: write completion marker: %w", run, step, rank, err)
 	}
 	return nil
 }
 
-// listStep returns the ranks with an object in a step, ascending, and
-// whether the step has a marker.
-func (s *BucketStore) listStep(ctx context.Context, run string, step int64) (ranks []int, marker bool, err error) {
-	dir := s.stepDir(run, step)
-	it := s.bucket.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		name := strings.TrimPrefix(obj.Key, dir)
-		if obj.IsDir {
-			continue
-		}
-		if name == markerName {
-			marker = true
-		} else if r, ok := parseRank(name); ok {
-			ranks = append(ranks, r)
-		}
-	}
-	slices.Sort(ranks)
-	return ranks, marker, nil
-}
-
-// listSteps returns the steps of a run, ascending.
-func (s *BucketStore) listSteps(ctx context.Context, run string) ([]int64, error) {
-	dir := s.runDir(run)
-	it := s.bucket.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
-	var steps []int64
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint: list run %q: %w", run, err)
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(obj.Key, dir), "/")
-		if !obj.IsDir || len(name) != stepDigits {
-			continue
-		}
-		if step, err := strconv.ParseInt(name, 10, 64); err == nil && step >= 0 {
-			steps = append(steps, step)
-		}
-	}
-	slices.Sort(steps)
-	return steps, nil
-}
-
-// readMarker returns the world size a step's marker records, 0 if it has
-// none, or an error wrapping ErrCorrupt if the marker is not a number.
-func (s *BucketStore) readMarker(ctx context.Context, run string, step int64) (int, error) {
-	b, err := s.bucket.ReadAll(ctx, s.stepDir(run, step)+markerName)
-	if isNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint: run %q step %d: read completion marker: %w", run, step, err)
-	}
-	w, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || w < 1 {
-		return 0, fmt.Errorf("checkpoint: run %q step %d: %w", run, step, corrupt("completion marker holds %q, not a world size", b))
-	}
-	return w, nil
-}
-
-// assess reads everything stored for a step and judges it. The info names
-// the step and says why it is not complete even when reading failed.
-func (s *BucketStore) assess(ctx context.Context, run string, step int64) (StepInfo, State, error) {
-	failed := func(err error) (StepInfo, State, error) {
-		return StepInfo{Step: step, Reason: err.Error()}, State{}, err
-	}
-	rankNos, hasMarker, err := s.listStep(ctx, run, step)
-	if err != nil {
-		return failed(fmt.Errorf("checkpoint: run %q step %d: list: %w", run, step, err))
-	}
-	world, markerErr := 0, error(nil)
-	if hasMarker {
-		world, markerErr = s.readMarker(ctx, run, step)
-	}
-	ranks := s.readRanks(ctx, run, step, rankNos)
-	if err := ctx.Err(); err != nil {
-		return failed(err)
-	}
-	info, merged, err := assessStep(run, step, ranks, world)
-	if markerErr != nil {
-		info.Complete, info.Reason = false, markerErr.Error()
-		return info, State{}, markerErr
-	}
-	return info, merged, err
-}
-
-// readRanks reads rank objects a few at a time: a step of a large job has
-// hundreds, and one at a time the latency of each would add up.
-func (s *BucketStore) readRanks(ctx context.Context, run string, step int64, rankNos []int) []storedRank {
-	out := make([]storedRank, len(rankNos))
-	sem := make(chan struct{}, readParallel)
-	var wg sync.WaitGroup
-	for i, r := range rankNos {
-		out[i].rank = r
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			b, err := s.bucket.ReadAll(ctx, s.rankKey(run, step, r))
-			if isNotFound(err) {
-				err = fmt.Errorf("vanished while being read: %w", trimPrefix(ErrNotFound))
+func (b bucketBackend) list(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		it := b.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: delim})
+		for {
+			obj, err := it.Next(ctx)
+			if err == io.EOF {
+				return
 			}
-			out[i].data, out[i].err = b, err
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// Load implements Store.
-func (s *BucketStore) Load(ctx context.Context, run string, step int64, rank int) (State, error) {
-	if err := checkRank(run, step, rank); err != nil {
-		return State{}, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return State{}, err
-	}
-	defer s.mu.RUnlock()
-	b, err := s.bucket.ReadAll(ctx, s.rankKey(run, step, rank))
-	if isNotFound(err) {
-		return State{}, fmt.Errorf("checkpoint: run %q step %d rank %d: %w", run, step, rank, trimPrefix(ErrNotFound))
-	}
-	return decodeStored(run, step, storedRank{rank: rank, data: b, err: err})
-}
-
-// LoadStep implements Store. A step whose marker is missing is incomplete
-// even when every rank's object is present: the saver of the last rank may
-// have failed before writing it.
-func (s *BucketStore) LoadStep(ctx context.Context, run string, step int64) (State, error) {
-	if err := checkStep(run, step); err != nil {
-		return State{}, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return State{}, err
-	}
-	defer s.mu.RUnlock()
-	_, merged, err := s.assess(ctx, run, step)
-	return merged, err
-}
-
-// Latest implements Store. It walks steps from the newest back and reads a
-// step's rank objects only once its marker is found.
-func (s *BucketStore) Latest(ctx context.Context, run string) (int64, error) {
-	if err := checkRun(run); err != nil {
-		return 0, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return 0, err
-	}
-	defer s.mu.RUnlock()
-	steps, err := s.listSteps(ctx, run)
-	if err != nil {
-		return 0, err
-	}
-	for _, step := range slices.Backward(steps) {
-		w, err := s.readMarker(ctx, run, step)
-		if err != nil {
-			if skippable(err) {
-				continue // a damaged marker: fall back as for a damaged state
+			if err != nil {
+				yield("", err)
+				return
 			}
-			return 0, err
-		}
-		if w == 0 {
-			continue
-		}
-		info, _, err := s.assess(ctx, run, step)
-		if info.Complete {
-			return step, nil
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return 0, cerr
-		}
-		if !skippable(err) {
-			return 0, err
+			if !yield(obj.Key, nil) {
+				return
+			}
 		}
 	}
-	return 0, fmt.Errorf("checkpoint: run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
-}
-
-// List implements Store.
-func (s *BucketStore) List(ctx context.Context, run string) ([]StepInfo, error) {
-	if err := checkRun(run); err != nil {
-		return nil, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.RUnlock()
-	return s.list(ctx, run)
-}
-
-func (s *BucketStore) list(ctx context.Context, run string) ([]StepInfo, error) {
-	steps, err := s.listSteps(ctx, run)
-	if err != nil {
-		return nil, err
-	}
-	infos := make([]StepInfo, 0, len(steps))
-	for _, step := range steps {
-		info, _, _ := s.assess(ctx, run, step)
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		infos = append(infos, info)
-	}
-	return infos, nil
-}
-
-// Delete implements Store. The marker goes first, so a step half deleted by
-// a failure is incomplete rather than complete with ranks missing.
-func (s *BucketStore) Delete(ctx context.Context, run string, step int64) error {
-	if err := checkStep(run, step); err != nil {
-		return err
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	return s.delete(ctx, run, step)
-}
-
-func (s *BucketStore) delete(ctx context.Context, run string, step int64) error {
-	dir := s.stepDir(run, step)
-	if err := s.bucket.Delete(ctx, dir+markerName); err != nil && !isNotFound(err) {
-		return fmt.Errorf("checkpoint: delete run %q step %d: completion marker: %w", run, step, err)
-	}
-	it := s.bucket.List(&blob.ListOptions{Prefix: dir})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("checkpoint: delete run %q step %d: list: %w", run, step, err)
-		}
-		if obj.IsDir {
-			continue
-		}
-		if err := s.bucket.Delete(ctx, obj.Key); err != nil && !isNotFound(err) {
-			return fmt.Errorf("checkpoint: delete run %q step %d: %w", run, step, err)
-		}
-	}
-}
-
-// Retain implements Store.
-func (s *BucketStore) Retain(ctx context.Context, run string, keep int) error {
-	if err := checkKeep(run, keep); err != nil {
-		return err
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	infos, err := s.list(ctx, run)
-	if err != nil {
-		return err
-	}
-	oldest, ok := pickRetained(infos, keep)
-	if !ok {
-		return nil
-	}
-	for _, info := range infos {
-		if info.Step >= oldest {
-			break
-		}
-		if err := s.delete(ctx, run, info.Step); err != nil {
-			return fmt.Errorf("checkpoint: retain run %q: %w", run, trimPrefix(err))
-		}
-	}
-	return nil
 }
 
 // redactURL shows a bucket URL without user information or query.

@@ -78,7 +78,7 @@ func TestBucketMarker(t *testing.T) {
 	defer closeStore(t, s)
 	saveStep(t, s, "r", 1, 2, 2, nil)
 	saveStep(t, s, "r", 2, 2, 2, nil)
-	marker := s.stepDir("r", 2) + markerName
+	marker := s.keys.markerKey("r", 2)
 
 	// All ranks present but no marker: the last saver failed before
 	// writing it. The step does not count.
@@ -143,7 +143,7 @@ func TestBucketPrefixesAreSeparate(t *testing.T) {
 	}
 	// Closing a store leaves the caller's bucket open.
 	closeStore(t, a)
-	if _, err := b.ReadAll(ctx, a.rankKey("r", 1, 0)); err != nil {
+	if _, err := b.ReadAll(ctx, a.keys.rankKey("r", 1, 0)); err != nil {
 		t.Fatalf("bucket unusable after the store closed: %v", err)
 	}
 }

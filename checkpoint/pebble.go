@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -92,18 +93,11 @@ const (
 //
 // Neither run nor namespace names contain NUL, so one run's keys never
 // interleave with another's whose name it prefixes. Other owner tags are
-// reserved for later use by sluice.
+// reserved for later use by sluice. A step has no completion marker: one
+// process holds the directory, so a step is complete once its states are.
 type PebbleStore struct {
-	dir      string
-	db       *pebble.DB
-	lock     *pebble.Lock
-	fsCloser io.Closer // stops the disk-health checker; after db.Close
-	wo       *pebble.WriteOptions
-
-	// mu is held for reading by every operation and for writing by Close,
-	// so Close waits for operations in flight and none starts afterwards.
-	mu     sync.RWMutex
-	closed bool
+	store
+	dir string
 }
 
 var _ Store = (*PebbleStore)(nil)
@@ -166,7 +160,17 @@ func OpenPebble(dir string, opts PebbleOptions) (*PebbleStore, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &PebbleStore{dir: dir, db: db, lock: lock, fsCloser: fsCloser, wo: wo}, nil
+	return &PebbleStore{
+		store: store{
+			b:    &pebbleBackend{db: db, wo: wo},
+			keys: pebbleLayout{},
+			name: fmt.Sprintf("store %q", dir),
+			// The lock outlives the database: pebble requires it to be
+			// released only after the database using it is closed.
+			release: func() error { return errors.Join(db.Close(), lock.Close(), fsCloser.Close()) },
+		},
+		dir: dir,
+	}, nil
 }
 
 func orDefault[T int64 | uint64](v, def T) T {
@@ -178,303 +182,6 @@ func orDefault[T int64 | uint64](v, def T) T {
 
 // Dir returns the directory the store was opened in.
 func (s *PebbleStore) Dir() string { return s.dir }
-
-// Close closes the database and releases the directory lock. It waits for
-// operations in flight. Closing twice is not an error.
-func (s *PebbleStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	// The lock outlives the database: pebble requires it to be released
-	// only after the database using it is closed.
-	err := errors.Join(s.db.Close(), s.lock.Close(), s.fsCloser.Close())
-	if err != nil {
-		return fmt.Errorf("checkpoint: close store %q: %w", s.dir, err)
-	}
-	return nil
-}
-
-// enter starts an operation: it fails once the store is closed or the
-// context is done. On success the caller must call s.mu.RUnlock.
-func (s *PebbleStore) enter(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return fmt.Errorf("%w: %q", ErrClosed, s.dir)
-	}
-	return nil
-}
-
-const (
-	tagCheckpoint = 'c'
-	tagNamespace  = 'n'
-)
-
-func runPrefix(run string) []byte {
-	k := make([]byte, 0, 3+len(run)+12)
-	k = append(k, tagCheckpoint, 0)
-	k = append(k, run...)
-	return append(k, 0)
-}
-
-func stepPrefix(run string, step int64) []byte {
-	return binary.BigEndian.AppendUint64(runPrefix(run), uint64(step))
-}
-
-func rankKey(run string, step int64, rank int) []byte {
-	return binary.BigEndian.AppendUint32(stepPrefix(run, step), uint32(rank))
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := slices.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil // p is all 0xff: no upper bound
-}
-
-// Save implements Store. The write is synced unless PebbleOptions.NoSync.
-func (s *PebbleStore) Save(ctx context.Context, run string, step int64, rank int, st State) error {
-	if err := checkSave(run, step, rank, &st); err != nil {
-		return err
-	}
-	b, err := Encode(st)
-	if err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	if err := s.db.Set(rankKey(run, step, rank), b, s.wo); err != nil {
-		return fmt.Errorf("checkpoint: save run %q step %d rank %d in %q: %w", run, step, rank, s.dir, err)
-	}
-	return nil
-}
-
-// Load implements Store.
-func (s *PebbleStore) Load(ctx context.Context, run string, step int64, rank int) (State, error) {
-	if err := checkRank(run, step, rank); err != nil {
-		return State{}, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return State{}, err
-	}
-	defer s.mu.RUnlock()
-	b, err := s.get(rankKey(run, step, rank))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return State{}, fmt.Errorf("checkpoint: run %q step %d rank %d: %w", run, step, rank, trimPrefix(ErrNotFound))
-	}
-	return decodeStored(run, step, storedRank{rank: rank, data: b, err: err})
-}
-
-func (s *PebbleStore) get(key []byte) ([]byte, error) {
-	v, closer, err := s.db.Get(key)
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	return slices.Clone(v), nil
-}
-
-// LoadStep implements Store.
-func (s *PebbleStore) LoadStep(ctx context.Context, run string, step int64) (State, error) {
-	if err := checkStep(run, step); err != nil {
-		return State{}, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return State{}, err
-	}
-	defer s.mu.RUnlock()
-	var stored []storedRank
-	err := s.scan(ctx, run, step, false, func(_ int64, ranks []storedRank) bool {
-		stored = ranks
-		return false
-	})
-	if err != nil {
-		return State{}, err
-	}
-	_, merged, err := assessStep(run, step, stored, noMarker)
-	return merged, err
-}
-
-// Latest implements Store. It reads steps from the newest back and stops at
-// the first complete one, so its cost does not grow with the run's history.
-func (s *PebbleStore) Latest(ctx context.Context, run string) (int64, error) {
-	if err := checkRun(run); err != nil {
-		return 0, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return 0, err
-	}
-	defer s.mu.RUnlock()
-	found := int64(-1)
-	var stepErr error
-	err := s.scan(ctx, run, -1, true, func(step int64, ranks []storedRank) bool {
-		info, _, err := assessStep(run, step, ranks, noMarker)
-		if info.Complete {
-			found = step
-			return false
-		}
-		if !skippable(err) {
-			stepErr = err
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return 0, err
-	}
-	if stepErr != nil {
-		return 0, stepErr
-	}
-	if found < 0 {
-		return 0, fmt.Errorf("checkpoint: run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
-	}
-	return found, nil
-}
-
-// List implements Store.
-func (s *PebbleStore) List(ctx context.Context, run string) ([]StepInfo, error) {
-	if err := checkRun(run); err != nil {
-		return nil, err
-	}
-	if err := s.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.RUnlock()
-	return s.list(ctx, run)
-}
-
-func (s *PebbleStore) list(ctx context.Context, run string) ([]StepInfo, error) {
-	var infos []StepInfo
-	err := s.scan(ctx, run, -1, false, func(step int64, ranks []storedRank) bool {
-		info, _, _ := assessStep(run, step, ranks, noMarker)
-		infos = append(infos, info)
-		return true
-	})
-	return infos, err
-}
-
-// Delete implements Store.
-func (s *PebbleStore) Delete(ctx context.Context, run string, step int64) error {
-	if err := checkStep(run, step); err != nil {
-		return err
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	p := stepPrefix(run, step)
-	if err := s.db.DeleteRange(p, prefixEnd(p), s.wo); err != nil {
-		return fmt.Errorf("checkpoint: delete run %q step %d in %q: %w", run, step, s.dir, err)
-	}
-	return nil
-}
-
-// Retain implements Store. The older steps go in one range deletion, so
-// Retain costs the same however many steps it removes.
-func (s *PebbleStore) Retain(ctx context.Context, run string, keep int) error {
-	if err := checkKeep(run, keep); err != nil {
-		return err
-	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	infos, err := s.list(ctx, run)
-	if err != nil {
-		return err
-	}
-	oldest, ok := pickRetained(infos, keep)
-	if !ok || oldest == infos[0].Step {
-		return nil
-	}
-	if err := s.db.DeleteRange(runPrefix(run), stepPrefix(run, oldest), s.wo); err != nil {
-		return fmt.Errorf("checkpoint: retain run %q: delete steps before %d in %q: %w", run, oldest, s.dir, err)
-	}
-	return nil
-}
-
-// scan calls fn with the stored ranks of each step of run, ascending (or
-// descending if reverse), until fn returns false. With only >= 0 it visits
-// that step alone.
-func (s *PebbleStore) scan(ctx context.Context, run string, only int64, reverse bool, fn func(step int64, ranks []storedRank) bool) (err error) {
-	lower := runPrefix(run)
-	if only >= 0 {
-		lower = stepPrefix(run, only)
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	if err != nil {
-		return fmt.Errorf("checkpoint: read run %q in %q: %w", run, s.dir, err)
-	}
-	defer func() {
-		if cerr := it.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("checkpoint: read run %q in %q: %w", run, s.dir, cerr)
-		}
-	}()
-	prefixLen := len(runPrefix(run))
-	var (
-		cur   int64 = -1
-		ranks []storedRank
-	)
-	flush := func() bool {
-		if cur < 0 {
-			return true
-		}
-		if reverse {
-			slices.Reverse(ranks)
-		}
-		more := fn(cur, ranks)
-		ranks = nil
-		return more
-	}
-	valid := it.First()
-	if reverse {
-		valid = it.Last()
-	}
-	for ; valid; valid = step(it, reverse) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k := it.Key()
-		if len(k) != prefixLen+12 {
-			return fmt.Errorf("checkpoint: run %q in %q: %w", run, s.dir, corrupt("key %x has a bad length", k))
-		}
-		stepNo := int64(binary.BigEndian.Uint64(k[prefixLen:]))
-		rank := int(binary.BigEndian.Uint32(k[prefixLen+8:]))
-		if stepNo != cur {
-			if !flush() {
-				return nil
-			}
-			cur = stepNo
-		}
-		v, verr := it.ValueAndErr()
-		ranks = append(ranks, storedRank{rank: rank, data: slices.Clone(v), err: verr})
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("checkpoint: read run %q in %q: %w", run, s.dir, err)
-	}
-	flush()
-	return nil
-}
-
-func step(it *pebble.Iterator, reverse bool) bool {
-	if reverse {
-		return it.Prev()
-	}
-	return it.Next()
-}
 
 // KV is a small key-value space for other sluice data that should live and
 // move with the checkpoints (a plan cache, say). Keys and values are opaque
@@ -496,57 +203,148 @@ func (s *PebbleStore) KV(namespace string) (KV, error) {
 	if err := checkRun(namespace); err != nil {
 		return nil, fmt.Errorf("checkpoint: namespace: %w", trimPrefix(err))
 	}
-	p := make([]byte, 0, 3+len(namespace))
-	p = append(p, tagNamespace, 0)
-	p = append(p, namespace...)
-	return &pebbleKV{s: s, name: namespace, prefix: append(p, 0)}, nil
+	return &kvSpace{s: &s.store, name: namespace, prefix: string([]byte{tagNamespace, 0}) + namespace + "\x00"}, nil
 }
 
-type pebbleKV struct {
-	s      *PebbleStore
-	name   string
-	prefix []byte
+const (
+	tagCheckpoint = 'c'
+	tagNamespace  = 'n'
+)
+
+// pebbleLayout is the key layout of a PebbleStore's checkpoints (see
+// PebbleStore).
+type pebbleLayout struct{}
+
+func (pebbleLayout) runPrefix(run string) string {
+	return string([]byte{tagCheckpoint, 0}) + run + "\x00"
 }
 
-func (kv *pebbleKV) key(k []byte) []byte {
-	return append(slices.Clip(kv.prefix), k...)
+func (l pebbleLayout) stepPrefix(run string, step int64) string {
+	return string(binary.BigEndian.AppendUint64([]byte(l.runPrefix(run)), uint64(step)))
 }
 
-func (kv *pebbleKV) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if err := kv.s.enter(ctx); err != nil {
-		return nil, err
+func (l pebbleLayout) rankKey(run string, step int64, rank int) string {
+	return string(binary.BigEndian.AppendUint32([]byte(l.stepPrefix(run, step)), uint32(rank)))
+}
+
+func (pebbleLayout) markerKey(string, int64) string { return "" }
+
+func (pebbleLayout) delim() string { return "" }
+
+func (pebbleLayout) parseStep(rest string) (int64, bool) {
+	if len(rest) != 12 {
+		return 0, false
 	}
-	defer kv.s.mu.RUnlock()
-	v, err := kv.s.get(kv.key(key))
+	step := int64(binary.BigEndian.Uint64([]byte(rest[:8])))
+	return step, step >= 0
+}
+
+func (pebbleLayout) parseRank(rest string) (int, bool) {
+	if len(rest) != 4 {
+		return 0, false
+	}
+	rank := binary.BigEndian.Uint32([]byte(rest))
+	return int(rank), rank <= math.MaxInt32
+}
+
+// pebbleBackend keeps a store's keys in a pebble database.
+type pebbleBackend struct {
+	db *pebble.DB
+	wo *pebble.WriteOptions
+}
+
+func (p *pebbleBackend) get(_ context.Context, key string) ([]byte, error) {
+	v, closer, err := p.db.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, trimPrefix(ErrNotFound))
+		return nil, errNoKey
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, err)
+		return nil, err
 	}
-	return v, nil
+	defer closer.Close()
+	return slices.Clone(v), nil
 }
 
-func (kv *pebbleKV) Set(ctx context.Context, key, value []byte) error {
-	if err := kv.s.enter(ctx); err != nil {
-		return err
-	}
-	defer kv.s.mu.RUnlock()
-	if err := kv.s.db.Set(kv.key(key), value, kv.s.wo); err != nil {
-		return fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, err)
-	}
-	return nil
+func (p *pebbleBackend) put(_ context.Context, key string, value []byte) error {
+	return p.db.Set([]byte(key), value, p.wo)
 }
 
-func (kv *pebbleKV) Delete(ctx context.Context, key []byte) error {
-	if err := kv.s.enter(ctx); err != nil {
-		return err
+// delete removes the keys in one batch, so they go all at once or not at
+// all, with one sync however many there are.
+func (p *pebbleBackend) delete(_ context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
 	}
-	defer kv.s.mu.RUnlock()
-	if err := kv.s.db.Delete(kv.key(key), kv.s.wo); err != nil {
-		return fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, err)
+	b := p.db.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Delete([]byte(k), nil); err != nil {
+			return err
+		}
 	}
-	return nil
+	return b.Commit(p.wo)
+}
+
+// list rolls up keys under a delimiter by seeking past each rolled-up part,
+// so it costs one seek per part rather than one step per key.
+func (p *pebbleBackend) list(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		lower := []byte(prefix)
+		it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+		if err != nil {
+			yield("", err)
+			return
+		}
+		closed := false
+		defer func() {
+			if !closed {
+				it.Close()
+			}
+		}()
+		for valid := it.First(); valid; {
+			if err := ctx.Err(); err != nil {
+				yield("", err)
+				return
+			}
+			key := string(it.Key())
+			i := -1
+			if delim != "" {
+				i = strings.Index(key[len(prefix):], delim)
+			}
+			if i < 0 {
+				if !yield(key, nil) {
+					return
+				}
+				valid = it.Next()
+				continue
+			}
+			part := key[:len(prefix)+i+len(delim)]
+			if !yield(part, nil) {
+				return
+			}
+			end := prefixEnd([]byte(part))
+			if end == nil {
+				break
+			}
+			valid = it.SeekGE(end)
+		}
+		closed = true
+		if err := it.Close(); err != nil {
+			yield("", err)
+		}
+	}
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no upper bound
 }
 
 // pebbleLogger hands pebble's messages to a slog.Logger, or drops them.

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 func TestPebbleLockSameProcess(t *testing.T) {
@@ -132,9 +131,10 @@ func TestPebbleKeyOrder(t *testing.T) {
 		{"a", 0, 0}, {"a", 0, 1}, {"a", 0, 256}, {"a", 1, 0}, {"a", 255, 0}, {"a", 256, 0},
 		{"a", 1 << 40, 0}, {"a", 1<<63 - 1, 1<<31 - 1}, {"a b", 0, 0}, {"ab", 0, 0}, {"b", 0, 0},
 	}
+	var l pebbleLayout
 	for i := 1; i < len(keys); i++ {
 		a, b := keys[i-1], keys[i]
-		if bytes.Compare(rankKey(a.run, a.step, a.rank), rankKey(b.run, b.step, b.rank)) >= 0 {
+		if strings.Compare(l.rankKey(a.run, a.step, a.rank), l.rankKey(b.run, b.step, b.rank)) >= 0 {
 			t.Errorf("key of %+v does not sort before key of %+v", a, b)
 		}
 	}
@@ -260,48 +260,6 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(enc); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-func TestMeasureSaveLatency(t *testing.T) {
-	ctx := context.Background()
-	s, err := OpenPebble(t.TempDir(), PebbleOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeStore(t, s)
-	saveStep(t, s, "keep", 0, 1, 1, nil)
-	p50, p99, err := MeasureSaveLatency(ctx, s, "latency-probe", 40, realisticState())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("synced pebble save: p50 %v, p99 %v", p50, p99)
-	if p50 <= 0 || p99 < p50 || p99 > time.Minute {
-		t.Fatalf("p50 %v, p99 %v", p50, p99)
-	}
-	if steps, _ := listSteps(t, s, "latency-probe"); len(steps) != 0 {
-		t.Fatalf("measurement left steps %v", steps)
-	}
-	if steps, _ := listSteps(t, s, "keep"); len(steps) != 1 {
-		t.Fatal("measurement touched another run")
-	}
-	if _, _, err := MeasureSaveLatency(ctx, s, "x", 0, realisticState()); err == nil {
-		t.Fatal("n = 0 accepted")
-	}
-	bad := realisticState()
-	bad.Rank = -1
-	if _, _, err := MeasureSaveLatency(ctx, s, "x", 3, bad); err == nil {
-		t.Fatal("a merged state was measured")
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	d := make([]time.Duration, 100)
-	for i := range d {
-		d[i] = time.Duration(i + 1)
-	}
-	if percentile(d, 50) != 50 || percentile(d, 99) != 99 || percentile(d[:1], 99) != 1 || percentile(d[:3], 50) != 2 {
-		t.Fatal("nearest-rank percentiles are off")
 	}
 }
 

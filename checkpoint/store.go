@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -145,6 +147,424 @@ type trimmed struct{ err error }
 
 func (t *trimmed) Error() string { return strings.TrimPrefix(t.err.Error(), "checkpoint: ") }
 func (t *trimmed) Unwrap() error { return t.err }
+
+// store is the one implementation of Store. It keeps states in a backend
+// under the keys of a layout; PebbleStore and BucketStore are this store
+// over their backends, so that every store judges steps, falls back and
+// cleans up alike.
+type store struct {
+	b    backend
+	keys layout
+	// name names the store in errors, such as `store "ckpt"`.
+	name string
+	// release frees what the backend holds; Close calls it once, after the
+	// calls in flight.
+	release func() error
+
+	// mu is held for reading by every call and for writing by Close, so
+	// Close waits for calls in flight and none starts afterwards.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// readParallel is how many states are read at once when loading a step: a
+// step of a large job has hundreds, and in a bucket the latency of each
+// read would add up if they were read one at a time.
+const readParallel = 16
+
+// Close implements Store.
+func (s *store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.release == nil {
+		return nil
+	}
+	if err := s.release(); err != nil {
+		return fmt.Errorf("checkpoint: close %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// enter starts a call: it fails once the store is closed or the context is
+// done. On success the caller must call s.mu.RUnlock.
+func (s *store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("%w: %s", ErrClosed, s.name)
+	}
+	return nil
+}
+
+// Save implements Store. In a layout with markers, whoever saves the last
+// missing rank of a step writes its marker, after listing the step and
+// finding every rank of the world size there.
+func (s *store) Save(ctx context.Context, run string, step int64, rank int, st State) error {
+	if err := checkSave(run, step, rank, &st); err != nil {
+		return err
+	}
+	b, err := Encode(st)
+	if err != nil {
+		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	where := fmt.Sprintf("run %q step %d rank %d in %s", run, step, rank, s.name)
+	if err := s.b.put(ctx, s.keys.rankKey(run, step, rank), b); err != nil {
+		return fmt.Errorf("checkpoint: save %s: %w", where, err)
+	}
+	marker := s.keys.markerKey(run, step)
+	if marker == "" {
+		return nil
+	}
+	ranks, _, err := s.listStep(ctx, run, step)
+	if err != nil {
+		return fmt.Errorf("checkpoint: save %s: list step: %w", where, err)
+	}
+	for r := range st.WorldSize {
+		if _, ok := slices.BinarySearch(ranks, r); !ok {
+			return nil // a rank still to come writes the marker
+		}
+	}
+	if err := s.b.put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
+		return fmt.Errorf("checkpoint: save %s: write completion marker: %w", where, err)
+	}
+	return nil
+}
+
+// Load implements Store.
+func (s *store) Load(ctx context.Context, run string, step int64, rank int) (State, error) {
+	if err := checkRank(run, step, rank); err != nil {
+		return State{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return State{}, err
+	}
+	defer s.mu.RUnlock()
+	b, err := s.b.get(ctx, s.keys.rankKey(run, step, rank))
+	if errors.Is(err, errNoKey) {
+		return State{}, fmt.Errorf("checkpoint: run %q step %d rank %d: %w", run, step, rank, trimPrefix(ErrNotFound))
+	}
+	return decodeStored(run, step, storedRank{rank: rank, data: b, err: err})
+}
+
+// LoadStep implements Store. In a layout with markers, a step whose marker
+// is missing is incomplete even when every rank is there: the saver of the
+// last rank may have failed before writing it.
+func (s *store) LoadStep(ctx context.Context, run string, step int64) (State, error) {
+	if err := checkStep(run, step); err != nil {
+		return State{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return State{}, err
+	}
+	defer s.mu.RUnlock()
+	_, merged, err := s.assess(ctx, run, step)
+	return merged, err
+}
+
+// Latest implements Store. It lists the run's steps and reads them from the
+// newest back, stopping at the first complete one; in a layout with markers
+// it reads a step's states only once its marker is found.
+func (s *store) Latest(ctx context.Context, run string) (int64, error) {
+	if err := checkRun(run); err != nil {
+		return 0, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	steps, err := s.listSteps(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	for _, step := range slices.Backward(steps) {
+		if s.keys.markerKey(run, step) != "" {
+			w, err := s.readMarker(ctx, run, step)
+			if err != nil {
+				if skippable(err) {
+					continue // a damaged marker: fall back as for a damaged state
+				}
+				return 0, err
+			}
+			if w == 0 {
+				continue
+			}
+		}
+		info, _, err := s.assess(ctx, run, step)
+		if info.Complete {
+			return step, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		if !skippable(err) {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("checkpoint: run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
+}
+
+// List implements Store.
+func (s *store) List(ctx context.Context, run string) ([]StepInfo, error) {
+	if err := checkRun(run); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	return s.list(ctx, run)
+}
+
+func (s *store) list(ctx context.Context, run string) ([]StepInfo, error) {
+	steps, err := s.listSteps(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]StepInfo, 0, len(steps))
+	for _, step := range steps {
+		info, _, _ := s.assess(ctx, run, step)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// Delete implements Store.
+func (s *store) Delete(ctx context.Context, run string, step int64) error {
+	if err := checkStep(run, step); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	keys, err := s.stepKeys(ctx, run, step, nil)
+	if err == nil {
+		err = s.b.delete(ctx, keys)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: delete run %q step %d in %s: %w", run, step, s.name, err)
+	}
+	return nil
+}
+
+// Retain implements Store. The older steps go in one call to the backend,
+// which the pebble backend makes one synced batch.
+func (s *store) Retain(ctx context.Context, run string, keep int) error {
+	if err := checkKeep(run, keep); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	infos, err := s.list(ctx, run)
+	if err != nil {
+		return err
+	}
+	oldest, ok := pickRetained(infos, keep)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, info := range infos {
+		if info.Step >= oldest {
+			break
+		}
+		if keys, err = s.stepKeys(ctx, run, info.Step, keys); err != nil {
+			break
+		}
+	}
+	if err == nil && len(keys) > 0 {
+		err = s.b.delete(ctx, keys)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: retain run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
+	}
+	return nil
+}
+
+// stepKeys appends to keys every key under a step, its marker first: a step
+// whose deletion fails halfway is then incomplete rather than complete with
+// ranks missing. Keys the store did not write go too, as the step's prefix
+// is the store's.
+func (s *store) stepKeys(ctx context.Context, run string, step int64, keys []string) ([]string, error) {
+	marker := s.keys.markerKey(run, step)
+	if marker != "" {
+		keys = append(keys, marker)
+	}
+	for key, err := range s.b.list(ctx, s.keys.stepPrefix(run, step), "") {
+		if err != nil {
+			return keys, err
+		}
+		if key != marker {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
+}
+
+// listSteps returns the steps of a run, ascending. Keys the layout does not
+// produce are ignored.
+func (s *store) listSteps(ctx context.Context, run string) ([]int64, error) {
+	prefix := s.keys.runPrefix(run)
+	var steps []int64
+	for key, err := range s.b.list(ctx, prefix, s.keys.delim()) {
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: list run %q in %s: %w", run, s.name, err)
+		}
+		// A layout without a delimiter lists every rank of a step, one
+		// after another.
+		if step, ok := s.keys.parseStep(key[len(prefix):]); ok && (len(steps) == 0 || steps[len(steps)-1] != step) {
+			steps = append(steps, step)
+		}
+	}
+	slices.Sort(steps)
+	return slices.Compact(steps), nil
+}
+
+// listStep returns the ranks stored for a step, ascending, and whether the
+// step has a marker.
+func (s *store) listStep(ctx context.Context, run string, step int64) (ranks []int, marker bool, err error) {
+	prefix := s.keys.stepPrefix(run, step)
+	markerKey := s.keys.markerKey(run, step)
+	for key, err := range s.b.list(ctx, prefix, s.keys.delim()) {
+		if err != nil {
+			return nil, false, err
+		}
+		if markerKey != "" && key == markerKey {
+			marker = true
+		} else if r, ok := s.keys.parseRank(key[len(prefix):]); ok {
+			ranks = append(ranks, r)
+		}
+	}
+	slices.Sort(ranks)
+	return ranks, marker, nil
+}
+
+// readMarker returns the world size a step's marker records, 0 if it has
+// none, or an error wrapping ErrCorrupt if the marker is not a number.
+func (s *store) readMarker(ctx context.Context, run string, step int64) (int, error) {
+	b, err := s.b.get(ctx, s.keys.markerKey(run, step))
+	if errors.Is(err, errNoKey) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: run %q step %d: read completion marker: %w", run, step, err)
+	}
+	w, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || w < 1 {
+		return 0, fmt.Errorf("checkpoint: run %q step %d: %w", run, step, corrupt("completion marker holds %q, not a world size", b))
+	}
+	return w, nil
+}
+
+// assess reads everything stored for a step and judges it. The info names
+// the step and says why it is not complete even when reading failed.
+func (s *store) assess(ctx context.Context, run string, step int64) (StepInfo, State, error) {
+	failed := func(err error) (StepInfo, State, error) {
+		return StepInfo{Step: step, Reason: err.Error()}, State{}, err
+	}
+	rankNos, hasMarker, err := s.listStep(ctx, run, step)
+	if err != nil {
+		return failed(fmt.Errorf("checkpoint: run %q step %d: list in %s: %w", run, step, s.name, err))
+	}
+	world, markerErr := noMarker, error(nil)
+	if s.keys.markerKey(run, step) != "" {
+		world = 0
+		if hasMarker {
+			world, markerErr = s.readMarker(ctx, run, step)
+		}
+	}
+	ranks := s.readRanks(ctx, run, step, rankNos)
+	if err := ctx.Err(); err != nil {
+		return failed(err)
+	}
+	info, merged, err := assessStep(run, step, ranks, world)
+	if markerErr != nil {
+		info.Complete, info.Reason = false, markerErr.Error()
+		return info, State{}, markerErr
+	}
+	return info, merged, err
+}
+
+// readRanks reads the states of a step's ranks, readParallel at a time.
+func (s *store) readRanks(ctx context.Context, run string, step int64, rankNos []int) []storedRank {
+	out := make([]storedRank, len(rankNos))
+	sem := make(chan struct{}, readParallel)
+	var wg sync.WaitGroup
+	for i, r := range rankNos {
+		out[i].rank = r
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			b, err := s.b.get(ctx, s.keys.rankKey(run, step, r))
+			if errors.Is(err, errNoKey) {
+				err = fmt.Errorf("vanished while being read: %w", trimPrefix(ErrNotFound))
+			}
+			out[i].data, out[i].err = b, err
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// kvSpace is a KV under a prefix of a store's backend.
+type kvSpace struct {
+	s      *store
+	name   string
+	prefix string
+}
+
+func (kv *kvSpace) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := kv.s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer kv.s.mu.RUnlock()
+	v, err := kv.s.b.get(ctx, kv.prefix+string(key))
+	if errors.Is(err, errNoKey) {
+		return nil, fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, trimPrefix(ErrNotFound))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: namespace %q key %q in %s: %w", kv.name, key, kv.s.name, err)
+	}
+	return v, nil
+}
+
+func (kv *kvSpace) Set(ctx context.Context, key, value []byte) error {
+	if err := kv.s.enter(ctx); err != nil {
+		return err
+	}
+	defer kv.s.mu.RUnlock()
+	if err := kv.s.b.put(ctx, kv.prefix+string(key), value); err != nil {
+		return fmt.Errorf("checkpoint: namespace %q key %q in %s: %w", kv.name, key, kv.s.name, err)
+	}
+	return nil
+}
+
+func (kv *kvSpace) Delete(ctx context.Context, key []byte) error {
+	if err := kv.s.enter(ctx); err != nil {
+		return err
+	}
+	defer kv.s.mu.RUnlock()
+	if err := kv.s.b.delete(ctx, []string{kv.prefix + string(key)}); err != nil {
+		return fmt.Errorf("checkpoint: namespace %q key %q in %s: %w", kv.name, key, kv.s.name, err)
+	}
+	return nil
+}
 
 // storedRank is one rank's stored bytes for a step, as read, not yet decoded.
 type storedRank struct {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/memblob"
@@ -39,20 +38,7 @@ func storeKits() []storeKit {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { closeStore(t, s) })
-			return s, backdoor{
-				get: func(run string, step int64, rank int) []byte {
-					b, err := s.get(rankKey(run, step, rank))
-					if err != nil {
-						t.Fatal(err)
-					}
-					return b
-				},
-				put: func(run string, step int64, rank int, b []byte) {
-					if err := s.db.Set(rankKey(run, step, rank), b, pebble.Sync); err != nil {
-						t.Fatal(err)
-					}
-				},
-			}
+			return s, backdoorTo(t, &s.store)
 		}},
 		{"memblob", func(t *testing.T) (Store, backdoor) {
 			return openBucketKit(t, memblob.OpenBucket(nil))
@@ -69,8 +55,7 @@ func storeKits() []storeKit {
 
 func openBucketKit(t *testing.T, bucket *blob.Bucket) (Store, backdoor) {
 	t.Helper()
-	ctx := context.Background()
-	s, err := OpenBucketStore(ctx, bucket, "jobs/ckpt")
+	s, err := OpenBucketStore(context.Background(), bucket, "jobs/ckpt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +65,22 @@ func openBucketKit(t *testing.T, bucket *blob.Bucket) (Store, backdoor) {
 			t.Error(err)
 		}
 	})
-	return s, backdoor{
+	return s, backdoorTo(t, &s.store)
+}
+
+// backdoorTo reaches a store's states through its backend, past the store.
+func backdoorTo(t *testing.T, s *store) backdoor {
+	ctx := context.Background()
+	return backdoor{
 		get: func(run string, step int64, rank int) []byte {
-			b, err := bucket.ReadAll(ctx, s.rankKey(run, step, rank))
+			b, err := s.b.get(ctx, s.keys.rankKey(run, step, rank))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
 		},
 		put: func(run string, step int64, rank int, b []byte) {
-			if err := bucket.WriteAll(ctx, s.rankKey(run, step, rank), b, nil); err != nil {
+			if err := s.b.put(ctx, s.keys.rankKey(run, step, rank), b); err != nil {
 				t.Fatal(err)
 			}
 		},

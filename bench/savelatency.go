@@ -1,4 +1,4 @@
-package checkpoint
+package main
 
 import (
 	"context"
@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sluicedata/sluice/checkpoint"
 )
 
-// MeasureSaveLatency saves st as rank st.Rank of steps 0..n-1 of run, one
+// measureSaveLatency saves st as rank st.Rank of steps 0..n-1 of run, one
 // at a time, and returns the median and 99th percentile of the time each
 // Save took (nearest-rank percentiles). It deletes those steps afterwards,
-// so run should be a name no job uses. It exists for benchmark harnesses
-// comparing stores and their options on the machine at hand.
-func MeasureSaveLatency(ctx context.Context, store Store, run string, n int, st State) (p50, p99 time.Duration, err error) {
+// so run should be a name no job uses.
+func measureSaveLatency(ctx context.Context, store checkpoint.Store, run string, n int, st checkpoint.State) (p50, p99 time.Duration, err error) {
 	if n < 1 {
-		return 0, 0, fmt.Errorf("checkpoint: measure save latency: n %d must be at least 1", n)
-	}
-	if err := checkRun(run); err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("measure save latency: n %d must be at least 1", n)
 	}
 	took := make([]time.Duration, 0, n)
 	defer func() {
