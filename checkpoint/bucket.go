@@ -168,8 +168,8 @@ func (b bucketBackend) get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // put leaves the content type to the bucket, which sniffs it: states come
-// out as application/octet-stream and markers as text/plain, as they were
-// written before the backends were split out.
+// out as application/octet-stream and markers as text/plain, as the store
+// set them explicitly before its backends were split out.
 func (b bucketBackend) put(ctx context.Context, key string, value []byte) error {
 	return b.bucket.WriteAll(ctx, key, value, nil)
 }
@@ -187,6 +187,13 @@ func (b bucketBackend) list(ctx context.Context, prefix, delim string) iter.Seq2
 	return func(yield func(string, error) bool) {
 		it := b.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: delim})
 		for {
+			// A page fetched earlier answers Next without a request, and
+			// some drivers (memblob, fileblob) never look at ctx, so a
+			// long listing would run on after a cancel.
+			if err := ctx.Err(); err != nil {
+				yield("", err)
+				return
+			}
 			obj, err := it.Next(ctx)
 			if err == io.EOF {
 				return

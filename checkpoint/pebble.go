@@ -289,7 +289,10 @@ func (p *pebbleBackend) delete(_ context.Context, keys []string) error {
 // so it costs one seek per part rather than one step per key.
 func (p *pebbleBackend) list(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		lower := []byte(prefix)
+		var lower []byte // pebble's invariant checks (on under -race) refuse an empty, non-nil bound
+		if prefix != "" {
+			lower = []byte(prefix)
+		}
 		it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 		if err != nil {
 			yield("", err)
