@@ -66,7 +66,8 @@ func (c *Checkpointer) Save(ctx context.Context, step int64) error {
 // returns that step, or 0 and no error if the run has none. At the world
 // size the step was saved with, each rank loads its own state (so even the
 // round-robin position resumes); at another world size it loads the merge of
-// all ranks' states.
+// all ranks' states. An error from loading this rank's state is returned,
+// joined with the merge's error where the merge was tried and failed too.
 func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
 	step, err := c.store.Latest(ctx, c.run)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -77,10 +78,20 @@ func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
 	}
 	rank, world := c.ds.opts.Rank, c.ds.opts.WorldSize
 	st, err := c.store.Load(ctx, c.run, step, rank)
-	if err != nil || st.WorldSize != world {
-		st, err = c.store.LoadStep(ctx, c.run, step)
-	}
-	if err != nil {
+	switch {
+	case err == nil && st.WorldSize == world:
+	case err == nil || errors.Is(err, checkpoint.ErrNotFound):
+		// The step was saved at another world size, where this rank has no
+		// state or one that speaks for other splits than it owns now.
+		merged, mergeErr := c.store.LoadStep(ctx, c.run, step)
+		if mergeErr != nil {
+			return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, errors.Join(err, mergeErr))
+		}
+		st = merged
+	default:
+		// The merge is no way round this: it reads the same state, and where
+		// it got past a passing failure it would resume without this rank's
+		// round-robin position, so not exactly where the job stopped.
 		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
 	}
 	if err := c.ds.LoadStateDict(st); err != nil {

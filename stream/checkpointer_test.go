@@ -1,0 +1,101 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/sluicedata/sluice/checkpoint"
+)
+
+// faultyStore fails Load or LoadStep with the errors it is given and is
+// otherwise the store it wraps.
+type faultyStore struct {
+	checkpoint.Store
+	load, loadStep error
+}
+
+func (f *faultyStore) Load(ctx context.Context, run string, step int64, rank int) (checkpoint.State, error) {
+	if f.load != nil {
+		return checkpoint.State{}, f.load
+	}
+	return f.Store.Load(ctx, run, step, rank)
+}
+
+func (f *faultyStore) LoadStep(ctx context.Context, run string, step int64) (checkpoint.State, error) {
+	if f.loadStep != nil {
+		return checkpoint.State{}, f.loadStep
+	}
+	return f.Store.LoadStep(ctx, run, step)
+}
+
+func TestCheckpointerResume(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	store, err := checkpoint.OpenPebble(t.TempDir(), checkpoint.PebbleOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	opts := func(world, rank int) Options {
+		o := checkedOptions(t, dir)
+		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 8, world, rank
+		return o
+	}
+	// Both ranks of a two-rank job save step 10 a few batches in.
+	var saved []State
+	for rank := range 2 {
+		ds := open(t, opts(2, rank))
+		consume(t, ds, 3+rank)
+		if err := NewCheckpointer(ds, store, "run", 0).Save(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		saved = append(saved, ds.StateDict())
+	}
+	resume := func(s checkpoint.Store, world, rank int) (*Dataset, int64, error) {
+		ds := open(t, opts(world, rank))
+		step, err := NewCheckpointer(ds, s, "run", 0).Resume(ctx)
+		return ds, step, err
+	}
+
+	t.Run("own state", func(t *testing.T) {
+		ds, step, err := resume(store, 2, 1)
+		if err != nil || step != 10 {
+			t.Fatalf("Resume = %d, %v", step, err)
+		}
+		if got := ds.StateDict(); !reflect.DeepEqual(got, saved[1]) {
+			t.Fatalf("resumed at %+v, rank 1 saved %+v", got, saved[1])
+		}
+	})
+	t.Run("another world size", func(t *testing.T) {
+		// Rank 3 of four has no state of its own at step 10: the merge is
+		// the way, and its absence is no error.
+		if _, step, err := resume(store, 4, 3); err != nil || step != 10 {
+			t.Fatalf("Resume = %d, %v", step, err)
+		}
+	})
+
+	errDisk := errors.New("disk on fire")
+	errMerge := errors.New("merge failed")
+	t.Run("load fails", func(t *testing.T) {
+		// A merged state would resume without the rank's round-robin
+		// position: the failure to read its own is what Resume must say.
+		_, _, err := resume(&faultyStore{Store: store, load: errDisk}, 2, 0)
+		if !errors.Is(err, errDisk) {
+			t.Fatalf("Resume gave %v, want the load's error", err)
+		}
+	})
+	t.Run("load and merge fail", func(t *testing.T) {
+		_, _, err := resume(&faultyStore{Store: store, load: errDisk, loadStep: errMerge}, 2, 0)
+		if !errors.Is(err, errDisk) {
+			t.Fatalf("Resume gave %v, want the load's error", err)
+		}
+	})
+	t.Run("merge fails at another world size", func(t *testing.T) {
+		_, _, err := resume(&faultyStore{Store: store, loadStep: errMerge}, 4, 3)
+		if !errors.Is(err, errMerge) || !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("Resume gave %v, want the merge's error and the load's", err)
+		}
+	})
+}
