@@ -16,12 +16,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/examples/exampledata"
 	"github.com/sluicedata/sluice/stream"
 )
 
 // dataset is what the example writes.
-var dataset = synth.Spec{Files: 4, RowsPerFile: 50_000, RowGroupRows: 4096}
+var dataset = exampledata.Spec{Files: 4, RowsPerFile: 50_000, RowGroupRows: 4096}
 
 func main() {
 	if err := run(); err != nil {
@@ -37,7 +37,7 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	spec := dataset
-	if err := synth.WriteDir(filepath.Join(dir, "data"), spec); err != nil {
+	if err := exampledata.Write(filepath.Join(dir, "data"), spec); err != nil {
 		return err
 	}
 	opts := stream.Options{URLs: []string{filepath.Join(dir, "data")}, Columns: []string{"id"}, Shuffle: true, Seed: 7, NumSplits: 4}

@@ -1,10 +1,16 @@
 // Health streams a dataset through a transform and prints the pipeline's
 // health every second: rows/s, the data-stall fraction (time the training
-// loop waited on sluice), queue depths and a diagnosis (io-bound,
-// transform-bound, consumer-bound). With -listen it also serves the figures
-// on /metrics for Prometheus and on /debug/vars (expvar).
+// loop waited on sluice), mean queue depths and a diagnosis (io-bound,
+// transform-bound, consumer-bound), the last three over the metrics window.
+// With -listen it also serves the figures on /metrics for Prometheus and on
+// /debug/vars (expvar).
 //
-//	go run ./examples/health -transform 2ms -listen 127.0.0.1:9464
+// Each flag slows one stage, to show how each bottleneck reads:
+//
+//	go run ./examples/health -latency 200ms -transform 0  # io-bound: storage is slow
+//	go run ./examples/health -transform 5ms               # transform-bound: the transform takes the cores
+//	go run ./examples/health -transform 0 -step 5ms       # consumer-bound: the training step is slowest
+//	go run ./examples/health -listen 127.0.0.1:9464       # and serve /metrics
 package main
 
 import (
@@ -21,7 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/examples/exampledata"
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/metrics/prom"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -31,30 +39,58 @@ func main() {
 		data      = flag.String("data", "", "dataset URL or path (default: a generated one)")
 		transform = flag.Duration("transform", time.Millisecond, "CPU time the transform spends per batch")
 		step      = flag.Duration("step", 0, "time the training step spends per batch (a slow consumer)")
+		latency   = flag.Duration("latency", 0, "time added to every storage read (a distant object store)")
+		window    = flag.Duration("window", metrics.DefaultWindow, "how far back the diagnosis and the stall look")
 		seconds   = flag.Duration("for", 5*time.Second, "how long to run")
 		listen    = flag.String("listen", "", "serve /metrics and /debug/vars on this address (e.g. 127.0.0.1:9464)")
 	)
 	flag.Parse()
-	if err := run(*data, *transform, *step, *seconds, *listen); err != nil {
+	if err := run(*data, *transform, *step, *latency, *window, *seconds, *listen); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(data string, transform, step, duration time.Duration, listen string) error {
+// slowBucket adds latency to every range read, as a distant object store would.
+type slowBucket struct {
+	storage.Bucket
+	latency time.Duration
+}
+
+func (b slowBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	t := time.NewTimer(b.latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return b.Bucket.ReadAt(ctx, key, p, off)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func run(data string, transform, step, latency, window, duration time.Duration, listen string) error {
 	if data == "" {
 		dir, err := os.MkdirTemp("", "sluice-health-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if err := synth.WriteDir(dir, synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 8192}); err != nil {
+		if err := exampledata.Write(dir, exampledata.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 8192}); err != nil {
 			return err
 		}
 		data = dir
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
 	defer cancel()
-	ds, err := stream.Open(ctx, stream.Options{URLs: []string{data}, Shuffle: true, Seed: 1})
+	opts := stream.Options{
+		URLs:    []string{data},
+		Shuffle: true,
+		Seed:    1,
+		Metrics: metrics.NewWithOptions(metrics.Options{Window: window}),
+	}
+	if latency > 0 {
+		opts.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, latency} }
+	}
+	ds, err := stream.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -75,7 +111,8 @@ func run(data string, transform, step, duration time.Duration, listen string) er
 		fmt.Printf("serving http://%s/metrics\n", listen)
 	}
 
-	// The health line, once a second, over the last second.
+	// The health line, once a second: rows/s over the last second, the
+	// diagnosis, stall and queue depths over the metrics window.
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()

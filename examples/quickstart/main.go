@@ -16,12 +16,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/examples/exampledata"
 	"github.com/sluicedata/sluice/stream"
 )
 
 // dataset is what the quickstart writes (tests write less).
-var dataset = synth.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 8192, Seed: 1}
+var dataset = exampledata.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 8192, Seed: 1}
 
 func main() {
 	if err := run(); err != nil {
@@ -37,7 +37,7 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	spec := dataset
-	if err := synth.WriteDir(dir, spec); err != nil {
+	if err := exampledata.Write(dir, spec); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %d rows in %d Parquet files to %s\n", spec.Rows(), spec.Files, dir)
