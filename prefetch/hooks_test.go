@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -48,90 +49,95 @@ func (r *recorder) hooks(window int) Hooks {
 	}
 }
 
-// TestHooksSlowFn: a slow stage and a fast consumer. The consumer waits for most of the run and
-// results never pile up.
+// TestHooksSlowFn: a slow stage and a fast consumer. The consumer waits for the whole run and
+// results never pile up. In a synctest bubble time moves only while every goroutine is blocked,
+// so Fn's sleeps are the only time that passes and every duration is exact.
 func TestHooksSlowFn(t *testing.T) {
-	const n, fnTime = 15, 3 * time.Millisecond
-	var rec recorder
-	st := Stage[int, int]{
-		Concurrency: 1,
-		Ahead:       4,
-		Fn: func(_ context.Context, i int) (int, error) {
-			time.Sleep(fnTime)
-			return i, nil
-		},
-		Size:  func(int) int64 { return 100 },
-		Hooks: rec.hooks(4),
-	}
-	start := time.Now()
-	for _, err := range Map(context.Background(), newSource(n).seq(), st) {
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		const n, fnTime = 15, 3 * time.Millisecond
+		var rec recorder
+		st := Stage[int, int]{
+			Concurrency: 1,
+			Ahead:       4,
+			Fn: func(_ context.Context, i int) (int, error) {
+				time.Sleep(fnTime)
+				return i, nil
+			},
+			Size:  func(int) int64 { return 100 },
+			Hooks: rec.hooks(4),
 		}
-	}
-	elapsed := time.Since(start)
+		start := time.Now()
+		for _, err := range Map(context.Background(), newSource(n).seq(), st) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.waits != n+1 {
-		t.Errorf("Wait called %d times, want once per result and once for the end: %d", rec.waits, n+1)
-	}
-	// One goroutine sleeps n times, and the consumer waits for nearly all of it.
-	if rec.waitTime < elapsed/2 {
-		t.Errorf("consumer waited %v of %v, want most of it", rec.waitTime, elapsed)
-	}
-	if rec.done != n || rec.doneTime < n*fnTime || rec.doneBytes != n*100 {
-		t.Errorf("Done: %d calls, %v, %d bytes; want %d calls of at least %v, %d bytes", rec.done, rec.doneTime, rec.doneBytes, n, fnTime, n*100)
-	}
-	var sum int64
-	for _, q := range rec.queue {
-		sum += q[0]
-		if q[1] != q[0]*100 {
-			t.Errorf("queue report %v: bytes do not match the results", q)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if elapsed != n*fnTime {
+			t.Errorf("the run took %v, want %d calls of %v one after another", elapsed, n, fnTime)
 		}
-	}
-	// Each result is reported once ready (1) and once taken (0); a stall of the consumer
-	// could add a little.
-	if mean := float64(sum) / float64(len(rec.queue)); mean >= 1 {
-		t.Errorf("mean queue %.2f, want near 0: %v", mean, rec.queue)
-	}
+		if rec.waits != n+1 {
+			t.Errorf("Wait called %d times, want once per result and once for the end: %d", rec.waits, n+1)
+		}
+		// The consumer takes each result at once and waits for the next: it waits all along.
+		if rec.waitTime != elapsed {
+			t.Errorf("consumer waited %v of %v, want all of it", rec.waitTime, elapsed)
+		}
+		if rec.done != n || rec.doneTime != n*fnTime || rec.doneBytes != n*100 {
+			t.Errorf("Done: %d calls, %v, %d bytes; want %d calls, %v, %d bytes", rec.done, rec.doneTime, rec.doneBytes, n, n*fnTime, n*100)
+		}
+		// Each result is reported once ready (1) and once taken (0), never more at once.
+		if len(rec.queue) != 2*n {
+			t.Errorf("%d queue reports, want %d: %v", len(rec.queue), 2*n, rec.queue)
+		}
+		for k, q := range rec.queue {
+			if want := [2]int64{int64(1 - k%2), int64(100 * (1 - k%2))}; q != want {
+				t.Fatalf("queue report %d is %v, want %v: %v", k, q, want, rec.queue)
+			}
+		}
+	})
 }
 
 // TestHooksSlowConsumer: a fast stage and a slow consumer. Whenever the consumer comes back for
-// the next result, the queue is full.
+// the next result, the queue is full: in a synctest bubble the consumer's sleep ends only once
+// the stage has done all it can and blocked.
 func TestHooksSlowConsumer(t *testing.T) {
-	const n, ahead = 25, 4
-	var rec recorder
-	st := Stage[int, int]{
-		Concurrency: 2,
-		Ahead:       ahead,
-		Fn:          func(_ context.Context, i int) (int, error) { return i, nil },
-		Hooks:       rec.hooks(ahead),
-	}
-	full, samples := 0, 0
-	for i, err := range Map(context.Background(), newSource(n).seq(), st) {
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		const n, ahead = 25, 4
+		var rec recorder
+		st := Stage[int, int]{
+			Concurrency: 2,
+			Ahead:       ahead,
+			Fn:          func(_ context.Context, i int) (int, error) { return i, nil },
+			Hooks:       rec.hooks(ahead),
 		}
-		time.Sleep(2 * time.Millisecond)
-		if n-1-i >= ahead { // near the end fewer than ahead items are left
-			samples++
-			if rec.lastReady.Load() == ahead {
-				full++
+		for i, err := range Map(context.Background(), newSource(n).seq(), st) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			// Near the end fewer than ahead items are left.
+			if want := int64(min(ahead, n-1-i)); rec.lastReady.Load() != want {
+				t.Fatalf("after taking item %d and sleeping, %d results ready, want %d", i, rec.lastReady.Load(), want)
 			}
 		}
-	}
-	if full < samples*8/10 {
-		t.Errorf("queue full at %d of %d samples, want nearly all", full, samples)
-	}
-	if a := rec.queueAbove.Load(); a != 0 {
-		t.Errorf("%d queue reports out of [0, %d]", a, ahead)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if last := rec.queue[len(rec.queue)-1]; last != [2]int64{0, 0} {
-		t.Errorf("last queue report %v, want [0 0]", last)
-	}
+		if a := rec.queueAbove.Load(); a != 0 {
+			t.Errorf("%d queue reports out of [0, %d]", a, ahead)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if last := rec.queue[len(rec.queue)-1]; last != [2]int64{0, 0} {
+			t.Errorf("last queue report %v, want [0 0]", last)
+		}
+		// The stage was always ahead, so the consumer never waited but for the first result,
+		// which takes no time to make.
+		if rec.waitTime != 0 {
+			t.Errorf("consumer waited %v, want 0", rec.waitTime)
+		}
+	})
 }
 
 // TestHooksEarlyStop: after an early stop the queue reads empty, as its results were released.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -241,24 +242,34 @@ func TestMapBackpressure(t *testing.T) {
 // TestMapConcurrency checks that exactly Concurrency Fn calls run at once when Fn is slow.
 func TestMapConcurrency(t *testing.T) {
 	for _, c := range []int{1, 3, 5} {
-		n := 4 * c
-		src := newSource(n)
-		l := newLedger(n)
-		st := l.stage("c", func(context.Context, int) error {
-			time.Sleep(3 * time.Millisecond)
-			return nil
-		})
-		st.Concurrency = c
-		for o, err := range Map(context.Background(), src.seq(), st) {
-			if err != nil {
-				t.Fatal(err)
+		// In a synctest bubble time moves only once every goroutine is blocked, so every worker
+		// that can start an item is inside Fn's sleep before any sleep ends: the most calls at
+		// once is exactly what the stage allows.
+		synctest.Test(t, func(t *testing.T) {
+			n := 4 * c
+			src := newSource(n)
+			l := newLedger(n)
+			st := l.stage("c", func(context.Context, int) error {
+				time.Sleep(3 * time.Millisecond)
+				return nil
+			})
+			st.Concurrency = c
+			start := time.Now()
+			for o, err := range Map(context.Background(), src.seq(), st) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.got(o)
 			}
-			l.got(o)
-		}
-		if m := int(l.maxRunning.Load()); m != c {
-			t.Errorf("concurrency %d: at most %d Fn calls ran at once", c, m)
-		}
-		l.check(t, n)
+			if m := int(l.maxRunning.Load()); m != c {
+				t.Errorf("concurrency %d: at most %d Fn calls ran at once", c, m)
+			}
+			// n calls of 3 ms on c goroutines take n/c rounds.
+			if elapsed, want := time.Since(start), time.Duration(n/c)*3*time.Millisecond; elapsed != want {
+				t.Errorf("concurrency %d: %d calls took %v, want %v", c, n, elapsed, want)
+			}
+			l.check(t, n)
+		})
 	}
 }
 

@@ -12,10 +12,31 @@
 // inputs and results however fast upstream and Fn are. Stage.MaxBytes further bounds the bytes of
 // finished results that wait for the consumer.
 //
-// Stages chain: the output of one Map is the input of the next, and each keeps its own bounds.
-// sluice reads chunks with one stage and transforms batches with another:
+// Stages chain: the output of one Map is the input of the next, and each keeps its own bounds. A
+// sluice stream runs three, because their work differs in kind and each needs its own
+// concurrency:
 //
-//	batches := prefetch.Map(ctx, prefetch.Map(ctx, chunks, read), transform)
+//	fetched := prefetch.Map(ctx, reads, fetch)            // I/O: stored bytes of windows, many in flight
+//	windows := prefetch.Map(ctx, fetched, decode)         // CPU: Arrow batches, a goroutine per core
+//	batches := prefetch.Map(ctx, cut(windows), transform) // CPU: cut batches, run the user's Map
+//
+// What each does, and what its queue holds:
+//
+//   - fetch reads the stored bytes of windows (runs of rows). Its calls wait on storage, so many
+//     run at once to hide latency; its Ahead is as many, and MaxBytes bounds the bytes fetched
+//     and not yet decoded.
+//   - decode turns fetched bytes into Arrow record batches. Its finished results are the
+//     stream's raw queue: decoded windows not yet cut into batches.
+//   - transform cuts batches out of decoded windows (a slice, or a gather when shuffled) and
+//     runs the user's Map function on each. Its finished results are the prefetch queue:
+//     batches ready for the training loop.
+//
+// The [Hooks] of each stage feed the stream's metrics: Done adds fetch and decode time, or
+// transform time, summed over goroutines; Queue sets the depth of the raw queue (decode) or the
+// prefetch queue (transform); Wait, on the last stage, adds the time the training loop spent
+// blocked for a batch. A stage that cannot keep up leaves the queue after it empty and, by
+// backpressure, the one before it full, which is how the metrics tell which stage limits a
+// stream.
 //
 // # Ending
 //
@@ -47,7 +68,7 @@ import (
 // apply it, how far ahead of the consumer it may run, and how to give back what is never
 // consumed. The zero value of every field but Fn is a valid default.
 type Stage[T, U any] struct {
-	// Name identifies the stage in errors, e.g. "read" or "transform".
+	// Name identifies the stage in errors, e.g. "fetch", "decode" or "transform".
 	//
 	// The default is "stage".
 	Name string
