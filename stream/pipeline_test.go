@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,13 +35,14 @@ func idsOf(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
 	return slices.Clone(b.Column(0).(*array.Int64).Int64Values()), nil
 }
 
-// The queue pattern tells where the time goes: I/O-bound, both queues near
-// empty; transform-bound, raw queue full and prefetch queue near empty;
-// consumer-bound, both full.
+// The queue pattern tells where the time goes: I/O-bound, raw queue near
+// empty while the consumer waits; transform-bound, raw queue full while it
+// waits; consumer-bound, prefetch queue full and no waiting. Each case runs in
+// a synctest bubble, whose clock moves only while every goroutine is blocked:
+// the read delay, the transform and the consumer's step are the only time that
+// passes, so the queues' integrals, the waits and hence every diagnosis are
+// the same on any machine.
 func TestDiagnosis(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing-based")
-	}
 	dir := writeDataset(t, synth.Spec{Files: 8, RowsPerFile: 4000, RowGroupRows: 250, Seed: 1})
 	cases := []struct {
 		want      string
@@ -54,47 +56,47 @@ func TestDiagnosis(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
-			o := checkedOptions(t, dir)
-			o.Shuffle = true
-			// One row group, one window, one batch: no burst of batches
-			// from one read fills the prefetch queue.
-			o.ShuffleWindow, o.BatchSize = 250, 250
-			o.ReadConcurrency, o.TransformConcurrency = 2, 1
-			if c.readDelay > 0 {
-				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, c.readDelay} }
-			}
-			ds := open(t, o)
-			var samples []string
-			prev := ds.Metrics().Snapshot()
-			n := 0
-			for _, err := range Map(context.Background(), ds, func(ctx context.Context, b arrow.RecordBatch) ([]int64, error) {
-				time.Sleep(c.transform)
-				return idsOf(ctx, b)
-			}) {
-				if err != nil {
-					t.Fatal(err)
+			synctest.Test(t, func(t *testing.T) {
+				o := checkedOptions(t, dir)
+				o.Shuffle = true
+				// One row group, one window, one batch: no burst of batches
+				// from one read fills the prefetch queue.
+				o.ShuffleWindow, o.BatchSize = 250, 250
+				o.ReadConcurrency, o.TransformConcurrency = 2, 1
+				// A window of a few dozen batches, so that the samples below
+				// leave the start of the stream behind.
+				o.Metrics = metrics.NewWithOptions(metrics.Options{Window: 100 * time.Millisecond})
+				if c.readDelay > 0 {
+					o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, c.readDelay} }
 				}
-				time.Sleep(c.consume)
-				n++
-				if n%8 == 0 && n > 16 {
-					now := ds.Metrics().Snapshot()
-					samples = append(samples, now.Since(prev).Diagnosis())
-					prev = now
+				ds := open(t, o)
+				var samples []string
+				n := 0
+				for _, err := range Map(context.Background(), ds, func(ctx context.Context, b arrow.RecordBatch) ([]int64, error) {
+					time.Sleep(c.transform)
+					return idsOf(ctx, b)
+				}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(c.consume)
+					n++
+					if n%8 == 0 && n > 32 {
+						samples = append(samples, ds.Metrics().Snapshot().Diagnosis())
+					}
+					if len(samples) == 10 {
+						break
+					}
 				}
-				if len(samples) == 15 {
-					break
+				if len(samples) < 10 {
+					t.Fatalf("only %d samples in %d batches", len(samples), n)
 				}
-			}
-			hits := 0
-			for _, s := range samples {
-				if s == c.want {
-					hits++
+				for _, s := range samples {
+					if s != c.want {
+						t.Fatalf("diagnoses %v, want %s in every one", samples, c.want)
+					}
 				}
-			}
-			t.Logf("%s: %d of %d samples agree: %v", c.want, hits, len(samples), samples)
-			if hits*10 < len(samples)*6 {
-				t.Fatalf("diagnosis %v, want mostly %s", samples, c.want)
-			}
+			})
 		})
 	}
 }
