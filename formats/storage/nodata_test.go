@@ -32,9 +32,9 @@ func TestResolveNoDataFiles(t *testing.T) {
 	}{
 		{filepath.Join(dir, "empty"), storage.Options{}, true, []string{"a directory with no data files (empty)"}},
 		{"file://" + filepath.ToSlash(filepath.Join(dir, "empty")) + "/", storage.Options{}, true, []string{"a directory with no data files (empty)"}},
-		{filepath.Join(dir, "spark"), storage.Options{}, true, []string{"a directory with no data files", "2 files skipped as hidden", "such as .part-0.parquet.crc"}},
+		{filepath.Join(dir, "spark"), storage.Options{}, true, []string{"a directory with no data files", "2 files skipped for a name starting with", "such as .part-0.parquet.crc"}},
 		{filepath.Join(dir, "text"), storage.Options{}, true, []string{"a directory with no data files (2 files of another format, such as more.txt)"}},
-		{filepath.Join(dir, "mixed"), storage.Options{}, true, []string{"1 file of another format, such as a.csv; 1 file skipped as hidden"}},
+		{filepath.Join(dir, "mixed"), storage.Options{}, true, []string{"1 file of another format, such as a.csv; 1 file skipped for a name starting with '.' or '_', such as _SUCCESS)"}},
 		{filepath.Join(dir, "text") + "/*.txt", storage.Options{}, true, []string{"no data files match the pattern (2 files of another format"}},
 		{"mem://b/folder/", memOpen, true, []string{"mem://b/folder/: a prefix with no data files (empty)"}},
 		{"mem://b/csv", memOpen, true, []string{"mem://b/csv: a prefix with no data files (2 files of another format, such as a.csv)"}},

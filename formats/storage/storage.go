@@ -270,7 +270,7 @@ func (s skipped) String() string {
 		parts = append(parts, fmt.Sprintf("%s of another format, such as %s", files(s.other), s.first))
 	}
 	if s.hidden > 0 {
-		parts = append(parts, fmt.Sprintf("%s skipped as hidden (a name starting with '.' or '_'), such as %s", files(s.hidden), s.firstHidden))
+		parts = append(parts, fmt.Sprintf("%s skipped for a name starting with '.' or '_', such as %s", files(s.hidden), s.firstHidden))
 	}
 	if len(parts) == 0 {
 		return "empty"
