@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/sluicedata/sluice/plan"
 )
 
 // StateVersion is the version of the State layout written by this code.
@@ -54,17 +56,9 @@ type State struct {
 	Next int `msgpack:"next" json:"next"`
 }
 
-// Cursor is how far the consumer got in one split this epoch. It names a
-// shuffle window (or chunk, unshuffled) and the rows of it delivered, never a
-// global row number, so it also works where row counts are unknown up front.
-type Cursor struct {
-	// Window is the index of the window in the split's order for the epoch.
-	Window int `msgpack:"window" json:"window"`
-	// Offset is the number of rows of that window already delivered.
-	Offset int64 `msgpack:"offset" json:"offset"`
-	// Rows is the number of rows of the split delivered this epoch.
-	Rows int64 `msgpack:"rows" json:"rows"`
-}
+// Cursor is how far the consumer got in one split this epoch: a window and
+// the rows of it delivered (see plan.Cursor).
+type Cursor = plan.Cursor
 
 // Owns reports whether the state speaks for split s.
 func (s *State) Owns(split int) bool {
@@ -132,6 +126,7 @@ func Merge(states ...State) (State, error) {
 	out.Rank = -1
 	out.Next = 0
 	seen := make([]bool, world)
+	byRank := make([][]Cursor, world)
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return State{}, err
@@ -149,10 +144,13 @@ func Merge(states ...State) (State, error) {
 			return State{}, fmt.Errorf("%w: field rank: rank %d appears twice", ErrMismatch, st.Rank)
 		}
 		seen[st.Rank] = true
-		for s := st.Rank; s < st.NumSplits; s += world {
-			out.Cursors[s] = st.Cursors[s]
-		}
+		byRank[st.Rank] = st.Cursors
 	}
+	cursors, err := plan.MergeCursors(world, byRank)
+	if err != nil {
+		return State{}, fmt.Errorf("%w: %w", ErrMismatch, err)
+	}
+	out.Cursors = cursors
 	return out, nil
 }
 

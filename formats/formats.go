@@ -1,21 +1,34 @@
-// Package formats turns URLs into fragments (one file each) with what their
-// footers know, and reads a row range of a fragment with column projection as
-// Arrow record batches. It knows nothing of splits, shuffles or streams.
+// Package formats is the house of sluice's file formats: the driver
+// interface a format implements (Format), and the planner that turns URLs
+// into fragments with what their footers know and reads row ranges of them
+// with column projection. It knows nothing of splits, shuffles or streams,
+// and no format is built in: drivers live in their own packages
+// (formats/parquet) and can be written outside this module, as a
+// database/sql driver can.
 //
-// Planning and reading are separate: Plan fetches every footer once, up
-// front and concurrently; Dataset.Read then fetches only the column chunks of
-// the row groups a range needs.
+// Planning and reading are separate, as in iceberg-go: Plan fetches every
+// footer once, up front and concurrently; Dataset.Fetch then fetches only
+// the stored bytes a range needs, and Dataset.ReadFetched decodes them.
+//
+// What the planner gives the drivers' readers on top of their own work:
+// row masks (rows of a file that are not part of the dataset, such as
+// Iceberg position deletes) and row filters are applied to what a driver
+// decodes, so a driver that only reads rows is complete; a driver may use
+// the filter to skip what its statistics rule out.
 package formats
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
@@ -35,7 +48,7 @@ var (
 )
 
 // Unit is a piece of a fragment that can be read on its own: a Parquet row
-// group or an ORC stripe.
+// group, an ORC stripe, a byte range of a text file.
 type Unit struct {
 	// Rows is the exact row count, or -1 where the format does not know it
 	// before reading (CSV, JSON).
@@ -43,6 +56,17 @@ type Unit struct {
 	// Bytes is the stored size of the selected columns of this unit: what
 	// reading it fetches.
 	Bytes int64
+	// Offset is where the unit starts in the file, for formats whose units
+	// are byte ranges; informational otherwise.
+	Offset int64
+}
+
+// RowMask names rows of a file that are not part of the dataset, such as
+// the rows an Iceberg position delete removes. Rows are the file's own row
+// numbers, from 0.
+type RowMask struct {
+	// Deleted holds the masked rows, ascending, each once.
+	Deleted []int64
 }
 
 // Fragment is one file of a dataset.
@@ -56,31 +80,43 @@ type Fragment struct {
 	Format string
 	// Size is the file size in bytes.
 	Size int64
-	// Rows is the exact row count, or -1 if not known before reading.
+	// Rows is the exact row count, or -1 if not known before reading. With
+	// a mask it counts the rows left; with a filter it is -1.
 	Rows int64
-	// Units are the row groups (or stripes) in file order.
+	// Units are the row groups (or stripes, or byte ranges) in file order,
+	// as planning sees them: masked rows left out, counts unknown (-1)
+	// behind a filter.
 	Units []Unit
 	// Schema is the file's own Arrow schema (all columns).
 	Schema *arrow.Schema
+	// Source reaches the file's bytes: Source.ReaderAt(ctx) reads ranges,
+	// with retries, request limits and byte accounting.
+	Source storage.Source
+	// Meta is the driver's own state for the file, set by Inspect (a parsed
+	// footer), read by Fetch and Decode.
+	Meta any
+	// Mask, if set, names rows that reads leave out.
+	Mask *RowMask
 
-	src    storage.Source
 	format Format
-	meta   any // the format's parsed footer
 	cache  Cache
+	// fileStarts[u] is the file row unit u starts at (len(Units)+1
+	// entries), where the driver knows its counts.
+	fileStarts []int64
 }
 
 // CacheKey names what a cache holds for f under a format's purpose: the
 // object's location, size, modification time and ETag.
 func (f *Fragment) CacheKey(purpose string) []byte {
-	o := f.src.Object
+	o := f.Source.Object
 	return fmt.Appendf(nil, "%s\x00%s\x00%d\x00%d\x00%s", purpose, f.URL, o.Size, o.ModTime.UnixNano(), o.ETag)
 }
 
 // Cache is the plan's cache, or nil.
 func (f *Fragment) Cache() Cache { return f.cache }
 
-// Format is one file format. Implementations must be safe for concurrent
-// use; Inspect and Read are called from many goroutines.
+// Format is one file format: a driver. Implementations must be safe for
+// concurrent use: Inspect, Fetch and Decode are called from many goroutines.
 type Format interface {
 	// Name is a short lower-case name such as "parquet".
 	Name() string
@@ -88,48 +124,63 @@ type Format interface {
 	// file of this format (by its name).
 	Match(key string) bool
 	// Inspect reads what the file's footer knows. It fills Units, Rows and
-	// Schema, and may keep parsed metadata for Read. columns are the names
-	// selected for the dataset (nil for all): Unit.Bytes counts only those.
+	// Schema, and may keep parsed metadata in Meta. columns are the names
+	// read from the file (nil for all): Unit.Bytes counts only those.
 	Inspect(ctx context.Context, f *Fragment, columns []string) error
-	// Read delivers rows [start, end) of the fragment, projected onto schema
-	// (whose fields the file has, possibly with narrower types), in batches
-	// of at most batchRows rows. yield owns each batch and must release it.
-	Read(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error
+	// Fetch fetches the stored bytes r needs before decoding, so that a
+	// reader keeps many fetches in flight while only as many decodes run as
+	// there are cores. A format that reads as it decodes returns nil.
+	Fetch(ctx context.Context, f *Fragment, r *Read) (Buffer, error)
+	// Decode delivers the rows of r, projected onto r.Schema, in batches of
+	// at most r.BatchRows rows, from a Fetch result whose range holds r's
+	// (nil if Fetch returned nil). The consumer owns each batch.
+	Decode(ctx context.Context, f *Fragment, fetched Buffer, r *Read) iter.Seq2[arrow.RecordBatch, error]
 }
 
-// Fetcher is implemented by formats that can fetch the stored bytes of a
-// row range before decoding it, so that a reader keeps many fetches in
-// flight (hiding storage latency) while only as many decodes run as there
-// are cores. Read must equal Fetch followed by ReadFetched.
-type Fetcher interface {
-	// Fetch fetches what ReadFetched will need of [start, end).
-	Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64) (any, error)
-	// FetchedBytes is the memory a Fetch result holds.
-	FetchedBytes(fetched any) int64
-	// ReadFetched decodes [start, end) from a Fetch result, a range within
-	// the fetched one: one fetch of adjacent row ranges serves the decode of
-	// each.
-	ReadFetched(ctx context.Context, f *Fragment, fetched any, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error
+// Buffer is what a Fetch holds in memory for Decode.
+type Buffer interface {
+	// Size is the memory the buffer holds, in bytes.
+	Size() int64
 }
 
-// Fetched is a row range of a fragment whose stored bytes are in memory,
-// ready for Dataset.ReadFetched.
-type Fetched struct {
-	frag       int
-	start, end int64
-	data       any
-	// Bytes is the memory the fetched bytes hold.
-	Bytes int64
+// Range is a part of a file: rows [Start, End) where the file's counts are
+// known, and units [FirstUnit, EndUnit), the units that hold those rows or,
+// where counts are unknown (Start and End -1), the units to read whole.
+type Range struct {
+	Start, End         int64
+	FirstUnit, EndUnit int
 }
 
-// Part is rows [start, end) of fe, sharing its bytes: a reader fetches
-// adjacent row ranges in one request and decodes each range on its own.
-// Its Bytes is 0, as the bytes are fe's.
-func (fe *Fetched) Part(start, end int64) (*Fetched, error) {
-	if start < fe.start || end > fe.end || end < start {
-		return nil, fmt.Errorf("formats: rows [%d, %d) are not within the fetched [%d, %d)", start, end, fe.start, fe.end)
-	}
-	return &Fetched{frag: fe.frag, start: start, end: end, data: fe.data}, nil
+// Known reports whether the range is in rows.
+func (r Range) Known() bool { return r.Start >= 0 }
+
+// Read is one read of a fragment, as a driver gets it.
+type Read struct {
+	// Range is in the file's own rows and units.
+	Range Range
+	// Schema is what batches carry: columns of the file, possibly of wider
+	// types than the file's (see Plan).
+	Schema *arrow.Schema
+	// Filter, if set, is the dataset's row filter. The planner applies it
+	// to what Decode yields; a driver may use it to skip units or pages
+	// its statistics show cannot match, and must not drop rows otherwise.
+	Filter Filter
+	// BatchRows bounds the rows of a batch.
+	BatchRows int
+	// Mem allocates the batches.
+	Mem memory.Allocator
+}
+
+// Filter is a row predicate over a dataset's columns.
+type Filter interface {
+	// Columns are the top-level columns the predicate reads.
+	Columns() []string
+	// Keep returns, for each row of b, whether it passes (a null counts as
+	// false). b holds at least Columns().
+	Keep(ctx context.Context, b arrow.RecordBatch) (*array.Boolean, error)
+	// String is the predicate's canonical text: it goes into the plan's
+	// fingerprint.
+	String() string
 }
 
 // Cache keeps what a plan learned of a file between runs, so that a
@@ -152,10 +203,17 @@ type PlanOptions struct {
 	Concurrency int
 	// Storage configures how URLs are opened (openers, wrappers).
 	Storage storage.Options
-	// Formats are the formats tried, in order. Default: Parquet only.
+	// Formats are the drivers tried, in order: a file is read by the first
+	// whose Match accepts its name (a file named explicitly, by the first).
+	// Required: no format is built in.
 	Formats []Format
 	// Cache, if set, keeps footers between plans. Default: none.
 	Cache Cache
+	// Filter, if set, keeps only the rows it passes. Row counts behind a
+	// filter are unknown until read.
+	Filter Filter
+	// Masks, if set, gives the rows to leave out of a file, by URL.
+	Masks map[string]*RowMask
 }
 
 // Dataset is a planned set of fragments with one unified schema.
@@ -166,6 +224,9 @@ type Dataset struct {
 	Columns   []string
 	Fragments []*Fragment
 
+	// read is Schema with the filter's columns that Schema lacks after it.
+	read     *arrow.Schema
+	filter   Filter
 	resolver *storage.Resolver
 }
 
@@ -176,11 +237,11 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("formats: no URLs given: %w", ErrEmpty)
 	}
+	if len(opts.Formats) == 0 {
+		return nil, errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
+	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 16
-	}
-	if len(opts.Formats) == 0 {
-		opts.Formats = []Format{Parquet{}}
 	}
 	if opts.Columns != nil && len(opts.Columns) == 0 {
 		return nil, fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
@@ -211,28 +272,94 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 			if f == nil {
 				f = opts.Formats[0] // named explicitly: trust the caller
 			}
-			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, src: s, format: f, cache: opts.Cache})
+			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, Source: s, format: f, cache: opts.Cache, Mask: opts.Masks[s.URL]})
+		}
+	}
+	// Files are inspected for the selected columns and the filter's.
+	inspected := opts.Columns
+	if inspected != nil && opts.Filter != nil {
+		inspected = slices.Clone(inspected)
+		for _, c := range opts.Filter.Columns() {
+			if !slices.Contains(inspected, c) {
+				inspected = append(inspected, c)
+			}
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	for _, f := range frags {
 		g.Go(func() error {
-			return guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, opts.Columns) })
+			if err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, inspected) }); err != nil {
+				return err
+			}
+			return f.planUnits(opts.Filter != nil)
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	schema, err := unify(frags, opts.Columns)
+	read, err := unify(frags, inspected)
 	if err != nil {
 		return nil, err
 	}
-	cols := make([]string, schema.NumFields())
-	for i, f := range schema.Fields() {
-		cols[i] = f.Name
+	d := &Dataset{read: read, filter: opts.Filter, Fragments: frags, resolver: res}
+	d.Schema = read
+	if opts.Columns != nil {
+		d.Schema = arrow.NewSchema(read.Fields()[:len(opts.Columns)], nil)
 	}
-	return &Dataset{Schema: schema, Columns: cols, Fragments: frags, resolver: res}, nil
+	for _, f := range d.Schema.Fields() {
+		d.Columns = append(d.Columns, f.Name)
+	}
+	if opts.Filter != nil {
+		for _, c := range opts.Filter.Columns() {
+			if len(read.FieldIndices(c)) == 0 {
+				return nil, fmt.Errorf("formats: %w: the filter reads column %q, which the files lack", ErrSchema, c)
+			}
+		}
+	}
+	return d, nil
+}
+
+// planUnits records where the driver's units start and turns them into
+// what planning sees: masked rows left out, counts hidden behind a filter.
+func (f *Fragment) planUnits(filtered bool) error {
+	known := true
+	f.fileStarts = make([]int64, len(f.Units)+1)
+	for i, u := range f.Units {
+		if u.Rows < 0 {
+			known = false
+		}
+		f.fileStarts[i+1] = f.fileStarts[i] + max(u.Rows, 0)
+	}
+	if !known {
+		f.fileStarts = nil
+		if f.Mask != nil {
+			return fmt.Errorf("formats: %s: a row mask needs exact row counts, which %s files do not have", f.URL, f.Format)
+		}
+	}
+	if f.Mask != nil {
+		del := f.Mask.Deleted
+		if !slices.IsSorted(del) || len(slices.Compact(slices.Clone(del))) != len(del) {
+			return fmt.Errorf("formats: %s: row mask is not ascending and unique", f.URL)
+		}
+		if n := len(del); n > 0 && (del[0] < 0 || del[n-1] >= f.fileStarts[len(f.Units)]) {
+			return fmt.Errorf("formats: %s: row mask names rows outside the file's %d", f.URL, f.fileStarts[len(f.Units)])
+		}
+		f.Rows = 0
+		for i := range f.Units {
+			lo, _ := slices.BinarySearch(del, f.fileStarts[i])
+			hi, _ := slices.BinarySearch(del, f.fileStarts[i+1])
+			f.Units[i].Rows -= int64(hi - lo)
+			f.Rows += f.Units[i].Rows
+		}
+	}
+	if filtered {
+		f.Rows = -1
+		for i := range f.Units {
+			f.Units[i].Rows = -1
+		}
+	}
+	return nil
 }
 
 // Rows is the dataset's row count, or -1 if some fragment's is unknown.
@@ -247,43 +374,153 @@ func (d *Dataset) Rows() int64 {
 	return n
 }
 
-// Read delivers rows [start, end) of fragment i in batches of at most
-// batchRows rows. yield owns each batch and must release it. Errors name the
-// file and the row range; a panic in a third-party decoder becomes an error
-// wrapping ErrCorrupt.
-func (d *Dataset) Read(ctx context.Context, i int, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	fe, err := d.Fetch(ctx, i, start, end)
+// Fetched is a range of a fragment whose stored bytes are in memory, ready
+// for Dataset.ReadFetched.
+type Fetched struct {
+	frag int
+	rng  Range
+	data Buffer
+	// Bytes is the memory the fetched bytes hold.
+	Bytes int64
+}
+
+// Part is the part r of fe, sharing its bytes: a reader fetches adjacent
+// ranges in one request and decodes each on its own. Its Bytes is 0, as the
+// bytes are fe's.
+func (fe *Fetched) Part(r Range) (*Fetched, error) {
+	within := r.FirstUnit >= fe.rng.FirstUnit && r.EndUnit <= fe.rng.EndUnit && r.FirstUnit <= r.EndUnit
+	if r.Known() {
+		within = r.Start >= fe.rng.Start && r.End <= fe.rng.End && r.Start <= r.End
+	}
+	if !within {
+		return nil, fmt.Errorf("formats: %v is not within the fetched %v", r, fe.rng)
+	}
+	return &Fetched{frag: fe.frag, rng: r, data: fe.data}, nil
+}
+
+// String formats a range for errors.
+func (r Range) String() string {
+	if r.Known() {
+		return fmt.Sprintf("rows [%d, %d)", r.Start, r.End)
+	}
+	return fmt.Sprintf("units [%d, %d)", r.FirstUnit, r.EndUnit)
+}
+
+// Read delivers range r of fragment i (in planning's terms: masked rows are
+// not counted) in batches of at most batchRows rows. yield owns each batch
+// and must release it. Errors name the file and the range; a panic in a
+// third-party decoder becomes an error wrapping ErrCorrupt.
+func (d *Dataset) Read(ctx context.Context, i int, r Range, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	fe, err := d.Fetch(ctx, i, r)
 	if err != nil {
 		return err
 	}
 	return d.ReadFetched(ctx, fe, batchRows, mem, yield)
 }
 
-// Fetch fetches the stored bytes rows [start, end) of fragment i need,
-// without decoding them. For formats that cannot fetch ahead it does
-// nothing, and ReadFetched does all the work.
-func (d *Dataset) Fetch(ctx context.Context, i int, start, end int64) (*Fetched, error) {
+// RowRange is the Range of rows [start, end) of fragment i, with the units
+// that hold them.
+func (d *Dataset) RowRange(i int, start, end int64) Range {
+	r := Range{Start: start, End: end, FirstUnit: -1}
+	if i < 0 || i >= len(d.Fragments) {
+		return Range{Start: start, End: end} // for Read to refuse
+	}
+	f := d.Fragments[i]
+	var at int64
+	for u, unit := range f.Units {
+		next := at + max(unit.Rows, 0)
+		if r.FirstUnit < 0 && next > start {
+			r.FirstUnit = u
+		}
+		if next >= end && r.FirstUnit >= 0 {
+			r.EndUnit = u + 1
+			break
+		}
+		at = next
+	}
+	if r.FirstUnit < 0 || start == end {
+		r.FirstUnit, r.EndUnit = 0, 0
+	}
+	return r
+}
+
+// fileRange turns a planning range of f into the driver's: live rows into
+// the file rows that hold them, units into rows where the driver knows the
+// counts.
+func (f *Fragment) fileRange(r Range) (Range, error) {
+	n := len(f.Units)
+	if r.FirstUnit < 0 || r.EndUnit > n || r.FirstUnit > r.EndUnit {
+		return r, fmt.Errorf("formats: %s: units [%d, %d) outside the file's %d", f.URL, r.FirstUnit, r.EndUnit, n)
+	}
+	if !r.Known() {
+		if r.Start != -1 || r.End != -1 {
+			return r, fmt.Errorf("formats: %s: row range [%d, %d) is not a range", f.URL, r.Start, r.End)
+		}
+		if f.fileStarts != nil {
+			r.Start, r.End = f.fileStarts[r.FirstUnit], f.fileStarts[r.EndUnit]
+		}
+		return r, nil
+	}
+	if r.End < r.Start || (f.Rows >= 0 && r.End > f.Rows) {
+		return r, fmt.Errorf("formats: %s: row range [%d, %d) outside the file's %d rows", f.URL, r.Start, r.End, f.Rows)
+	}
+	if f.Mask == nil || r.Start == r.End {
+		return r, nil
+	}
+	r.Start = f.Mask.fileRow(r.Start)
+	r.End = f.Mask.fileRow(r.End-1) + 1
+	return r, nil
+}
+
+// fileRow is the file row of the live row n: the n-th row not masked.
+func (m *RowMask) fileRow(n int64) int64 {
+	// The answer x satisfies x - (masked rows <= x) == n, x not masked; the
+	// masked rows before it are found by search over the list.
+	lo, hi := 0, len(m.Deleted)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if m.Deleted[mid]-int64(mid) <= n {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return n + int64(lo)
+}
+
+// Fetch fetches the stored bytes range r of fragment i needs, without
+// decoding them. For formats that cannot fetch ahead it does nothing, and
+// ReadFetched does all the work.
+func (d *Dataset) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 	if i < 0 || i >= len(d.Fragments) {
 		return nil, fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
 	}
 	f := d.Fragments[i]
-	if start < 0 || end < start || (f.Rows >= 0 && end > f.Rows) {
-		return nil, fmt.Errorf("formats: %s: row range [%d, %d) outside the file's %d rows", f.URL, start, end, f.Rows)
+	fr, err := f.fileRange(r)
+	if err != nil {
+		return nil, err
 	}
-	fe := &Fetched{frag: i, start: start, end: end}
-	fetcher, ok := f.format.(Fetcher)
-	if !ok {
-		return fe, nil
-	}
-	err := guard(f.URL, fmt.Sprintf("rows [%d, %d)", start, end), func() (err error) {
-		fe.data, err = fetcher.Fetch(ctx, f, d.Schema, start, end)
+	fe := &Fetched{frag: i, rng: r}
+	err = guard(f.URL, r.String(), func() (err error) {
+		fe.data, err = f.format.Fetch(ctx, f, d.request(f, fr, 0, nil))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	fe.Bytes = fetcher.FetchedBytes(fe.data)
+	if fe.data != nil {
+		fe.Bytes = fe.data.Size()
+	}
 	return fe, nil
+}
+
+func (d *Dataset) request(f *Fragment, r Range, batchRows int, mem memory.Allocator) *Read {
+	rd := &Read{Range: r, Schema: d.read, BatchRows: batchRows, Mem: mem}
+	if f.Mask == nil {
+		// Pruning would move the rows a mask names.
+		rd.Filter = d.filter
+	}
+	return rd
 }
 
 // ReadFetched decodes what Fetch fetched, as Read does.
@@ -295,6 +532,10 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
+	fr, err := f.fileRange(fe.rng)
+	if err != nil {
+		return err
+	}
 	var yieldErr error
 	keep := func(b arrow.RecordBatch) error {
 		if e := yield(b); e != nil {
@@ -303,16 +544,81 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 		}
 		return nil
 	}
-	err := guard(f.URL, fmt.Sprintf("rows [%d, %d)", fe.start, fe.end), func() error {
-		if fetcher, ok := f.format.(Fetcher); ok {
-			return fetcher.ReadFetched(ctx, f, fe.data, d.Schema, fe.start, fe.end, batchRows, mem, keep)
+	err = guard(f.URL, fe.rng.String(), func() error {
+		next := fr.Start // the file row the next batch starts at
+		for b, err := range f.format.Decode(ctx, f, fe.data, d.request(f, fr, batchRows, mem)) {
+			if err != nil {
+				return err
+			}
+			at := next
+			next += b.NumRows()
+			if err := d.deliver(ctx, f, b, at, mem, keep); err != nil {
+				return err
+			}
 		}
-		return f.format.Read(ctx, f, d.Schema, fe.start, fe.end, batchRows, mem, keep)
+		if fr.Known() && next != fr.End && d.filter == nil {
+			return fmt.Errorf("%w: read %d rows of %d", ErrCorrupt, next-fr.Start, fr.End-fr.Start)
+		}
+		return nil
 	})
 	if yieldErr != nil && errors.Is(err, yieldErr) {
 		return yieldErr // the consumer's own error, not the file's
 	}
 	return err
+}
+
+// deliver applies f's mask and the filter to b, whose first row is file
+// row at, and projects it onto the dataset's schema. It takes b.
+func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	if f.Mask != nil && at >= 0 {
+		del := f.Mask.Deleted
+		lo, _ := slices.BinarySearch(del, at)
+		hi, _ := slices.BinarySearch(del, at+b.NumRows())
+		if lo < hi {
+			// Yield the runs between masked rows as slices: no copy.
+			start := at
+			for _, row := range del[lo:hi] {
+				if row > start {
+					if err := d.deliver(ctx, &Fragment{}, b.NewSlice(start-at, row-at), -1, mem, yield); err != nil {
+						b.Release()
+						return err
+					}
+				}
+				start = row + 1
+			}
+			var err error
+			if end := at + b.NumRows(); start < end {
+				err = d.deliver(ctx, &Fragment{}, b.NewSlice(start-at, end-at), -1, mem, yield)
+			}
+			b.Release()
+			return err
+		}
+	}
+	if d.filter != nil {
+		keep, err := d.filter.Keep(ctx, b)
+		if err != nil {
+			b.Release()
+			return fmt.Errorf("filter %s: %w", d.filter, err)
+		}
+		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, keep, compute.DefaultFilterOptions())
+		keep.Release()
+		b.Release()
+		if err != nil {
+			return fmt.Errorf("filter %s: %w", d.filter, err)
+		}
+		b = filtered
+	}
+	if d.read.NumFields() > d.Schema.NumFields() {
+		cols := b.Columns()[:d.Schema.NumFields()]
+		out := array.NewRecordBatch(d.Schema, cols, b.NumRows())
+		b.Release()
+		b = out
+	}
+	if b.NumRows() == 0 {
+		b.Release()
+		return nil
+	}
+	return yield(b)
 }
 
 // Close releases the buckets the plan opened.
@@ -365,121 +671,4 @@ func firstDuplicate(names []string) string {
 		seen[n] = true
 	}
 	return ""
-}
-
-// unify computes the projected schema and checks every file against it.
-// Types may differ only where they widen safely (see widen); nullability is
-// the union.
-func unify(frags []*Fragment, columns []string) (*arrow.Schema, error) {
-	if len(frags) == 0 {
-		return nil, fmt.Errorf("formats: %w", ErrEmpty)
-	}
-	first := frags[0]
-	if columns == nil {
-		for _, f := range first.Schema.Fields() {
-			columns = append(columns, f.Name)
-		}
-	}
-	fields := make([]arrow.Field, len(columns))
-	from := make([]string, len(columns)) // which file set each field's type
-	for i, name := range columns {
-		idx := first.Schema.FieldIndices(name)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("formats: %w: column %q is not in %s (it has %s)", ErrSchema, name, first.URL, fieldNames(first.Schema))
-		}
-		fields[i] = first.Schema.Field(idx[0])
-		from[i] = first.URL
-	}
-	for _, f := range frags[1:] {
-		for i, name := range columns {
-			idx := f.Schema.FieldIndices(name)
-			if len(idx) == 0 {
-				return nil, fmt.Errorf("formats: %w: column %q is in %s but not in %s", ErrSchema, name, from[i], f.URL)
-			}
-			got := f.Schema.Field(idx[0])
-			wide, ok := widen(fields[i].Type, got.Type)
-			if !ok {
-				return nil, fmt.Errorf("formats: %w: column %q is %s in %s but %s in %s", ErrSchema, name, fields[i].Type, from[i], got.Type, f.URL)
-			}
-			if !arrow.TypeEqual(wide, fields[i].Type) {
-				from[i] = f.URL
-			}
-			fields[i].Type = wide
-			fields[i].Nullable = fields[i].Nullable || got.Nullable
-		}
-	}
-	return arrow.NewSchema(fields, nil), nil
-}
-
-// widen returns the type both a and b convert to without loss, if any:
-// integers to a wider integer of the same signedness, unsigned integers to a
-// wider signed one, float32 to float64, and string/binary to their large
-// forms.
-func widen(a, b arrow.DataType) (arrow.DataType, bool) {
-	if arrow.TypeEqual(a, b) {
-		return a, true
-	}
-	if w, ok := widerOf(a, b); ok {
-		return w, true
-	}
-	return widerOf(b, a)
-}
-
-func widerOf(narrow, wide arrow.DataType) (arrow.DataType, bool) {
-	rank := func(t arrow.DataType) (signed, unsigned, float int) {
-		switch t.ID() {
-		case arrow.INT8:
-			return 8, 0, 0
-		case arrow.INT16:
-			return 16, 0, 0
-		case arrow.INT32:
-			return 32, 0, 0
-		case arrow.INT64:
-			return 64, 0, 0
-		case arrow.UINT8:
-			return 0, 8, 0
-		case arrow.UINT16:
-			return 0, 16, 0
-		case arrow.UINT32:
-			return 0, 32, 0
-		case arrow.UINT64:
-			return 0, 64, 0
-		case arrow.FLOAT32:
-			return 0, 0, 32
-		case arrow.FLOAT64:
-			return 0, 0, 64
-		}
-		return 0, 0, 0
-	}
-	ns, nu, nf := rank(narrow)
-	ws, wu, wf := rank(wide)
-	switch {
-	case ns > 0 && ws > ns:
-		return wide, true
-	case nu > 0 && (ws > nu || wu > nu):
-		return wide, true
-	case nf > 0 && wf > nf:
-		return wide, true
-	case narrow.ID() == arrow.STRING && wide.ID() == arrow.LARGE_STRING,
-		narrow.ID() == arrow.BINARY && wide.ID() == arrow.LARGE_BINARY:
-		return wide, true
-	}
-	return nil, false
-}
-
-func fieldNames(s *arrow.Schema) string {
-	names := make([]string, s.NumFields())
-	for i, f := range s.Fields() {
-		names[i] = f.Name
-	}
-	if len(names) > 12 {
-		names = append(names[:12], "…")
-	}
-	return strings.Join(names, ", ")
-}
-
-// sortedUnique sorts xs and drops repeats.
-func sortedUnique(xs []int) []int {
-	slices.Sort(xs)
-	return slices.Compact(xs)
 }

@@ -8,13 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/sluicedata/sluice/permutation"
 )
-
-func permOrder(o Options, epoch int64, segments []int64, r windowRef) []int32 {
-	return permutation.RowOrder(segments, permOptions(o, epoch), r.split, r.window)
-}
 
 // build makes one batch from its parts: zero-copy slices where a window is
 // in storage order, a gather (take) where it is shuffled, and one
@@ -26,13 +20,13 @@ func build(ctx context.Context, schema *arrow.Schema, j *job, mem memory.Allocat
 			p.Release()
 		}
 	}()
-	for i, p := range j.plan.parts {
+	for i, p := range j.plan.Parts {
 		w := j.windows[i]
 		if w.order == nil {
-			pieces = appendSlices(pieces, w, p.from, p.to)
+			pieces = appendSlices(pieces, w, p.From, p.To)
 			continue
 		}
-		got, err := gatherWindow(ctx, schema, w, w.order[p.from:p.to], mem)
+		got, err := gatherWindow(ctx, schema, w, w.order[p.From:p.To], mem)
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
-	"github.com/sluicedata/sluice/permutation"
+	"github.com/sluicedata/sluice/plan"
 )
 
 // readLog records every range read made through the buckets it wraps.
@@ -189,8 +189,8 @@ func TestResumeReadsNothingBefore(t *testing.T) {
 			// Row groups of the windows at or after each cursor may be read.
 			allowed := map[string]bool{}
 			for s := o.Rank; s < o.NumSplits; s += o.WorldSize {
-				sp := ds.ep.splits[s]
-				for _, w := range ds.ep.windows[s][st.Cursors[s].Window:] {
+				sp := ds.ep.Splits[s]
+				for _, w := range ds.ep.Windows[s][st.Cursors[s].Window:] {
 					for _, p := range sp.Pieces[w.First:w.End] {
 						f := ds.Files()[p.Fragment]
 						var row int64
@@ -265,7 +265,7 @@ func TestShuffleQuality(t *testing.T) {
 	}
 
 	var seq []int64
-	for _, ci := range permutation.ChunkOrder(len(ds.Chunks()), permutation.Options{Shuffle: true, Seed: o.Seed}) {
+	for _, ci := range plan.ChunkOrder(len(ds.Chunks()), plan.Order{Shuffle: true, Seed: o.Seed}, 0) {
 		c := ds.Chunks()[ci]
 		first := int64(c.Fragment) * int64(spec.RowsPerFile)
 		for row := c.Start; row < c.End; row++ {

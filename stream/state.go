@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/plan"
 )
 
 // State is a dataset's position; see checkpoint.State.
@@ -17,7 +18,7 @@ func (d *Dataset) StateDict() State {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.orderState()
-	st.Epoch = d.ep.epoch
+	st.Epoch = d.ep.Epoch
 	st.WorldSize = d.opts.WorldSize
 	st.Rank = d.opts.Rank
 	st.Cursors = slices.Clone(d.cursors)
@@ -76,38 +77,17 @@ func (d *Dataset) LoadStateDict(st State) error {
 	} else {
 		next = 0
 	}
-	ep, err := newEpochPlan(d.chunks, d.opts, st.Epoch)
+	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), st.Epoch)
 	if err != nil {
 		return fmt.Errorf("stream: load state: %w", err)
 	}
-	cursors := make([]checkpoint.Cursor, d.opts.NumSplits)
-	for s := d.opts.Rank; s < d.opts.NumSplits; s += d.opts.WorldSize {
-		c := st.Cursors[s]
-		ws := ep.windows[s]
-		switch {
-		case c.Window > len(ws) || (c.Window == len(ws) && c.Offset != 0):
-			return fmt.Errorf("stream: load state: %w: field cursors: split %d is at window %d, the epoch has %d", checkpoint.ErrMismatch, s, c.Window, len(ws))
-		case c.Window < len(ws) && c.Offset >= ws[c.Window].Rows && ws[c.Window].Rows >= 0:
-			return fmt.Errorf("stream: load state: %w: field cursors: split %d offset %d is past window %d's %d rows", checkpoint.ErrMismatch, s, c.Offset, c.Window, ws[c.Window].Rows)
+	cursors := make([]plan.Cursor, d.opts.NumSplits)
+	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+		if err := ep.CheckCursor(s, st.Cursors[s]); err != nil {
+			return fmt.Errorf("stream: load state: %w: field cursors: %w", checkpoint.ErrMismatch, err)
 		}
-		if want := rowsBefore(ep, s, c); want >= 0 && want != c.Rows {
-			return fmt.Errorf("stream: load state: %w: field cursors: split %d has delivered %d rows, its window and offset say %d", checkpoint.ErrMismatch, s, c.Rows, want)
-		}
-		cursors[s] = c
+		cursors[s] = st.Cursors[s]
 	}
-	d.ep, d.cursors, d.next = ep, cursors, next
-	d.opts.Metrics.SetUnscannedRows(d.unscanned())
+	d.moveTo(ep, cursors, next)
 	return nil
-}
-
-// rowsBefore is the rows of split s before cursor c, or -1 if unknown.
-func rowsBefore(ep *epochPlan, s int, c checkpoint.Cursor) int64 {
-	n := c.Offset
-	for _, w := range ep.windows[s][:c.Window] {
-		if w.Rows < 0 {
-			return -1
-		}
-		n += w.Rows
-	}
-	return n
 }

@@ -16,18 +16,21 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/prefetch"
-	"github.com/sluicedata/sluice/split"
 )
 
 // ErrBusy is returned when a second iteration is started on a Dataset while
@@ -45,15 +48,17 @@ var ErrEmpty = errors.New("stream: dataset has no rows")
 type Dataset struct {
 	opts   Options
 	data   *formats.Dataset
-	chunks []split.Chunk
+	chunks []plan.Chunk
 	plan   string // hash of the chunk list: the plan fingerprint
-	reads  *storage.Counting
 
 	mu      sync.Mutex
 	running bool
-	ep      *epochPlan
-	cursors []checkpoint.Cursor
+	ep      *plan.Epoch
+	cursors []plan.Cursor
 	next    int
+	// kept holds the windows decoded for this epoch that the consumer has
+	// not finished: an iteration that stops early leaves them for the next.
+	kept keptWindows
 }
 
 // Open plans the dataset (every footer read once, concurrently) and checks
@@ -79,7 +84,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		Columns:     o.Columns,
 		Concurrency: o.PlanConcurrency,
 		Storage:     so,
-		Formats:     o.Formats,
+		Formats:     o.formats(),
 		Cache:       o.PlanCache,
 	})
 	if err != nil {
@@ -93,7 +98,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
-	d.chunks = split.Chunks(data.Fragments, split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
+	d.chunks = plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
 	d.plan = planHash(data, d.chunks)
 	if err := d.startEpoch(o.Epoch); err != nil {
 		data.Close()
@@ -102,45 +107,83 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	return d, nil
 }
 
+// planFiles is what the plan needs of the fragments: their units.
+func planFiles(data *formats.Dataset) []plan.File {
+	files := make([]plan.File, len(data.Fragments))
+	for i, f := range data.Fragments {
+		files[i].Units = make([]plan.Unit, len(f.Units))
+		for j, u := range f.Units {
+			files[i].Units[j] = plan.Unit{Rows: u.Rows, Bytes: u.Bytes}
+		}
+	}
+	return files
+}
+
 // planHash fingerprints the chunk list by relative keys, sizes and row
-// ranges, so a dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Dataset, chunks []split.Chunk) string {
+// ranges (unit ranges where counts are unknown), so a dataset copied to
+// another place or bucket is the same plan.
+func planHash(data *formats.Dataset, chunks []plan.Chunk) string {
 	h := sha256.New()
 	for _, f := range data.Fragments {
 		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
 	}
 	for _, c := range chunks {
+		if c.Start < 0 {
+			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
+			continue
+		}
 		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// formats are the drivers tried: Parquet unless the options name some.
+func (o Options) formats() []formats.Format {
+	if len(o.Formats) == 0 {
+		return []formats.Format{parquet.Format{}}
+	}
+	return o.Formats
+}
+
+// order is the dataset's order options.
+func (o Options) order() plan.Order {
+	return plan.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
+}
+
 // startEpoch moves to epoch e with every cursor at its start.
 func (d *Dataset) startEpoch(e int64) error {
-	ep, err := newEpochPlan(d.chunks, d.opts, e)
+	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", e, err)
 	}
-	d.ep = ep
-	d.cursors = make([]checkpoint.Cursor, d.opts.NumSplits)
-	d.next = 0
-	d.opts.Metrics.SetUnscannedRows(d.unscanned())
+	d.moveTo(ep, make([]plan.Cursor, d.opts.NumSplits), 0)
 	return nil
+}
+
+// moveTo sets the position; windows kept for another position go. d.mu is
+// held.
+func (d *Dataset) moveTo(ep *plan.Epoch, cursors []plan.Cursor, next int) {
+	d.kept.drop()
+	d.ep, d.cursors, d.next = ep, cursors, next
+	d.opts.Metrics.SetUnscannedRows(d.unscanned())
 }
 
 // unscanned is the rows of this rank's splits not yet delivered this epoch
 // (the metrics' "unscanned rows"); d.mu is held.
 func (d *Dataset) unscanned() int64 {
 	var n int64
-	for s := d.opts.Rank; s < d.opts.NumSplits; s += d.opts.WorldSize {
-		n += d.ep.splits[s].Rows - d.cursors[s].Rows
+	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+		n += max(d.ep.Remaining(s, d.cursors[s]), 0)
 	}
 	return n
 }
 
-// Close releases the dataset's buckets. It does not stop a running
-// iteration; cancel its context for that.
-func (d *Dataset) Close() error { return d.data.Close() }
+// Close releases the dataset's buckets and the windows read ahead. It does
+// not stop a running iteration; cancel its context for that.
+func (d *Dataset) Close() error {
+	d.kept.drop()
+	return d.data.Close()
+}
 
 // Schema is the schema of every batch.
 func (d *Dataset) Schema() *arrow.Schema { return d.data.Schema }
@@ -149,20 +192,20 @@ func (d *Dataset) Schema() *arrow.Schema { return d.data.Schema }
 func (d *Dataset) Files() []*formats.Fragment { return d.data.Fragments }
 
 // Chunks returns the chunk list the plan fingerprint covers.
-func (d *Dataset) Chunks() []split.Chunk { return d.chunks }
+func (d *Dataset) Chunks() []plan.Chunk { return d.chunks }
 
 // Splits returns the splits of the current epoch.
-func (d *Dataset) Splits() []split.Split {
+func (d *Dataset) Splits() []plan.Split {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.ep.splits
+	return d.ep.Splits
 }
 
 // Epoch is the epoch the next batch comes from.
 func (d *Dataset) Epoch() int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.ep.epoch
+	return d.ep.Epoch
 }
 
 // Metrics returns the live figures of the dataset's pipeline.
@@ -226,9 +269,10 @@ func Map[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 // window is a decoded window: its rows as one or more record batches, and
 // the order in which it emits them (nil: storage order).
 type window struct {
-	ref    windowRef
+	ref    plan.WindowRef
 	recs   []arrow.RecordBatch
 	starts []int64 // starts[i] is the first row of recs[i]
+	rows   int64
 	order  []int32
 	bytes  int64
 	refs   refCount
@@ -241,7 +285,7 @@ type window struct {
 }
 
 // refCount releases a window's records when the last batch cut from it,
-// and the cutter, are done with it.
+// the cutter and the kept set are done with it.
 type refCount struct {
 	mu sync.Mutex
 	n  int
@@ -269,10 +313,73 @@ func (w *window) release() {
 	}
 }
 
+// keptWindows holds one reference to each window of the epoch that was
+// decoded and that the consumer has not finished. An iteration adds each
+// window as it reaches the cutter and removes it once the consumer takes its
+// last rows; what is left when an iteration stops early is what the next
+// iteration starts from instead of fetching it again. Its size is bounded
+// by what the pipeline holds in flight.
+type keptWindows struct {
+	mu sync.Mutex
+	m  map[plan.WindowRef]*window
+}
+
+// put keeps a reference to w.
+func (k *keptWindows) put(w *window) {
+	w.retain()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[plan.WindowRef]*window{}
+	}
+	if old := k.m[w.ref]; old != nil {
+		old.release()
+	}
+	k.m[w.ref] = w
+}
+
+// take removes the window r and hands over its reference, or returns nil.
+func (k *keptWindows) take(r plan.WindowRef) *window {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w := k.m[r]
+	delete(k.m, r)
+	return w
+}
+
+// done drops the reference to window r, if kept.
+func (k *keptWindows) done(r plan.WindowRef) {
+	if w := k.take(r); w != nil {
+		w.release()
+	}
+}
+
+// refs lists the kept windows.
+func (k *keptWindows) refs() map[plan.WindowRef]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[plan.WindowRef]bool, len(k.m))
+	for r := range k.m {
+		out[r] = true
+	}
+	return out
+}
+
+// drop releases every kept window.
+func (k *keptWindows) drop() {
+	k.mu.Lock()
+	m := k.m
+	k.m = nil
+	k.mu.Unlock()
+	for _, w := range m {
+		w.release()
+	}
+}
+
 // job is a batch to build: its plan and the windows it cuts from.
 type job struct {
-	plan    batchPlan
-	windows []*window // parallel to plan.parts
+	plan    plan.Batch
+	windows []*window // parallel to plan.Parts
 }
 
 func (j *job) release() {
@@ -286,14 +393,69 @@ func (j *job) release() {
 // result is a transformed batch and where taking it leaves the state.
 type result[T any] struct {
 	val  T
-	plan batchPlan
+	plan plan.Batch
+}
+
+// readTask is one window for the read stages: fetched by the plan's task,
+// or kept from an earlier iteration.
+type readTask struct {
+	ref   plan.WindowRef
+	fetch *plan.Task
+	kept  *window
+}
+
+// groups holds the fetches of one iteration that windows share: a group
+// is made by its first window and taken from by each of its pieces' windows.
+type groups struct {
+	mu sync.Mutex
+	m  map[*plan.Group]*group
+}
+
+// group is a fetch in progress or done.
+type group struct {
+	done  chan struct{} // closed once whole or err is set
+	whole *formats.Fetched
+	err   error
+	left  int // pieces not yet taken
+}
+
+func (gs *groups) get(g *plan.Group) *group {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.m == nil {
+		gs.m = map[*plan.Group]*group{}
+	}
+	st := gs.m[g]
+	if st == nil {
+		st = &group{done: make(chan struct{}), left: g.Pieces}
+		gs.m[g] = st
+	}
+	return st
+}
+
+// took records that one piece of g was taken; the group's bytes go with
+// its last.
+func (gs *groups) took(g *plan.Group) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if st := gs.m[g]; st != nil {
+		if st.left--; st.left <= 0 {
+			delete(gs.m, g)
+		}
+	}
 }
 
 // run is the pipeline behind Batches and Map: a schedule of the rank's
-// batches; a read stage that decodes windows in the order the schedule first
-// needs them; a cutter that hands each batch its windows; a transform stage
-// that builds each batch (slice or gather) and applies fn; and the
-// consumer, whose taking of a batch is what moves the state.
+// batches; a fetch stage and a decode stage that read windows in the order
+// the schedule first needs them; a cutter that hands each batch its
+// windows; a transform stage that builds each batch (slice or gather) and
+// applies fn; and the consumer, whose taking of a batch is what moves the
+// state.
+//
+// When the consumer stops early, the stages finish what they have started
+// (no new fetch begins, but none in flight is thrown away) and the decoded
+// windows the consumer has not finished stay in d.kept for the next
+// iteration of the epoch.
 func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.RecordBatch) (T, error), releaseOut func(T)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -304,7 +466,8 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			return
 		}
 		d.running = true
-		ep, cursors, next := d.ep, append([]checkpoint.Cursor(nil), d.cursors...), d.next
+		ep, cursors, next := d.ep, slices.Clone(d.cursors), d.next
+		kept := d.kept.refs()
 		d.mu.Unlock()
 		defer func() {
 			d.mu.Lock()
@@ -317,36 +480,82 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		o := d.opts
 		m := o.Metrics
 		m.SetCapacity(o.PrefetchWindows, o.PrefetchBatches)
+		var stopping atomic.Bool // the consumer stopped early: finish, start nothing new
+		var shared groups
 
-		// Reads, in the order the schedule first needs each window, each
-		// with its fetch planned against the windows read after it.
-		reads := func(yield func(*fetchTask, error) bool) {
-			s := newSchedule(ep, o, cursors, next)
-			planner := newFetchPlanner(ep, d.chunks, o.FetchConcurrency)
-			var order []windowRef // read next, in order
+		// Reads, in the order the schedule first needs each window: a kept
+		// window as it is, the others with their fetch planned against the
+		// windows read after them.
+		reads := func(yield func(*readTask, error) bool) {
+			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			fp := plan.NewFetches(ep, d.chunks, o.FetchConcurrency)
+			var pending, toFetch []plan.WindowRef // read next, in order; those not kept
 			more := true
 			for {
-				for more && len(order) < planner.ahead {
-					_, more = s.step(func(r windowRef) { order = append(order, r) })
+				for more && len(toFetch) < fp.Ahead && !stopping.Load() {
+					_, more = s.Step(func(r plan.WindowRef) {
+						pending = append(pending, r)
+						if !kept[r] {
+							toFetch = append(toFetch, r)
+						}
+					})
 				}
-				if len(order) == 0 {
+				if len(pending) == 0 {
 					return
 				}
-				if !yield(planner.plan(order), nil) {
+				r := pending[0]
+				pending = pending[1:]
+				t := &readTask{ref: r}
+				switch stop := stopping.Load(); {
+				case kept[r] && stop:
+					continue // stays kept
+				case kept[r]:
+					if t.kept = d.kept.take(r); t.kept == nil {
+						continue // dropped meanwhile: cannot happen while running
+					}
+				case stop && !fp.Claimed(r):
+					// Nothing of r was fetched: leave it to the next
+					// iteration.
+					toFetch = toFetch[1:]
+					continue
+				case stop:
+					// An earlier fetch holds some of r's bytes: read r so
+					// that they are used, but join nothing more to it.
+					t.fetch = fp.Plan(toFetch[:1])
+					toFetch = toFetch[1:]
+				default:
+					t.fetch = fp.Plan(toFetch)
+					toFetch = toFetch[1:]
+				}
+				if !yield(t, nil) {
 					return
 				}
-				order = order[1:]
 			}
 		}
 		// Fetching is I/O: many windows in flight hide storage latency.
 		// Decoding is CPU: as many goroutines as cores.
-		fetched := prefetch.Map(ctx, reads, prefetch.Stage[*fetchTask, *fetchedWindow]{
+		fetched := prefetch.Map(ctx, reads, prefetch.Stage[*readTask, *fetchedWindow]{
 			Name:        "fetch",
 			Concurrency: o.FetchConcurrency,
 			Ahead:       o.FetchConcurrency,
 			MaxBytes:    o.PrefetchBytes,
 			Size:        func(f *fetchedWindow) int64 { return f.bytes },
-			Fn:          func(ctx context.Context, t *fetchTask) (*fetchedWindow, error) { return d.fetchWindow(ctx, ep, t) },
+			Fn: func(ctx context.Context, t *readTask) (*fetchedWindow, error) {
+				if t.kept != nil {
+					return &fetchedWindow{ref: t.ref, kept: t.kept}, nil
+				}
+				return d.fetchWindow(ctx, ep, t.fetch, &shared)
+			},
+			ReleaseIn: func(t *readTask) {
+				if t.kept != nil {
+					t.kept.release()
+				}
+			},
+			ReleaseOut: func(f *fetchedWindow) {
+				if f.kept != nil {
+					f.kept.release()
+				}
+			},
 			Hooks: prefetch.Hooks{
 				Done: func(el time.Duration, _ int64) { m.AddFetch(el) },
 			},
@@ -357,8 +566,20 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			Ahead:       o.PrefetchWindows,
 			MaxBytes:    o.PrefetchBytes,
 			Size:        func(w *window) int64 { return w.bytes },
-			Fn:          func(ctx context.Context, f *fetchedWindow) (*window, error) { return d.decodeWindow(ctx, ep, f) },
-			ReleaseOut:  func(w *window) { w.release() },
+			Fn: func(ctx context.Context, f *fetchedWindow) (*window, error) {
+				if f.kept != nil {
+					w := f.kept
+					f.kept = nil // handed on
+					return w, nil
+				}
+				return d.decodeWindow(ctx, ep, f)
+			},
+			ReleaseIn: func(f *fetchedWindow) {
+				if f.kept != nil {
+					f.kept.release()
+				}
+			},
+			ReleaseOut: func(w *window) { w.release() },
 			Hooks: prefetch.Hooks{
 				Done:  func(el time.Duration, _ int64) { m.AddFetch(el) },
 				Queue: func(n int, b int64) { m.SetRawQueue(n, b) },
@@ -366,46 +587,87 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		})
 
 		// The cutter: walk the schedule again, pairing each batch with its
-		// windows as the read stage delivers them.
+		// windows as the read stage delivers them. Every window it receives
+		// is kept until the consumer finishes it.
 		jobs := func(yield func(*job, error) bool) {
 			nextWindow, stopReads := iter.Pull2(windows)
 			defer stopReads()
-			held := map[windowRef]*window{}
+			held := map[plan.WindowRef]*window{}
 			defer func() {
 				for _, w := range held {
 					w.release()
 				}
 			}()
-			s := newSchedule(ep, o, cursors, next)
+			var readErr error
+			pull := func() bool {
+				got, err, more := nextWindow()
+				if err != nil || !more {
+					readErr = err
+					return false
+				}
+				d.kept.put(got)
+				held[got.ref] = got
+				return true
+			}
+			await := func(r plan.WindowRef) *window {
+				for held[r] == nil && readErr == nil && pull() {
+				}
+				return held[r]
+			}
+			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			s.RowsOf = func(r plan.WindowRef) int64 {
+				if w := await(r); w != nil {
+					return w.rows
+				}
+				return 0 // the read failed: readErr ends the walk below
+			}
 			for {
-				bp, ok := s.step(nil)
+				if stopping.Load() {
+					// Take in what the read stages finish, for the next
+					// iteration.
+					for pull() {
+					}
+					return
+				}
+				bp, ok := s.Step(nil)
 				if !ok {
 					return
 				}
-				j := &job{plan: bp, windows: make([]*window, len(bp.parts))}
-				for i, p := range bp.parts {
-					w, ok := held[p.ref]
-					for !ok {
-						got, err, more := nextWindow()
-						if err != nil {
-							j.release()
-							yield(nil, err)
-							return
+				j := &job{plan: bp, windows: make([]*window, len(bp.Parts))}
+				for i, p := range bp.Parts {
+					w := await(p.Ref)
+					if w == nil && stopping.Load() {
+						// The reads ended early for the next iteration.
+						j.release()
+						for pull() {
 						}
-						if !more {
-							j.release()
-							yield(nil, fmt.Errorf("stream: internal error: window %v of split %d was never read", p.ref.window, p.ref.split))
-							return
+						return
+					}
+					if w == nil {
+						j.release()
+						if readErr == nil {
+							readErr = fmt.Errorf("stream: internal error: window %v of split %d was never read", p.Ref.Window, p.Ref.Split)
 						}
-						held[got.ref] = got
-						w, ok = held[p.ref]
+						yield(nil, readErr)
+						return
 					}
 					w.retain()
 					j.windows[i] = w
-					if p.last {
-						delete(held, p.ref)
+					if p.Last {
+						delete(held, p.Ref)
 						w.release() // the cutter's own hold
 					}
+				}
+				if readErr != nil {
+					j.release()
+					yield(nil, readErr)
+					return
+				}
+				if bp.Rows == 0 {
+					// Only windows that turned out empty: nothing to hand
+					// on (a resumed walk finds the same).
+					j.release()
+					continue
 				}
 				// A job handed to the stage is the stage's, even when it is
 				// stopping: it releases what it never ran (ReleaseIn).
@@ -438,6 +700,12 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 
 		for r, err := range results {
 			if err != nil {
+				if stopping.Load() {
+					// The consumer has gone: a failure now only costs the
+					// next iteration a read.
+					break
+				}
+				d.kept.drop()
 				// The stages' own errors already name the epoch, split and
 				// window or batch; the pipeline's item numbers mean nothing
 				// to a user.
@@ -446,33 +714,47 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					err = ie.Err
 				}
 				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-					err = fmt.Errorf("stream: epoch %d: %w", ep.epoch, err)
+					err = fmt.Errorf("stream: epoch %d: %w", ep.Epoch, err)
 				}
 				cancel()
 				yield(zero, err)
 				return
 			}
+			if stopping.Load() {
+				if releaseOut != nil {
+					releaseOut(r.val)
+				}
+				continue
+			}
 			// Taking the batch is what moves the state: a state taken in the
 			// loop body resumes after this batch.
 			d.mu.Lock()
-			d.cursors[r.plan.split] = r.plan.after
-			d.next = r.plan.next
+			d.cursors[r.plan.Split] = r.plan.After
+			d.next = r.plan.Next
 			d.mu.Unlock()
-			m.AddConsumed(r.plan.rows, 1)
+			for _, p := range r.plan.Parts {
+				if p.Last {
+					d.kept.done(p.Ref)
+				}
+			}
+			m.AddConsumed(r.plan.Rows, 1)
 			m.SetUnscannedRows(d.unscannedNow())
 			if !yield(r.val, nil) {
-				// Cancel before the stages shut down, so reads in flight
-				// stop now instead of finishing first.
-				cancel()
-				return
+				// Let the stages finish what they started, so that the next
+				// iteration finds it decoded instead of fetching it again.
+				stopping.Store(true)
 			}
 		}
+		if stopping.Load() {
+			return
+		}
 		if ctx.Err() != nil {
+			d.kept.drop()
 			yield(zero, ctx.Err())
 			return
 		}
 		d.mu.Lock()
-		err := d.startEpoch(ep.epoch + 1)
+		err := d.startEpoch(ep.Epoch + 1)
 		d.mu.Unlock()
 		if err != nil {
 			yield(zero, err)
@@ -488,103 +770,114 @@ func (d *Dataset) unscannedNow() int64 {
 }
 
 // transform builds one batch from its windows and applies fn.
-func transform[T any](ctx context.Context, d *Dataset, ep *epochPlan, j *job, fn func(context.Context, arrow.RecordBatch) (T, error)) (out T, err error) {
+func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, fn func(context.Context, arrow.RecordBatch) (T, error)) (out T, err error) {
 	b, err := build(ctx, d.data.Schema, j, d.opts.Allocator)
 	j.release()
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: %w", ep.epoch, j.plan.split, j.plan.seq, err)
+		return out, fmt.Errorf("stream: epoch %d split %d batch %d: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
 	}
 	defer b.Release()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("stream: epoch %d split %d batch %d: transform panicked: %v", ep.epoch, j.plan.split, j.plan.seq, p)
+			err = fmt.Errorf("stream: epoch %d split %d batch %d: transform panicked: %v", ep.Epoch, j.plan.Split, j.plan.Seq, p)
 		}
 	}()
 	out, err = fn(ctx, b)
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: transform: %w", ep.epoch, j.plan.split, j.plan.seq, err)
+		return out, fmt.Errorf("stream: epoch %d split %d batch %d: transform: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
 	}
 	return out, nil
 }
 
-// fetchedWindow is a window whose stored bytes are in memory.
+// fetchedWindow is a window whose stored bytes are in memory, or a window
+// kept decoded from an earlier iteration.
 type fetchedWindow struct {
-	ref    windowRef
+	ref    plan.WindowRef
 	pieces []*formats.Fetched // in window order
 	bytes  int64
+	kept   *window
 }
 
 // fetchWindow makes the fetches a window's task owns, concurrently, then
 // takes each of its pieces from its group, waiting for groups that an
 // earlier window's fetch makes.
-func (d *Dataset) fetchWindow(ctx context.Context, ep *epochPlan, t *fetchTask) (*fetchedWindow, error) {
-	r := t.ref
+func (d *Dataset) fetchWindow(ctx context.Context, ep *plan.Epoch, t *plan.Task, shared *groups) (*fetchedWindow, error) {
+	r := t.Ref
 	wrap := func(err error) error {
-		return fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+		return fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	for _, fg := range t.owned {
+	for _, pg := range t.Owned {
+		st := shared.get(pg)
 		g.Go(func() error {
-			defer close(fg.done)
-			fg.whole, fg.err = d.data.Fetch(gctx, fg.frag, fg.start, fg.end)
-			return fg.err
+			defer close(st.done)
+			st.whole, st.err = d.data.Fetch(gctx, pg.Range.Fragment, rangeOf(pg.Range))
+			return st.err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, wrap(err)
 	}
-	sp := ep.splits[r.split]
-	wd := ep.windows[r.split][r.window]
-	pieces := sp.Pieces[wd.First:wd.End]
+	pieces := ep.Pieces(r)
 	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
 	for i, p := range pieces {
-		fg := t.pieces[i]
+		pg := t.Pieces[i]
+		st := shared.get(pg)
 		select {
-		case <-fg.done:
+		case <-st.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if fg.err != nil {
-			return nil, wrap(fg.err)
+		if st.err != nil {
+			return nil, wrap(st.err)
 		}
-		part, err := fg.whole.Part(p.Start, p.End)
+		part, err := st.whole.Part(rangeOf(p))
 		if err != nil {
 			return nil, wrap(err)
 		}
 		f.pieces[i] = part
-		f.bytes += fg.share(p)
+		f.bytes += pg.Share(p, st.whole.Bytes)
+		shared.took(pg)
 	}
 	return f, nil
 }
 
+// rangeOf is what a piece reads of its file.
+func rangeOf(p plan.Piece) formats.Range {
+	return formats.Range{Start: p.Start, End: p.End, FirstUnit: p.FirstUnit, EndUnit: p.EndUnit}
+}
+
 // decodeWindow decodes a fetched window and computes its row order.
-func (d *Dataset) decodeWindow(ctx context.Context, ep *epochPlan, f *fetchedWindow) (*window, error) {
+func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWindow) (*window, error) {
 	r := f.ref
-	wd := ep.windows[r.split][r.window]
+	wd := ep.Windows[r.Split][r.Window]
 	w := &window{ref: r}
 	w.refs.n = 1
 	segments := make([]int64, 0, len(f.pieces))
-	var rows int64
 	for _, p := range f.pieces {
-		before := rows
+		before := w.rows
 		err := d.data.ReadFetched(ctx, p, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
-			w.starts = append(w.starts, rows)
-			rows += b.NumRows()
+			w.starts = append(w.starts, w.rows)
+			w.rows += b.NumRows()
 			w.bytes += recordBytes(b)
 			return nil
 		})
 		if err != nil {
 			w.release()
-			return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.epoch, r.split, r.window, err)
+			return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
 		}
-		segments = append(segments, rows-before)
+		segments = append(segments, w.rows-before)
 	}
-	if rows != wd.Rows {
+	if wd.Rows >= 0 && w.rows != wd.Rows {
 		w.release()
-		return nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows, the plan has %d: %w", ep.epoch, r.split, r.window, rows, wd.Rows, formats.ErrCorrupt)
+		return nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows, the plan has %d: %w", ep.Epoch, r.Split, r.Window, w.rows, wd.Rows, formats.ErrCorrupt)
 	}
-	w.order = permOrder(d.opts, ep.epoch, segments, r)
+	if w.rows > math.MaxInt32 {
+		w.release()
+		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
+	}
+	w.order = ep.RowOrder(r, segments)
 	return w, nil
 }
 

@@ -1,26 +1,29 @@
-// Package permutation decides the order in which a split emits its rows for a
-// (seed, epoch): the order of chunks, the shuffle windows of a split, and a
-// seeded order of clumps of rows inside each window. Pure functions, no I/O:
-// the same inputs give the same order on any machine and Go version, because
-// the generator (PCG) and the shuffling arithmetic are fixed here.
-package permutation
+package plan
 
 import (
 	"math/bits"
 	"math/rand/v2"
 )
 
-// Options are the order options.
-type Options struct {
+// Order holds the options that decide which rows an epoch's splits emit and
+// in which order. With the chunk list and the epoch they fix the order: a
+// state is only resumable against the same Order.
+type Order struct {
 	// Shuffle turns shuffling on. Off, rows come in storage order.
 	Shuffle bool
-	// Seed and Epoch select the permutation: the same pair, the same order;
+	// Seed selects the permutation: the same (Seed, epoch), the same order;
 	// another epoch, another order.
-	Seed  uint64
-	Epoch int64
+	Seed uint64
 	// ClumpSize is the number of contiguous rows (of one piece) that stay
 	// together when a window is shuffled. Default 1: every row on its own.
 	ClumpSize int
+	// ShuffleWindow bounds the rows of a window. Pieces are never cut into
+	// windows, so a piece larger than it is a window of its own.
+	ShuffleWindow int
+	// NumSplits is the number of splits an epoch is dealt into.
+	NumSplits int
+	// DropRemainder makes every split hold floor(rows/NumSplits) rows.
+	DropRemainder bool
 }
 
 // Stream names the independent random streams drawn from (Seed, Epoch), so
@@ -32,8 +35,8 @@ const (
 
 // newRand returns the generator for one purpose. The inputs are mixed with
 // splitmix64 so that nearby seeds and epochs give unrelated streams.
-func newRand(o Options, stream uint64, a, b int) *rand.Rand {
-	h := mix(o.Seed ^ mix(uint64(o.Epoch)+0x9e3779b97f4a7c15))
+func newRand(o Order, epoch int64, stream uint64, a, b int) *rand.Rand {
+	h := mix(o.Seed ^ mix(uint64(epoch)+0x9e3779b97f4a7c15))
 	h = mix(h ^ stream)
 	h1 := mix(h ^ uint64(a))
 	h2 := mix(h1 ^ uint64(b) ^ 0xda942042e4dd58b5)
@@ -69,13 +72,13 @@ func shuffle(r *rand.Rand, n int, swap func(i, j int)) {
 
 // ChunkOrder returns the order in which n chunks are taken this epoch: the
 // storage order unshuffled, a seeded permutation otherwise.
-func ChunkOrder(n int, o Options) []int {
+func ChunkOrder(n int, o Order, epoch int64) []int {
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
 	}
 	if o.Shuffle {
-		shuffle(newRand(o, streamChunks, 0, 0), n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		shuffle(newRand(o, epoch, streamChunks, 0, 0), n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	return order
 }
@@ -124,7 +127,7 @@ func Windows(pieceRows []int64, size int) []Window {
 //
 // split and window identify the window, so every window of every split has
 // its own independent order.
-func RowOrder(segments []int64, o Options, split, window int) []int32 {
+func RowOrder(segments []int64, o Order, epoch int64, split, window int) []int32 {
 	if !o.Shuffle {
 		return nil
 	}
@@ -133,7 +136,7 @@ func RowOrder(segments []int64, o Options, split, window int) []int32 {
 	for _, n := range segments {
 		total += n
 	}
-	r := newRand(o, streamRows, split, window)
+	r := newRand(o, epoch, streamRows, split, window)
 	out := make([]int32, total)
 	if clump == 1 {
 		for i := range out {

@@ -1,4 +1,4 @@
-package formats_test
+package parquet_test
 
 import (
 	"context"
@@ -38,7 +38,7 @@ var corpusSkip = map[string]string{
 // groups on every kind of column). leaked is the Arrow memory left
 // outstanding.
 func readAll(ctx context.Context, path string) (rows int64, leaked int, err error) {
-	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{})
+	ds, err := planParquet(ctx, []string{path}, formats.PlanOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -79,7 +79,7 @@ func readColumns(ctx context.Context, ds *formats.Dataset, i int, lo, hi int64, 
 			b.Release()
 		}
 	}()
-	err := ds.Read(ctx, i, lo, hi, 4096, mem, func(b arrow.RecordBatch) error {
+	err := ds.Read(ctx, i, ds.RowRange(i, lo, hi), 4096, mem, func(b arrow.RecordBatch) error {
 		batches = append(batches, b)
 		if !b.Schema().Equal(ds.Schema) {
 			return fmt.Errorf("batch schema %s, dataset schema %s", b.Schema(), ds.Schema)

@@ -1,4 +1,4 @@
-package formats
+package parquet
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"path"
 	"slices"
@@ -26,16 +27,18 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/storage"
 )
 
-// Parquet reads Apache Parquet files with arrow-go. The footer is parsed
+// Format reads Apache Parquet files with arrow-go: the formats driver for
+// .parquet files. The footer is parsed
 // once, at plan time, and kept. A read fetches the column chunks it needs
 // before decoding, all at once: one range request per chunk, adjacent chunks
 // coalesced into one request, up to FetchConcurrency requests in flight, so
 // a read of several row groups costs about one round trip, not one per
 // chunk.
-type Parquet struct {
+type Format struct {
 	// CoalesceGap joins the requests for two chunks when at most this many
 	// unneeded bytes lie between them: fewer requests for more bytes.
 	// Default 0: only chunks that touch are joined, so nothing unselected is
@@ -54,10 +57,10 @@ type Parquet struct {
 }
 
 // Name returns "parquet".
-func (Parquet) Name() string { return "parquet" }
+func (Format) Name() string { return "parquet" }
 
 // Match accepts .parquet, .parq and .pq files.
-func (Parquet) Match(key string) bool {
+func (Format) Match(key string) bool {
 	switch strings.ToLower(path.Ext(key)) {
 	case ".parquet", ".parq", ".pq":
 		return true
@@ -91,7 +94,7 @@ const chunkPadding = 100
 // bytes that carry it (see checkFooter) and that every selected column chunk
 // lies inside the file (arrow-go allocates a chunk's stated size before
 // reading it), and records row group sizes.
-func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error {
+func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string) error {
 	md, err := readFooter(ctx, f)
 	if err != nil {
 		return err
@@ -99,11 +102,11 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 	props := pqarrow.ArrowReadProperties{}
 	manifest, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
-		return fmt.Errorf("%w: schema: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
 	schema, err := pqarrow.FromParquet(md.Schema, &props, md.KeyValueMetadata())
 	if err != nil {
-		return fmt.Errorf("%w: schema: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}}
 	twice := map[string]bool{}
@@ -124,34 +127,34 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 	for _, c := range selected {
 		if twice[c] {
 			// Columns are selected by name: which one would be ambiguous.
-			return fmt.Errorf("%w: the file has more than one column named %q", ErrSchema, c)
+			return fmt.Errorf("%w: the file has more than one column named %q", formats.ErrSchema, c)
 		}
 		selLeaves = append(selLeaves, meta.leaves[c]...) // a missing column is reported by unify
 	}
 	nrg := md.NumRowGroups()
 	ncols := md.Schema.NumColumns()
-	units := make([]Unit, nrg)
+	units := make([]formats.Unit, nrg)
 	starts := make([]int64, nrg+1)
 	var rows int64
 	for i := range nrg {
 		rg := md.RowGroup(i)
 		n := rg.NumRows()
 		if n < 0 || n > math.MaxInt64-rows {
-			return fmt.Errorf("%w: row group %d: row count %d is negative or overflows", ErrCorrupt, i, n)
+			return fmt.Errorf("%w: row group %d: row count %d is negative or overflows", formats.ErrCorrupt, i, n)
 		}
 		if rg.NumColumns() != ncols {
-			return fmt.Errorf("%w: row group %d has %d column chunks for %d columns", ErrCorrupt, i, rg.NumColumns(), ncols)
+			return fmt.Errorf("%w: row group %d has %d column chunks for %d columns", formats.ErrCorrupt, i, rg.NumColumns(), ncols)
 		}
 		for c := range ncols {
 			if err := checkPageIndex(rg, c); err != nil {
-				return fmt.Errorf("%w: row group %d column %d: %w", ErrCorrupt, i, c, err)
+				return fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, i, c, err)
 			}
 		}
 		var bytes int64
 		for _, leaf := range selLeaves {
 			cc, err := rg.ColumnChunk(leaf)
 			if err != nil {
-				return fmt.Errorf("%w: row group %d column %d: %w", ErrCorrupt, i, leaf, err)
+				return fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, i, leaf, err)
 			}
 			start := cc.DataPageOffset()
 			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
@@ -159,12 +162,12 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 			}
 			size := cc.TotalCompressedSize()
 			if start < 0 || size < 0 || start > f.Size || size > f.Size-start {
-				return fmt.Errorf("%w: row group %d column %d: chunk at %d+%d lies outside the file's %d bytes", ErrCorrupt, i, leaf, start, size, f.Size)
+				return fmt.Errorf("%w: row group %d column %d: chunk at %d+%d lies outside the file's %d bytes", formats.ErrCorrupt, i, leaf, start, size, f.Size)
 			}
 			bytes += size
 			meta.maxChunk = max(meta.maxChunk, size)
 		}
-		units[i] = Unit{Rows: n, Bytes: bytes}
+		units[i] = formats.Unit{Rows: n, Bytes: bytes}
 		starts[i] = rows
 		rows += n
 	}
@@ -173,16 +176,16 @@ func (Parquet) Inspect(ctx context.Context, f *Fragment, columns []string) error
 	// against (Read verifies each row group it reads to the end), and some
 	// writers leave the file's count at zero.
 	meta.starts = starts
-	f.Units, f.Rows, f.Schema, f.meta = units, rows, schema, meta
+	f.Units, f.Rows, f.Schema, f.Meta = units, rows, schema, meta
 	return nil
 }
 
 // readFooter fetches, checks and parses the footer, with the Arrow schema
 // stored in it. It refuses encrypted files: sluice has no keys to give.
-func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error) {
+func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaData, error) {
 	const tailLen = 8 // footer length and magic
 	if f.Size < 4+tailLen {
-		return nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", ErrCorrupt, f.Size)
+		return nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", formats.ErrCorrupt, f.Size)
 	}
 	var key []byte
 	if c := f.Cache(); c != nil {
@@ -192,7 +195,7 @@ func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error
 			return parseFooter(footer, f)
 		}
 	}
-	r := f.src.ReaderAt(ctx)
+	r := f.Source.ReaderAt(ctx)
 	tail := make([]byte, min(f.Size, footerGuess))
 	if _, err := r.ReadAt(tail, f.Size-int64(len(tail))); err != nil {
 		return nil, err
@@ -200,13 +203,13 @@ func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error
 	switch magic := string(tail[len(tail)-4:]); magic {
 	case "PAR1":
 	case "PARE":
-		return nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", ErrCorrupt)
+		return nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", formats.ErrCorrupt)
 	default:
-		return nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", ErrCorrupt, magic)
+		return nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", formats.ErrCorrupt, magic)
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[len(tail)-tailLen:]))
 	if n > f.Size-4-tailLen {
-		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", ErrCorrupt, n, f.Size)
+		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", formats.ErrCorrupt, n, f.Size)
 	}
 	var footer []byte
 	if n+tailLen <= int64(len(tail)) {
@@ -229,19 +232,19 @@ func readFooter(ctx context.Context, f *Fragment) (*metadata.FileMetaData, error
 }
 
 // parseFooter checks and parses the footer bytes of f.
-func parseFooter(footer []byte, f *Fragment) (*metadata.FileMetaData, error) {
+func parseFooter(footer []byte, f *formats.Fragment) (*metadata.FileMetaData, error) {
 	if err := checkFooter(footer); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	md, err := metadata.NewFileMetaData(footer, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	if md.IsSetEncryptionAlgorithm() {
-		return nil, fmt.Errorf("%w: the columns are encrypted; encrypted Parquet files are not supported", ErrCorrupt)
+		return nil, fmt.Errorf("%w: the columns are encrypted; encrypted Parquet files are not supported", formats.ErrCorrupt)
 	}
 	if err := checkStoredSchema(md.KeyValueMetadata()); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	md.SetSourceFileSize(f.Size)
 	return md, nil
@@ -273,21 +276,6 @@ func leafIndices(sf *pqarrow.SchemaField, out []int) []int {
 	return out
 }
 
-// Read decodes the row groups that overlap [start, end) one at a time. Rows
-// before start inside the first are decoded and dropped: arrow-go's
-// SeekToRow fails on many valid files (dictionary-encoded chunks, files
-// whose footer row count is unset), and a seek would fetch the same column
-// chunks anyway. Every row group read to its end must hold the rows
-// its footer entry claims: a miscount would otherwise shift every later row
-// of the range without a word.
-func (p Parquet) Read(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	fe, err := p.Fetch(ctx, f, schema, start, end)
-	if err != nil {
-		return err
-	}
-	return p.ReadFetched(ctx, f, fe, schema, start, end, batchRows, mem, yield)
-}
-
 // parquetFetched is what Fetch hands to ReadFetched: the selected leaves,
 // the prefetched chunk bytes and the dictionary bounds of each chunk.
 type parquetFetched struct {
@@ -297,12 +285,17 @@ type parquetFetched struct {
 	bytes  int64
 }
 
-// Fetch fetches the column chunks of the row groups that overlap [start,
-// end): the I/O half of Read, which a stream runs ahead of decoding.
-func (p Parquet) Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, start, end int64) (any, error) {
-	meta := f.meta.(*parquetMeta)
+// Size is the memory the fetched chunks hold.
+func (fe *parquetFetched) Size() int64 { return fe.bytes }
+
+// Fetch fetches the column chunks of the row groups that overlap the
+// read's rows: the I/O half of a read, which a stream runs ahead of
+// decoding.
+func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read) (formats.Buffer, error) {
+	meta := f.Meta.(*parquetMeta)
+	start, end := r.Range.Start, r.Range.End
 	fe := &parquetFetched{dicts: map[int64]int{}}
-	for _, fl := range schema.Fields() {
+	for _, fl := range r.Schema.Fields() {
 		fe.leaves = append(fe.leaves, meta.leaves[fl.Name]...)
 	}
 	fe.leaves = sortedUnique(fe.leaves)
@@ -314,12 +307,12 @@ func (p Parquet) Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, s
 		if meta.starts[rg+1] > start && meta.starts[rg] < end {
 			rs, err := expect(meta.md, rg, fe.leaves, fe.dicts)
 			if err != nil {
-				return nil, fmt.Errorf("%w: row group %d: %w", ErrCorrupt, rg, err)
+				return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
 			}
 			ranges = append(ranges, rs...)
 		}
 	}
-	spans, err := fetchRanges(ctx, f.src.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
+	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
 		return nil, err // the file could not be fetched, which says nothing of its contents
 	}
@@ -330,23 +323,42 @@ func (p Parquet) Fetch(ctx context.Context, f *Fragment, schema *arrow.Schema, s
 	return fe, nil
 }
 
-// FetchedBytes is the memory a Fetch result holds.
-func (Parquet) FetchedBytes(fetched any) int64 { return fetched.(*parquetFetched).bytes }
-
-// ReadFetched decodes [start, end) from what Fetch fetched: the CPU half of
-// Read. Reads that the prefetched bytes do not cover (old files whose
-// chunks arrow-go pads) go to storage.
-func (Parquet) ReadFetched(ctx context.Context, f *Fragment, fetched any, schema *arrow.Schema, start, end int64, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	if start == end {
-		return nil
+// Decode decodes the read's rows from what Fetch fetched (a range that
+// holds them): the CPU half of a read. Reads that the prefetched bytes do
+// not cover (old files whose chunks arrow-go pads) go to storage.
+func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats.Buffer, r *formats.Read) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		start, end := r.Range.Start, r.Range.End
+		if start == end {
+			return
+		}
+		fe, _ := fetched.(*parquetFetched)
+		if fe == nil {
+			b, err := p.Fetch(ctx, f, r)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			fe = b.(*parquetFetched)
+		}
+		errStop := errors.New("stopped")
+		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans}
+		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe.leaves, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
+			if !yield(b, nil) {
+				return errStop
+			}
+			return nil
+		})
+		if errors.Is(err, errStop) {
+			return
+		}
+		if ioErr := src.failure(); err != nil && ioErr != nil {
+			err = ioErr // the file could not be fetched, which says nothing of its contents
+		}
+		if err != nil {
+			yield(nil, err)
+		}
 	}
-	fe := fetched.(*parquetFetched)
-	src := &chunkReader{Reader: f.src.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans}
-	err := readRows(ctx, src, f.meta.(*parquetMeta), fe.leaves, start, end, batchRows, schema, mem, yield)
-	if ioErr := src.failure(); err != nil && ioErr != nil {
-		return ioErr // the file could not be fetched, which says nothing of its contents
-	}
-	return err
 }
 
 func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, leaves []int, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
@@ -355,11 +367,11 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, leaves [
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
 	pf, err := file.NewParquetReader(src, file.WithMetadata(meta.md), file.WithReadProps(props))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, mem)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
@@ -579,7 +591,7 @@ func checkDictionaryPage(chunk []byte, valueBits int) error {
 func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	defer rr.Release()
 	// The reader's columns are in file order; map them onto schema's order.
@@ -588,12 +600,12 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 	for i, fl := range schema.Fields() {
 		idx := rs.FieldIndices(fl.Name)
 		if len(idx) == 0 {
-			return fmt.Errorf("%w: column %q missing from the decoded batch", ErrCorrupt, fl.Name)
+			return fmt.Errorf("%w: column %q missing from the decoded batch", formats.ErrCorrupt, fl.Name)
 		}
 		pos[i] = idx[0]
 	}
 	toEnd := hi == rows
-	tooMany := fmt.Errorf("%w: more rows than the footer's %d", ErrCorrupt, rows)
+	tooMany := fmt.Errorf("%w: more rows than the footer's %d", formats.ErrCorrupt, rows)
 	skip, want := lo, hi-lo
 	for want > 0 && ctx.Err() == nil && rr.Next() {
 		rec := rr.RecordBatch()
@@ -624,12 +636,12 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 		return tooMany
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: decode: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
 	} else if err != nil {
 		return err
 	}
 	if want > 0 {
-		return fmt.Errorf("%w: data ended %d rows early (the footer says %d rows)", ErrCorrupt, want, rows)
+		return fmt.Errorf("%w: data ended %d rows early (the footer says %d rows)", formats.ErrCorrupt, want, rows)
 	}
 	return nil
 }
@@ -657,11 +669,17 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(want))
 			col.Release()
 			if err != nil {
-				return nil, fmt.Errorf("%w: widen column %q to %s: %w", ErrSchema, schema.Field(i).Name, want, err)
+				return nil, fmt.Errorf("%w: widen column %q to %s: %w", formats.ErrSchema, schema.Field(i).Name, want, err)
 			}
 			col = cast
 		}
 		cols[i] = col
 	}
 	return array.NewRecordBatch(schema, cols, n), nil
+}
+
+// sortedUnique sorts xs and drops repeats.
+func sortedUnique(xs []int) []int {
+	slices.Sort(xs)
+	return slices.Compact(xs)
 }

@@ -1,4 +1,4 @@
-package formats_test
+package parquet_test
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
+	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/synth"
 )
 
@@ -42,7 +43,7 @@ func writeColumns(t testing.TB, path string, rowGroupRows int64, fields []arrow.
 	if err != nil {
 		t.Fatal(err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rowGroupRows))
+	props := pq.NewWriterProperties(pq.WithMaxRowGroupLength(rowGroupRows))
 	if err := pqarrow.WriteTable(tbl, f, rowGroupRows, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func readIDs(t testing.TB, ds *formats.Dataset, i int, lo, hi int64, batchRows i
 		t.Fatalf("dataset has no id column: %v", ds.Columns)
 	}
 	var ids []int64
-	err := ds.Read(context.Background(), i, lo, hi, batchRows, mem, func(b arrow.RecordBatch) error {
+	err := ds.Read(context.Background(), i, ds.RowRange(i, lo, hi), batchRows, mem, func(b arrow.RecordBatch) error {
 		defer b.Release()
 		if b.NumRows() > int64(batchRows) {
 			return fmt.Errorf("batch of %d rows, asked for at most %d", b.NumRows(), batchRows)
@@ -93,3 +94,11 @@ func readIDs(t testing.TB, ds *formats.Dataset, i int, lo, hi int64, batchRows i
 }
 
 func base(p string) string { return filepath.Base(p) }
+
+// planParquet plans with the Parquet driver, as a user of this package does.
+func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Dataset, error) {
+	if opts.Formats == nil {
+		opts.Formats = []formats.Format{parquet.Format{}}
+	}
+	return formats.Plan(ctx, urls, opts)
+}

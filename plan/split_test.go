@@ -1,23 +1,19 @@
-package split
+package plan
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/sluicedata/sluice/formats"
 )
 
-func randomFragments(r *rand.Rand) []*formats.Fragment {
-	frags := make([]*formats.Fragment, 1+r.IntN(6))
+func randomFragments(r *rand.Rand) []File {
+	frags := make([]File, 1+r.IntN(6))
 	for i := range frags {
-		f := &formats.Fragment{}
 		for range r.IntN(8) {
 			rows := int64(r.IntN(500))
-			f.Units = append(f.Units, formats.Unit{Rows: rows, Bytes: rows * int64(1+r.IntN(20))})
-			f.Rows += rows
+			frags[i].Units = append(frags[i].Units, Unit{Rows: rows, Bytes: rows * int64(1+r.IntN(20))})
 		}
-		frags[i] = f
 	}
 	return frags
 }
@@ -51,8 +47,8 @@ func TestChunksCoverRows(t *testing.T) {
 			next[c.Fragment] = c.End
 		}
 		for i, f := range frags {
-			if next[i] != f.Rows {
-				t.Fatalf("fragment %d: chunks cover %d of %d rows", i, next[i], f.Rows)
+			if next[i] != f.Rows() {
+				t.Fatalf("fragment %d: chunks cover %d of %d rows", i, next[i], f.Rows())
 			}
 		}
 	}
@@ -67,7 +63,7 @@ func TestBalance(t *testing.T) {
 		order := r.Perm(len(chunks))
 		n := 1 + r.IntN(16)
 		drop := r.IntN(2) == 0
-		splits, err := Balance(chunks, order, Options{NumSplits: n, DropRemainder: drop})
+		splits, err := Balance(chunks, order, n, drop)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +115,8 @@ func TestBalance(t *testing.T) {
 }
 
 func TestBalanceUnknownCounts(t *testing.T) {
-	chunks := []Chunk{{0, -1, -1, 100}, {1, -1, -1, 300}, {2, -1, -1, 100}, {3, -1, -1, 100}}
-	splits, err := Balance(chunks, []int{0, 1, 2, 3}, Options{NumSplits: 2})
+	chunks := []Chunk{{0, -1, -1, 0, 1, 100}, {1, -1, -1, 0, 1, 300}, {2, -1, -1, 0, 1, 100}, {3, -1, -1, 0, 1, 100}}
+	splits, err := Balance(chunks, []int{0, 1, 2, 3}, 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +131,10 @@ func TestBalanceUnknownCounts(t *testing.T) {
 	if !slices.Equal(got[0], []int{0, 1}) || !slices.Equal(got[1], []int{2, 3}) {
 		t.Fatalf("byte-balanced splits %v", got)
 	}
-	if _, err := Balance(chunks, []int{0, 1, 2, 3}, Options{NumSplits: 2, DropRemainder: true}); err == nil {
+	if _, err := Balance(chunks, []int{0, 1, 2, 3}, 2, true); err == nil {
 		t.Fatal("DropRemainder with unknown counts was accepted")
 	}
-	if _, err := Balance(chunks, []int{0, 1, 2, 3}, Options{}); err == nil {
+	if _, err := Balance(chunks, []int{0, 1, 2, 3}, 0, false); err == nil {
 		t.Fatal("NumSplits 0 was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package permutation
+package plan
 
 import (
 	"math/rand/v2"
@@ -7,9 +7,9 @@ import (
 )
 
 func TestChunkOrder(t *testing.T) {
-	o := Options{Shuffle: true, Seed: 7, Epoch: 3}
-	a := ChunkOrder(1000, o)
-	if !slices.Equal(a, ChunkOrder(1000, o)) {
+	o, e := Order{Shuffle: true, Seed: 7}, int64(3)
+	a := ChunkOrder(1000, o, e)
+	if !slices.Equal(a, ChunkOrder(1000, o, e)) {
 		t.Fatal("same inputs, another order")
 	}
 	sorted := slices.Clone(a)
@@ -22,18 +22,17 @@ func TestChunkOrder(t *testing.T) {
 	if slices.IsSorted(a) {
 		t.Fatal("shuffled order is the identity")
 	}
-	o.Epoch++
-	if slices.Equal(a, ChunkOrder(1000, o)) {
+	if slices.Equal(a, ChunkOrder(1000, o, e+1)) {
 		t.Fatal("another epoch, same order")
 	}
-	if !slices.IsSorted(ChunkOrder(1000, Options{Seed: 7})) {
+	if !slices.IsSorted(ChunkOrder(1000, Order{Seed: 7}, 0)) {
 		t.Fatal("unshuffled order is not storage order")
 	}
 }
 
 // The order is fixed across Go versions and machines: this pins it.
 func TestChunkOrderIsStable(t *testing.T) {
-	got := ChunkOrder(10, Options{Shuffle: true, Seed: 42, Epoch: 0})
+	got := ChunkOrder(10, Order{Shuffle: true, Seed: 42}, 0)
 	want := []int{9, 4, 7, 0, 5, 3, 1, 8, 2, 6}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ChunkOrder(10, seed 42, epoch 0) = %v, was %v: orders of saved states would break", got, want)
@@ -86,8 +85,8 @@ func TestRowOrder(t *testing.T) {
 			segs[i] = int64(r.IntN(300))
 			total += segs[i]
 		}
-		o := Options{Shuffle: true, Seed: r.Uint64(), Epoch: int64(r.IntN(5)), ClumpSize: 1 + r.IntN(40)}
-		order := RowOrder(segs, o, r.IntN(8), r.IntN(8))
+		o := Order{Shuffle: true, Seed: r.Uint64(), ClumpSize: 1 + r.IntN(40)}
+		order := RowOrder(segs, o, int64(r.IntN(5)), r.IntN(8), r.IntN(8))
 		if int64(len(order)) != total {
 			t.Fatalf("%d rows ordered of %d", len(order), total)
 		}
@@ -121,11 +120,11 @@ func TestRowOrder(t *testing.T) {
 			i = j
 		}
 	}
-	if RowOrder([]int64{10}, Options{}, 0, 0) != nil {
+	if RowOrder([]int64{10}, Order{}, 0, 0, 0) != nil {
 		t.Fatal("unshuffled order should be nil (storage order)")
 	}
-	a := RowOrder([]int64{1000}, Options{Shuffle: true, Seed: 1, ClumpSize: 1}, 0, 0)
-	b := RowOrder([]int64{1000}, Options{Shuffle: true, Seed: 1, ClumpSize: 1}, 1, 0)
+	a := RowOrder([]int64{1000}, Order{Shuffle: true, Seed: 1, ClumpSize: 1}, 0, 0, 0)
+	b := RowOrder([]int64{1000}, Order{Shuffle: true, Seed: 1, ClumpSize: 1}, 0, 1, 0)
 	if slices.Equal(a, b) {
 		t.Fatal("two splits share a window order")
 	}

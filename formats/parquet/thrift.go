@@ -1,4 +1,4 @@
-package formats
+package parquet
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package formats_test
+package parquet_test
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func planAndReadBytes(ctx context.Context, url string, data []byte) error {
 		return err
 	}
 	opts := formats.PlanOptions{Storage: storage.Options{Open: func(context.Context, string) (*blob.Bucket, error) { return b, nil }}}
-	ds, err := formats.Plan(ctx, []string{url}, opts)
+	ds, err := planParquet(ctx, []string{url}, opts)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func planAndReadBytes(ctx context.Context, url string, data []byte) error {
 		rows := min(f.Rows, fuzzRowCap)
 		for _, r := range [][2]int64{{0, rows}, {rows / 2, rows}} {
 			var got int64
-			err := ds.Read(ctx, i, r[0], r[1], 3, nil, func(rec arrow.RecordBatch) error {
+			err := ds.Read(ctx, i, ds.RowRange(i, r[0], r[1]), 3, nil, func(rec arrow.RecordBatch) error {
 				got += rec.NumRows()
 				rec.Release()
 				return nil
@@ -114,7 +114,7 @@ func FuzzReadRange(f *testing.F) {
 	orders := [][]string{{"id", "label"}, {"label", "x", "id"}, {"s", "id", "label", "x"}}
 	var datasets []*formats.Dataset
 	for _, cols := range orders {
-		ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{Columns: cols})
+		ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: cols})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func FuzzReadRange(f *testing.F) {
 			}
 		}
 		next := int64(file)*rows + start
-		err := ds.Read(context.Background(), file, start, end, batchRows, nil, func(rec arrow.RecordBatch) error {
+		err := ds.Read(context.Background(), file, ds.RowRange(file, start, end), batchRows, nil, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			if rec.NumRows() == 0 || rec.NumRows() > int64(batchRows) {
 				return fmt.Errorf("batch of %d rows, asked for at most %d", rec.NumRows(), batchRows)

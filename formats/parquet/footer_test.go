@@ -1,6 +1,8 @@
-package formats
+package parquet
 
 import (
+	"github.com/sluicedata/sluice/formats"
+
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -137,14 +139,14 @@ func TestFooterBombs(t *testing.T) {
 			path := parquetFile(t, footer.Bytes())
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			ds, err := Plan(context.Background(), []string{path}, PlanOptions{})
+			ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
 			runtime.ReadMemStats(&after)
 			if err == nil {
 				ds.Close()
 				t.Fatal("Plan succeeded")
 			}
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("Plan = %v, want ErrCorrupt naming the file and saying %q", err, c.want)
+			if !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Plan = %v, want formats.ErrCorrupt naming the file and saying %q", err, c.want)
 			}
 			if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
 				t.Errorf("planning a %d-byte footer allocated %d MiB", footer.Len(), n>>20)
@@ -252,20 +254,20 @@ func TestRowGroupCountMismatch(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ds, err := Plan(context.Background(), []string{path}, PlanOptions{Columns: []string{"id"}})
+		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Columns: []string{"id"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids := func(lo, hi int64) ([]int64, error) {
 			var out []int64
-			err := ds.Read(context.Background(), 0, lo, hi, 16, nil, func(rec arrow.RecordBatch) error {
+			err := ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 16, nil, func(rec arrow.RecordBatch) error {
 				out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
 				rec.Release()
 				return nil
 			})
 			return out, err
 		}
-		if _, err := ids(c.bad[0], c.bad[1]); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "row group 0") {
+		if _, err := ids(c.bad[0], c.bad[1]); err == nil || !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "row group 0") {
 			t.Errorf("claim %d: Read%v = %v, want an error saying %q", c.claim, c.bad, err, c.wantErr)
 		}
 		got, err := ids(c.claim, c.claim+50)
@@ -385,13 +387,13 @@ func dictFile(t *testing.T, dictValues, index int32) string {
 // recover catches.
 func TestDictionaryPageClaims(t *testing.T) {
 	read := func(path string) ([]string, error) {
-		ds, err := Plan(context.Background(), []string{path}, PlanOptions{})
+		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
 		if err != nil {
 			return nil, err
 		}
 		defer ds.Close()
 		var out []string
-		err = ds.Read(context.Background(), 0, 0, 1, 10, nil, func(rec arrow.RecordBatch) error {
+		err = ds.Read(context.Background(), 0, ds.RowRange(0, 0, 1), 10, nil, func(rec arrow.RecordBatch) error {
 			col := rec.Column(0).(*array.Binary)
 			for i := range col.Len() {
 				out = append(out, string(col.Value(i)))
@@ -414,8 +416,8 @@ func TestDictionaryPageClaims(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		got, err := read(path)
 		runtime.ReadMemStats(&after)
-		if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
-			t.Errorf("dictionary of %d values, index %d: read %q, %v; want ErrCorrupt naming the file", c.values, c.index, got, err)
+		if err == nil || !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+			t.Errorf("dictionary of %d values, index %d: read %q, %v; want formats.ErrCorrupt naming the file", c.values, c.index, got, err)
 		}
 		if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
 			t.Errorf("dictionary of %d values: allocated %d MiB", c.values, n>>20)

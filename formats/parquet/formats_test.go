@@ -1,4 +1,4 @@
-package formats_test
+package parquet_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
 )
@@ -34,7 +35,7 @@ func TestPlanUnitsMatchFooters(t *testing.T) {
 		{"projection in the caller's order", []string{"x", "id"}, []string{"x", "id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{Columns: tc.columns})
+			ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: tc.columns})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestPlanErrors(t *testing.T) {
 		{"missing file", []string{filepath.Join(dir, "missing.parquet")}, nil, storage.ErrNotFound, []string{"missing.parquet"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := formats.Plan(context.Background(), tc.urls, formats.PlanOptions{Columns: tc.columns})
+			ds, err := planParquet(context.Background(), tc.urls, formats.PlanOptions{Columns: tc.columns})
 			if err == nil {
 				ds.Close()
 				t.Fatal("Plan succeeded")
@@ -147,7 +148,7 @@ func TestPlanNamesEachFileOnce(t *testing.T) {
 	spec := synth.Spec{Files: 3, RowsPerFile: 10}
 	dir := writeSynth(t, spec)
 	urls := []string{dir, dir + "/*.parquet", "file://" + filepath.ToSlash(dir) + "/", filepath.Join(dir, synth.FileName(1))}
-	ds, err := formats.Plan(context.Background(), urls, formats.PlanOptions{})
+	ds, err := planParquet(context.Background(), urls, formats.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestPlanNamesEachFileOnce(t *testing.T) {
 func TestReadRanges(t *testing.T) {
 	spec := synth.Spec{Files: 3, RowsPerFile: 1000, RowGroupRows: 128, Seed: 7}
 	dir := writeSynth(t, spec)
-	ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"label", "id"}})
+	ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"label", "id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestReadRanges(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	for _, c := range cases {
 		var ids, labels []int64
-		err := ds.Read(context.Background(), c.file, c.lo, c.hi, c.batch, mem, func(b arrow.RecordBatch) error {
+		err := ds.Read(context.Background(), c.file, ds.RowRange(c.file, c.lo, c.hi), c.batch, mem, func(b arrow.RecordBatch) error {
 			defer b.Release()
 			if b.NumRows() == 0 || b.NumRows() > int64(c.batch) {
 				return fmt.Errorf("batch of %d rows, asked for at most %d", b.NumRows(), c.batch)
@@ -228,7 +229,7 @@ func TestReadRanges(t *testing.T) {
 
 func TestReadRejectsBadArguments(t *testing.T) {
 	dir := writeSynth(t, synth.Spec{Files: 1, RowsPerFile: 100, RowGroupRows: 30})
-	ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+	ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestReadRejectsBadArguments(t *testing.T) {
 		{1, 0, 1, "fragment 1"},
 		{-1, 0, 1, "fragment -1"},
 	} {
-		err := ds.Read(context.Background(), c.i, c.lo, c.hi, 10, nil, func(b arrow.RecordBatch) error {
+		err := ds.Read(context.Background(), c.i, ds.RowRange(c.i, c.lo, c.hi), 10, nil, func(b arrow.RecordBatch) error {
 			b.Release()
 			return nil
 		})
@@ -256,7 +257,7 @@ func TestReadRejectsBadArguments(t *testing.T) {
 
 func TestReadReturnsTheConsumersError(t *testing.T) {
 	dir := writeSynth(t, synth.Spec{Files: 1, RowsPerFile: 100, RowGroupRows: 30})
-	ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+	ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestReadReturnsTheConsumersError(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	calls := 0
-	err = ds.Read(context.Background(), 0, 0, 100, 10, mem, func(b arrow.RecordBatch) error {
+	err = ds.Read(context.Background(), 0, ds.RowRange(0, 0, 100), 10, mem, func(b arrow.RecordBatch) error {
 		b.Release()
 		calls++
 		return stop
@@ -279,7 +280,7 @@ func TestReadReturnsTheConsumersError(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = ds.Read(ctx, 0, 0, 100, 10, mem, func(b arrow.RecordBatch) error {
+	err = ds.Read(ctx, 0, ds.RowRange(0, 0, 100), 10, mem, func(b arrow.RecordBatch) error {
 		b.Release()
 		return nil
 	})
@@ -309,7 +310,7 @@ func TestReadFetchesOnlyNeededChunks(t *testing.T) {
 		}
 		return counter
 	}}}
-	ds, err := formats.Plan(context.Background(), []string{path}, opts)
+	ds, err := planParquet(context.Background(), []string{path}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestReadFetchesOnlyNeededChunks(t *testing.T) {
 			reads = nil
 			mu.Unlock()
 			ids := 0
-			err := ds.Read(context.Background(), 0, c.lo, c.hi, 512, nil, func(b arrow.RecordBatch) error {
+			err := ds.Read(context.Background(), 0, ds.RowRange(0, c.lo, c.hi), 512, nil, func(b arrow.RecordBatch) error {
 				ids += int(b.NumRows())
 				b.Release()
 				return nil
@@ -398,7 +399,7 @@ func TestSchemaMismatchNamesBothFilesAndTheColumn(t *testing.T) {
 		dir := t.TempDir()
 		writeColumns(t, filepath.Join(dir, "a.parquet"), 10, []arrow.Field{vInt, w}, []arrow.Array{ints, strs})
 		writeColumns(t, filepath.Join(dir, "b.parquet"), 10, []arrow.Field{vStr, w}, []arrow.Array{strs, strs})
-		_, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+		_, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 		if !errors.Is(err, formats.ErrSchema) {
 			t.Fatalf("Plan = %v, want ErrSchema", err)
 		}
@@ -408,7 +409,7 @@ func TestSchemaMismatchNamesBothFilesAndTheColumn(t *testing.T) {
 			}
 		}
 		// Projecting the column they agree on plans fine.
-		ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"w"}})
+		ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"w"}})
 		if err != nil {
 			t.Fatalf("Plan of the common column: %v", err)
 		}
@@ -417,11 +418,11 @@ func TestSchemaMismatchNamesBothFilesAndTheColumn(t *testing.T) {
 	t.Run("one file names two columns alike", func(t *testing.T) {
 		dir := t.TempDir()
 		writeColumns(t, filepath.Join(dir, "a.parquet"), 10, []arrow.Field{vInt, vStr, w}, []arrow.Array{ints, strs, strs})
-		_, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+		_, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 		if !errors.Is(err, formats.ErrSchema) || !strings.Contains(err.Error(), "a.parquet") || !strings.Contains(err.Error(), `"v"`) {
 			t.Fatalf("Plan = %v, want ErrSchema naming a.parquet and v", err)
 		}
-		ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"w"}})
+		ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: []string{"w"}})
 		if err != nil {
 			t.Fatalf("Plan of the unambiguous column: %v", err)
 		}
@@ -431,7 +432,7 @@ func TestSchemaMismatchNamesBothFilesAndTheColumn(t *testing.T) {
 		dir := t.TempDir()
 		writeColumns(t, filepath.Join(dir, "a.parquet"), 10, []arrow.Field{vInt, w}, []arrow.Array{ints, strs})
 		writeColumns(t, filepath.Join(dir, "b.parquet"), 10, []arrow.Field{w}, []arrow.Array{strs})
-		_, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+		_, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 		if !errors.Is(err, formats.ErrSchema) {
 			t.Fatalf("Plan = %v, want ErrSchema", err)
 		}
@@ -495,7 +496,7 @@ func checkWidening(t *testing.T, narrow, wide arrow.DataType, narrowFirst, ok bo
 		writeColumns(t, filepath.Join(dir, f.name), 2, []arrow.Field{{Name: "v", Type: f.typ, Nullable: true}}, []arrow.Array{col})
 		col.Release()
 	}
-	ds, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+	ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 	if !ok {
 		if !errors.Is(err, formats.ErrSchema) || !strings.Contains(err.Error(), "a.parquet") || !strings.Contains(err.Error(), "b.parquet") {
 			t.Errorf("Plan = %v, want ErrSchema naming both files", err)
@@ -519,7 +520,7 @@ func checkWidening(t *testing.T, narrow, wide arrow.DataType, narrowFirst, ok bo
 		}
 		want := values(wide, json)
 		var got []arrow.Array
-		err := ds.Read(context.Background(), i, 0, fr.Rows, 2, mem, func(b arrow.RecordBatch) error {
+		err := ds.Read(context.Background(), i, ds.RowRange(i, 0, fr.Rows), 2, mem, func(b arrow.RecordBatch) error {
 			col := b.Column(0)
 			col.Retain()
 			got = append(got, col)
@@ -579,7 +580,7 @@ func TestPlanRefusesBadFiles(t *testing.T) {
 			if err := os.WriteFile(path, c.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ds, err := formats.Plan(context.Background(), []string{path}, formats.PlanOptions{})
+			ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
 			if err == nil {
 				ds.Close()
 				t.Fatal("Plan succeeded")
@@ -604,7 +605,7 @@ func TestRdatasets(t *testing.T) {
 	}
 	// The tables have different schemas: together they do not plan, and
 	// the error says which files and which column disagree.
-	if ds, err := formats.Plan(context.Background(), []string{filepath.Join(root, "parquet")}, formats.PlanOptions{}); !errors.Is(err, formats.ErrSchema) || strings.Count(err.Error(), ".parquet") != 2 {
+	if ds, err := planParquet(context.Background(), []string{filepath.Join(root, "parquet")}, formats.PlanOptions{}); !errors.Is(err, formats.ErrSchema) || strings.Count(err.Error(), ".parquet") != 2 {
 		if err == nil {
 			ds.Close()
 		}
@@ -660,14 +661,14 @@ func TestFetchedParts(t *testing.T) {
 		counter = storage.NewCounting(b)
 		return counter
 	}}}
-	ds, err := formats.Plan(context.Background(), []string{dir}, opts)
+	ds, err := planParquet(context.Background(), []string{dir}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ds.Close()
 	ctx := context.Background()
 	counter.Reset()
-	whole, err := ds.Fetch(ctx, 0, 1000, 4500)
+	whole, err := ds.Fetch(ctx, 0, ds.RowRange(0, 1000, 4500))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +680,7 @@ func TestFetchedParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := whole.Part(part[0], part[1])
+		p, err := whole.Part(ds.RowRange(0, part[0], part[1]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -701,7 +702,7 @@ func TestFetchedParts(t *testing.T) {
 		}
 	}
 	for _, bad := range [][2]int64{{0, 1500}, {4000, 4600}, {3000, 2000}} {
-		if _, err := whole.Part(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "not within") {
+		if _, err := whole.Part(formats.Range{Start: bad[0], End: bad[1]}); err == nil || !strings.Contains(err.Error(), "not within") {
 			t.Errorf("Part%v of rows [1000, 4500) = %v, want an error saying it is not within", bad, err)
 		}
 	}
@@ -712,7 +713,7 @@ func TestFetchedParts(t *testing.T) {
 func TestMaxRequestBytes(t *testing.T) {
 	spec := synth.Spec{Files: 1, RowsPerFile: 6000, RowGroupRows: 3000, Seed: 6}
 	dir := writeSynth(t, spec)
-	plain, err := formats.Plan(context.Background(), []string{dir}, formats.PlanOptions{})
+	plain, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,7 +732,7 @@ func TestMaxRequestBytes(t *testing.T) {
 			sizes []int
 		)
 		opts := formats.PlanOptions{
-			Formats: []formats.Format{formats.Parquet{MaxRequestBytes: max}},
+			Formats: []formats.Format{parquet.Format{MaxRequestBytes: max}},
 			Storage: storage.Options{Wrap: func(b storage.Bucket) storage.Bucket {
 				c := storage.NewCounting(b)
 				c.OnRead = func(_ string, _ int64, n int) {
@@ -742,7 +743,7 @@ func TestMaxRequestBytes(t *testing.T) {
 				return c
 			}},
 		}
-		ds, err := formats.Plan(context.Background(), []string{dir}, opts)
+		ds, err := planParquet(context.Background(), []string{dir}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,15 @@
+package parquet
+
+import (
+	"context"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// planParquet plans with this driver (for the package's internal tests).
+func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Dataset, error) {
+	if opts.Formats == nil {
+		opts.Formats = []formats.Format{Format{}}
+	}
+	return formats.Plan(ctx, urls, opts)
+}

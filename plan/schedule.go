@@ -1,0 +1,251 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCursor is wrapped when a cursor does not fit the epoch it is checked
+// against: a state from another plan, or a corrupt one.
+var ErrCursor = errors.New("plan: cursor does not fit the epoch")
+
+// Epoch is what one epoch's order is made of: a pure function of the chunk
+// list, the Order and the epoch number.
+type Epoch struct {
+	Epoch int64
+	Order Order
+	// Splits are the epoch's NumSplits splits.
+	Splits []Split
+	// Windows are each split's windows, in the order it emits them.
+	Windows [][]Window
+}
+
+// NewEpoch orders the chunks for epoch e, deals them into splits and packs
+// each split's pieces into windows.
+func NewEpoch(chunks []Chunk, o Order, e int64) (*Epoch, error) {
+	order := ChunkOrder(len(chunks), o, e)
+	splits, err := Balance(chunks, order, o.NumSplits, o.DropRemainder)
+	if err != nil {
+		return nil, err
+	}
+	ep := &Epoch{Epoch: e, Order: o, Splits: splits, Windows: make([][]Window, len(splits))}
+	for s, sp := range splits {
+		rows := make([]int64, len(sp.Pieces))
+		for i, p := range sp.Pieces {
+			rows[i] = p.Rows()
+		}
+		ep.Windows[s] = Windows(rows, o.ShuffleWindow)
+	}
+	return ep, nil
+}
+
+// WindowRef names one window of one split.
+type WindowRef struct{ Split, Window int }
+
+// Pieces are the pieces window r is made of, in order.
+func (e *Epoch) Pieces(r WindowRef) []Piece {
+	w := e.Windows[r.Split][r.Window]
+	return e.Splits[r.Split].Pieces[w.First:w.End]
+}
+
+// RowOrder is the order in which window r emits its rows, given the rows
+// each of its pieces holds as read (nil: storage order).
+func (e *Epoch) RowOrder(r WindowRef, segments []int64) []int32 {
+	return RowOrder(segments, e.Order, e.Epoch, r.Split, r.Window)
+}
+
+// Cursor is how far the consumer got in one split this epoch. It names a
+// window and the rows of it delivered, never a global row number, so it
+// also works where row counts are unknown up front.
+type Cursor struct {
+	// Window is the index of the window in the split's order for the epoch.
+	Window int `msgpack:"window" json:"window"`
+	// Offset is the number of rows of that window already delivered.
+	Offset int64 `msgpack:"offset" json:"offset"`
+	// Rows is the number of rows of the split delivered this epoch.
+	Rows int64 `msgpack:"rows" json:"rows"`
+}
+
+// Remaining is the rows of split s after cursor c, or -1 if unknown.
+func (e *Epoch) Remaining(s int, c Cursor) int64 {
+	if e.Splits[s].Rows < 0 {
+		return -1
+	}
+	return e.Splits[s].Rows - c.Rows
+}
+
+// CheckCursor returns an error wrapping ErrCursor if c cannot be a position
+// of split s: past its windows, past a window's rows, or with a row count
+// its window and offset contradict.
+func (e *Epoch) CheckCursor(s int, c Cursor) error {
+	if s < 0 || s >= len(e.Windows) {
+		return fmt.Errorf("%w: split %d of %d", ErrCursor, s, len(e.Windows))
+	}
+	ws := e.Windows[s]
+	switch {
+	case c.Window < 0 || c.Offset < 0 || c.Rows < 0:
+		return fmt.Errorf("%w: split %d cursor %+v is negative", ErrCursor, s, c)
+	case c.Window > len(ws) || (c.Window == len(ws) && c.Offset != 0):
+		return fmt.Errorf("%w: split %d is at window %d, the epoch has %d", ErrCursor, s, c.Window, len(ws))
+	case c.Window < len(ws) && ws[c.Window].Rows >= 0 && c.Offset >= ws[c.Window].Rows:
+		return fmt.Errorf("%w: split %d offset %d is past window %d's %d rows", ErrCursor, s, c.Offset, c.Window, ws[c.Window].Rows)
+	}
+	if want := e.rowsBefore(s, c); want >= 0 && want != c.Rows {
+		return fmt.Errorf("%w: split %d has delivered %d rows, its window and offset say %d", ErrCursor, s, c.Rows, want)
+	}
+	return nil
+}
+
+// rowsBefore is the rows of split s before cursor c, or -1 if unknown.
+func (e *Epoch) rowsBefore(s int, c Cursor) int64 {
+	n := c.Offset
+	for _, w := range e.Windows[s][:c.Window] {
+		if w.Rows < 0 {
+			return -1
+		}
+		n += w.Rows
+	}
+	return n
+}
+
+// Owned returns the splits rank owns at worldSize, ascending: split s
+// belongs to rank s mod worldSize.
+func Owned(numSplits, rank, worldSize int) []int {
+	var out []int
+	for s := rank; s < numSplits; s += worldSize {
+		out = append(out, s)
+	}
+	return out
+}
+
+// MergeCursors combines the cursors that each rank of worldSize saved
+// (byRank[r] has one cursor per split, of which rank r's own count) into one
+// cursor per split.
+func MergeCursors(worldSize int, byRank [][]Cursor) ([]Cursor, error) {
+	if worldSize < 1 || len(byRank) != worldSize {
+		return nil, fmt.Errorf("plan: merge needs the cursors of all %d ranks, got %d", worldSize, len(byRank))
+	}
+	n := len(byRank[0])
+	out := make([]Cursor, n)
+	for r, cs := range byRank {
+		if len(cs) != n {
+			return nil, fmt.Errorf("plan: rank %d has %d cursors, rank 0 has %d", r, len(cs), n)
+		}
+		for _, s := range Owned(n, r, worldSize) {
+			out[s] = cs[s]
+		}
+	}
+	return out, nil
+}
+
+// Part is a run of a batch's rows from one window, as positions in the
+// window's emission order, [From, To).
+type Part struct {
+	Ref      WindowRef
+	From, To int64
+	// Last is set when the batch takes the window's last rows: the window
+	// is done after it.
+	Last bool
+}
+
+// Batch is one batch of a rank's sequence.
+type Batch struct {
+	// Seq numbers the batches of one walk, for error messages.
+	Seq   int64
+	Split int
+	Parts []Part
+	Rows  int64
+	// After is the split's cursor once this batch is taken.
+	After Cursor
+	// Next is the rank's round-robin position after it.
+	Next int
+}
+
+// Schedule walks a rank's batches from given cursors: round-robin over the
+// rank's splits, batchSize rows at a time, each split's rows in window
+// order. Walks over the same inputs see the same sequence, so one walk can
+// order the reads and another cut the batches.
+//
+// Where a window's row count is unknown until it is read, RowsOf tells the
+// walk: the walk that cuts batches asks for the rows as decoded, while a walk
+// that only orders reads may estimate, since only the order in which it
+// first touches windows matters to it.
+type Schedule struct {
+	// RowsOf returns the rows of a window whose count the plan does not
+	// know. Default: BatchSize, an estimate good enough to order reads.
+	RowsOf func(WindowRef) int64
+
+	ep        *Epoch
+	batchSize int64
+	local     []int
+	cursors   []Cursor
+	next      int
+	seq       int64
+	started   []bool // per split: taken from in this walk
+}
+
+// NewSchedule starts a walk of rank's batches at worldSize from cursors
+// (one per split) and the round-robin position next.
+func NewSchedule(ep *Epoch, rank, worldSize, batchSize int, cursors []Cursor, next int) *Schedule {
+	local := Owned(len(ep.Splits), rank, worldSize)
+	return &Schedule{
+		ep: ep, batchSize: int64(batchSize), local: local,
+		cursors: append([]Cursor(nil), cursors...),
+		next:    next % max(len(local), 1),
+		started: make([]bool, len(cursors)),
+	}
+}
+
+func (s *Schedule) done(split int) bool {
+	return s.cursors[split].Window >= len(s.ep.Windows[split])
+}
+
+// Step returns the next batch and whether there was one. firstTouch, if not
+// nil, is called for each window the batch is the first to take rows from.
+// A batch may hold no rows where the windows it finishes turned out empty
+// (unknown counts): it still moves the cursor past them.
+func (s *Schedule) Step(firstTouch func(WindowRef)) (Batch, bool) {
+	for range s.local {
+		sp := s.local[s.next]
+		s.next = (s.next + 1) % len(s.local)
+		if s.done(sp) {
+			continue
+		}
+		b := Batch{Seq: s.seq, Split: sp}
+		s.seq++
+		c := s.cursors[sp]
+		ws := s.ep.Windows[sp]
+		for b.Rows < s.batchSize && c.Window < len(ws) {
+			ref := WindowRef{sp, c.Window}
+			rows := ws[c.Window].Rows
+			if rows < 0 {
+				rows = s.batchSize
+				if s.RowsOf != nil {
+					rows = s.RowsOf(ref)
+				}
+			}
+			// A window is first touched at its start, or where a resumed
+			// cursor points into it.
+			if firstTouch != nil && (c.Offset == 0 || !s.started[sp]) {
+				firstTouch(ref)
+			}
+			s.started[sp] = true
+			take := max(min(s.batchSize-b.Rows, rows-c.Offset), 0)
+			p := Part{Ref: ref, From: c.Offset, To: c.Offset + take}
+			c.Offset += take
+			c.Rows += take
+			b.Rows += take
+			if c.Offset >= rows {
+				p.Last = true
+				c.Window++
+				c.Offset = 0
+			}
+			b.Parts = append(b.Parts, p)
+		}
+		s.cursors[sp] = c
+		b.After = c
+		b.Next = s.next
+		return b, true
+	}
+	return Batch{}, false
+}

@@ -1,0 +1,244 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Unit is a piece of a file that can be read on its own: a Parquet row
+// group, an ORC stripe, a byte range of a text file.
+type Unit struct {
+	// Rows is the exact row count, or -1 where it is not known before
+	// reading (CSV, JSON, rows behind a filter or equality deletes).
+	Rows int64
+	// Bytes is the stored size of what reading the unit fetches.
+	Bytes int64
+}
+
+// File is what planning needs of one file: its units, in file order.
+type File struct {
+	Units []Unit
+}
+
+// Rows is the file's row count, or -1 if some unit's is unknown.
+func (f File) Rows() int64 {
+	var n int64
+	for _, u := range f.Units {
+		if u.Rows < 0 {
+			return -1
+		}
+		n += u.Rows
+	}
+	return n
+}
+
+// Chunk is a run of whole units of one file: what chunk-order shuffling
+// moves around.
+type Chunk struct {
+	// Fragment indexes the files.
+	Fragment int
+	// Start and End are rows of the file, [Start, End), or both -1 where
+	// the file's row counts are unknown.
+	Start, End int64
+	// FirstUnit and EndUnit are the chunk's units, [FirstUnit, EndUnit).
+	FirstUnit, EndUnit int
+	// Bytes is the stored size of the chunk's units.
+	Bytes int64
+}
+
+// Rows is the chunk's row count, or -1 if unknown.
+func (c Chunk) Rows() int64 {
+	if c.Start < 0 {
+		return -1
+	}
+	return c.End - c.Start
+}
+
+// ChunkOptions configure Chunks.
+type ChunkOptions struct {
+	// TargetBytes packs consecutive units of a file into one chunk until
+	// the chunk holds at least this many bytes. Default 1 MiB: small enough
+	// that a shuffle window mixes many chunks, large enough that tiny units
+	// do not become tiny requests.
+	TargetBytes int64
+	// MaxRows, if positive, stops packing before a chunk would exceed this
+	// many rows (a single unit larger than MaxRows is still one chunk: units
+	// are never cut into chunks).
+	MaxRows int64
+}
+
+// Chunks cuts every file into chunks of whole units, in storage order.
+// Units without rows contribute nothing. A file whose counts are unknown is
+// cut by bytes alone.
+func Chunks(files []File, o ChunkOptions) []Chunk {
+	if o.TargetBytes <= 0 {
+		o.TargetBytes = 1 << 20
+	}
+	var out []Chunk
+	for fi, f := range files {
+		known := f.Rows() >= 0
+		var row int64
+		cur := Chunk{Fragment: fi}
+		empty := func() bool { return cur.EndUnit == cur.FirstUnit }
+		for ui, u := range f.Units {
+			if u.Rows == 0 {
+				continue
+			}
+			full := cur.Bytes >= o.TargetBytes || (known && o.MaxRows > 0 && cur.End-cur.Start+u.Rows > o.MaxRows)
+			if !empty() && full {
+				out = append(out, cur)
+				cur = Chunk{Fragment: fi}
+			}
+			if empty() {
+				cur.FirstUnit, cur.Start, cur.End = ui, row, row
+				if !known {
+					// Every chunk of the file, not only its last, says
+					// its rows are unknown.
+					cur.Start, cur.End = -1, -1
+				}
+			}
+			cur.EndUnit = ui + 1
+			cur.Bytes += u.Bytes
+			if known {
+				row += u.Rows
+				cur.End = row
+			}
+		}
+		if !empty() {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// Piece is the part of a chunk that falls in one split.
+type Piece struct {
+	// Chunk indexes the chunk list.
+	Chunk    int
+	Fragment int
+	// Start and End are rows of the file, or -1 where unknown.
+	Start, End int64
+	// FirstUnit and EndUnit are the units the piece touches.
+	FirstUnit, EndUnit int
+}
+
+// Rows is the piece's row count, or -1 if unknown.
+func (p Piece) Rows() int64 {
+	if p.Start < 0 {
+		return -1
+	}
+	return p.End - p.Start
+}
+
+// follows reports whether p begins where prev ends in the same file.
+func (p Piece) follows(prev Piece) bool {
+	if p.Fragment != prev.Fragment {
+		return false
+	}
+	if p.Start >= 0 && prev.Start >= 0 {
+		return p.Start == prev.End
+	}
+	return p.Start < 0 && prev.Start < 0 && p.FirstUnit == prev.EndUnit
+}
+
+// Split is one of NumSplits disjoint parts of an epoch.
+type Split struct {
+	Pieces []Piece
+	// Rows is the split's row count, or -1 if unknown.
+	Rows int64
+}
+
+// ErrUnknownRows is returned when DropRemainder is asked of chunks whose row
+// counts are not known before reading.
+var ErrUnknownRows = errors.New("plan: row counts are unknown")
+
+// Balance deals the chunks, taken in the given order, into numSplits
+// contiguous runs. With known counts the runs are balanced by rows: their row
+// counts differ by at most one (are equal with dropRemainder, which drops the
+// last rows%numSplits rows of the order), and a split may start or end
+// inside a chunk. Where some count is unknown, whole chunks are dealt
+// balanced by bytes.
+func Balance(chunks []Chunk, order []int, numSplits int, dropRemainder bool) ([]Split, error) {
+	if numSplits < 1 {
+		return nil, fmt.Errorf("plan: NumSplits %d must be at least 1", numSplits)
+	}
+	if len(order) != len(chunks) {
+		return nil, fmt.Errorf("plan: order has %d entries for %d chunks", len(order), len(chunks))
+	}
+	known := true
+	var total int64
+	for _, c := range chunks {
+		if c.Rows() < 0 {
+			known = false
+		}
+		total += max(c.Rows(), 0)
+	}
+	if !known {
+		if dropRemainder {
+			return nil, fmt.Errorf("%w: DropRemainder needs exact counts", ErrUnknownRows)
+		}
+		return byBytes(chunks, order, numSplits), nil
+	}
+	n := int64(numSplits)
+	per, extra := total/n, total%n
+	if dropRemainder {
+		extra = 0
+	}
+	splits := make([]Split, numSplits)
+	si := 0
+	want := func(i int) int64 {
+		if int64(i) < extra {
+			return per + 1
+		}
+		return per
+	}
+	for si < len(splits) && want(si) == 0 {
+		si++
+	}
+	for _, ci := range order {
+		c := chunks[ci]
+		at := c.Start
+		for at < c.End && si < len(splits) {
+			take := min(c.End-at, want(si)-splits[si].Rows)
+			splits[si].Pieces = append(splits[si].Pieces, Piece{Chunk: ci, Fragment: c.Fragment, Start: at, End: at + take, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit})
+			splits[si].Rows += take
+			at += take
+			for si < len(splits) && splits[si].Rows == want(si) {
+				si++
+			}
+		}
+	}
+	return splits, nil
+}
+
+// byBytes deals whole chunks into contiguous runs whose bytes are close to
+// total/n each.
+func byBytes(chunks []Chunk, order []int, n int) []Split {
+	var total int64
+	for _, c := range chunks {
+		total += c.Bytes
+	}
+	splits := make([]Split, n)
+	var acc int64
+	for _, ci := range order {
+		c := chunks[ci]
+		si := 0
+		if total > 0 {
+			si = int((acc*int64(n) + c.Bytes*int64(n)/2) / total) // by the chunk's midpoint
+		}
+		si = min(si, n-1)
+		p := Piece{Chunk: ci, Fragment: c.Fragment, Start: c.Start, End: c.End, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit}
+		splits[si].Pieces = append(splits[si].Pieces, p)
+		acc += c.Bytes
+	}
+	for i := range splits {
+		for _, p := range splits[i].Pieces {
+			if p.Rows() < 0 || splits[i].Rows < 0 {
+				splits[i].Rows = -1
+				continue
+			}
+			splits[i].Rows += p.Rows()
+		}
+	}
+	return splits
+}
