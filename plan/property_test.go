@@ -1,0 +1,676 @@
+package plan
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The plan's promises (DESIGN.md: exactly once, elastic determinism, exact
+// resume, bytes fetched once) checked against the simulator of sim_test.go
+// over many seeded random plans. A failure names the seed and the plan's
+// shape; -plan.seed reruns that one plan alone:
+//
+//	go test ./plan -run Property -plan.seed=4294967311 -v
+var onlySeed = flag.Uint64("plan.seed", 0, "check only the random plan of this seed (as a failure names it)")
+
+// Seeds of plans with unknown counts carry this bit, so that a seed names
+// its plan on its own.
+const unknownSeeds = 1 << 32
+
+func TestPropertyKnownCounts(t *testing.T) {
+	t.Parallel()
+	runProperties(t, 0, 10_000)
+}
+
+// Unknown counts: some units' Rows are -1, the chunks of their files carry
+// unit ranges, Balance deals them by bytes and the cutting walk learns each
+// window's rows through Schedule.RowsOf, as a reader learns them by
+// decoding.
+func TestPropertyUnknownCounts(t *testing.T) {
+	t.Parallel()
+	runProperties(t, unknownSeeds, 4_000)
+}
+
+func runProperties(t *testing.T, base uint64, n int) {
+	if *onlySeed != 0 {
+		if *onlySeed&unknownSeeds != base {
+			t.Skip("-plan.seed names a plan of the other test")
+		}
+		base, n = *onlySeed, 1
+	}
+	start := time.Now()
+	failures := 0
+	for i := range uint64(n) {
+		pc := genCase(base+i, (base+i)&unknownSeeds != 0)
+		if err := checkCase(pc); err != nil {
+			t.Errorf("%v\n\tplan: %v", err, pc)
+			if failures++; failures == 5 {
+				t.FailNow()
+			}
+		}
+	}
+	t.Logf("%d random plans checked in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+// checkCase checks every property of one plan.
+func checkCase(pc *planCase) error {
+	s, err := newSim(pc)
+	if err != nil {
+		return fmt.Errorf("seed %d: plan: %w", pc.seed, err)
+	}
+	r := rand.New(rand.NewPCG(pc.seed, 0xc4ec))
+	for _, c := range []struct {
+		name  string
+		check func(*rand.Rand) error
+	}{
+		{"exactly once", s.checkExactlyOnce},
+		{"balance by bytes", s.checkByBytes},
+		{"elastic determinism", s.checkElastic},
+		{"exact resume", s.checkResume},
+		{"merge across world sizes", s.checkMerge},
+		{"fetch groups", s.checkFetch},
+	} {
+		if err := c.check(r); err != nil {
+			return fmt.Errorf("seed %d: %s: %w", pc.seed, c.name, err)
+		}
+	}
+	return nil
+}
+
+// known reports whether every chunk's count is known before reading.
+func (s *sim) known() bool {
+	for _, c := range s.chunks {
+		if c.Rows() < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkExactlyOnce: the splits hold every row of every file once (with
+// DropRemainder all but the last rows%NumSplits of the chunk order), each
+// split a contiguous run of the chunk order, their counts within one of each
+// other (equal with DropRemainder) where counts are known. It checks the
+// rows the plan assigns; checkElastic and checkMerge check that every walk,
+// at every world size, delivers exactly those.
+func (s *sim) checkExactlyOnce(*rand.Rand) error {
+	o := s.pc.order
+	if !s.known() {
+		bad := o
+		bad.DropRemainder = true
+		if _, err := NewEpoch(s.chunks, bad, s.pc.epoch); !errors.Is(err, ErrUnknownRows) {
+			return fmt.Errorf("DropRemainder over unknown counts: error %v, want ErrUnknownRows", err)
+		}
+	}
+	// pos numbers the rows in chunk order: the order Balance deals them in.
+	pos := make([]int64, s.total)
+	for i := range pos {
+		pos[i] = -1
+	}
+	var k int64
+	for _, ci := range ChunkOrder(len(s.chunks), o, s.pc.epoch) {
+		c := s.chunks[ci]
+		lo, hi, err := s.span(Piece{Chunk: ci, Fragment: c.Fragment, Start: c.Start, End: c.End, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit})
+		if err != nil {
+			return fmt.Errorf("chunk %d: %w", ci, err)
+		}
+		for x := lo; x < hi; x++ {
+			id := s.base[c.Fragment] + x
+			if pos[id] >= 0 {
+				return fmt.Errorf("chunk %d holds row %d of file %d, another chunk does too", ci, x, c.Fragment)
+			}
+			pos[id] = k
+			k++
+		}
+	}
+	if k != s.total {
+		return fmt.Errorf("chunks hold %d of the files' %d rows", k, s.total)
+	}
+	seen := make([]bool, s.total)
+	var at, delivered int64
+	lo, hi := int64(1)<<62, int64(-1)
+	for sp, seq := range s.seq {
+		n := int64(len(seq))
+		if rows := s.ep.Splits[sp].Rows; rows >= 0 && rows != n {
+			return fmt.Errorf("split %d says %d rows, emits %d", sp, rows, n)
+		}
+		lo, hi = min(lo, n), max(hi, n)
+		for _, id := range seq {
+			if seen[id] {
+				return fmt.Errorf("row %d is emitted twice", id)
+			}
+			seen[id] = true
+			if pos[id] < at || pos[id] >= at+n {
+				return fmt.Errorf("split %d (rows %d..%d of the chunk order) emits the chunk order's row %d", sp, at, at+n, pos[id])
+			}
+		}
+		at += n
+		delivered += n
+	}
+	dropped := int64(0)
+	if o.DropRemainder {
+		dropped = s.total % int64(o.NumSplits)
+	}
+	// Splits are contiguous runs from the start, so the rows not delivered
+	// are the last of the chunk order.
+	if delivered != s.total-dropped {
+		return fmt.Errorf("%d of %d rows delivered, %d dropped by DropRemainder", delivered, s.total, dropped)
+	}
+	if s.known() && (hi-lo > 1 || o.DropRemainder && hi != lo) {
+		return fmt.Errorf("split row counts range %d..%d (DropRemainder %t)", lo, hi, o.DropRemainder)
+	}
+	return nil
+}
+
+// checkByBytes: where counts are unknown, whole chunks are dealt so that
+// each split's bytes are within a chunk of total/NumSplits (a chunk goes to
+// the split its midpoint falls in, so a split gains or loses at most half
+// a chunk at either end).
+func (s *sim) checkByBytes(*rand.Rand) error {
+	if s.known() {
+		return nil
+	}
+	n := int64(s.pc.order.NumSplits)
+	var total, biggest int64
+	for _, c := range s.chunks {
+		total += c.Bytes
+		biggest = max(biggest, c.Bytes)
+	}
+	for sp, split := range s.ep.Splits {
+		var b int64
+		for i, p := range split.Pieces {
+			c := s.chunks[p.Chunk]
+			if p.Start != c.Start || p.End != c.End || p.FirstUnit != c.FirstUnit || p.EndUnit != c.EndUnit {
+				return fmt.Errorf("split %d piece %d %+v is not all of its chunk %+v", sp, i, p, c)
+			}
+			b += c.Bytes
+		}
+		if d := b*n - total; d > n*(biggest+1) || -d > n*(biggest+1) {
+			return fmt.Errorf("split %d holds %d bytes, %d of %d bytes per split, chunks up to %d bytes", sp, b, total/n, total, biggest)
+		}
+	}
+	return nil
+}
+
+// checkElastic: at every world size dividing NumSplits and at two batch
+// sizes, every rank's walk delivers its splits' rows in exactly the order
+// the simulator derives from the plan alone; the batches are full but for
+// a split's last, and their cursors say where they are.
+func (s *sim) checkElastic(r *rand.Rand) error {
+	n := s.pc.order.NumSplits
+	// A small batch size cuts windows at many places; a large one takes
+	// several windows (and splits' ends) in one batch.
+	sizes := []int{1 + r.IntN(8), 1 + r.IntN(300)}
+	if s.total > 2000 {
+		sizes[0] = 1 + r.IntN(64)
+	}
+	for _, world := range divisors(n) {
+		for _, bs := range sizes {
+			got := make([][]int64, n)
+			for rank := range world {
+				batches, _ := s.walk(rank, world, bs, make([]Cursor, n), 0, -1)
+				for _, b := range batches {
+					if b.Split%world != rank {
+						return fmt.Errorf("world %d: rank %d walks split %d", world, rank, b.Split)
+					}
+					var err error
+					if got[b.Split], err = s.rows(b, got[b.Split]); err != nil {
+						return fmt.Errorf("world %d batch size %d rank %d: %w", world, bs, rank, err)
+					}
+					if err := s.checkAfter(b, bs, int64(len(got[b.Split]))); err != nil {
+						return fmt.Errorf("world %d batch size %d rank %d: %w", world, bs, rank, err)
+					}
+				}
+			}
+			for sp := range n {
+				if !slices.Equal(got[sp], s.seq[sp]) {
+					return fmt.Errorf("world %d batch size %d: split %d emits %d rows %v, the plan says %d rows %v",
+						world, bs, sp, len(got[sp]), head(got[sp]), len(s.seq[sp]), head(s.seq[sp]))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkAfter checks batch b's cursor, given the rows its split delivered
+// up to and including it, and that only a split's last batch is short.
+func (s *sim) checkAfter(b Batch, bs int, delivered int64) error {
+	c, ws := b.After, s.emit[b.Split]
+	var before int64
+	for _, w := range ws[:min(max(c.Window, 0), len(ws))] {
+		before += int64(len(w))
+	}
+	switch {
+	case c.Rows != delivered:
+		return fmt.Errorf("batch %d of split %d: cursor %+v, %d rows delivered", b.Seq, b.Split, c, delivered)
+	case c.Window < 0 || c.Window > len(ws) || c.Window == len(ws) && c.Offset != 0:
+		return fmt.Errorf("batch %d of split %d: cursor %+v past the split's %d windows", b.Seq, b.Split, c, len(ws))
+	case c.Window < len(ws) && (c.Offset < 0 || c.Offset > 0 && c.Offset >= int64(len(ws[c.Window]))):
+		// (A cursor may rest at the start of a window that turns out
+		// empty; the next batch passes it.)
+		return fmt.Errorf("batch %d of split %d: cursor %+v not within its window's %d rows", b.Seq, b.Split, c, len(ws[c.Window]))
+	case before+c.Offset != delivered:
+		return fmt.Errorf("batch %d of split %d: cursor %+v is at row %d, %d rows delivered", b.Seq, b.Split, c, before+c.Offset, delivered)
+	case b.Rows > int64(bs) || b.Rows < int64(bs) && c.Window < len(ws):
+		return fmt.Errorf("batch %d of split %d: %d rows, batch size %d, cursor %+v of %d windows", b.Seq, b.Split, b.Rows, bs, c, len(ws))
+	}
+	return nil
+}
+
+// checkResume: at one world size, every batch boundary of every rank (a
+// sample of them in long walks) resumes from its cursors into exactly the
+// rest of the walk, touching each window it reads once, and every real
+// cursor passes CheckCursor while corrupted ones fail it.
+func (s *sim) checkResume(r *rand.Rand) error {
+	n := s.pc.order.NumSplits
+	ds := divisors(n)
+	world, bs := ds[r.IntN(len(ds))], 1+r.IntN(40)
+	for sp := range n {
+		if err := s.checkCursor(r, sp, Cursor{}, true); err != nil {
+			return err
+		}
+	}
+	for rank := range world {
+		full, touched := s.walk(rank, world, bs, make([]Cursor, n), 0, -1)
+		if err := touches(full, touched); err != nil {
+			return fmt.Errorf("world %d rank %d: %w", world, rank, err)
+		}
+		var all []WindowRef
+		for _, sp := range Owned(n, rank, world) {
+			for w := range s.ep.Windows[sp] {
+				all = append(all, WindowRef{sp, w})
+			}
+		}
+		if !sameSet(all, touched) {
+			return fmt.Errorf("world %d rank %d touches %v, owns windows %v", world, rank, touched, all)
+		}
+		// Every boundary of a short walk, about a dozen of a long one.
+		every := 1
+		if len(full) > 40 {
+			every = len(full) / 12
+		}
+		cursors := make([]Cursor, n)
+		next := 0
+		for k := 0; k <= len(full); k++ {
+			if k > 0 {
+				b := full[k-1]
+				cursors[b.Split], next = b.After, b.Next
+				if err := s.checkCursor(r, b.Split, b.After, k%every == 0); err != nil {
+					return fmt.Errorf("world %d rank %d after batch %d: %w", world, rank, k-1, err)
+				}
+			}
+			if k%every != 0 && k != len(full) {
+				continue
+			}
+			rest, touched := s.walk(rank, world, bs, cursors, next, -1)
+			if err := touches(rest, touched); err != nil {
+				return fmt.Errorf("world %d rank %d resumed after %d batches: %w", world, rank, k, err)
+			}
+			if len(rest) != len(full)-k {
+				return fmt.Errorf("world %d rank %d resumed after %d of %d batches: %d more", world, rank, k, len(full), len(rest))
+			}
+			for i, b := range rest {
+				want := full[k+i]
+				if b.Split != want.Split || b.Rows != want.Rows || b.After != want.After || b.Next != want.Next || !slices.Equal(b.Parts, want.Parts) {
+					return fmt.Errorf("world %d rank %d resumed after %d batches: batch %d is %+v, was %+v", world, rank, k, i, b, want)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// touches checks that a walk's first touches are the windows its batches
+// take rows from, each once, in the order it first takes from them: what
+// the read walk relies on to fetch every window it needs, once.
+func touches(batches []Batch, touched []WindowRef) error {
+	var want []WindowRef
+	seen := map[WindowRef]bool{}
+	for _, b := range batches {
+		for _, p := range b.Parts {
+			if !seen[p.Ref] {
+				seen[p.Ref] = true
+				want = append(want, p.Ref)
+			}
+		}
+	}
+	if !slices.Equal(touched, want) {
+		return fmt.Errorf("first touches %v, the batches take from %v", touched, want)
+	}
+	return nil
+}
+
+func sameSet(a, b []WindowRef) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	cmpRef := func(x, y WindowRef) int { return x.Split*1_000_000 + x.Window - (y.Split*1_000_000 + y.Window) }
+	slices.SortFunc(a, cmpRef)
+	slices.SortFunc(b, cmpRef)
+	return slices.Equal(a, b)
+}
+
+// checkCursor checks that CheckCursor accepts c, a real cursor of split sp,
+// and, if corrupt, rejects it corrupted in ways the plan can tell.
+func (s *sim) checkCursor(r *rand.Rand, sp int, c Cursor, corrupt bool) error {
+	if err := s.ep.CheckCursor(sp, c); err != nil {
+		return fmt.Errorf("real cursor of split %d refused: %w", sp, err)
+	}
+	if !corrupt {
+		return nil
+	}
+	ws := s.ep.Windows[sp]
+	var bad []Cursor
+	// Offset past its window.
+	if c.Window < len(ws) && ws[c.Window].Rows >= 0 {
+		off := ws[c.Window].Rows + r.Int64N(3)
+		bad = append(bad, Cursor{Window: c.Window, Offset: off, Rows: c.Rows + off - c.Offset})
+	}
+	// Rows its window and offset contradict, where the windows before it
+	// have known counts.
+	knownBefore := true
+	for _, w := range ws[:c.Window] {
+		knownBefore = knownBefore && w.Rows >= 0
+	}
+	if knownBefore {
+		d := 1 + r.Int64N(5)
+		bad = append(bad, Cursor{c.Window, c.Offset, c.Rows + d}, Cursor{c.Window, c.Offset, c.Rows - d})
+	}
+	// Windows past the end, negative fields.
+	bad = append(bad,
+		Cursor{Window: len(ws) + 1 + r.IntN(3), Rows: c.Rows},
+		Cursor{Window: len(ws), Offset: 1 + r.Int64N(9), Rows: c.Rows},
+		Cursor{Window: -1, Offset: c.Offset, Rows: c.Rows},
+		Cursor{Window: c.Window, Offset: -1, Rows: c.Rows},
+	)
+	// Two of them at random: over thousands of cursors every kind comes
+	// up often, at a fraction of the cost of making every error message.
+	r.Shuffle(len(bad), func(i, j int) { bad[i], bad[j] = bad[j], bad[i] })
+	for _, b := range bad[:2] {
+		if err := s.ep.CheckCursor(sp, b); !errors.Is(err, ErrCursor) {
+			return fmt.Errorf("split %d cursor %+v (real: %+v, windows %+v) accepted: %v", sp, b, c, ws, err)
+		}
+	}
+	for _, split := range []int{-1, s.pc.order.NumSplits} {
+		if err := s.ep.CheckCursor(split, c); !errors.Is(err, ErrCursor) {
+			return fmt.Errorf("cursor of split %d of %d accepted: %v", split, s.pc.order.NumSplits, err)
+		}
+	}
+	return nil
+}
+
+// checkMerge: the ranks of one world size stop at random batches, their
+// cursors merge, and the ranks of another world size (starting the round
+// robin afresh) deliver the rest: every split's rows, before and after,
+// are its rows in order, so every row of the epoch comes exactly once.
+func (s *sim) checkMerge(r *rand.Rand) error {
+	n := s.pc.order.NumSplits
+	ds := divisors(n)
+	w1, w2 := ds[r.IntN(len(ds))], ds[r.IntN(len(ds))]
+	bs1, bs2 := 1+r.IntN(60), 1+r.IntN(60)
+	got := make([][]int64, n)
+	byRank := make([][]Cursor, w1)
+	stops := make([]int, w1)
+	for rank := range w1 {
+		full, _ := s.walk(rank, w1, bs1, make([]Cursor, n), 0, -1)
+		stops[rank] = r.IntN(len(full) + 1)
+		byRank[rank] = make([]Cursor, n)
+		for _, b := range full[:stops[rank]] {
+			var err error
+			if got[b.Split], err = s.rows(b, got[b.Split]); err != nil {
+				return err
+			}
+			byRank[rank][b.Split] = b.After
+		}
+	}
+	merged, err := MergeCursors(w1, byRank)
+	if err != nil {
+		return err
+	}
+	for sp, c := range merged {
+		if err := s.ep.CheckCursor(sp, c); err != nil {
+			return fmt.Errorf("merged cursor: %w", err)
+		}
+	}
+	for rank := range w2 {
+		rest, _ := s.walk(rank, w2, bs2, merged, 0, -1)
+		for _, b := range rest {
+			if got[b.Split], err = s.rows(b, got[b.Split]); err != nil {
+				return err
+			}
+		}
+	}
+	for sp := range n {
+		if !slices.Equal(got[sp], s.seq[sp]) {
+			return fmt.Errorf("world %d (batch %d, stops %v) then %d (batch %d): split %d delivers %d rows %v, the plan says %d rows %v",
+				w1, bs1, stops, w2, bs2, sp, len(got[sp]), head(got[sp]), len(s.seq[sp]), head(s.seq[sp]))
+		}
+	}
+	if w1 > 1 {
+		if _, err := MergeCursors(w1, byRank[1:]); err == nil {
+			return errors.New("merge of all ranks but one accepted")
+		}
+	}
+	return nil
+}
+
+// checkFetch: for the read order of every rank at one world size (its
+// first touches, as a reader walks it with estimated counts), every piece
+// of every window is in exactly one group; a group's range is contiguous
+// rows (units, where counts are unknown) of one file made of exactly its
+// pieces; it is made by the earliest window in read order holding one of
+// them, holds pieces only of the windows within Ahead of that one, and
+// takes a later window's piece only while the group, in row order up to and
+// including that piece, stays within JoinBytes.
+func (s *sim) checkFetch(r *rand.Rand) error {
+	n := s.pc.order.NumSplits
+	ds := divisors(n)
+	world, bs, ahead := ds[r.IntN(len(ds))], 1+r.IntN(200), 1+r.IntN(8)
+	resumed := r.IntN(2) == 0
+	for rank := range world {
+		// Half the time the rank resumes from a random batch boundary of
+		// its walk: the read order then starts inside a window.
+		cursors, next := make([]Cursor, n), 0
+		if resumed {
+			full, _ := s.walk(rank, world, bs, cursors, 0, -1)
+			for _, b := range full[:r.IntN(len(full)+1)] {
+				cursors[b.Split], next = b.After, b.Next
+			}
+		}
+		sc := NewSchedule(s.ep, rank, world, bs, cursors, next)
+		var order []WindowRef
+		for {
+			if _, ok := sc.Step(func(w WindowRef) { order = append(order, w) }); !ok {
+				break
+			}
+		}
+		var all []WindowRef
+		for _, sp := range Owned(n, rank, world) {
+			for w := cursors[sp].Window; w < len(s.ep.Windows[sp]); w++ {
+				all = append(all, WindowRef{sp, w})
+			}
+		}
+		if len(order) != len(all) || !sameSet(order, all) {
+			return fmt.Errorf("world %d rank %d from %v: read order %v, windows left %v", world, rank, cursors, order, all)
+		}
+		if err := s.checkGroups(order, ahead); err != nil {
+			return fmt.Errorf("world %d rank %d batch size %d Ahead %d (resumed %t): %w", world, rank, bs, ahead, resumed, err)
+		}
+	}
+	return nil
+}
+
+// member is a piece of a group: the window that reads it, at which place
+// of the read order, and the piece.
+type member struct {
+	at    at
+	k     int
+	piece Piece
+}
+
+func (s *sim) checkGroups(order []WindowRef, ahead int) error {
+	fp := NewFetches(s.ep, s.chunks, ahead)
+	pos := map[WindowRef]int{}
+	for k, w := range order {
+		pos[w] = k
+	}
+	owner := map[*Group]int{}
+	members := map[*Group][]member{}
+	var made []*Group
+	for k, w := range order {
+		task := fp.Plan(order[k:])
+		pieces := s.ep.Pieces(w)
+		if task.Ref != w || len(task.Pieces) != len(pieces) {
+			return fmt.Errorf("task of %v is %v with %d pieces, the window has %d", w, task.Ref, len(task.Pieces), len(pieces))
+		}
+		for _, g := range task.Owned {
+			if _, dup := owner[g]; dup {
+				return fmt.Errorf("group %d is made twice", g.ID)
+			}
+			if g.ID != len(made) {
+				return fmt.Errorf("group %d is the %d-th made", g.ID, len(made))
+			}
+			owner[g] = k
+			made = append(made, g)
+		}
+		for i, g := range task.Pieces {
+			if g == nil {
+				return fmt.Errorf("window %v piece %d has no group when its window is planned", w, i)
+			}
+			if _, ok := owner[g]; !ok {
+				return fmt.Errorf("window %v piece %d is in a group no window made", w, i)
+			}
+			members[g] = append(members[g], member{at{w, i}, k, pieces[i]})
+		}
+	}
+	if len(fp.claimed) != 0 {
+		return fmt.Errorf("%d windows hold claims after the last was planned", len(fp.claimed))
+	}
+	// The same read order plans the same fetches.
+	again := NewFetches(s.ep, s.chunks, ahead)
+	for k := range order {
+		for _, g := range again.Plan(order[k:]).Owned {
+			if g.ID >= len(made) || g.Range != made[g.ID].Range || g.Bytes != made[g.ID].Bytes {
+				return fmt.Errorf("a second planner makes group %d %+v, the first made %d groups", g.ID, g.Range, len(made))
+			}
+		}
+	}
+	for _, g := range made {
+		ms := members[g]
+		if len(ms) == 0 {
+			return fmt.Errorf("group %d %+v holds no piece", g.ID, g.Range)
+		}
+		known := g.Range.Start >= 0
+		slices.SortFunc(ms, func(a, b member) int {
+			if known {
+				return int(a.piece.Start - b.piece.Start)
+			}
+			return a.piece.FirstUnit - b.piece.FirstUnit
+		})
+		first := ms[0].k
+		var size, bytes int64
+		for i, m := range ms {
+			p := m.piece
+			first = min(first, m.k)
+			if p.Fragment != g.Range.Fragment || (p.Start >= 0) != known {
+				return fmt.Errorf("group %d %+v holds piece %+v", g.ID, g.Range, p)
+			}
+			// The pieces tile the range, in row (or unit) order.
+			var prev, end int64
+			if known {
+				prev, end = g.Range.Start, p.Start
+				if i > 0 {
+					prev = ms[i-1].piece.End
+				}
+			} else {
+				prev, end = int64(g.Range.FirstUnit), int64(p.FirstUnit)
+				if i > 0 {
+					prev = int64(ms[i-1].piece.EndUnit)
+				}
+			}
+			if prev != end {
+				return fmt.Errorf("group %d %+v: piece %+v does not follow at %d", g.ID, g.Range, p, prev)
+			}
+			if m.k-owner[g] >= ahead {
+				return fmt.Errorf("group %d made at read %d holds a piece of read %d (Ahead %d)", g.ID, owner[g], m.k, ahead)
+			}
+			b := fp.bytes(p)
+			size += b
+			bytes += b
+			if m.k != owner[g] && size > JoinBytes {
+				return fmt.Errorf("group %d %+v joins piece %+v of read %d (made at read %d) at %d bytes, JoinBytes %d", g.ID, g.Range, p, m.k, owner[g], size, JoinBytes)
+			}
+		}
+		last := ms[len(ms)-1].piece
+		if known && last.End != g.Range.End || !known && last.EndUnit != g.Range.EndUnit {
+			return fmt.Errorf("group %d %+v: its pieces end at %+v", g.ID, g.Range, last)
+		}
+		if first != owner[g] {
+			return fmt.Errorf("group %d made at read %d, its earliest piece is read at %d", g.ID, owner[g], first)
+		}
+		if bytes != g.Bytes {
+			return fmt.Errorf("group %d says %d bytes, its pieces %d", g.ID, g.Bytes, bytes)
+		}
+	}
+	return nil
+}
+
+// head is the start of a long row list, for messages.
+func head(rows []int64) []int64 { return rows[:min(len(rows), 12)] }
+
+// Large pieces of later windows do not join a fetch past JoinBytes: four
+// adjacent windows of 3 MiB each make two fetches, not one of 12 MiB. The
+// window's own pieces always join, whatever their size.
+func TestPropertyFetchJoinBytes(t *testing.T) {
+	const mib = 1 << 20
+	var chunks []Chunk
+	var sp Split
+	var windows []Window
+	for i := range 4 {
+		lo, hi := int64(i)*100, int64(i+1)*100
+		chunks = append(chunks, Chunk{Fragment: 0, Start: lo, End: hi, FirstUnit: i, EndUnit: i + 1, Bytes: 3 * mib})
+		sp.Pieces = append(sp.Pieces, Piece{Chunk: i, Fragment: 0, Start: lo, End: hi, FirstUnit: i, EndUnit: i + 1})
+		windows = append(windows, Window{First: i, End: i + 1, Rows: 100})
+	}
+	sp.Rows = 400
+	ep := &Epoch{Splits: []Split{sp}, Windows: [][]Window{windows}}
+	order := []WindowRef{{0, 0}, {0, 1}, {0, 2}, {0, 3}}
+	fp := NewFetches(ep, chunks, 4)
+	var fetches [][2]int64
+	for k := range order {
+		for _, g := range fp.Plan(order[k:]).Owned {
+			fetches = append(fetches, [2]int64{g.Range.Start, g.Range.End})
+		}
+	}
+	if want := [][2]int64{{0, 200}, {200, 400}}; !slices.Equal(fetches, want) {
+		t.Errorf("fetches %v, want %v", fetches, want)
+	}
+
+	// One window of four 3 MiB pieces is one fetch of 12 MiB.
+	ep.Windows[0] = []Window{{First: 0, End: 4, Rows: 400}}
+	fp = NewFetches(ep, chunks, 4)
+	task := fp.Plan([]WindowRef{{0, 0}})
+	if len(task.Owned) != 1 || task.Owned[0].Range.Start != 0 || task.Owned[0].Range.End != 400 || task.Owned[0].Bytes != 12*mib {
+		t.Errorf("a window's own adjacent pieces: %d fetches, want one of rows [0, 400)", len(task.Owned))
+	}
+}
+
+// Every chunk of a file of unknown counts says so, not only its last: a
+// file cut into several chunks by bytes once gave its first chunks rows
+// [0, 0), which dropped their rows.
+func TestPropertyChunksOfUnknownCounts(t *testing.T) {
+	f := File{Units: []Unit{{Rows: -1, Bytes: 10}, {Rows: 5, Bytes: 10}, {Rows: -1, Bytes: 10}}}
+	chunks := Chunks([]File{f}, ChunkOptions{TargetBytes: 10})
+	if len(chunks) != 3 {
+		t.Fatalf("%d chunks, want one per unit: %+v", len(chunks), chunks)
+	}
+	for i, c := range chunks {
+		if c.Start != -1 || c.End != -1 || c.FirstUnit != i || c.EndUnit != i+1 {
+			t.Errorf("chunk %d is %+v, want rows unknown and unit %d", i, c, i)
+		}
+	}
+}
