@@ -95,10 +95,10 @@ type Options struct {
 	// ahead of the consumer. Decoding is CPU work and the bulk of a
 	// stream's, so one decoder per core: fewer leave cores idle (on 16
 	// cores, 2 decoders streamed a quarter of the rows/s that 16 did), more
-	// add a decoded window each of memory and no speed. On one core a
-	// second decoder still runs while the first waits for its window or the
-	// scheduler (a few percent faster at GOMAXPROCS 1), hence at least 2.
-	// Default max(2, p).
+	// add a decoded window each of memory and no speed. On one core, two
+	// ran as fast as one or a few percent faster (a second decoder runs
+	// while the first waits for its window), so one core keeps the 2 it
+	// always had. Default max(2, p).
 	ReadConcurrency int
 	// TransformConcurrency is the number of goroutines cutting batches out
 	// of windows (slices, or gathers when shuffled) and running the
