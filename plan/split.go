@@ -118,7 +118,9 @@ type Piece struct {
 	Fragment int
 	// Start and End are rows of the file, or -1 where unknown.
 	Start, End int64
-	// FirstUnit and EndUnit are the units the piece touches.
+	// FirstUnit and EndUnit are the units of the piece's chunk: the piece's
+	// rows lie within them (where counts are unknown, the piece is the
+	// whole chunk and reads them all).
 	FirstUnit, EndUnit int
 }
 

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
 )
 
 func randomFragments(r *rand.Rand) []File {

@@ -79,6 +79,8 @@ type parquetMeta struct {
 	// larger, so Read caps arrow-go's compressed page size there instead of
 	// letting a corrupt page header make it allocate up to 64 MiB.
 	maxChunk int64
+	// index caches the offset indexes of row groups read in part.
+	index offsetIndexes
 }
 
 // footerGuess is how much of a file's end Inspect reads first: most footers
@@ -283,6 +285,10 @@ type parquetFetched struct {
 	spans  []span
 	dicts  map[int64]int
 	bytes  int64
+	// paged holds the row groups fetched page by page, and partial the
+	// offsets of their chunks, which only hold the fetched pages.
+	paged   map[int]bool
+	partial map[int64]bool
 }
 
 // Size is the memory the fetched chunks hold.
@@ -303,23 +309,44 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		return fe, nil
 	}
 	var ranges []byteRange
+	var index []span
 	for rg := range len(meta.starts) - 1 {
-		if meta.starts[rg+1] > start && meta.starts[rg] < end {
-			rs, err := expect(meta.md, rg, fe.leaves, fe.dicts)
-			if err != nil {
-				return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
-			}
-			ranges = append(ranges, rs...)
+		first, last := meta.starts[rg], meta.starts[rg+1]
+		if last <= start || first >= end {
+			continue
 		}
+		if lo, hi := max(start, first)-first, min(end, last)-first; lo > 0 || hi < last-first {
+			ix, err := meta.rowGroupIndex(ctx, f, rg, fe.leaves)
+			if err != nil {
+				return nil, err // the file could not be fetched, which says nothing of its contents
+			}
+			if ix != nil {
+				rs, err := fe.expectPages(meta, rg, ix, lo, hi)
+				if err != nil {
+					return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
+				}
+				ranges = append(ranges, rs...)
+				index = append(index, span{ix.at, ix.bytes})
+				continue
+			}
+		}
+		rs, err := expect(meta.md, rg, fe.leaves, fe.dicts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
+		}
+		ranges = append(ranges, rs...)
 	}
 	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
 		return nil, err // the file could not be fetched, which says nothing of its contents
 	}
-	fe.spans = spans
 	for _, sp := range spans {
 		fe.bytes += int64(len(sp.data))
 	}
+	// The offset indexes, cached with the footer, are served from memory
+	// when arrow-go seeks with them.
+	fe.spans = append(spans, index...)
+	slices.SortFunc(fe.spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
 	return fe, nil
 }
 
@@ -342,8 +369,8 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 			fe = b.(*parquetFetched)
 		}
 		errStop := errors.New("stopped")
-		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans}
-		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe.leaves, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
+		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans, partial: fe.partial}
+		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
 			if !yield(b, nil) {
 				return errStop
 			}
@@ -361,7 +388,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 	}
 }
 
-func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, leaves []int, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
@@ -379,7 +406,11 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, leaves [
 			continue
 		}
 		lo, hi := max(start, first)-first, min(end, last)-first
-		if err := readRowGroup(ctx, fr, rg, last-first, leaves, lo, hi, schema, mem, yield); err != nil {
+		read := readRowGroup
+		if fe.paged[rg] {
+			read = readPages
+		}
+		if err := read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
@@ -399,6 +430,10 @@ type chunkReader struct {
 
 	// spans are the prefetched byte ranges, sorted by offset.
 	spans []span
+	// partial holds the offsets of column chunks of which only some pages
+	// were fetched: arrow-go reads such a chunk whole, and gets the fetched
+	// pages with zeros between them, which it never parses.
+	partial map[int64]bool
 
 	mu    sync.Mutex
 	ioErr error
@@ -500,7 +535,7 @@ func expect(md *metadata.FileMetaData, rg int, leaves []int, dicts map[int64]int
 }
 
 func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
-	if r.fetched(p, off) {
+	if r.fetched(p, off) || r.partial[off] && r.fill(p, off) {
 		if bits, ok := r.dicts[off]; ok {
 			if cerr := checkDictionaryPage(p, bits); cerr != nil {
 				return len(p), cerr
@@ -594,15 +629,9 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	defer rr.Release()
-	// The reader's columns are in file order; map them onto schema's order.
-	rs := rr.Schema()
-	pos := make([]int, schema.NumFields())
-	for i, fl := range schema.Fields() {
-		idx := rs.FieldIndices(fl.Name)
-		if len(idx) == 0 {
-			return fmt.Errorf("%w: column %q missing from the decoded batch", formats.ErrCorrupt, fl.Name)
-		}
-		pos[i] = idx[0]
+	pos, err := positions(rr.Schema(), schema)
+	if err != nil {
+		return err
 	}
 	toEnd := hi == rows
 	tooMany := fmt.Errorf("%w: more rows than the footer's %d", formats.ErrCorrupt, rows)
@@ -644,6 +673,20 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 		return fmt.Errorf("%w: data ended %d rows early (the footer says %d rows)", formats.ErrCorrupt, want, rows)
 	}
 	return nil
+}
+
+// positions maps schema's columns onto a decoded schema rs, whose columns
+// are in file order.
+func positions(rs, schema *arrow.Schema) ([]int, error) {
+	pos := make([]int, schema.NumFields())
+	for i, fl := range schema.Fields() {
+		idx := rs.FieldIndices(fl.Name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%w: column %q missing from the decoded batch", formats.ErrCorrupt, fl.Name)
+		}
+		pos[i] = idx[0]
+	}
+	return pos, nil
 }
 
 // project reorders rec's columns to schema, keeps rows [off, off+n) and

@@ -1,0 +1,347 @@
+package parquet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// Where a split boundary cuts a row group, each side needs only some of its
+// rows. With the file's offset index (the page index's page locations) a
+// read fetches only the pages that hold those rows, and the dictionary page,
+// instead of whole column chunks: the bytes of a row group cut by a boundary
+// are then fetched about once across ranks, not once per rank. arrow-go
+// decodes such a chunk from a buffer in which only the fetched pages are
+// filled: it seeks to the first needed page with the same offset index and
+// reads exactly the rows asked for, so it never parses the rest.
+
+// pageLoc is one data page of a column chunk, from the offset index.
+type pageLoc struct {
+	offset   int64
+	size     int64 // compressed, header included
+	firstRow int64
+}
+
+// rowGroupIndex is the offset index of one row group: the bytes arrow-go
+// reads when it seeks (the offset indexes of all the row group's columns,
+// which writers store together), and each selected leaf's pages.
+type rowGroupIndex struct {
+	at    int64
+	bytes []byte
+	pages map[int][]pageLoc // by leaf
+}
+
+// offsetIndexes caches, per file, the row groups' offset indexes read so
+// far: a file's row groups are cut by boundaries again in every epoch.
+type offsetIndexes struct {
+	mu sync.Mutex
+	rg map[int]*rowGroupIndex
+}
+
+// offsetIndexRange is where the offset indexes of row group rg lie, as
+// arrow-go computes it for a row group's page index reader (every column's,
+// not only the selected ones), or ok false if some column has none.
+func offsetIndexRange(rg *metadata.RowGroupMetaData) (from, to int64, ok bool) {
+	from, to = math.MaxInt64, 0
+	for c := range rg.NumColumns() {
+		loc, has := rg.OffsetIndexLocation(c)
+		if !has {
+			return 0, 0, false
+		}
+		from = min(from, loc.Offset)
+		to = max(to, loc.Offset+int64(loc.Length))
+	}
+	return from, to, rg.NumColumns() > 0
+}
+
+// rowGroupIndex returns row group rg's offset index, reading it on first
+// need, or nil if the row group has none or it cannot serve page reads (an
+// index that does not describe its chunk is ignored, not trusted).
+func (m *parquetMeta) rowGroupIndex(ctx context.Context, f *formats.Fragment, rg int, leaves []int) (*rowGroupIndex, error) {
+	m.index.mu.Lock()
+	defer m.index.mu.Unlock()
+	if ix, ok := m.index.rg[rg]; ok {
+		return ix, nil
+	}
+	if m.index.rg == nil {
+		m.index.rg = map[int]*rowGroupIndex{}
+	}
+	g := m.md.RowGroup(rg)
+	from, to, ok := offsetIndexRange(g)
+	if !ok || from < 0 || to > f.Size || to-from > 64<<20 {
+		m.index.rg[rg] = nil
+		return nil, nil
+	}
+	ix := &rowGroupIndex{at: from, bytes: make([]byte, to-from), pages: map[int][]pageLoc{}}
+	if _, err := f.Source.ReaderAt(ctx).ReadAt(ix.bytes, from); err != nil {
+		return nil, err // not cached: a failed read is retried by the next
+	}
+	for _, leaf := range leaves {
+		pages, err := ix.leafPages(g, leaf)
+		if err != nil || pages == nil {
+			m.index.rg[rg] = nil // arrow-go could not seek with it either
+			return nil, nil
+		}
+		ix.pages[leaf] = pages
+	}
+	m.index.rg[rg] = ix
+	return ix, nil
+}
+
+// leafPages parses and checks the pages of one leaf's chunk.
+func (ix *rowGroupIndex) leafPages(g *metadata.RowGroupMetaData, leaf int) ([]pageLoc, error) {
+	loc, _ := g.OffsetIndexLocation(leaf)
+	lo := loc.Offset - ix.at
+	pages, err := parseOffsetIndex(ix.bytes[lo : lo+int64(loc.Length)])
+	if err != nil {
+		return nil, err
+	}
+	cc, err := g.ColumnChunk(leaf)
+	if err != nil {
+		return nil, err
+	}
+	start, end := chunkSpan(cc)
+	if len(pages) == 0 || pages[0].firstRow != 0 || pages[0].offset != cc.DataPageOffset() {
+		return nil, nil
+	}
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() <= 0 && pages[0].offset > start {
+		// An old writer's dictionary page that arrow-go finds only by
+		// reading from the chunk's start.
+		return nil, nil
+	}
+	for i, p := range pages {
+		if p.size <= 0 || p.offset < start || p.offset+p.size > end || (i > 0 && (p.offset < pages[i-1].offset+pages[i-1].size || p.firstRow <= pages[i-1].firstRow)) {
+			return nil, nil
+		}
+	}
+	if pages[len(pages)-1].firstRow >= g.NumRows() {
+		return nil, nil
+	}
+	return pages, nil
+}
+
+// chunkSpan is where a column chunk lies, as arrow-go reads it.
+func chunkSpan(cc *metadata.ColumnChunkMetaData) (start, end int64) {
+	start = cc.DataPageOffset()
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+		start = cc.DictionaryPageOffset()
+	}
+	return start, start + cc.TotalCompressedSize()
+}
+
+// pageRanges returns the byte ranges of rows [lo, hi) of a chunk: the
+// dictionary page, if any, and the data pages that hold those rows.
+func pageRanges(cc *metadata.ColumnChunkMetaData, pages []pageLoc, lo, hi int64) []byteRange {
+	start, _ := chunkSpan(cc)
+	var out []byteRange
+	if pages[0].offset > start {
+		out = append(out, byteRange{start, pages[0].offset})
+	}
+	first := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > lo }) - 1
+	last := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow >= hi }) // exclusive
+	for _, p := range pages[max(first, 0):last] {
+		out = append(out, byteRange{p.offset, p.offset + p.size})
+	}
+	return out
+}
+
+// parseOffsetIndex reads a Thrift OffsetIndex: its page_locations (field
+// 1), each a PageLocation {1: offset i64, 2: compressed_page_size i32, 3:
+// first_row_index i64}. Other fields (unencoded sizes) are skipped.
+func parseOffsetIndex(b []byte) ([]pageLoc, error) {
+	s := thriftScanner{b: b}
+	var out []pageLoc
+	err := s.structFields(0, func(id int16, typ byte) error {
+		if id != 1 || typ != tList {
+			return s.skip(typ, 1)
+		}
+		n, elem, err := s.listHeader()
+		if err != nil {
+			return err
+		}
+		if elem != tStruct {
+			return fmt.Errorf("offset index: page locations of type %d", elem)
+		}
+		out = make([]pageLoc, 0, n)
+		for range n {
+			var p pageLoc
+			err := s.structFields(2, func(id int16, typ byte) error {
+				if typ != tI32 && typ != tI64 {
+					return s.skip(typ, 3)
+				}
+				v, err := s.varint()
+				switch id {
+				case 1:
+					p.offset = zigzag(v)
+				case 2:
+					p.size = zigzag(v)
+				case 3:
+					p.firstRow = zigzag(v)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// expectPages returns the byte ranges of rows [lo, hi) of row group rg's
+// selected leaves, page by page, and records what reading them needs.
+func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupIndex, lo, hi int64) ([]byteRange, error) {
+	g := meta.md.RowGroup(rg)
+	if fe.paged == nil {
+		fe.paged, fe.partial = map[int]bool{}, map[int64]bool{}
+	}
+	fe.paged[rg] = true
+	var out []byteRange
+	for _, leaf := range fe.leaves {
+		cc, err := g.ColumnChunk(leaf)
+		if err != nil {
+			return nil, err
+		}
+		start, end := chunkSpan(cc)
+		fe.dicts[start] = max(fe.dicts[start], minValueBits(meta.md.Schema.Column(leaf)))
+		if meta.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			// arrow-go's seek miscounts levels in repeated columns: these
+			// are read from their start, so fetched whole.
+			out = append(out, byteRange{start, end})
+			continue
+		}
+		fe.partial[start] = true
+		out = append(out, pageRanges(cc, ix.pages[leaf], lo, hi)...)
+	}
+	return out, nil
+}
+
+// fill fills p, a whole column chunk at off, from the spans that lie in it,
+// with zeros between them. It reports whether some span did.
+func (r *chunkReader) fill(p []byte, off int64) bool {
+	clear(p)
+	end := off + int64(len(p))
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off+int64(len(r.spans[i].data)) > off })
+	any := false
+	for ; i < len(r.spans) && r.spans[i].off < end; i++ {
+		sp := r.spans[i]
+		from, to := max(sp.off, off), min(sp.off+int64(len(sp.data)), end)
+		copy(p[from-off:to-off], sp.data[from-sp.off:to-sp.off])
+		any = true
+	}
+	return any
+}
+
+// readPages delivers rows [lo, hi) of row group rg, which has rows rows,
+// from chunks fetched page by page: each column seeks to row lo with the
+// offset index and reads exactly the rows asked for, so that no reader
+// goes past the pages that were fetched (a record reader would read whole
+// batches).
+func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	cols, rs, err := fr.GetFieldReaders(ctx, leaves, []int{rg})
+	if err != nil {
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	pos, err := positions(rs, schema)
+	if err != nil {
+		return err
+	}
+	batch := fr.Props.BatchSize
+	for _, c := range cols {
+		if lo == 0 {
+			continue
+		}
+		if !c.IsOrHasRepeatedChild() {
+			if err := c.SeekToRow(lo); err != nil {
+				return fmt.Errorf("%w: seek to row %d: %w", formats.ErrCorrupt, lo, err)
+			}
+			continue
+		}
+		// Fetched whole (see expectPages): read up to lo and drop it.
+		for skipped := int64(0); skipped < lo; {
+			chunked, err := c.NextBatch(min(batch, lo-skipped))
+			if err != nil {
+				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+			}
+			n := int64(chunked.Len())
+			chunked.Release()
+			if n == 0 {
+				return fmt.Errorf("%w: column %q ended at row %d of %d", formats.ErrCorrupt, c.Field().Name, skipped, rows)
+			}
+			skipped += n
+		}
+	}
+	for at := lo; at < hi; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(batch, hi-at)
+		arrs := make([]arrow.Array, len(cols))
+		release := func() {
+			for _, a := range arrs {
+				if a != nil {
+					a.Release()
+				}
+			}
+		}
+		for i, c := range cols {
+			chunked, err := c.NextBatch(n)
+			if err != nil {
+				release()
+				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+			}
+			arrs[i], err = single(chunked, mem)
+			chunked.Release()
+			if err != nil {
+				release()
+				return err
+			}
+			if int64(arrs[i].Len()) != n {
+				release()
+				return fmt.Errorf("%w: column %q gave %d rows of %d at row %d (the footer says %d rows)", formats.ErrCorrupt, rs.Field(i).Name, arrs[i].Len(), n, at, rows)
+			}
+		}
+		rec := array.NewRecordBatch(rs, arrs, n)
+		release()
+		out, err := project(ctx, rec, schema, pos, 0, n, mem)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		at += n
+		if err := yield(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// single makes one array of a chunked one.
+func single(c *arrow.Chunked, mem memory.Allocator) (arrow.Array, error) {
+	switch chunks := c.Chunks(); len(chunks) {
+	case 0:
+		return array.MakeArrayOfNull(mem, c.DataType(), 0), nil
+	case 1:
+		chunks[0].Retain()
+		return chunks[0], nil
+	default:
+		return array.Concatenate(chunks, mem)
+	}
+}
