@@ -59,6 +59,10 @@ type Unit struct {
 	// Offset is where the unit starts in the file, for formats whose units
 	// are byte ranges; informational otherwise.
 	Offset int64
+	// Paged is set where a read of some of the unit's rows fetches only
+	// what those rows need (a Parquet row group with a page index), not the
+	// whole unit: a unit cut by a split boundary is then fetched about once.
+	Paged bool
 }
 
 // RowMask names rows of a file that are not part of the dataset, such as
@@ -298,6 +302,15 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	// Checked before unify, which would report a filter's missing column
+	// as a missing selected one.
+	if opts.Filter != nil && len(frags) > 0 {
+		for _, c := range opts.Filter.Columns() {
+			if len(frags[0].Schema.FieldIndices(c)) == 0 {
+				return nil, fmt.Errorf("formats: %w: the filter reads column %q, which %s lacks", ErrSchema, c, frags[0].URL)
+			}
+		}
+	}
 	read, err := unify(frags, inspected)
 	if err != nil {
 		return nil, err
@@ -309,13 +322,6 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	}
 	for _, f := range d.Schema.Fields() {
 		d.Columns = append(d.Columns, f.Name)
-	}
-	if opts.Filter != nil {
-		for _, c := range opts.Filter.Columns() {
-			if len(read.FieldIndices(c)) == 0 {
-				return nil, fmt.Errorf("formats: %w: the filter reads column %q, which the files lack", ErrSchema, c)
-			}
-		}
 	}
 	return d, nil
 }

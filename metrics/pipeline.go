@@ -83,6 +83,7 @@ type Pipeline struct {
 	// most, far too rarely for false sharing to cost anything measurable.
 
 	unscannedRows atomic.Int64
+	refetchBytes  atomic.Int64
 
 	rawBytes      atomic.Int64
 	rawCapacity   atomic.Int64
@@ -143,6 +144,13 @@ func newPipeline(o Options, now func() time.Time) *Pipeline {
 // reports its best estimate or leaves it at zero.
 func (p *Pipeline) SetUnscannedRows(n int64) {
 	p.unscannedRows.Store(n)
+}
+
+// SetRefetchBytes sets the stored bytes of the current epoch that this rank fetches although
+// another rank fetches them too: units (row groups) a split boundary cuts, in files that cannot be
+// read page by page (no page index), are fetched whole by each side.
+func (p *Pipeline) SetRefetchBytes(n int64) {
+	p.refetchBytes.Store(n)
 }
 
 // SetRawQueue sets the depth of the raw queue: chunks read and decoded but not yet transformed, as
@@ -266,6 +274,7 @@ func (p *Pipeline) Snapshot() Snapshot {
 	w.mu.Unlock()
 
 	s.UnscannedRows = p.unscannedRows.Load()
+	s.RefetchBytes = p.refetchBytes.Load()
 	s.RawQueueBytes = p.rawBytes.Load()
 	s.RawQueueCapacity = int(p.rawCapacity.Load())
 	s.PrefetchQueueBytes = p.prefetchBytes.Load()

@@ -280,6 +280,7 @@ func TestSnapshotJSON(t *testing.T) {
 		"raw_queue_capacity":      0.0,
 		"prefetch_queue_items":    2.0,
 		"unscanned_rows":          0.0,
+		"refetch_bytes":           0.0,
 		"fetch_seconds":           0.0,
 		"transform_seconds":       0.0,
 		"raw_queue_items":         0.0,

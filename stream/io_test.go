@@ -349,3 +349,57 @@ func TestPlanCache(t *testing.T) {
 		t.Fatalf("the changed file plans %d rows, want 1500", changed.Files()[0].Rows)
 	}
 }
+
+// Row groups far larger than a split's share: every split boundary cuts
+// one (here, each of 2 row groups is read by 4 of 8 splits). With a page index each side fetches only its pages, so the bytes of
+// an epoch across all ranks stay within 1.05 of the stored bytes at any
+// world size; without one each side fetches the whole row group, and
+// Overlap and the refetch metric say how much that costs.
+func TestIOAmplificationCutRowGroups(t *testing.T) {
+	for _, paged := range []bool{true, false} {
+		spec := synth.Spec{Files: 2, RowsPerFile: 100000, RowGroupRows: 100000, Seed: 5, PageIndex: paged}
+		dir := writeDataset(t, spec)
+		for _, world := range []int{1, 2, 4, 8} {
+			var read, stored, refetch, want int64
+			var ids []int64
+			for rank := range world {
+				log := &readLog{}
+				o := checkedOptions(t, dir)
+				o.Columns = []string{"id", "x", "s"}
+				o.NumSplits, o.WorldSize, o.Rank = 8, world, rank
+				o.Shuffle, o.ShuffleWindow = true, 4096
+				o.Storage.Wrap = log.wrap
+				ds := open(t, o)
+				ov := ds.Overlap()
+				if rank == 0 {
+					for _, f := range ds.Files() {
+						for _, u := range f.Units {
+							stored += u.Bytes
+						}
+					}
+					if ov.CutUnits != 2 || (ov.PagedUnits == 2) != paged || (ov.Bytes == 0) != paged {
+						t.Fatalf("paged=%t: overlap %+v", paged, ov)
+					}
+					want = ov.Bytes
+				}
+				refetch += ds.Metrics().Snapshot().RefetchBytes
+				log.start()
+				bs, _ := consume(t, ds, -1)
+				ids = append(ids, allIDs(bs)...)
+				read += log.bytes()
+			}
+			exactlyOnce(t, ids, int64(spec.Files*spec.RowsPerFile))
+			amp := float64(read) / float64(stored)
+			t.Logf("page index %t, world %d: read %d of %d stored bytes: io_amplification %.4f, refetch metric %d", paged, world, read, stored, amp, refetch)
+			if paged && amp > 1.05 {
+				t.Errorf("page index, world %d: io_amplification %.4f, want at most 1.05", world, amp)
+			}
+			if !paged && world > 1 && amp < 2 {
+				t.Errorf("no page index, world %d: io_amplification %.4f: each of 8 splits should fetch its row group whole", world, amp)
+			}
+			if d := refetch - want; d < -int64(world) || d > int64(world) || (!paged && want != stored*3) {
+				t.Errorf("world %d: refetch metric %d over the ranks, overlap %d, want 3 extra fetches of the %d stored bytes", world, refetch, want, stored)
+			}
+		}
+	}
+}

@@ -166,6 +166,7 @@ func (d *Dataset) moveTo(ep *plan.Epoch, cursors []plan.Cursor, next int) {
 	d.kept.drop()
 	d.ep, d.cursors, d.next = ep, cursors, next
 	d.opts.Metrics.SetUnscannedRows(d.unscanned())
+	d.opts.Metrics.SetRefetchBytes(overlap(d.data.Fragments, ep, d.opts.Rank, d.opts.WorldSize).RankBytes)
 }
 
 // unscanned is the rows of this rank's splits not yet delivered this epoch

@@ -65,6 +65,7 @@ type inspectReport struct {
 	Chunks      []chunkInfo    `json:"chunks"`
 	Splits      []splitInfo    `json:"splits"`
 	Ranks       []rankInfo     `json:"ranks"`
+	Overlap     overlapInfo    `json:"overlap"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
 }
@@ -135,6 +136,15 @@ type pieceInfo struct {
 	File  int   `json:"file"`
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
+}
+
+// overlapInfo is what the split boundaries cost: row groups they cut are
+// read by pages where the file has a page index, whole by each side where
+// it has none.
+type overlapInfo struct {
+	CutRowGroups   int   `json:"cut_row_groups"`
+	PagedRowGroups int   `json:"paged_row_groups"`
+	RefetchBytes   int64 `json:"refetch_bytes"`
 }
 
 type rankInfo struct {
@@ -238,6 +248,8 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	if !rowsKnown {
 		rep.Totals.Rows, rep.Totals.EpochRows = -1, -1
 	}
+	ov := ds.Overlap()
+	rep.Overlap = overlapInfo{CutRowGroups: ov.CutUnits, PagedRowGroups: ov.PagedUnits, RefetchBytes: ov.Bytes}
 	return rep
 }
 
@@ -297,6 +309,15 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 			ranks.add(strconv.Itoa(r.Rank), joinInts(r.Splits), count(r.Rows))
 		}
 		ranks.write(w)
+	}
+
+	if ov := rep.Overlap; ov.CutRowGroups > 0 {
+		fmt.Fprintf(w, "\nrow groups cut by split boundaries: %d, %d read page by page (page index), %d fetched whole by each side",
+			ov.CutRowGroups, ov.PagedRowGroups, ov.CutRowGroups-ov.PagedRowGroups)
+		if ov.RefetchBytes > 0 {
+			fmt.Fprintf(w, ": %s fetched again (files without a page index: write them with one, or use fewer splits or smaller row groups)", humanBytes(ov.RefetchBytes))
+		}
+		fmt.Fprintln(w)
 	}
 
 	fmt.Fprintf(w, "\nplan fingerprint:   %s\norder fingerprint:  %s\n", rep.Plan, rep.Fingerprint)

@@ -169,7 +169,8 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 			bytes += size
 			meta.maxChunk = max(meta.maxChunk, size)
 		}
-		units[i] = formats.Unit{Rows: n, Bytes: bytes}
+		_, _, paged := offsetIndexRange(rg)
+		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged}
 		starts[i] = rows
 		rows += n
 	}

@@ -33,6 +33,10 @@ type Spec struct {
 	StringBytes int
 	// Seed makes x and s reproducible.
 	Seed uint64
+	// PageIndex writes a page index (offset and column indexes) and pages
+	// of about 8 KiB, and dictionary-encodes only the label column: a file
+	// whose row groups can be read in part, page by page.
+	PageIndex bool
 }
 
 // Schema is the schema of every file.
@@ -109,11 +113,18 @@ func (s Spec) Label(id int64) int64 {
 
 func writeFile(w io.Writer, spec Spec, file int) error {
 	mem := memory.DefaultAllocator
-	props := parquet.NewWriterProperties(
+	opts := []parquet.WriterProperty{
 		parquet.WithMaxRowGroupLength(int64(spec.RowGroupRows)),
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithStats(true),
-	)
+	}
+	if spec.PageIndex {
+		// A dictionary page is needed by every page that uses it, so each
+		// side of a cut fetches it: high-cardinality columns go without.
+		opts = append(opts, parquet.WithPageIndexEnabled(true), parquet.WithDataPageSize(8<<10),
+			parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("label", true))
+	}
+	props := parquet.NewWriterProperties(opts...)
 	fw, err := pqarrow.NewFileWriter(Schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 // The metrics, all prefixed sluice_:
 //
 //	unscanned_rows                     gauge    rows of the epoch, for this rank, not yet read
+//	refetch_bytes                      gauge    bytes of cut row groups (no page index) another rank fetches too
 //	raw_queue_items                    gauge    windows decoded but not yet cut into batches
 //	raw_queue_bytes                    gauge    their size in bytes
 //	raw_queue_capacity_items           gauge    configured bound of the raw queue (0: unknown)
@@ -63,6 +64,8 @@ func NewCollector(p *metrics.Pipeline, constLabels prometheus.Labels) prometheus
 		figures: []figure{
 			gauge("unscanned_rows", "Rows of the epoch, for this rank, not yet read from storage.",
 				func(s *metrics.Snapshot) float64 { return float64(s.UnscannedRows) }),
+			gauge("refetch_bytes", "Stored bytes of the epoch this rank fetches although another rank fetches them too (row groups cut by a split boundary, without a page index).",
+				func(s *metrics.Snapshot) float64 { return float64(s.RefetchBytes) }),
 			gauge("raw_queue_items", "Windows decoded but not yet cut into batches.",
 				func(s *metrics.Snapshot) float64 { return float64(s.RawQueueItems) }),
 			gauge("raw_queue_bytes", "Size of the windows in the raw queue, in bytes.",
