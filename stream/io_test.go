@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -400,6 +401,42 @@ func TestIOAmplificationCutRowGroups(t *testing.T) {
 			if d := refetch - want; d < -int64(world) || d > int64(world) || (!paged && want != stored*3) {
 				t.Errorf("world %d: refetch metric %d over the ranks, overlap %d, want 3 extra fetches of the %d stored bytes", world, refetch, want, stored)
 			}
+		}
+	}
+}
+
+// A loop that takes a batch and breaks, ten times, then finishes the epoch,
+// fetches about what one uninterrupted epoch does: what was read ahead when
+// it broke is kept for the next range, and the rows are the same.
+func TestBreakKeepsReadAhead(t *testing.T) {
+	spec := synth.Spec{Files: 4, RowsPerFile: 50000, RowGroupRows: 2500, Seed: 9}
+	dir := writeDataset(t, spec)
+	for _, shuffle := range []bool{false, true} {
+		run := func(rounds int) ([]int64, int64) {
+			log := &readLog{}
+			o := checkedOptions(t, dir)
+			o.Columns = []string{"id", "x", "s"}
+			o.Shuffle, o.NumSplits, o.BatchSize = shuffle, 2, 1024
+			o.Storage.Wrap = log.wrap
+			ds := open(t, o)
+			log.start()
+			var ids []int64
+			for range rounds {
+				bs, _ := consume(t, ds, 1)
+				ids = append(ids, allIDs(bs)...)
+			}
+			bs, _ := consume(t, ds, -1)
+			return append(ids, allIDs(bs)...), log.bytes()
+		}
+		want, whole := run(0)
+		got, broken := run(10)
+		if !slices.Equal(got, want) {
+			t.Fatalf("shuffle=%t: rows after ten breaks differ from an uninterrupted epoch", shuffle)
+		}
+		ratio := float64(broken) / float64(whole)
+		t.Logf("shuffle=%t: ten breaks then the rest fetched %d bytes, one epoch %d: %.3f", shuffle, broken, whole, ratio)
+		if ratio > 1.1 {
+			t.Errorf("shuffle=%t: ten breaks fetched %.3f times an epoch's bytes, want at most 1.1", shuffle, ratio)
 		}
 	}
 }

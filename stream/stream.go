@@ -238,7 +238,10 @@ func (d *Dataset) SetEpoch(e int64) error {
 //	}
 //
 // streams n epochs. Breaking out of the loop keeps the position: the next
-// call goes on where it stopped. The first error ends the iteration.
+// call goes on where it stopped. It also keeps what was read ahead: the
+// break lets the fetches and decodes in flight finish (it returns once they
+// have), and the next call of the same epoch starts from those windows
+// instead of fetching them again. The first error ends the iteration.
 func (d *Dataset) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		for out, err := range run(ctx, d, func(_ context.Context, b arrow.RecordBatch) (arrow.RecordBatch, error) {
