@@ -775,8 +775,10 @@ func (d *Dataset) unscannedNow() int64 {
 
 // transform builds one batch from its windows and applies fn.
 func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, fn func(context.Context, arrow.RecordBatch) (T, error)) (out T, err error) {
-	b, err := build(ctx, d.data.Schema, j, d.opts.Allocator)
-	j.release()
+	b, err := func() (arrow.RecordBatch, error) {
+		defer j.release() // also if build panics: the stage reports the panic
+		return build(ctx, d.data.Schema, j, d.opts.Allocator)
+	}()
 	if err != nil {
 		return out, fmt.Errorf("stream: epoch %d split %d batch %d: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
 	}

@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -223,9 +224,84 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 			continue
 		}
 		fe.partial[start] = true
-		out = append(out, pageRanges(cc, ix.pages[leaf], lo, hi)...)
+		pages := ix.pages[leaf]
+		out = append(out, pageRanges(cc, pages, lo, hi)...)
+		// The seek trusts the index: each fetched page's header must hold
+		// the rows the index says it does (checkPages).
+		for i, p := range pages {
+			if p.firstRow >= hi || (i+1 < len(pages) && pages[i+1].firstRow <= lo) {
+				continue
+			}
+			end := g.NumRows()
+			if i+1 < len(pages) {
+				end = pages[i+1].firstRow
+			}
+			fe.checks = append(fe.checks, pageCheck{offset: p.offset, rows: end - p.firstRow, leaf: leaf})
+		}
 	}
 	return out, nil
+}
+
+// pageCheck is a data page whose header must hold rows rows.
+type pageCheck struct {
+	offset, rows int64
+	leaf         int
+}
+
+// checkPages checks that the fetched data pages hold the rows the offset
+// index says: a seek by an index that lies would deliver other rows than
+// asked, silently.
+func (fe *parquetFetched) checkPages() error {
+	r := chunkReader{spans: fe.spans}
+	for _, c := range fe.checks {
+		head := make([]byte, 0, 256)
+		for n := 256; n > 0; n /= 2 {
+			head = head[:n]
+			if r.fetched(head, c.offset) {
+				break
+			}
+		}
+		rows, err := pageRows(head)
+		if err != nil {
+			return fmt.Errorf("column %d: page at %d: %w", c.leaf, c.offset, err)
+		}
+		if rows != c.rows {
+			return fmt.Errorf("column %d: the offset index gives the page at %d %d rows, its header %d", c.leaf, c.offset, c.rows, rows)
+		}
+	}
+	return nil
+}
+
+// pageRows reads the row count of a data page from its header: num_values
+// of a version 1 page (one per row in a column without repetition), or
+// num_rows of a version 2 page.
+func pageRows(b []byte) (int64, error) {
+	s := thriftScanner{b: b}
+	rows := int64(-1)
+	err := s.structFields(0, func(id int16, typ byte) error {
+		if typ != tStruct || (id != 5 && id != 8) {
+			return s.skip(typ, 1)
+		}
+		want := int16(1) // DataPageHeader.num_values
+		if id == 8 {
+			want = 3 // DataPageHeaderV2.num_rows
+		}
+		return s.structFields(1, func(fid int16, ftyp byte) error {
+			if fid == want && ftyp == tI32 {
+				v, err := s.varint()
+				rows = zigzag(v)
+				return err
+			}
+			return s.skip(ftyp, 2)
+		})
+	})
+	if rows < 0 && err == nil {
+		err = errors.New("not a data page")
+	}
+	if rows >= 0 {
+		return rows, nil // the header's tail may lie past the bytes read
+	}
+	return rows, err
 }
 
 // fill fills p, a whole column chunk at off, from the spans that lie in it,

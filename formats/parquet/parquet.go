@@ -290,6 +290,7 @@ type parquetFetched struct {
 	// offsets of their chunks, which only hold the fetched pages.
 	paged   map[int]bool
 	partial map[int64]bool
+	checks  []pageCheck
 }
 
 // Size is the memory the fetched chunks hold.
@@ -348,6 +349,9 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	// when arrow-go seeks with them.
 	fe.spans = append(spans, index...)
 	slices.SortFunc(fe.spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	if err := fe.checkPages(); err != nil {
+		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+	}
 	return fe, nil
 }
 
