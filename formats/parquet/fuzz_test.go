@@ -29,6 +29,9 @@ func FuzzParquetFooter(f *testing.F) {
 		{Files: 1, RowsPerFile: 5, RowGroupRows: 2, StringBytes: 3},
 		{Files: 1, RowsPerFile: 3, StringBytes: 1, Seed: 1},
 		{Files: 1, RowsPerFile: 8, RowGroupRows: 3, SortedLabels: true, Classes: 2, StringBytes: 2},
+		// A page index, so that reading half the row group goes page by
+		// page through an offset index the fuzzer mutates.
+		{Files: 1, RowsPerFile: 2500, RowGroupRows: 2500, StringBytes: 1, PageIndex: true},
 	} {
 		dir := f.TempDir()
 		if err := synth.WriteDir(dir, spec); err != nil {
