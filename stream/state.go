@@ -30,7 +30,7 @@ func (d *Dataset) StateDict() State {
 func (d *Dataset) orderState() State {
 	st := State{
 		Version:       checkpoint.StateVersion,
-		Plan:          d.plan,
+		Plan:          d.planID,
 		Columns:       slices.Clone(d.data.Columns),
 		Seed:          d.opts.Seed,
 		Shuffle:       d.opts.Shuffle,

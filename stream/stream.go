@@ -49,7 +49,7 @@ type Dataset struct {
 	opts   Options
 	data   *formats.Dataset
 	chunks []plan.Chunk
-	plan   string // hash of the chunk list: the plan fingerprint
+	planID string // hash of the chunk list: the plan fingerprint
 
 	mu      sync.Mutex
 	running bool
@@ -99,7 +99,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
 	d.chunks = plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	d.plan = planHash(data, d.chunks)
+	d.planID = planHash(data, d.chunks)
 	if err := d.startEpoch(o.Epoch); err != nil {
 		data.Close()
 		return nil, err
@@ -213,7 +213,7 @@ func (d *Dataset) Epoch() int64 {
 func (d *Dataset) Metrics() *metrics.Pipeline { return d.opts.Metrics }
 
 // Fingerprint is the plan fingerprint (a hash of files, sizes and chunks).
-func (d *Dataset) Fingerprint() string { return d.plan }
+func (d *Dataset) Fingerprint() string { return d.planID }
 
 // SetEpoch moves to the start of epoch e. It fails while iterating.
 func (d *Dataset) SetEpoch(e int64) error {
