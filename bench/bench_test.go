@@ -142,6 +142,8 @@ func TestHarnessTiny(t *testing.T) {
 		}
 	}
 
+	checkSplits64(t, byName)
+
 	// The files hold the same lines, and a table row per scenario.
 	jl, err := os.ReadFile(filepath.Join(cfg.OutDir, "results.jsonl"))
 	if err != nil {
@@ -163,6 +165,53 @@ func TestHarnessTiny(t *testing.T) {
 		checkPNG(t, filepath.Join(cfg.OutDir, png))
 		if !strings.Contains(string(md), "("+png+")") {
 			t.Errorf("results.md does not show %s", png)
+		}
+	}
+}
+
+// checkSplits64 checks the lines of the splits64 scenario: one per dataset
+// and world size, the page-indexed data read page by page and the same
+// data without the index fetched whole by every split that cuts a row
+// group (refetch_bytes), so that at every world size above 1 (where the
+// sides of a cut are on different ranks) it reads more.
+func checkSplits64(t *testing.T, byName map[string]map[string]any) {
+	t.Helper()
+	f := func(l map[string]any, k string) float64 { v, _ := l[k].(float64); return v }
+	for _, name := range splitsLines {
+		l := byName[name]
+		if l == nil {
+			t.Errorf("no line for scenario %s", name)
+			continue
+		}
+		for _, k := range []string{"world_size", "num_splits", "row_group_rows", "cut_units", "overlap_io_amplification"} {
+			if f(l, k) <= 0 {
+				t.Errorf("%s: field %q is %v, want a positive number", name, k, l[k])
+			}
+		}
+		if _, ok := l["refetch_bytes"].(float64); !ok {
+			t.Errorf("%s: no refetch_bytes", name)
+		}
+		paged := strings.Contains(name, "_pageindex_")
+		if (l["page_index"] == true) != paged {
+			t.Errorf("%s: page_index is %v", name, l["page_index"])
+		}
+		if _, ok := l["target"]; ok == strings.Contains(name, "_nopageindex_") {
+			t.Errorf("%s: target %v: want one on every line but the nopageindex ones", name, l["target"])
+		}
+		switch {
+		case paged && (f(l, "paged_units") != f(l, "cut_units") || f(l, "refetch_bytes") != 0):
+			t.Errorf("%s: %v of %v cut units read by pages, refetch_bytes %v: want all, and 0", name, l["paged_units"], l["cut_units"], l["refetch_bytes"])
+		case !paged && (f(l, "paged_units") != 0 || f(l, "refetch_bytes") <= 0):
+			t.Errorf("%s: %v cut units read by pages, refetch_bytes %v: want none, and some", name, l["paged_units"], l["refetch_bytes"])
+		}
+	}
+	for _, w := range splitsWorlds[1:] {
+		with, without := byName[splitsLine("pageindex", w)], byName[splitsLine("nopageindex", w)]
+		if with == nil || without == nil {
+			continue
+		}
+		if a, b := f(with, "io_amplification"), f(without, "io_amplification"); a >= b {
+			t.Errorf("world %d: io_amplification %g with a page index, %g without: want less with", w, a, b)
 		}
 	}
 }

@@ -36,6 +36,11 @@ type config struct {
 	// the rows read (0: the whole epoch).
 	PeerReps           int
 	PeerShuffleSeconds float64
+	// SplitsSpec is the data of the splits64 scenario's pageindex and
+	// nopageindex lines: row groups of at least 2^18 rows, several times a
+	// split's share, so that split boundaries cut them. Each line sets PageIndex or
+	// SmallPages on it (the same pages, with and without the index).
+	SplitsSpec synth.Spec
 	// QueueEvery is how often the shuffled scenario samples the stream's
 	// queue depths for the queue plot.
 	QueueEvery time.Duration
@@ -69,6 +74,11 @@ func quickConfig() config {
 		// take a minute or more.
 		PeerShuffleSeconds: 1.5,
 		QueueEvery:         20 * time.Millisecond,
+		// About as many rows as Spec (2.1M), in files of two row groups of
+		// 262,500 rows: not 2^18, with which every boundary of 64 splits
+		// would fall on an edge of the writer's 1024-row pages and no page
+		// would be fetched by both sides (a best case).
+		SplitsSpec: synth.Spec{Files: 4, RowsPerFile: 525_000, RowGroupRows: 262_500, Seed: 1},
 	}
 }
 
@@ -81,6 +91,7 @@ func fullConfig() config {
 	c.Reps = 3
 	c.PeerReps = 3
 	c.PeerShuffleSeconds = 10
+	c.SplitsSpec.Files = 16
 	return c
 }
 
@@ -97,5 +108,11 @@ func tinyConfig() config {
 	c.PeerReps = 1
 	c.PeerShuffleSeconds = 0
 	c.QueueEvery = time.Millisecond
+	// Row groups of 4096 rows cut by 64 splits of 256 rows, strings long
+	// enough that footer reads weigh little. The writer's pages hold 1024
+	// rows, four splits' worth, so the page-indexed figures are far above
+	// the quick run's: the smoke test checks only that they are below those
+	// without the index.
+	c.SplitsSpec = synth.Spec{Files: 2, RowsPerFile: 8192, RowGroupRows: 4096, StringBytes: 256, Seed: 1}
 	return c
 }

@@ -13,6 +13,7 @@ import (
 
 // dataset is the generated data the scenarios read.
 type dataset struct {
+	root       string   // where the harness keeps its datasets (-data, or temporary)
 	dir        string   // the directory of part files: the stream's URL
 	files      []string // absolute paths of the part files, in order
 	spec       synth.Spec
@@ -38,31 +39,44 @@ func prepareData(ctx context.Context, cfg config) (*dataset, func(), error) {
 		root = tmp
 		cleanup = func() { os.RemoveAll(tmp) }
 	}
-	s := cfg.Spec
-	d := &dataset{
-		dir:  filepath.Join(root, fmt.Sprintf("f%d-r%d-g%d-seed%d", s.Files, s.RowsPerFile, s.RowGroupRows, s.Seed)),
-		spec: s,
+	d, err := writeData(ctx, cfg, root, cfg.Spec)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
 	}
+	return d, cleanup, nil
+}
+
+// writeData writes the dataset of spec into a directory under root named
+// after the spec, or reuses the one there if it was written with the same
+// spec. Datasets other than the main one (as the splits64 scenario's) go
+// beside it, so -data keeps them too.
+func writeData(ctx context.Context, cfg config, root string, s synth.Spec) (*dataset, error) {
+	name := fmt.Sprintf("f%d-r%d-g%d-seed%d", s.Files, s.RowsPerFile, s.RowGroupRows, s.Seed)
+	// The variants of one size are different files: each needs its name.
+	if s.PageIndex {
+		name += "-pageindex"
+	} else if s.SmallPages {
+		name += "-smallpages"
+	}
+	d := &dataset{root: root, dir: filepath.Join(root, name), spec: s}
 	for i := range s.Files {
 		d.files = append(d.files, filepath.Join(d.dir, synth.FileName(i)))
 	}
 	if sameSpec(d.dir, s) {
 		cfg.Log.Info("reusing dataset", "dir", d.dir, "rows", s.Rows())
-		return d, cleanup, nil
+		return d, nil
 	}
 	if err := ctx.Err(); err != nil {
-		cleanup()
-		return nil, nil, err
+		return nil, err
 	}
 	cfg.Log.Info("writing dataset", "dir", d.dir, "files", s.Files, "rows", s.Rows())
 	start := time.Now()
 	if err := os.RemoveAll(d.dir); err != nil {
-		cleanup()
-		return nil, nil, err
+		return nil, err
 	}
 	if err := synth.WriteDir(d.dir, s); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("write dataset: %w", err)
+		return nil, fmt.Errorf("write dataset: %w", err)
 	}
 	d.generated = true
 	d.genSeconds = time.Since(start).Seconds()
@@ -71,10 +85,9 @@ func prepareData(ctx context.Context, cfg config) (*dataset, func(), error) {
 		err = os.WriteFile(filepath.Join(d.dir, specFile), marker, 0o644)
 	}
 	if err != nil {
-		cleanup()
-		return nil, nil, err
+		return nil, err
 	}
-	return d, cleanup, nil
+	return d, nil
 }
 
 // sameSpec reports whether dir holds a complete dataset written with s.

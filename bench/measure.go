@@ -109,6 +109,9 @@ type streamRun struct {
 	// queueEvery, if positive, samples the stream's queue depths that often
 	// during the pass (measurement.queues).
 	queueEvery time.Duration
+	// opened, if not nil, is called with the dataset once it is open,
+	// before the first batch: for what the plan says (ds.Overlap).
+	opened func(*stream.Dataset)
 }
 
 // measureStream opens the dataset, streams r.epochs epochs (Map: one) and
@@ -153,6 +156,9 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	defer ds.Close()
 	planned.Store(true)
 	m.planBytes, m.planRequests = bytes.Load(), requests.Load()
+	if r.opened != nil {
+		r.opened(ds)
+	}
 	if r.queueEvery > 0 {
 		q := sampleQueues(ds.Metrics(), start, r.queueEvery)
 		defer q.stop() // on an error; a finished pass stops it below

@@ -37,6 +37,10 @@ type Spec struct {
 	// of about 8 KiB, and dictionary-encodes only the label column: a file
 	// whose row groups can be read in part, page by page.
 	PageIndex bool
+	// SmallPages writes the pages and encodings of PageIndex without the
+	// index (PageIndex implies them): the same file but for the index, for
+	// comparing what a reader that cannot cut a row group fetches.
+	SmallPages bool
 }
 
 // Schema is the schema of every file.
@@ -119,9 +123,12 @@ func writeFile(w io.Writer, spec Spec, file int) error {
 		parquet.WithStats(true),
 	}
 	if spec.PageIndex {
+		opts = append(opts, parquet.WithPageIndexEnabled(true))
+	}
+	if spec.PageIndex || spec.SmallPages {
 		// A dictionary page is needed by every page that uses it, so each
 		// side of a cut fetches it: high-cardinality columns go without.
-		opts = append(opts, parquet.WithPageIndexEnabled(true), parquet.WithDataPageSize(8<<10),
+		opts = append(opts, parquet.WithDataPageSize(8<<10),
 			parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("label", true))
 	}
 	props := parquet.NewWriterProperties(opts...)
