@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/faults"
 	"github.com/sluicedata/sluice/internal/synth"
@@ -28,7 +28,7 @@ func (e *env) checkpointSave(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	store, err := checkpoint.OpenPebble(dir, checkpoint.PebbleOptions{})
+	store, err := pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (e *env) planning(ctx context.Context) error {
 	if err := synth.WriteDir(filepath.Join(dir, "data"), synth.Spec{Files: files, RowsPerFile: 100, RowGroupRows: 50}); err != nil {
 		return err
 	}
-	store, err := checkpoint.OpenPebble(filepath.Join(dir, "store"), checkpoint.PebbleOptions{NoSync: true})
+	store, err := pebblestore.Open(filepath.Join(dir, "store"), pebblestore.Options{NoSync: true})
 	if err != nil {
 		return err
 	}

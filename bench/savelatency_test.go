@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 )
 
 func TestMeasureSaveLatency(t *testing.T) {
 	ctx := context.Background()
-	s, err := checkpoint.OpenPebble(t.TempDir(), checkpoint.PebbleOptions{})
+	s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

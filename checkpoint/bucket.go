@@ -36,7 +36,6 @@ import (
 // prefix that the store does not write are ignored.
 type BucketStore struct {
 	store
-	owned bool // Close closes the bucket: OpenBucketStoreURL opened it
 }
 
 var _ Store = (*BucketStore)(nil)
@@ -54,6 +53,12 @@ const (
 // lists the prefix once, so that a bucket that cannot be reached is reported
 // now rather than at the first checkpoint.
 func OpenBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string) (*BucketStore, error) {
+	return openBucketStore(ctx, bucket, prefix, false)
+}
+
+// openBucketStore is OpenBucketStore; with owned, the store's Close closes
+// the bucket.
+func openBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string, owned bool) (*BucketStore, error) {
 	if bucket == nil {
 		return nil, errors.New("checkpoint: bucket store: bucket is nil")
 	}
@@ -63,19 +68,11 @@ func OpenBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string) (*
 	if _, _, err := bucket.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}); err != nil {
 		return nil, fmt.Errorf("checkpoint: bucket store at prefix %q: %w", prefix, err)
 	}
-	s := &BucketStore{}
-	s.store = store{
-		b:    bucketBackend{bucket},
+	return &BucketStore{store{
+		b:    bucketBackend{bucket: bucket, owned: owned},
 		keys: bucketLayout{prefix},
 		name: fmt.Sprintf("bucket store at prefix %q", prefix),
-		release: func() error {
-			if s.owned {
-				return bucket.Close()
-			}
-			return nil
-		},
-	}
-	return s, nil
+	}}, nil
 }
 
 // OpenBucketStoreURL opens the bucket at a gocloud.dev URL (such as
@@ -96,36 +93,39 @@ func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error
 		}
 		return nil, fmt.Errorf("checkpoint: open bucket %s: %w", shown, err)
 	}
-	s, err := OpenBucketStore(ctx, bucket, "")
+	s, err := openBucketStore(ctx, bucket, "", true)
 	if err != nil {
 		return nil, errors.Join(redacted(err, urlstr, shown), bucket.Close())
 	}
-	s.owned = true
 	return s, nil
 }
 
 // bucketLayout is the object layout of a BucketStore (see BucketStore).
 type bucketLayout struct{ prefix string }
 
-func (l bucketLayout) runPrefix(run string) string { return l.prefix + run + "/" }
+func (l bucketLayout) RunPrefix(run string) string { return l.prefix + run + "/" }
 
-func (l bucketLayout) stepPrefix(run string, step int64) string {
-	return fmt.Sprintf("%s%0*d/", l.runPrefix(run), stepDigits, step)
+func (l bucketLayout) StepPrefix(run string, step int64) string {
+	return fmt.Sprintf("%s%0*d/", l.RunPrefix(run), stepDigits, step)
 }
 
-func (l bucketLayout) rankKey(run string, step int64, rank int) string {
-	return l.stepPrefix(run, step) + rankPrefix + strconv.Itoa(rank) + rankSuffix
+func (l bucketLayout) RankKey(run string, step int64, rank int) string {
+	return l.StepPrefix(run, step) + rankPrefix + strconv.Itoa(rank) + rankSuffix
 }
 
-func (l bucketLayout) markerKey(run string, step int64) string {
-	return l.stepPrefix(run, step) + markerName
+func (l bucketLayout) MarkerKey(run string, step int64) string {
+	return l.StepPrefix(run, step) + markerName
 }
 
-func (bucketLayout) delim() string { return "/" }
+func (bucketLayout) Delim() string { return "/" }
 
-// parseStep accepts only the canonical spelling of a step, so that another
+// NamespacePrefix is "": a bucket store keeps no KV namespaces, since any
+// name under the prefix could be a run's.
+func (bucketLayout) NamespacePrefix(string) string { return "" }
+
+// ParseStep accepts only the canonical spelling of a step, so that another
 // directory ("+0000000000000000001/") cannot stand for one.
-func (bucketLayout) parseStep(rest string) (int64, bool) {
+func (bucketLayout) ParseStep(rest string) (int64, bool) {
 	digits, ok := strings.CutSuffix(rest, "/")
 	if !ok || len(digits) != stepDigits {
 		return 0, false
@@ -137,9 +137,9 @@ func (bucketLayout) parseStep(rest string) (int64, bool) {
 	return step, true
 }
 
-// parseRank accepts only the canonical spelling of a rank, so that
+// ParseRank accepts only the canonical spelling of a rank, so that
 // "rank-01.state" cannot shadow rank 1.
-func (bucketLayout) parseRank(rest string) (int, bool) {
+func (bucketLayout) ParseRank(rest string) (int, bool) {
 	digits, ok := strings.CutPrefix(rest, rankPrefix)
 	if !ok {
 		return 0, false
@@ -155,26 +155,29 @@ func (bucketLayout) parseRank(rest string) (int, bool) {
 }
 
 // bucketBackend keeps a store's keys as objects of a bucket.
-type bucketBackend struct{ bucket *blob.Bucket }
+type bucketBackend struct {
+	bucket *blob.Bucket
+	owned  bool // Close closes the bucket: OpenBucketStoreURL opened it
+}
 
 func isNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
 
-func (b bucketBackend) get(ctx context.Context, key string) ([]byte, error) {
+func (b bucketBackend) Get(ctx context.Context, key string) ([]byte, error) {
 	v, err := b.bucket.ReadAll(ctx, key)
 	if isNotFound(err) {
-		return nil, errNoKey
+		return nil, ErrNotFound
 	}
 	return v, err
 }
 
-// put leaves the content type to the bucket, which sniffs it: states come
+// Put leaves the content type to the bucket, which sniffs it: states come
 // out as application/octet-stream and markers as text/plain, as the store
 // set them explicitly before its backends were split out.
-func (b bucketBackend) put(ctx context.Context, key string, value []byte) error {
+func (b bucketBackend) Put(ctx context.Context, key string, value []byte) error {
 	return b.bucket.WriteAll(ctx, key, value, nil)
 }
 
-func (b bucketBackend) delete(ctx context.Context, keys []string) error {
+func (b bucketBackend) Delete(ctx context.Context, keys []string) error {
 	for _, k := range keys {
 		if err := b.bucket.Delete(ctx, k); err != nil && !isNotFound(err) {
 			return err
@@ -183,7 +186,7 @@ func (b bucketBackend) delete(ctx context.Context, keys []string) error {
 	return nil
 }
 
-func (b bucketBackend) list(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
+func (b bucketBackend) List(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		it := b.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: delim})
 		for {
@@ -207,6 +210,15 @@ func (b bucketBackend) list(ctx context.Context, prefix, delim string) iter.Seq2
 			}
 		}
 	}
+}
+
+// Close closes the bucket if the store opened it; a bucket the caller gave
+// is the caller's to close.
+func (b bucketBackend) Close() error {
+	if b.owned {
+		return b.bucket.Close()
+	}
+	return nil
 }
 
 // redactURL shows a bucket URL without user information or query.

@@ -1,4 +1,4 @@
-package checkpoint
+package checkpoint_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/internal/storetest"
 )
 
 func allKeys(t *testing.T, b *blob.Bucket) []string {
@@ -32,12 +35,12 @@ func TestBucketLayout(t *testing.T) {
 	ctx := context.Background()
 	b := memblob.OpenBucket(nil)
 	defer b.Close()
-	s, err := OpenBucketStore(ctx, b, "jobs/ckpt")
+	s, err := checkpoint.OpenBucketStore(ctx, b, "jobs/ckpt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, s)
-	if err := s.Save(ctx, "llm-7b", 1200, 0, testState(0, 2, 2)); err != nil {
+	defer storetest.CloseStore(t, s)
+	if err := s.Save(ctx, "llm-7b", 1200, 0, storetest.State(0, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	// No marker while a rank is missing.
@@ -45,7 +48,7 @@ func TestBucketLayout(t *testing.T) {
 	if got := allKeys(t, b); !slices.Equal(got, want) {
 		t.Fatalf("objects %q, want %q", got, want)
 	}
-	if err := s.Save(ctx, "llm-7b", 1200, 1, testState(1, 2, 2)); err != nil {
+	if err := s.Save(ctx, "llm-7b", 1200, 1, storetest.State(1, 2, 2)); err != nil {
 		t.Fatal(err)
 	}
 	want = []string{
@@ -71,14 +74,14 @@ func TestBucketMarker(t *testing.T) {
 	ctx := context.Background()
 	b := memblob.OpenBucket(nil)
 	defer b.Close()
-	s, err := OpenBucketStore(ctx, b, "")
+	s, err := checkpoint.OpenBucketStore(ctx, b, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, s)
-	saveStep(t, s, "r", 1, 2, 2, nil)
-	saveStep(t, s, "r", 2, 2, 2, nil)
-	marker := s.keys.markerKey("r", 2)
+	defer storetest.CloseStore(t, s)
+	storetest.SaveStep(t, s, "r", 1, 2, 2, nil)
+	storetest.SaveStep(t, s, "r", 2, 2, 2, nil)
+	marker := "r/00000000000000000002/COMPLETE"
 
 	// All ranks present but no marker: the last saver failed before
 	// writing it. The step does not count.
@@ -86,7 +89,7 @@ func TestBucketMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.LoadStep(ctx, "r", 2)
-	wantErr(t, err, ErrIncomplete, "no completion marker")
+	storetest.WantErr(t, err, checkpoint.ErrIncomplete, "no completion marker")
 	if latest, err := s.Latest(ctx, "r"); err != nil || latest != 1 {
 		t.Fatalf("Latest = %d, %v; want 1", latest, err)
 	}
@@ -127,44 +130,44 @@ func TestBucketPrefixesAreSeparate(t *testing.T) {
 	ctx := context.Background()
 	b := memblob.OpenBucket(nil)
 	defer b.Close()
-	a, err := OpenBucketStore(ctx, b, "a/")
+	a, err := checkpoint.OpenBucketStore(ctx, b, "a/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, a)
-	ab, err := OpenBucketStore(ctx, b, "ab")
+	defer storetest.CloseStore(t, a)
+	ab, err := checkpoint.OpenBucketStore(ctx, b, "ab")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, ab)
-	saveStep(t, a, "r", 1, 1, 1, nil)
-	if _, err := ab.Latest(ctx, "r"); !errors.Is(err, ErrNotFound) {
+	defer storetest.CloseStore(t, ab)
+	storetest.SaveStep(t, a, "r", 1, 1, 1, nil)
+	if _, err := ab.Latest(ctx, "r"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Fatalf("store at prefix ab sees prefix a: %v", err)
 	}
 	// Closing a store leaves the caller's bucket open.
-	closeStore(t, a)
-	if _, err := b.ReadAll(ctx, a.keys.rankKey("r", 1, 0)); err != nil {
+	storetest.CloseStore(t, a)
+	if _, err := b.ReadAll(ctx, "a/r/00000000000000000001/rank-0.state"); err != nil {
 		t.Fatalf("bucket unusable after the store closed: %v", err)
 	}
 }
 
 func TestOpenBucketStoreURL(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenBucketStoreURL(ctx, "mem://?prefix=ckpt/")
+	s, err := checkpoint.OpenBucketStoreURL(ctx, "mem://?prefix=ckpt/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveStep(t, s, "r", 3, 1, 1, nil)
+	storetest.SaveStep(t, s, "r", 3, 1, 1, nil)
 	if latest, err := s.Latest(ctx, "r"); err != nil || latest != 3 {
 		t.Fatalf("Latest = %d, %v", latest, err)
 	}
-	closeStore(t, s)
-	if !s.owned {
+	storetest.CloseStore(t, s)
+	if _, _, owned := checkpoint.BucketInternals(s); !owned {
 		t.Fatal("the store does not own the bucket it opened")
 	}
 
 	const secretURL = "nosuch://user:hunter2@bucket/path?token=s3cr3t"
-	_, err = OpenBucketStoreURL(ctx, secretURL)
+	_, err = checkpoint.OpenBucketStoreURL(ctx, secretURL)
 	if err == nil {
 		t.Fatal("unknown scheme accepted")
 	}

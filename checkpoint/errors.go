@@ -23,9 +23,6 @@ var (
 	// ErrUnsupportedVersion is wrapped (by *VersionError) when a state was
 	// written in a format version newer than this build reads.
 	ErrUnsupportedVersion = errors.New("checkpoint: unsupported state format version")
-	// ErrInUse is wrapped when a store directory is held by another process
-	// or by another open store in this process.
-	ErrInUse = errors.New("checkpoint: store directory in use")
 	// ErrClosed is wrapped when a store is used after Close.
 	ErrClosed = errors.New("checkpoint: store closed")
 )

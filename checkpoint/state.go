@@ -1,5 +1,8 @@
 // Package checkpoint holds a stream's resumable state, its versioned encoding
-// and the stores that keep it between runs.
+// and the stores that keep it between runs: the store in a bucket here, the
+// embedded pebble store in package pebblestore (apart, so that importing this
+// package links no pebble), and NewStore, the one implementation both are,
+// for any other Backend.
 package checkpoint
 
 import (

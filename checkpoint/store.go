@@ -76,8 +76,8 @@ type StepInfo struct {
 const MaxRunName = 200
 
 // checkRun refuses run names that could not be kept apart in every store: a
-// bucket store makes the run a path segment and the pebble store ends it
-// with a NUL, so separators and control characters are refused.
+// bucket store makes the run a path segment and pebblestore's layout ends it
+// with a NUL, so separators and control characters are refused (see Layout).
 func checkRun(run string) error {
 	switch {
 	case run == "":
@@ -149,22 +149,66 @@ func (t *trimmed) Error() string { return strings.TrimPrefix(t.err.Error(), "che
 func (t *trimmed) Unwrap() error { return t.err }
 
 // store is the one implementation of Store. It keeps states in a backend
-// under the keys of a layout; PebbleStore and BucketStore are this store
-// over their backends, so that every store judges steps, falls back and
-// cleans up alike.
+// under the keys of a layout; BucketStore, BackendStore (and through it
+// package pebblestore's store) are this store over their backends, so that
+// every store judges steps, falls back and cleans up alike.
 type store struct {
-	b    backend
-	keys layout
+	b    Backend
+	keys Layout
 	// name names the store in errors, such as `store "ckpt"`.
 	name string
-	// release frees what the backend holds; Close calls it once, after the
-	// calls in flight.
-	release func() error
 
 	// mu is held for reading by every call and for writing by Close, so
 	// Close waits for calls in flight and none starts afterwards.
 	mu     sync.RWMutex
 	closed bool
+}
+
+// BackendStore is the Store that NewStore makes: states kept in a Backend
+// under the keys of a Layout, and KV namespaces beside them where the layout
+// has room for them. It is how a store outside this package (such as
+// pebblestore's) gets the behaviour every sluice store shares, by supplying
+// only the bytes and the key names. All methods are safe for concurrent use.
+type BackendStore struct {
+	store
+}
+
+var _ Store = (*BackendStore)(nil)
+
+// NewStore returns a store that keeps its states in b under the keys of l.
+// name says which store it is in errors, such as `store "ckpt"`; it is shown
+// as is, so it must hold no credentials. The store owns b: Close closes it,
+// after the calls in flight.
+func NewStore(b Backend, l Layout, name string) *BackendStore {
+	return &BackendStore{store{b: b, keys: l, name: name}}
+}
+
+// KV returns the key-value space called namespace in the store's backend,
+// apart from the checkpoints and from every other namespace. Namespace names
+// follow the rules of run names. Writes are as durable as the backend's Put.
+// The KV is usable until the store is closed; it fails if the layout has no
+// namespaces.
+func (s *BackendStore) KV(namespace string) (KV, error) {
+	if err := checkRun(namespace); err != nil {
+		return nil, fmt.Errorf("checkpoint: namespace: %w", trimPrefix(err))
+	}
+	prefix := s.keys.NamespacePrefix(namespace)
+	if prefix == "" {
+		return nil, fmt.Errorf("checkpoint: namespace %q: %s keeps no namespaces", namespace, s.name)
+	}
+	return &kvSpace{s: &s.store, name: namespace, prefix: prefix}, nil
+}
+
+// KV is a small key-value space for other sluice data that should live and
+// move with the checkpoints (a plan cache, say). Keys and values are opaque
+// bytes; a missing key gives an error wrapping ErrNotFound.
+type KV interface {
+	// Get returns a copy of the value of key.
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	// Set stores value under key, replacing any value it had.
+	Set(ctx context.Context, key, value []byte) error
+	// Delete removes key; removing a missing key is not an error.
+	Delete(ctx context.Context, key []byte) error
 }
 
 // readParallel is how many states are read at once when loading a step: a
@@ -180,10 +224,7 @@ func (s *store) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.release == nil {
-		return nil
-	}
-	if err := s.release(); err != nil {
+	if err := s.b.Close(); err != nil {
 		return fmt.Errorf("checkpoint: close %s: %w", s.name, err)
 	}
 	return nil
@@ -219,10 +260,10 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	}
 	defer s.mu.RUnlock()
 	where := fmt.Sprintf("run %q step %d rank %d in %s", run, step, rank, s.name)
-	if err := s.b.put(ctx, s.keys.rankKey(run, step, rank), b); err != nil {
+	if err := s.b.Put(ctx, s.keys.RankKey(run, step, rank), b); err != nil {
 		return fmt.Errorf("checkpoint: save %s: %w", where, err)
 	}
-	marker := s.keys.markerKey(run, step)
+	marker := s.keys.MarkerKey(run, step)
 	if marker == "" {
 		return nil
 	}
@@ -235,7 +276,7 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 			return nil // a rank still to come writes the marker
 		}
 	}
-	if err := s.b.put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
+	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
 		return fmt.Errorf("checkpoint: save %s: write completion marker: %w", where, err)
 	}
 	return nil
@@ -250,8 +291,8 @@ func (s *store) Load(ctx context.Context, run string, step int64, rank int) (Sta
 		return State{}, err
 	}
 	defer s.mu.RUnlock()
-	b, err := s.b.get(ctx, s.keys.rankKey(run, step, rank))
-	if errors.Is(err, errNoKey) {
+	b, err := s.b.Get(ctx, s.keys.RankKey(run, step, rank))
+	if errors.Is(err, ErrNotFound) {
 		return State{}, fmt.Errorf("checkpoint: run %q step %d rank %d: %w", run, step, rank, trimPrefix(ErrNotFound))
 	}
 	return decodeStored(run, step, storedRank{rank: rank, data: b, err: err})
@@ -288,7 +329,7 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 		return 0, err
 	}
 	for _, step := range slices.Backward(steps) {
-		if s.keys.markerKey(run, step) != "" {
+		if s.keys.MarkerKey(run, step) != "" {
 			w, err := s.readMarker(ctx, run, step)
 			if err != nil {
 				if skippable(err) {
@@ -353,7 +394,7 @@ func (s *store) Delete(ctx context.Context, run string, step int64) error {
 	defer s.mu.RUnlock()
 	keys, err := s.stepKeys(ctx, run, step, nil)
 	if err == nil {
-		err = s.b.delete(ctx, keys)
+		err = s.b.Delete(ctx, keys)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: delete run %q step %d in %s: %w", run, step, s.name, err)
@@ -362,7 +403,7 @@ func (s *store) Delete(ctx context.Context, run string, step int64) error {
 }
 
 // Retain implements Store. The older steps go in one call to the backend,
-// which the pebble backend makes one synced batch.
+// which pebblestore's backend makes one synced batch.
 func (s *store) Retain(ctx context.Context, run string, keep int) error {
 	if err := checkKeep(run, keep); err != nil {
 		return err
@@ -389,7 +430,7 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 		}
 	}
 	if err == nil && len(keys) > 0 {
-		err = s.b.delete(ctx, keys)
+		err = s.b.Delete(ctx, keys)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: retain run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
@@ -402,11 +443,11 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 // ranks missing. Keys the store did not write go too, as the step's prefix
 // is the store's.
 func (s *store) stepKeys(ctx context.Context, run string, step int64, keys []string) ([]string, error) {
-	marker := s.keys.markerKey(run, step)
+	marker := s.keys.MarkerKey(run, step)
 	if marker != "" {
 		keys = append(keys, marker)
 	}
-	for key, err := range s.b.list(ctx, s.keys.stepPrefix(run, step), "") {
+	for key, err := range s.b.List(ctx, s.keys.StepPrefix(run, step), "") {
 		if err != nil {
 			return keys, err
 		}
@@ -420,15 +461,15 @@ func (s *store) stepKeys(ctx context.Context, run string, step int64, keys []str
 // listSteps returns the steps of a run, ascending. Keys the layout does not
 // produce are ignored.
 func (s *store) listSteps(ctx context.Context, run string) ([]int64, error) {
-	prefix := s.keys.runPrefix(run)
+	prefix := s.keys.RunPrefix(run)
 	var steps []int64
-	for key, err := range s.b.list(ctx, prefix, s.keys.delim()) {
+	for key, err := range s.b.List(ctx, prefix, s.keys.Delim()) {
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: list run %q in %s: %w", run, s.name, err)
 		}
 		// A layout without a delimiter lists every rank of a step, one
 		// after another.
-		if step, ok := s.keys.parseStep(key[len(prefix):]); ok && (len(steps) == 0 || steps[len(steps)-1] != step) {
+		if step, ok := s.keys.ParseStep(key[len(prefix):]); ok && (len(steps) == 0 || steps[len(steps)-1] != step) {
 			steps = append(steps, step)
 		}
 	}
@@ -439,15 +480,15 @@ func (s *store) listSteps(ctx context.Context, run string) ([]int64, error) {
 // listStep returns the ranks stored for a step, ascending, and whether the
 // step has a marker.
 func (s *store) listStep(ctx context.Context, run string, step int64) (ranks []int, marker bool, err error) {
-	prefix := s.keys.stepPrefix(run, step)
-	markerKey := s.keys.markerKey(run, step)
-	for key, err := range s.b.list(ctx, prefix, s.keys.delim()) {
+	prefix := s.keys.StepPrefix(run, step)
+	markerKey := s.keys.MarkerKey(run, step)
+	for key, err := range s.b.List(ctx, prefix, s.keys.Delim()) {
 		if err != nil {
 			return nil, false, err
 		}
 		if markerKey != "" && key == markerKey {
 			marker = true
-		} else if r, ok := s.keys.parseRank(key[len(prefix):]); ok {
+		} else if r, ok := s.keys.ParseRank(key[len(prefix):]); ok {
 			ranks = append(ranks, r)
 		}
 	}
@@ -458,8 +499,8 @@ func (s *store) listStep(ctx context.Context, run string, step int64) (ranks []i
 // readMarker returns the world size a step's marker records, 0 if it has
 // none, or an error wrapping ErrCorrupt if the marker is not a number.
 func (s *store) readMarker(ctx context.Context, run string, step int64) (int, error) {
-	b, err := s.b.get(ctx, s.keys.markerKey(run, step))
-	if errors.Is(err, errNoKey) {
+	b, err := s.b.Get(ctx, s.keys.MarkerKey(run, step))
+	if errors.Is(err, ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -483,7 +524,7 @@ func (s *store) assess(ctx context.Context, run string, step int64) (StepInfo, S
 		return failed(fmt.Errorf("checkpoint: run %q step %d: list in %s: %w", run, step, s.name, err))
 	}
 	world, markerErr := noMarker, error(nil)
-	if s.keys.markerKey(run, step) != "" {
+	if s.keys.MarkerKey(run, step) != "" {
 		world = 0
 		if hasMarker {
 			world, markerErr = s.readMarker(ctx, run, step)
@@ -511,8 +552,8 @@ func (s *store) readRanks(ctx context.Context, run string, step int64, rankNos [
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			b, err := s.b.get(ctx, s.keys.rankKey(run, step, r))
-			if errors.Is(err, errNoKey) {
+			b, err := s.b.Get(ctx, s.keys.RankKey(run, step, r))
+			if errors.Is(err, ErrNotFound) {
 				err = fmt.Errorf("vanished while being read: %w", trimPrefix(ErrNotFound))
 			}
 			out[i].data, out[i].err = b, err
@@ -534,8 +575,8 @@ func (kv *kvSpace) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer kv.s.mu.RUnlock()
-	v, err := kv.s.b.get(ctx, kv.prefix+string(key))
-	if errors.Is(err, errNoKey) {
+	v, err := kv.s.b.Get(ctx, kv.prefix+string(key))
+	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("checkpoint: namespace %q key %q: %w", kv.name, key, trimPrefix(ErrNotFound))
 	}
 	if err != nil {
@@ -549,7 +590,7 @@ func (kv *kvSpace) Set(ctx context.Context, key, value []byte) error {
 		return err
 	}
 	defer kv.s.mu.RUnlock()
-	if err := kv.s.b.put(ctx, kv.prefix+string(key), value); err != nil {
+	if err := kv.s.b.Put(ctx, kv.prefix+string(key), value); err != nil {
 		return fmt.Errorf("checkpoint: namespace %q key %q in %s: %w", kv.name, key, kv.s.name, err)
 	}
 	return nil
@@ -560,7 +601,7 @@ func (kv *kvSpace) Delete(ctx context.Context, key []byte) error {
 		return err
 	}
 	defer kv.s.mu.RUnlock()
-	if err := kv.s.b.delete(ctx, []string{kv.prefix + string(key)}); err != nil {
+	if err := kv.s.b.Delete(ctx, []string{kv.prefix + string(key)}); err != nil {
 		return fmt.Errorf("checkpoint: namespace %q key %q in %s: %w", kv.name, key, kv.s.name, err)
 	}
 	return nil

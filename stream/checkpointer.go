@@ -11,7 +11,8 @@ import (
 // Checkpointer saves a dataset's state into a checkpoint store as a
 // training loop goes, and resumes from the newest complete step. Each rank
 // of a job has its own Checkpointer on its own dataset, with the same store
-// (a bucket store when ranks run on different machines) and run name.
+// (pebblestore.Open's on one machine, checkpoint.OpenBucketStore's when ranks
+// run on different machines) and run name.
 //
 //	ck := stream.NewCheckpointer(ds, store, "run-7", 500)
 //	step, err := ck.Resume(ctx) // 0 on a fresh start

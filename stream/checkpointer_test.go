@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 )
 
 // faultyStore fails Load or LoadStep with the errors it is given and is
@@ -33,7 +34,7 @@ func (f *faultyStore) LoadStep(ctx context.Context, run string, step int64) (che
 func TestCheckpointerResume(t *testing.T) {
 	ctx := context.Background()
 	dir := writeDataset(t, smallSpec)
-	store, err := checkpoint.OpenPebble(t.TempDir(), checkpoint.PebbleOptions{NoSync: true})
+	store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/internal/synth"
 )
 
@@ -63,7 +63,7 @@ func crashChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	store, err := checkpoint.OpenPebble(storeDir, checkpoint.PebbleOptions{})
+	store, err := pebblestore.Open(storeDir, pebblestore.Options{})
 	if err != nil {
 		return fail(err)
 	}
@@ -189,7 +189,7 @@ func TestCrashResume(t *testing.T) {
 
 		// Read what this run logged, keep what its last checkpoint committed.
 		last := committed
-		store, err := checkpoint.OpenPebble(storeDir, checkpoint.PebbleOptions{})
+		store, err := pebblestore.Open(storeDir, pebblestore.Options{})
 		if err == nil {
 			if s, err := store.Latest(context.Background(), crashRun); err == nil {
 				last = s

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/plan"
@@ -312,7 +312,7 @@ func mean(xs []float64) float64 {
 func TestPlanCache(t *testing.T) {
 	spec := synth.Spec{Files: 6, RowsPerFile: 1000, RowGroupRows: 250}
 	dir := writeDataset(t, spec)
-	store, err := checkpoint.OpenPebble(t.TempDir(), checkpoint.PebbleOptions{NoSync: true})
+	store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

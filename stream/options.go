@@ -142,7 +142,7 @@ type Options struct {
 	Formats []formats.Format
 	// PlanCache, if set, keeps every file's footer between runs so a
 	// restarted job plans without reading them (a changed file misses):
-	// for example store.KV("plans") of the job's checkpoint.PebbleStore.
+	// for example store.KV("plans") of the job's pebblestore.Store.
 	// Default: none.
 	PlanCache formats.Cache
 	// Allocator allocates Arrow memory. Default memory.DefaultAllocator.

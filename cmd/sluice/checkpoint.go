@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 )
 
 const checkpointHead = `Usage:
@@ -27,7 +28,7 @@ const checkpointHead = `Usage:
 Looks into a checkpoint store: the states that the ranks of a training run
 saved at its steps (stream.Checkpointer, or checkpoint.Store.Save).
 
-STORE is the directory of a pebble store (checkpoint.OpenPebble), or the URL
+STORE is the directory of a pebble store (pebblestore.Open), or the URL
 of a bucket store (checkpoint.OpenBucketStoreURL) in any scheme sluice has a
 driver for, such as file:///path or s3://bucket?region=us-east-1&prefix=ckpt/
 (mem:// is accepted, but a new process's is empty). ls and show open a
@@ -156,11 +157,11 @@ func openStore(ctx context.Context, where string, readOnly bool) (checkpoint.Sto
 	if err := looksLikePebble(where); err != nil {
 		return nil, err
 	}
-	return checkpoint.OpenPebble(where, checkpoint.PebbleOptions{ErrorIfNotExists: true, ReadOnly: readOnly})
+	return pebblestore.Open(where, pebblestore.Options{ErrorIfNotExists: true, ReadOnly: readOnly})
 }
 
 // looksLikePebble refuses a directory that holds no pebble store before
-// OpenPebble locks it, since locking creates a LOCK file there: "sluice
+// pebblestore.Open locks it, since locking creates a LOCK file there: "sluice
 // checkpoint ls data/" must leave data/ as it was.
 func looksLikePebble(dir string) error {
 	entries, err := os.ReadDir(dir)

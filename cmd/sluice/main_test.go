@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -527,7 +528,7 @@ func fillStore(t *testing.T, store checkpoint.Store, opts stream.Options) (after
 
 func TestCheckpoint(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ckpt")
-	store, err := checkpoint.OpenPebble(dir, checkpoint.PebbleOptions{NoSync: true})
+	store, err := pebblestore.Open(dir, pebblestore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

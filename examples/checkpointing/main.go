@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/examples/exampledata"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -88,7 +88,7 @@ func train(ctx context.Context, opts stream.Options, storeDir string, maxSteps i
 		return nil, 0, err
 	}
 	defer ds.Close()
-	store, err := checkpoint.OpenPebble(storeDir, checkpoint.PebbleOptions{})
+	store, err := pebblestore.Open(storeDir, pebblestore.Options{})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package pebblestore
 
 import (
 	"bufio"
@@ -15,31 +15,76 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/internal/storetest"
 )
 
-func TestPebbleLockSameProcess(t *testing.T) {
-	dir := t.TempDir()
-	s, err := OpenPebble(dir, PebbleOptions{})
+// TestStore runs checkpoint's store suite against a Store, so that it keeps
+// the contract every store keeps.
+func TestStore(t *testing.T) {
+	storetest.Store(t, func(t *testing.T) (checkpoint.Store, checkpoint.Backend, checkpoint.Layout) {
+		s := openTemp(t)
+		return s, s.backend, layout{}
+	})
+}
+
+// TestBackend holds the backend to checkpoint.Backend's contract. It is a
+// store's, so that the store's Close in the cleanup fails if a listing left
+// an iterator open.
+func TestBackend(t *testing.T) {
+	storetest.Backend(t, func(t *testing.T) checkpoint.Backend { return openTemp(t).backend })
+}
+
+// openTemp opens a store in a fresh directory, closed when the test ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenPebble(dir, PebbleOptions{})
-	wantErr(t, err, ErrInUse, dir, "in use", "held by another process")
+	t.Cleanup(func() { storetest.CloseStore(t, s) })
+	return s
+}
+
+// TestOldLayout writes states under keys spelled out as checkpoint's pebble
+// store wrote them before the backends were split out (and before this
+// package was split out of checkpoint), and reads them through a Store:
+// directories written by an older sluice must stay resumable.
+func TestOldLayout(t *testing.T) {
+	s := openTemp(t)
+	storetest.OldLayout(t, s, func(step int64, rank int, value []byte) {
+		// "c\x00" run "\x00", step as 8 bytes and rank as 4, big-endian.
+		key := "c\x00r\x00" + string([]byte{0, 0, 0, 0, 0, 0, 0, byte(step)}) + string([]byte{0, 0, 0, byte(rank)})
+		if err := s.backend.db.Set([]byte(key), value, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLockSameProcess(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{})
+	storetest.WantErr(t, err, ErrInUse, dir, "in use", "held by another process")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Closing released the lock.
-	s, err = OpenPebble(dir, PebbleOptions{})
+	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatalf("reopen after Close: %v", err)
 	}
-	closeStore(t, s)
+	storetest.CloseStore(t, s)
 }
 
-// TestPebbleLockOtherProcess starts this test binary again as a helper that
+// TestLockOtherProcess starts this test binary again as a helper that
 // holds the store open (see TestMain), as a second job on the same machine
 // would.
-func TestPebbleLockOtherProcess(t *testing.T) {
+func TestLockOtherProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
@@ -71,25 +116,25 @@ func TestPebbleLockOtherProcess(t *testing.T) {
 	if err != nil || line != "locked\n" {
 		t.Fatalf("helper said %q, %v", line, err)
 	}
-	_, err = OpenPebble(dir, PebbleOptions{})
-	wantErr(t, err, ErrInUse, dir, "in use", "held by another process")
+	_, err = Open(dir, Options{})
+	storetest.WantErr(t, err, ErrInUse, dir, "in use", "held by another process")
 	t.Log(err)
 }
 
-func TestPebbleReopenKeepsStates(t *testing.T) {
+func TestReopenKeepsStates(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenPebble(dir, PebbleOptions{})
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	states := saveStep(t, s, "r", 5, 2, 4, nil)
-	closeStore(t, s)
-	s, err = OpenPebble(dir, PebbleOptions{ErrorIfNotExists: true, ReadOnly: true})
+	states := storetest.SaveStep(t, s, "r", 5, 2, 4, nil)
+	storetest.CloseStore(t, s)
+	s, err = Open(dir, Options{ErrorIfNotExists: true, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, s)
+	defer storetest.CloseStore(t, s)
 	got, err := s.Load(ctx, "r", 5, 1)
 	if err != nil || !reflect.DeepEqual(got, states[1]) {
 		t.Fatalf("Load after reopen: %+v, %v", got, err)
@@ -99,28 +144,28 @@ func TestPebbleReopenKeepsStates(t *testing.T) {
 	}
 }
 
-func TestPebbleOpenErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
-	_, err := OpenPebble(missing, PebbleOptions{ErrorIfNotExists: true})
-	wantErr(t, err, ErrNotFound, missing)
+	_, err := Open(missing, Options{ErrorIfNotExists: true})
+	storetest.WantErr(t, err, checkpoint.ErrNotFound, missing)
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ErrorIfNotExists created the directory: %v", err)
 	}
 	empty := t.TempDir()
-	_, err = OpenPebble(empty, PebbleOptions{ErrorIfNotExists: true})
-	wantErr(t, err, ErrNotFound, empty)
-	if _, err := OpenPebble("", PebbleOptions{}); err == nil {
+	_, err = Open(empty, Options{ErrorIfNotExists: true})
+	storetest.WantErr(t, err, checkpoint.ErrNotFound, empty)
+	if _, err := Open("", Options{}); err == nil {
 		t.Fatal("empty directory name accepted")
 	}
 	// A failed open must not leave the directory locked.
-	s, err := OpenPebble(empty, PebbleOptions{})
+	s, err := Open(empty, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeStore(t, s)
+	storetest.CloseStore(t, s)
 }
 
-func TestPebbleKeyOrder(t *testing.T) {
+func TestKeyOrder(t *testing.T) {
 	type k struct {
 		run  string
 		step int64
@@ -131,10 +176,10 @@ func TestPebbleKeyOrder(t *testing.T) {
 		{"a", 0, 0}, {"a", 0, 1}, {"a", 0, 256}, {"a", 1, 0}, {"a", 255, 0}, {"a", 256, 0},
 		{"a", 1 << 40, 0}, {"a", 1<<63 - 1, 1<<31 - 1}, {"a b", 0, 0}, {"ab", 0, 0}, {"b", 0, 0},
 	}
-	var l pebbleLayout
+	var l layout
 	for i := 1; i < len(keys); i++ {
 		a, b := keys[i-1], keys[i]
-		if strings.Compare(l.rankKey(a.run, a.step, a.rank), l.rankKey(b.run, b.step, b.rank)) >= 0 {
+		if strings.Compare(l.RankKey(a.run, a.step, a.rank), l.RankKey(b.run, b.step, b.rank)) >= 0 {
 			t.Errorf("key of %+v does not sort before key of %+v", a, b)
 		}
 	}
@@ -143,13 +188,13 @@ func TestPebbleKeyOrder(t *testing.T) {
 	}
 }
 
-func TestPebbleKV(t *testing.T) {
+func TestKV(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenPebble(t.TempDir(), PebbleOptions{})
+	s, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeStore(t, s)
+	defer storetest.CloseStore(t, s)
 	plans, err := s.KV("plans")
 	if err != nil {
 		t.Fatal(err)
@@ -167,32 +212,32 @@ func TestPebbleKV(t *testing.T) {
 	if err := other.Set(ctx, []byte("k"), []byte("v2")); err != nil {
 		t.Fatal(err)
 	}
-	saveStep(t, s, "plans", 1, 1, 1, nil) // a run named like the namespace
+	storetest.SaveStep(t, s, "plans", 1, 1, 1, nil) // a run named like the namespace
 	if v, err := plans.Get(ctx, []byte("k")); err != nil || string(v) != "v1" {
 		t.Fatalf("Get = %q, %v", v, err)
 	}
-	if steps, _ := listSteps(t, s, "plans"); !slices.Equal(steps, []int64{1}) {
+	if steps, _ := storetest.ListSteps(t, s, "plans"); !slices.Equal(steps, []int64{1}) {
 		t.Fatalf("namespace data shows as steps %v", steps)
 	}
 	if err := plans.Delete(ctx, []byte("k")); err != nil {
 		t.Fatal(err)
 	}
 	_, err = plans.Get(ctx, []byte("k"))
-	wantErr(t, err, ErrNotFound, `namespace "plans"`)
+	storetest.WantErr(t, err, checkpoint.ErrNotFound, `namespace "plans"`)
 	if v, err := other.Get(ctx, []byte("k")); err != nil || string(v) != "v2" {
 		t.Fatalf("other namespace: %q, %v", v, err)
 	}
 }
 
-func TestPebbleLogger(t *testing.T) {
+func TestLogger(t *testing.T) {
 	var buf bytes.Buffer
 	var lockedBuf = &syncWriter{w: &buf}
-	s, err := OpenPebble(t.TempDir(), PebbleOptions{Logger: slogTo(lockedBuf)})
+	s, err := Open(t.TempDir(), Options{Logger: slogTo(lockedBuf)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveStep(t, s, "r", 1, 1, 1, nil)
-	closeStore(t, s)
+	storetest.SaveStep(t, s, "r", 1, 1, 1, nil)
+	storetest.CloseStore(t, s)
 	if !strings.Contains(lockedBuf.String(), "component=pebble") {
 		t.Fatalf("no pebble messages reached the logger: %q", lockedBuf.String())
 	}
@@ -206,28 +251,15 @@ func TestPebbleLogger(t *testing.T) {
 	}()
 }
 
-// realisticState is what a rank of a 64-split job saves: 64 cursors, a
-// column projection and hashes as long as a stream writes them.
-func realisticState() State {
-	st := testState(3, 8, 64)
-	st.Columns = []string{"input_ids", "attention_mask", "labels", "source", "lang", "score"}
-	st.Plan = strings.Repeat("9f", 32)
-	st.Fingerprint = st.OrderFingerprint()
-	for i := range st.Cursors {
-		st.Cursors[i] = Cursor{Window: 1200 + i, Offset: 70000 + int64(i), Rows: 12_345_678 + int64(i)}
-	}
-	return st
-}
-
-func BenchmarkPebbleSave(b *testing.B) {
+func BenchmarkSave(b *testing.B) {
 	ctx := context.Background()
-	s, err := OpenPebble(b.TempDir(), PebbleOptions{})
+	s, err := Open(b.TempDir(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	st := realisticState()
-	enc, _ := Encode(st)
+	st := storetest.RealisticState()
+	enc, _ := checkpoint.Encode(st)
 	b.ReportAllocs()
 	step := int64(0)
 	for b.Loop() {
@@ -237,30 +269,6 @@ func BenchmarkPebbleSave(b *testing.B) {
 		step++
 	}
 	b.ReportMetric(float64(len(enc)), "state-bytes")
-}
-
-func BenchmarkEncode(b *testing.B) {
-	st := realisticState()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Encode(st); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkDecode(b *testing.B) {
-	enc, err := Encode(realisticState())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(enc)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Decode(enc); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 var _ io.Writer = (*syncWriter)(nil)

@@ -1,10 +1,20 @@
-package checkpoint
+// Package pebblestore keeps checkpoints in a pebble database in a local
+// directory: the embedded default checkpoint.Store, for jobs whose ranks share
+// a machine (or a file system with working POSIX locks).
+//
+// It is a package of its own so that a program that keeps its checkpoints in
+// a bucket, or keeps none, links neither pebble nor what pebble links
+// (Prometheus' client among it). The store's behaviour is checkpoint's:
+// this package supplies the bytes (a checkpoint.Backend over pebble) and the
+// key names (a checkpoint.Layout), and checkpoint.NewStore does the rest.
+package pebblestore
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -16,11 +26,17 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluicedata/sluice/checkpoint"
 )
 
-// PebbleOptions configures OpenPebble. The zero value is the default for
-// every field and suits checkpoints, which are small and written rarely.
-type PebbleOptions struct {
+// ErrInUse is wrapped when a store directory is held by another process or
+// by another open store in this process.
+var ErrInUse = errors.New("pebblestore: store directory in use")
+
+// Options configures Open. The zero value is the default for every field
+// and suits checkpoints, which are small and written rarely.
+type Options struct {
 	// Logger receives pebble's own messages (flushes, compactions, WAL
 	// recycling, background errors) at Info and Error level, and a warning
 	// when a write or sync to the directory takes more than 5 seconds.
@@ -55,7 +71,7 @@ type PebbleOptions struct {
 	// for tests and benchmarks, not for training runs.
 	NoSync bool
 
-	// ErrorIfNotExists makes OpenPebble fail, with an error wrapping
+	// ErrorIfNotExists makes Open fail, with an error wrapping
 	// ErrNotFound, when the directory holds no store yet.
 	//
 	// The default, false, creates the directory (and its parents) and an
@@ -79,10 +95,12 @@ const (
 	diskSlowThreshold = 5 * time.Second
 )
 
-// PebbleStore is the default Store: a pebble database in a local directory,
-// for jobs whose ranks share a machine (or a file system with working POSIX
-// locks). Only one process opens a directory at a time; the others get an
-// error wrapping ErrInUse. All methods are safe for concurrent use.
+// Store is a checkpoint.Store in a pebble database in a local directory.
+// Only one process opens a directory at a time; the others get an error
+// wrapping ErrInUse. Its methods are checkpoint.BackendStore's, KV among
+// them: a key-value space beside the checkpoints, such as store.KV("plans")
+// for stream.Options.PlanCache, that lives and moves with them. All methods
+// are safe for concurrent use.
 //
 // Key layout. Every key starts with a one-byte owner tag and a NUL:
 //
@@ -95,27 +113,31 @@ const (
 // interleave with another's whose name it prefixes. Other owner tags are
 // reserved for later use by sluice. A step has no completion marker: one
 // process holds the directory, so a step is complete once its states are.
-type PebbleStore struct {
-	store
-	dir string
+//
+// The layout is the one checkpoint.OpenPebble wrote before this package was
+// split out of checkpoint, so its directories open here unchanged.
+type Store struct {
+	*checkpoint.BackendStore
+	dir     string
+	backend *backend // under BackendStore, for tests that damage bytes
 }
 
-var _ Store = (*PebbleStore)(nil)
+var _ checkpoint.Store = (*Store)(nil)
 
-// OpenPebble opens (by default creating) the store in directory dir. The
+// Open opens (by default creating) the store in directory dir. The
 // directory is locked until Close; a directory already held by another
 // process or by another open store in this process gives an error wrapping
 // ErrInUse that names it.
-func OpenPebble(dir string, opts PebbleOptions) (*PebbleStore, error) {
+func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
-		return nil, errors.New("checkpoint: store directory is empty")
+		return nil, errors.New("pebblestore: store directory is empty")
 	}
 	if opts.ErrorIfNotExists || opts.ReadOnly {
 		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checkpoint: store directory %q does not exist: %w", dir, trimPrefix(ErrNotFound))
+			return nil, fmt.Errorf("pebblestore: store directory %q does not exist: %w", dir, notFound)
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("checkpoint: create store directory: %w", err)
+		return nil, fmt.Errorf("pebblestore: create store directory: %w", err)
 	}
 	// The lock is taken here rather than inside pebble.Open so that failing
 	// to get it is told apart from other failures to open and reported as
@@ -127,7 +149,7 @@ func OpenPebble(dir string, opts PebbleOptions) (*PebbleStore, error) {
 		if errors.As(err, &pe) {
 			// Creating the LOCK file failed (permissions, read-only fs),
 			// which is not contention.
-			return nil, fmt.Errorf("checkpoint: lock store directory %q: %w", dir, err)
+			return nil, fmt.Errorf("pebblestore: lock store directory %q: %w", dir, err)
 		}
 		return nil, fmt.Errorf("%w: %q is held by another process or another open store (%v)", ErrInUse, dir, err)
 	}
@@ -152,24 +174,19 @@ func OpenPebble(dir string, opts PebbleOptions) (*PebbleStore, error) {
 	if err != nil {
 		lockErr := errors.Join(lock.Close(), fsCloser.Close())
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
-			err = trimPrefix(ErrNotFound)
+			err = notFound
 		}
-		return nil, errors.Join(fmt.Errorf("checkpoint: open store directory %q: %w", dir, err), lockErr)
+		return nil, errors.Join(fmt.Errorf("pebblestore: open store directory %q: %w", dir, err), lockErr)
 	}
 	wo := pebble.Sync
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &PebbleStore{
-		store: store{
-			b:    &pebbleBackend{db: db, wo: wo},
-			keys: pebbleLayout{},
-			name: fmt.Sprintf("store %q", dir),
-			// The lock outlives the database: pebble requires it to be
-			// released only after the database using it is closed.
-			release: func() error { return errors.Join(db.Close(), lock.Close(), fsCloser.Close()) },
-		},
-		dir: dir,
+	b := &backend{db: db, wo: wo, lock: lock, fsCloser: fsCloser}
+	return &Store{
+		BackendStore: checkpoint.NewStore(b, layout{}, fmt.Sprintf("store %q", dir)),
+		dir:          dir,
+		backend:      b,
 	}, nil
 }
 
@@ -181,57 +198,41 @@ func orDefault[T int64 | uint64](v, def T) T {
 }
 
 // Dir returns the directory the store was opened in.
-func (s *PebbleStore) Dir() string { return s.dir }
-
-// KV is a small key-value space for other sluice data that should live and
-// move with the checkpoints (a plan cache, say). Keys and values are opaque
-// bytes; a missing key gives an error wrapping ErrNotFound.
-type KV interface {
-	// Get returns a copy of the value of key.
-	Get(ctx context.Context, key []byte) ([]byte, error)
-	// Set stores value under key, replacing any value it had.
-	Set(ctx context.Context, key, value []byte) error
-	// Delete removes key; removing a missing key is not an error.
-	Delete(ctx context.Context, key []byte) error
-}
-
-// KV returns the key-value space called namespace in the store's database,
-// apart from the checkpoints and from every other namespace. Namespace names
-// follow the rules of run names. Writes are synced unless
-// PebbleOptions.NoSync. The KV is usable until the store is closed.
-func (s *PebbleStore) KV(namespace string) (KV, error) {
-	if err := checkRun(namespace); err != nil {
-		return nil, fmt.Errorf("checkpoint: namespace: %w", trimPrefix(err))
-	}
-	return &kvSpace{s: &s.store, name: namespace, prefix: string([]byte{tagNamespace, 0}) + namespace + "\x00"}, nil
-}
+func (s *Store) Dir() string { return s.dir }
 
 const (
 	tagCheckpoint = 'c'
 	tagNamespace  = 'n'
 )
 
-// pebbleLayout is the key layout of a PebbleStore's checkpoints (see
-// PebbleStore).
-type pebbleLayout struct{}
+// layout is the key layout of a Store (see Store). Run and namespace names
+// hold no NUL (see checkpoint.Layout), so the NUL that ends one keeps it
+// apart from every name it prefixes.
+type layout struct{}
 
-func (pebbleLayout) runPrefix(run string) string {
+func (layout) RunPrefix(run string) string {
 	return string([]byte{tagCheckpoint, 0}) + run + "\x00"
 }
 
-func (l pebbleLayout) stepPrefix(run string, step int64) string {
-	return string(binary.BigEndian.AppendUint64([]byte(l.runPrefix(run)), uint64(step)))
+func (l layout) StepPrefix(run string, step int64) string {
+	return string(binary.BigEndian.AppendUint64([]byte(l.RunPrefix(run)), uint64(step)))
 }
 
-func (l pebbleLayout) rankKey(run string, step int64, rank int) string {
-	return string(binary.BigEndian.AppendUint32([]byte(l.stepPrefix(run, step)), uint32(rank)))
+func (l layout) RankKey(run string, step int64, rank int) string {
+	return string(binary.BigEndian.AppendUint32([]byte(l.StepPrefix(run, step)), uint32(rank)))
 }
 
-func (pebbleLayout) markerKey(string, int64) string { return "" }
+// MarkerKey is "": one process holds the directory, so a step is complete
+// once its states are.
+func (layout) MarkerKey(string, int64) string { return "" }
 
-func (pebbleLayout) delim() string { return "" }
+func (layout) Delim() string { return "" }
 
-func (pebbleLayout) parseStep(rest string) (int64, bool) {
+func (layout) NamespacePrefix(name string) string {
+	return string([]byte{tagNamespace, 0}) + name + "\x00"
+}
+
+func (layout) ParseStep(rest string) (int64, bool) {
 	if len(rest) != 12 {
 		return 0, false
 	}
@@ -239,7 +240,7 @@ func (pebbleLayout) parseStep(rest string) (int64, bool) {
 	return step, step >= 0
 }
 
-func (pebbleLayout) parseRank(rest string) (int, bool) {
+func (layout) ParseRank(rest string) (int, bool) {
 	if len(rest) != 4 {
 		return 0, false
 	}
@@ -247,16 +248,18 @@ func (pebbleLayout) parseRank(rest string) (int, bool) {
 	return int(rank), rank <= math.MaxInt32
 }
 
-// pebbleBackend keeps a store's keys in a pebble database.
-type pebbleBackend struct {
-	db *pebble.DB
-	wo *pebble.WriteOptions
+// backend keeps a store's keys in a pebble database.
+type backend struct {
+	db       *pebble.DB
+	wo       *pebble.WriteOptions
+	lock     *pebble.Lock
+	fsCloser io.Closer
 }
 
-func (p *pebbleBackend) get(_ context.Context, key string) ([]byte, error) {
+func (p *backend) Get(_ context.Context, key string) ([]byte, error) {
 	v, closer, err := p.db.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, errNoKey
+		return nil, checkpoint.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -265,13 +268,13 @@ func (p *pebbleBackend) get(_ context.Context, key string) ([]byte, error) {
 	return slices.Clone(v), nil
 }
 
-func (p *pebbleBackend) put(_ context.Context, key string, value []byte) error {
+func (p *backend) Put(_ context.Context, key string, value []byte) error {
 	return p.db.Set([]byte(key), value, p.wo)
 }
 
-// delete removes the keys in one batch, so they go all at once or not at
+// Delete removes the keys in one batch, so they go all at once or not at
 // all, with one sync however many there are.
-func (p *pebbleBackend) delete(_ context.Context, keys []string) error {
+func (p *backend) Delete(_ context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -285,9 +288,9 @@ func (p *pebbleBackend) delete(_ context.Context, keys []string) error {
 	return b.Commit(p.wo)
 }
 
-// list rolls up keys under a delimiter by seeking past each rolled-up part,
+// List rolls up keys under a delimiter by seeking past each rolled-up part,
 // so it costs one seek per part rather than one step per key.
-func (p *pebbleBackend) list(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
+func (p *backend) List(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		var lower []byte // pebble's invariant checks (on under -race) refuse an empty, non-nil bound
 		if prefix != "" {
@@ -338,6 +341,13 @@ func (p *pebbleBackend) list(ctx context.Context, prefix, delim string) iter.Seq
 	}
 }
 
+// Close closes the database, then releases the directory: the lock
+// outlives the database, as pebble requires it to be released only after
+// the database using it is closed.
+func (p *backend) Close() error {
+	return errors.Join(p.db.Close(), p.lock.Close(), p.fsCloser.Close())
+}
+
 // prefixEnd returns the smallest key greater than every key with prefix p.
 func prefixEnd(p []byte) []byte {
 	end := slices.Clone(p)
@@ -373,5 +383,14 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	if p.l != nil {
 		p.l.Error(msg, "component", "pebble", "fatal", true)
 	}
-	panic("checkpoint: pebble: " + msg)
+	panic("pebblestore: pebble: " + msg)
 }
+
+// notFound is checkpoint.ErrNotFound for wrapping in this package's errors,
+// without its "checkpoint: " prefix in the middle of their text.
+var notFound error = &trimmed{checkpoint.ErrNotFound}
+
+type trimmed struct{ err error }
+
+func (t *trimmed) Error() string { return strings.TrimPrefix(t.err.Error(), "checkpoint: ") }
+func (t *trimmed) Unwrap() error { return t.err }
