@@ -47,6 +47,25 @@ type rowGroupIndex struct {
 type offsetIndexes struct {
 	mu sync.Mutex
 	rg map[int]*rowGroupIndex
+	// raw holds the offset index bytes of row groups that the footer's
+	// speculative read brought in, not yet parsed.
+	raw map[int][]byte
+}
+
+// keep takes the offset indexes that lie in tail, the bytes read before the
+// footer of a file of size bytes: no request is needed for them later.
+func (x *offsetIndexes) keep(md *metadata.FileMetaData, size int64, tail []byte) {
+	base := size - int64(len(tail))
+	for rg := range md.NumRowGroups() {
+		from, to, ok := offsetIndexRange(md.RowGroup(rg))
+		if !ok || from < base || to > size || from > to {
+			continue
+		}
+		if x.raw == nil {
+			x.raw = map[int][]byte{}
+		}
+		x.raw[rg] = append([]byte(nil), tail[from-base:to-base]...)
+	}
 }
 
 // offsetIndexRange is where the offset indexes of row group rg lie, as
@@ -83,9 +102,13 @@ func (m *parquetMeta) rowGroupIndex(ctx context.Context, f *formats.Fragment, rg
 		m.index.rg[rg] = nil
 		return nil, nil
 	}
-	ix := &rowGroupIndex{at: from, bytes: make([]byte, to-from), pages: map[int][]pageLoc{}}
-	if _, err := f.Source.ReaderAt(ctx).ReadAt(ix.bytes, from); err != nil {
-		return nil, err // not cached: a failed read is retried by the next
+	ix := &rowGroupIndex{at: from, bytes: m.index.raw[rg], pages: map[int][]pageLoc{}}
+	delete(m.index.raw, rg)
+	if int64(len(ix.bytes)) != to-from {
+		ix.bytes = make([]byte, to-from)
+		if _, err := f.Source.ReaderAt(ctx).ReadAt(ix.bytes, from); err != nil {
+			return nil, err // not cached: a failed read is retried by the next
+		}
 	}
 	for _, leaf := range leaves {
 		pages, err := ix.leafPages(g, leaf)

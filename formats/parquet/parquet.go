@@ -97,7 +97,7 @@ const chunkPadding = 100
 // lies inside the file (arrow-go allocates a chunk's stated size before
 // reading it), and records row group sizes.
 func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string) error {
-	md, err := readFooter(ctx, f)
+	md, tail, err := readFooter(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -179,40 +179,46 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 	// against (Read verifies each row group it reads to the end), and some
 	// writers leave the file's count at zero.
 	meta.starts = starts
+	meta.index.keep(md, f.Size, tail)
 	f.Units, f.Rows, f.Schema, f.Meta = units, rows, schema, meta
 	return nil
 }
 
 // readFooter fetches, checks and parses the footer, with the Arrow schema
 // stored in it. It refuses encrypted files: sluice has no keys to give.
-func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaData, error) {
+//
+// It also returns the bytes it read speculatively before the footer (nil
+// when the footer came from the cache): writers put the page index there,
+// which reads of cut row groups then need not fetch again.
+func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaData, []byte, error) {
 	const tailLen = 8 // footer length and magic
 	if f.Size < 4+tailLen {
-		return nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", formats.ErrCorrupt, f.Size)
+		return nil, nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", formats.ErrCorrupt, f.Size)
 	}
 	var key []byte
 	if c := f.Cache(); c != nil {
 		key = f.CacheKey("parquet-footer")
 		if footer, err := c.Get(ctx, key); err == nil && len(footer) > 0 {
 			// Checked and parsed as if fetched: a cache is storage too.
-			return parseFooter(footer, f)
+			md, err := parseFooter(footer, f)
+			return md, nil, err
 		}
 	}
 	r := f.Source.ReaderAt(ctx)
 	tail := make([]byte, min(f.Size, footerGuess))
 	if _, err := r.ReadAt(tail, f.Size-int64(len(tail))); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch magic := string(tail[len(tail)-4:]); magic {
 	case "PAR1":
 	case "PARE":
-		return nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", formats.ErrCorrupt)
+		return nil, nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", formats.ErrCorrupt)
 	default:
-		return nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", formats.ErrCorrupt, magic)
+		return nil, nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", formats.ErrCorrupt, magic)
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[len(tail)-tailLen:]))
 	if n > f.Size-4-tailLen {
-		return nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", formats.ErrCorrupt, n, f.Size)
+		return nil, nil, fmt.Errorf("%w: footer of %d bytes in a file of %d", formats.ErrCorrupt, n, f.Size)
 	}
 	var footer []byte
 	if n+tailLen <= int64(len(tail)) {
@@ -220,18 +226,18 @@ func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaDat
 	} else {
 		footer = make([]byte, n)
 		if _, err := r.ReadAt(footer, f.Size-tailLen-n); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	md, err := parseFooter(footer, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if key != nil {
 		// A cache that cannot be written costs the next plan a read, no more.
 		_ = f.Cache().Set(ctx, key, footer)
 	}
-	return md, nil
+	return md, tail, nil
 }
 
 // parseFooter checks and parses the footer bytes of f.
