@@ -83,9 +83,15 @@ type parquetMeta struct {
 	index offsetIndexes
 }
 
-// footerGuess is how much of a file's end Inspect reads first: most footers
-// fit, so most files cost one request instead of two.
-const footerGuess = 64 << 10
+// footerGuess is how much of a file's end Inspect reads first, so that most
+// files cost one request, not two: the footer and, before it, the page
+// index. Both grow with the row groups and columns, which grow with the
+// file, so the guess does too: a 512th of the file, from 16 KiB to 256 KiB.
+// Every rank reads every footer, so a fixed large guess would cost small
+// files more than their footers.
+func footerGuess(size int64) int64 {
+	return min(max(size/512, 16<<10), 256<<10, size)
+}
 
 // chunkPadding is how far past a column chunk arrow-go may read: old
 // parquet-mr versions left the dictionary page header out of a chunk's size
@@ -205,7 +211,7 @@ func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaDat
 		}
 	}
 	r := f.Source.ReaderAt(ctx)
-	tail := make([]byte, min(f.Size, footerGuess))
+	tail := make([]byte, footerGuess(f.Size))
 	if _, err := r.ReadAt(tail, f.Size-int64(len(tail))); err != nil {
 		return nil, nil, err
 	}
