@@ -188,8 +188,8 @@ type Filter interface {
 }
 
 // Cache keeps what a plan learned of a file between runs, so that a
-// restarted job skips its footer reads. checkpoint.PebbleStore.KV gives one
-// in the job's checkpoint database. Entries are keyed by the object's
+// restarted job skips its footer reads. pebblestore.Store.KV (package
+// checkpoint/pebblestore) gives one in the job's checkpoint database. Entries are keyed by the object's
 // location, size, modification time and ETag, so a changed object misses;
 // any error from Get counts as a miss.
 type Cache interface {
