@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -328,11 +329,16 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The newest damaged step, if no complete step is left to fall back
+	// to: a run whose saved steps are all damaged has lost its position,
+	// which is not the same as never having saved one.
+	var damaged error
 	for _, step := range slices.Backward(steps) {
 		if s.keys.MarkerKey(run, step) != "" {
 			w, err := s.readMarker(ctx, run, step)
 			if err != nil {
 				if skippable(err) {
+					damaged = cmp.Or(damaged, damage(err))
 					continue // a damaged marker: fall back as for a damaged state
 				}
 				return 0, err
@@ -351,8 +357,21 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 		if !skippable(err) {
 			return 0, err
 		}
+		damaged = cmp.Or(damaged, damage(err))
+	}
+	if damaged != nil {
+		return 0, fmt.Errorf("checkpoint: run %q has no complete step left that can be read: %w", run, damaged)
 	}
 	return 0, fmt.Errorf("checkpoint: run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
+}
+
+// damage returns err if it says a step was saved and then damaged (corrupt,
+// or ranks that disagree), and nil if the step was only never finished.
+func damage(err error) error {
+	if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrMismatch) {
+		return err
+	}
+	return nil
 }
 
 // List implements Store.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
@@ -99,4 +103,45 @@ func TestCheckpointerResume(t *testing.T) {
 			t.Fatalf("Resume gave %v, want the merge's error and the load's", err)
 		}
 	})
+}
+
+// A run whose saved steps are all damaged fails to resume: starting afresh
+// would train from the first batch while the model's weights are at the
+// saved step. A run that never finished a step starts afresh.
+func TestCheckpointerResumeDamaged(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	bucket := memblob.OpenBucket(nil)
+	store, err := checkpoint.OpenBucketStore(ctx, bucket, "ckpt/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ds := open(t, checkedOptions(t, dir))
+	ck := NewCheckpointer(ds, store, "run", 0)
+	if step, err := ck.Resume(ctx); err != nil || step != 0 {
+		t.Fatalf("Resume of a run that never saved = %d, %v; want a fresh start", step, err)
+	}
+	consume(t, ds, 2)
+	if err := ck.Save(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	// Damage the only state of the step.
+	var key string
+	objs, listErr := bucket.List(&blob.ListOptions{Prefix: "ckpt/"}).All(ctx)
+	for obj := range objs {
+		if strings.HasSuffix(obj.Key, ".state") {
+			key = obj.Key
+		}
+	}
+	if err := listErr(); err != nil || key == "" {
+		t.Fatalf("no state saved (%v)", err)
+	}
+	if err := bucket.WriteAll(ctx, key, []byte("not a state"), nil); err != nil {
+		t.Fatal(err)
+	}
+	step, err := NewCheckpointer(open(t, checkedOptions(t, dir)), store, "run", 0).Resume(ctx)
+	if err == nil || !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Fatalf("Resume over a damaged step = %d, %v; want an error wrapping ErrCorrupt", step, err)
+	}
 }

@@ -525,7 +525,22 @@ func testCorrupt(t *testing.T, open Opener) {
 		raw.put("r", 1, 1, raw.get("r", 1, 0))
 		_, err := s.Load(ctx, "r", 1, 1)
 		WantErr(t, err, checkpoint.ErrCorrupt, "rank 1", "holds the state of rank 0")
+		// The run's only step was saved and then damaged: its position is
+		// lost, which Latest must not report as a run that never saved.
 		_, err = s.Latest(ctx, "r")
+		WantErr(t, err, checkpoint.ErrCorrupt, "no complete step left", "holds the state of rank 0")
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("Latest over damaged steps only = %v, which reads as a fresh run", err)
+		}
+	})
+	t.Run("never finished", func(t *testing.T) {
+		s, _ := openRaw(t, open)
+		// Only rank 0 of two saved step 1: the job died before the step
+		// was complete, so a restart starts afresh.
+		if err := s.Save(ctx, "r", 1, 0, State(0, 2, 2)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Latest(ctx, "r")
 		WantErr(t, err, checkpoint.ErrNotFound)
 	})
 }
