@@ -449,6 +449,56 @@ func (gs *groups) took(g *plan.Group) {
 	}
 }
 
+// rowRates estimates the rows of windows whose count the plan does not
+// know, from their stored bytes and the rows per byte of the windows of the
+// same split decoded so far. The walk that orders reads needs an estimate:
+// the cutter takes a split's windows as fast as their rows fill batches, and
+// reads ordered for other rows than the windows hold would have the cutter
+// hold windows it pulled past, beyond the prefetch bounds.
+type rowRates struct {
+	ep     *plan.Epoch
+	chunks []plan.Chunk
+	mu     sync.Mutex
+	rows   map[int][2]int64 // per split: rows and bytes of decoded windows
+}
+
+func newRowRates(ep *plan.Epoch, chunks []plan.Chunk) *rowRates {
+	return &rowRates{ep: ep, chunks: chunks, rows: map[int][2]int64{}}
+}
+
+// bytes is the stored bytes of window r's chunks.
+func (rr *rowRates) bytes(r plan.WindowRef) int64 {
+	var n int64
+	for _, p := range rr.ep.Pieces(r) {
+		n += rr.chunks[p.Chunk].Bytes
+	}
+	return n
+}
+
+// learn records the rows a window of unknown count held.
+func (rr *rowRates) learn(w *window) {
+	if rr.ep.Windows[w.ref.Split][w.ref.Window].Rows >= 0 {
+		return
+	}
+	b := rr.bytes(w.ref)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	t := rr.rows[w.ref.Split]
+	rr.rows[w.ref.Split] = [2]int64{t[0] + w.rows, t[1] + b}
+}
+
+// estimate guesses the rows of window r: by its split's rows per byte so
+// far, or fallback before any is known.
+func (rr *rowRates) estimate(r plan.WindowRef, fallback int64) int64 {
+	rr.mu.Lock()
+	t := rr.rows[r.Split]
+	rr.mu.Unlock()
+	if t[1] <= 0 {
+		return fallback
+	}
+	return max(rr.bytes(r)*t[0]/t[1], 0)
+}
+
 // run is the pipeline behind Batches and Map: a schedule of the rank's
 // batches; a fetch stage and a decode stage that read windows in the order
 // the schedule first needs them; a cutter that hands each batch its
@@ -486,6 +536,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		m.SetCapacity(o.PrefetchWindows, o.PrefetchBatches)
 		var stopping atomic.Bool // the consumer stopped early: finish, start nothing new
 		var shared groups
+		rates := newRowRates(ep, d.chunks)
 
 		// Reads, in the order the schedule first needs each window: a kept
 		// window as it is, the others with their fetch planned against the
@@ -493,6 +544,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		reads := func(yield func(*readTask, error) bool) {
 			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
 			fp := plan.NewFetches(ep, d.chunks, o.FetchConcurrency)
+			s.RowsOf = func(r plan.WindowRef) int64 { return rates.estimate(r, int64(o.BatchSize)) }
 			var pending, toFetch []plan.WindowRef // read next, in order; those not kept
 			more := true
 			for {
@@ -576,7 +628,11 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					f.kept = nil // handed on
 					return w, nil
 				}
-				return d.decodeWindow(ctx, ep, f)
+				w, err := d.decodeWindow(ctx, ep, f)
+				if err == nil {
+					rates.learn(w)
+				}
+				return w, err
 			},
 			ReleaseIn: func(f *fetchedWindow) {
 				if f.kept != nil {

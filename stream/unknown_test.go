@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -423,5 +424,71 @@ func TestIPCMixedWithParquet(t *testing.T) {
 				t.Fatalf("shuffle=%t: resume at batch %d changed the rows", shuffle, k)
 			}
 		}
+	}
+}
+
+// peakAllocator records the most bytes allocated at once.
+type peakAllocator struct {
+	memory.Allocator
+	mu        sync.Mutex
+	now, peak int64
+}
+
+func (a *peakAllocator) add(n int64) {
+	a.mu.Lock()
+	a.now += n
+	a.peak = max(a.peak, a.now)
+	a.mu.Unlock()
+}
+
+func (a *peakAllocator) Allocate(n int) []byte {
+	a.add(int64(n))
+	return a.Allocator.Allocate(n)
+}
+
+func (a *peakAllocator) Reallocate(n int, b []byte) []byte {
+	a.add(int64(n - len(b)))
+	return a.Allocator.Reallocate(n, b)
+}
+
+func (a *peakAllocator) Free(b []byte) {
+	a.add(-int64(len(b)))
+	a.Allocator.Free(b)
+}
+
+// Where counts are unknown, reads are ordered by each split's rows per
+// byte as learned, so that a split of many one-row windows beside a split
+// of a few large ones does not make the cutter pull and hold the large ones
+// long before they are needed: streaming the two together holds about what
+// streaming each alone does (ordered as if every window held a batch, it
+// held four times as much).
+func TestIPCUnknownCountsStayBounded(t *testing.T) {
+	many := make([]int, 3000)
+	for i := range many {
+		many[i] = 1
+	}
+	few := make([]int, 15)
+	for i := range few {
+		few[i] = 200
+	}
+	peak := func(layout [][]int) int64 {
+		dir, rows := writeIPC(t, layout)
+		o := ipcOptions(t, dir, true)
+		mem := &peakAllocator{Allocator: o.Allocator}
+		o.Allocator = mem
+		o.NumSplits, o.ChunkBytes, o.PrefetchWindows, o.FetchConcurrency = len(layout), 1, 1, 2
+		ds := open(t, o)
+		if n := len(ds.Splits()[0].Pieces); len(layout) == 2 && n < 100 {
+			t.Fatalf("split 0 has %d pieces: the layout did not deal the one-row batches to one split", n)
+		}
+		bs, _ := consume(t, ds, -1)
+		exactlyOnce(t, allIDs(bs), rows)
+		return mem.peak
+	}
+	alone := max(peak([][]int{many}), peak([][]int{few}))
+	together := peak([][]int{many, few})
+	t.Logf("peak Arrow memory: %d bytes streaming the two files together, %d the larger of each alone", together, alone)
+	if together > 2*alone {
+		t.Errorf("together the stream held %d bytes at once, more than twice the %d of either alone", together, alone)
 	}
 }
