@@ -191,7 +191,7 @@ func checkSplits64(t *testing.T, byName map[string]map[string]any) {
 		if _, ok := l["refetch_bytes"].(float64); !ok {
 			t.Errorf("%s: no refetch_bytes", name)
 		}
-		paged := strings.Contains(name, "_pageindex_")
+		paged := !strings.Contains(name, "_nopageindex_")
 		if (l["page_index"] == true) != paged {
 			t.Errorf("%s: page_index is %v", name, l["page_index"])
 		}

@@ -63,10 +63,7 @@ type config struct {
 func quickConfig() config {
 	return config{
 		Mode: "quick",
-		// With a page index, small pages and dictionaries only where they
-		// pay (label), as a writer that expects ranks to read parts of row
-		// groups would write: 64 splits cut most of these row groups.
-		Spec:         synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1, PageIndex: true},
+		Spec:         synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1},
 		Reps:         3,
 		BatchSize:    1024,
 		Latency:      20 * time.Millisecond,
