@@ -62,7 +62,7 @@ type config struct {
 // quickConfig: 8 files x 250k rows in row groups of 32k rows (2M rows).
 func quickConfig() config {
 	return config{
-		Mode: "quick",
+		Mode:         "quick",
 		Spec:         synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1},
 		Reps:         3,
 		BatchSize:    1024,
