@@ -817,3 +817,25 @@ func TestOpenBucketErrors(t *testing.T) {
 		}
 	}
 }
+
+// Split boundaries that cut row groups are reported: fetched again where
+// the file has no page index, read by pages where it has one.
+func TestInspectOverlap(t *testing.T) {
+	dir := t.TempDir()
+	for _, paged := range []bool{false, true} {
+		sub := filepath.Join(dir, fmt.Sprint(paged))
+		if err := synth.WriteDir(sub, synth.Spec{Files: 1, RowsPerFile: 4000, RowGroupRows: 4000, PageIndex: paged}); err != nil {
+			t.Fatal(err)
+		}
+		rep := inspectJSON(t, sub, "--num-splits", "8")
+		out := ok(t, "inspect", sub, "--num-splits", "8")
+		switch {
+		case rep.Overlap.CutRowGroups != 1:
+			t.Errorf("page index %t: %d cut row groups, want the one", paged, rep.Overlap.CutRowGroups)
+		case paged && (rep.Overlap.PagedRowGroups != 1 || rep.Overlap.RefetchBytes != 0 || strings.Contains(out, "fetched again")):
+			t.Errorf("page index: overlap %+v, output:\n%s", rep.Overlap, out)
+		case !paged && (rep.Overlap.PagedRowGroups != 0 || rep.Overlap.RefetchBytes != 7*rep.Totals.SelectedBytes || !strings.Contains(out, "fetched again")):
+			t.Errorf("no page index: overlap %+v (7 extra fetches of %d bytes), output:\n%s", rep.Overlap, rep.Totals.SelectedBytes, out)
+		}
+	}
+}
