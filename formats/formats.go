@@ -573,33 +573,36 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 	return err
 }
 
-// deliver applies f's mask and the filter to b, whose first row is file
-// row at, and projects it onto the dataset's schema. It takes b.
+// deliver applies f's mask to b, whose first row is file row at, then the
+// filter and the projection onto the dataset's schema (see pass). It takes
+// b.
 func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	if f.Mask != nil && at >= 0 {
-		del := f.Mask.Deleted
-		lo, _ := slices.BinarySearch(del, at)
-		hi, _ := slices.BinarySearch(del, at+b.NumRows())
-		if lo < hi {
-			// Yield the runs between masked rows as slices: no copy.
-			start := at
-			for _, row := range del[lo:hi] {
-				if row > start {
-					if err := d.deliver(ctx, &Fragment{}, b.NewSlice(start-at, row-at), -1, mem, yield); err != nil {
-						b.Release()
-						return err
-					}
-				}
-				start = row + 1
-			}
-			var err error
-			if end := at + b.NumRows(); start < end {
-				err = d.deliver(ctx, &Fragment{}, b.NewSlice(start-at, end-at), -1, mem, yield)
-			}
-			b.Release()
-			return err
-		}
+	if f.Mask == nil || at < 0 {
+		return d.pass(ctx, b, mem, yield)
 	}
+	del := f.Mask.Deleted
+	lo, _ := slices.BinarySearch(del, at)
+	hi, _ := slices.BinarySearch(del, at+b.NumRows())
+	if lo == hi {
+		return d.pass(ctx, b, mem, yield)
+	}
+	defer b.Release()
+	// The runs between masked rows go on as slices: no copy.
+	start := at
+	for _, row := range append(del[lo:hi:hi], at+b.NumRows()) {
+		if row > start {
+			if err := d.pass(ctx, b.NewSlice(start-at, row-at), mem, yield); err != nil {
+				return err
+			}
+		}
+		start = row + 1
+	}
+	return nil
+}
+
+// pass applies the filter to b and projects it onto the dataset's schema,
+// dropping the columns only the filter reads. It takes b.
+func (d *Dataset) pass(ctx context.Context, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if d.filter != nil {
 		keep, err := d.filter.Keep(ctx, b)
 		if err != nil {
@@ -615,8 +618,7 @@ func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch,
 		b = filtered
 	}
 	if d.read.NumFields() > d.Schema.NumFields() {
-		cols := b.Columns()[:d.Schema.NumFields()]
-		out := array.NewRecordBatch(d.Schema, cols, b.NumRows())
+		out := array.NewRecordBatch(d.Schema, b.Columns()[:d.Schema.NumFields()], b.NumRows())
 		b.Release()
 		b = out
 	}
