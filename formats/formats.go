@@ -425,7 +425,9 @@ func (d *Dataset) Read(ctx context.Context, i int, r Range, batchRows int, mem m
 }
 
 // RowRange is the Range of rows [start, end) of fragment i, with the units
-// that hold them.
+// that hold them. It needs the fragment's counts: where they are unknown
+// (a text file, a filter), read by units with Range{Start: -1, End: -1,
+// FirstUnit: a, EndUnit: b}.
 func (d *Dataset) RowRange(i int, start, end int64) Range {
 	r := Range{Start: start, End: end, FirstUnit: -1}
 	if i < 0 || i >= len(d.Fragments) {
