@@ -281,10 +281,12 @@ type negation struct {
 	pos int
 }
 
-func (c *column) String() string     { return quoteIdent(c.name) }
-func (c *comparison) String() string { return "(" + c.l.String() + " " + c.op + " " + c.r.String() + ")" }
-func (l *logical) String() string    { return "(" + l.l.String() + " " + l.op + " " + l.r.String() + ")" }
-func (n *negation) String() string   { return "(NOT " + n.x.String() + ")" }
+func (c *column) String() string { return quoteIdent(c.name) }
+func (c *comparison) String() string {
+	return "(" + c.l.String() + " " + c.op + " " + c.r.String() + ")"
+}
+func (l *logical) String() string  { return "(" + l.l.String() + " " + l.op + " " + l.r.String() + ")" }
+func (n *negation) String() string { return "(NOT " + n.x.String() + ")" }
 
 func (in *inList) String() string {
 	var b strings.Builder
