@@ -41,7 +41,7 @@ type binding struct {
 //
 // Keywords are case-insensitive; a column is a bare name (letters, digits,
 // _ and ., not starting with a digit) or any text in double quotes ("" for
-// a quote); strings are in single quotes (” for a quote). Errors are
+// a quote); strings are in single quotes (a quote doubled inside). Errors are
 // *SyntaxError, with the offset and what was expected.
 func Parse(text string) (*Filter, error) {
 	root, err := parse(text)
