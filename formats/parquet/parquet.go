@@ -81,6 +81,8 @@ type parquetMeta struct {
 	maxChunk int64
 	// index caches the offset indexes of row groups read in part.
 	index offsetIndexes
+	// prune caches what filters read of statistics and bloom filters.
+	prune pruneCache
 }
 
 // footerGuess is how much of a file's end Inspect reads first, so that most
@@ -303,6 +305,10 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+
+	// pruned holds the row groups the read's filter rules out: neither
+	// fetched nor decoded.
+	pruned map[int]bool
 }
 
 // Size is the memory the fetched chunks hold.
@@ -327,6 +333,10 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
+			continue
+		}
+		if r.Filter != nil && !mayMatch(ctx, f, rg, r.Filter, r.Schema) {
+			fe.prune(rg)
 			continue
 		}
 		if lo, hi := max(start, first)-first, min(end, last)-first; lo > 0 || hi < last-first {
@@ -419,7 +429,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 	}
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
-		if last <= start || first >= end || first == last {
+		if last <= start || first >= end || first == last || fe.pruned[rg] {
 			continue
 		}
 		lo, hi := max(start, first)-first, min(end, last)-first
