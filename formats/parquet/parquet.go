@@ -307,8 +307,10 @@ type parquetFetched struct {
 	checks  []pageCheck
 
 	// pruned holds the row groups the read's filter rules out: neither
-	// fetched nor decoded.
+	// fetched nor decoded; narrow the rows of others that the filter's
+	// pages may match (see narrowPages).
 	pruned map[int]bool
+	narrow map[int][2]int64
 }
 
 // Size is the memory the fetched chunks hold.
@@ -339,7 +341,17 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			fe.prune(rg)
 			continue
 		}
-		if lo, hi := max(start, first)-first, min(end, last)-first; lo > 0 || hi < last-first {
+		if r.Filter != nil {
+			lo, hi, err := fe.narrowPages(ctx, f, rg, r, max(start, first)-first, min(end, last)-first)
+			if err != nil {
+				return nil, err // the file could not be fetched, which says nothing of its contents
+			}
+			if lo == hi {
+				fe.prune(rg)
+				continue
+			}
+		}
+		if lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first); lo > 0 || hi < last-first {
 			ix, err := meta.rowGroupIndex(ctx, f, rg, fe.leaves)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
@@ -432,7 +444,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		if last <= start || first >= end || first == last || fe.pruned[rg] {
 			continue
 		}
-		lo, hi := max(start, first)-first, min(end, last)-first
+		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
 		read := readRowGroup
 		if fe.paged[rg] {
 			read = readPages

@@ -2,6 +2,8 @@ package parquet
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,9 +34,10 @@ type pruner interface {
 // pruneCache keeps, per file, the statistics read so far and the bloom
 // filters fetched, so that each is read once whatever the epochs and reads.
 type pruneCache struct {
-	mu     sync.Mutex
-	stats  map[pruneKey]*columnStats
-	blooms map[pruneKey]metadata.BloomFilter
+	mu      sync.Mutex
+	stats   map[pruneKey]*columnStats
+	blooms  map[pruneKey]metadata.BloomFilter
+	indexes map[pruneKey]metadata.ColumnIndex
 }
 
 type pruneKey struct{ rg, leaf int }
@@ -54,7 +57,7 @@ func (m *parquetMeta) pruneCache() *pruneCache {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stats == nil {
-		c.stats, c.blooms = map[pruneKey]*columnStats{}, map[pruneKey]metadata.BloomFilter{}
+		c.stats, c.blooms, c.indexes = map[pruneKey]*columnStats{}, map[pruneKey]metadata.BloomFilter{}, map[pruneKey]metadata.ColumnIndex{}
 	}
 	return c
 }
@@ -351,4 +354,194 @@ func (fe *parquetFetched) prune(rg int) {
 		fe.pruned = map[int]bool{}
 	}
 	fe.pruned[rg] = true
+}
+
+// Within a row group the filter does not rule out, the column index (the
+// page index's per-page min, max and null counts) can: the pages of the
+// filter's columns cut the row group into segments, each checked against
+// the pages that cover it, and the read is narrowed to the rows from the
+// first segment that may match to the end of the last. One span, not
+// several: the read stays one seek and one run of pages per column, and a
+// filter on a sorted or clustered column, the case the index serves, keeps
+// one run of rows anyway.
+
+// narrowed returns rows [lo, hi) of row group rg as the read fetches and
+// decodes them: narrowed by the page index where the filter narrowed them.
+func (fe *parquetFetched) narrowed(rg int, lo, hi int64) (int64, int64) {
+	if n, ok := fe.narrow[rg]; ok {
+		return max(lo, n[0]), min(hi, n[1])
+	}
+	return lo, hi
+}
+
+// narrowPages narrows rows [lo, hi) of row group rg to the span the
+// filter's pages may match, recording it in fe; empty (lo == hi) if none
+// may. It reads the column indexes of the filter's columns (once per file)
+// and the row group's offset index, and does nothing where either is
+// missing or malformed.
+func (fe *parquetFetched) narrowPages(ctx context.Context, f *formats.Fragment, rg int, r *formats.Read, lo, hi int64) (int64, int64, error) {
+	p, ok := r.Filter.(pruner)
+	if !ok {
+		return lo, hi, nil
+	}
+	meta := f.Meta.(*parquetMeta)
+	ix, err := meta.rowGroupIndex(ctx, f, rg, fe.leaves)
+	if err != nil || ix == nil {
+		return lo, hi, err
+	}
+	rows := meta.starts[rg+1] - meta.starts[rg]
+	type colPages struct {
+		pages []pageLoc
+		ci    metadata.ColumnIndex
+		cs    *columnStats
+		typ   arrow.DataType
+	}
+	cols := map[string]*colPages{}
+	bounds := []int64{lo, hi}
+	for _, col := range r.Filter.Columns() {
+		leaves := meta.leaves[col]
+		if len(leaves) != 1 || ix.pages[leaves[0]] == nil {
+			continue
+		}
+		ci, err := meta.columnIndex(ctx, f, rg, leaves[0])
+		if err != nil {
+			return lo, hi, err
+		}
+		if ci == nil || len(ci.GetNullPages()) != len(ix.pages[leaves[0]]) {
+			continue
+		}
+		idx := f.Schema.FieldIndices(col)
+		if len(idx) != 1 {
+			continue
+		}
+		cp := &colPages{pages: ix.pages[leaves[0]], ci: ci, cs: meta.chunkStats(f, rg, leaves[0], col), typ: f.Schema.Field(idx[0]).Type}
+		cols[col] = cp
+		for _, pg := range cp.pages {
+			if pg.firstRow > lo && pg.firstRow < hi {
+				bounds = append(bounds, pg.firstRow)
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return lo, hi, nil
+	}
+	bounds = sortedUnique64(bounds)
+	first, last := int64(-1), int64(-1)
+	for i := 0; i+1 < len(bounds); i++ {
+		from := bounds[i]
+		may := p.MayMatch(r.Schema, func(col string) (filter.Stats, bool) {
+			cp, ok := cols[col]
+			if !ok {
+				return filter.Stats{}, false
+			}
+			k := sort.Search(len(cp.pages), func(k int) bool { return cp.pages[k].firstRow > from }) - 1
+			if k < 0 {
+				return filter.Stats{}, false
+			}
+			end := rows
+			if k+1 < len(cp.pages) {
+				end = cp.pages[k+1].firstRow
+			}
+			return pageStats(cp.ci, k, end-cp.pages[k].firstRow, cp.typ, cp.cs), true
+		})
+		if may {
+			if first < 0 {
+				first = from
+			}
+			last = bounds[i+1]
+		}
+	}
+	if first < 0 {
+		first, last = lo, lo
+	}
+	if fe.narrow == nil {
+		fe.narrow = map[int][2]int64{}
+	}
+	fe.narrow[rg] = [2]int64{first, last}
+	return first, last, nil
+}
+
+// pageStats is page k's statistics from a column index, in the Go types
+// filter.Stats holds, for the types whose chunk statistics are read too
+// (cs says which: a page's values are typed as its chunk's).
+func pageStats(ci metadata.ColumnIndex, k int, rows int64, typ arrow.DataType, cs *columnStats) filter.Stats {
+	st := filter.Stats{Rows: rows, Nulls: -1}
+	if ci.IsSetNullCounts() {
+		st.Nulls = ci.GetNullCounts()[k]
+	}
+	if ci.GetNullPages()[k] {
+		st.Nulls = rows
+		return st
+	}
+	if cs == nil || cs.stats.Min == nil {
+		return st // no usable chunk statistics: the type's values are not read
+	}
+	if d, ok := typ.(*arrow.DictionaryType); ok {
+		typ = d.ValueType
+	}
+	unsigned := arrow.IsUnsignedInteger(typ.ID())
+	switch c := ci.(type) {
+	case *metadata.TypedColumnIndex[bool]:
+		st.Min, st.Max = c.MinValues()[k], c.MaxValues()[k]
+	case *metadata.TypedColumnIndex[int32]:
+		if unsigned {
+			st.Min, st.Max = uint64(uint32(c.MinValues()[k])), uint64(uint32(c.MaxValues()[k]))
+		} else {
+			st.Min, st.Max = int64(c.MinValues()[k]), int64(c.MaxValues()[k])
+		}
+	case *metadata.TypedColumnIndex[int64]:
+		if unsigned {
+			st.Min, st.Max = uint64(c.MinValues()[k]), uint64(c.MaxValues()[k])
+		} else {
+			st.Min, st.Max = c.MinValues()[k], c.MaxValues()[k]
+		}
+	case *metadata.TypedColumnIndex[float32]:
+		st.Min, st.Max = float64(c.MinValues()[k]), float64(c.MaxValues()[k])
+	case *metadata.TypedColumnIndex[float64]:
+		st.Min, st.Max = c.MinValues()[k], c.MaxValues()[k]
+	case *metadata.TypedColumnIndex[parquet.ByteArray]:
+		st.Min, st.Max = string(c.MinValues()[k]), string(c.MaxValues()[k])
+	}
+	return st
+}
+
+// columnIndex returns (reading it once) the column index of leaf in row
+// group rg, or nil if it has none or it is malformed.
+func (m *parquetMeta) columnIndex(ctx context.Context, f *formats.Fragment, rg, leaf int) (metadata.ColumnIndex, error) {
+	c := m.pruneCache()
+	key := pruneKey{rg, leaf}
+	c.mu.Lock()
+	ci, ok := c.indexes[key]
+	c.mu.Unlock()
+	if ok {
+		return ci, nil
+	}
+	loc, has := m.md.RowGroup(rg).ColumnIndexLocation(leaf)
+	if has && loc.Offset >= 0 && loc.Length > 0 && loc.Length <= 16<<20 && loc.Offset+int64(loc.Length) <= f.Size {
+		b := make([]byte, loc.Length)
+		if _, err := f.Source.ReaderAt(ctx).ReadAt(b, loc.Offset); err != nil {
+			return nil, err // not cached: a failed read is retried by the next
+		}
+		ci = parseColumnIndex(m.md.Schema.Column(leaf), b)
+	}
+	c.mu.Lock()
+	c.indexes[key] = ci
+	c.mu.Unlock()
+	return ci, nil
+}
+
+// parseColumnIndex parses a column index; arrow-go panics on malformed
+// ones, and a malformed one is none.
+func parseColumnIndex(descr *pqschema.Column, b []byte) (ci metadata.ColumnIndex) {
+	defer func() {
+		if recover() != nil {
+			ci = nil
+		}
+	}()
+	return metadata.NewColumnIndex(descr, b, nil, nil)
+}
+
+func sortedUnique64(xs []int64) []int64 {
+	slices.Sort(xs)
+	return slices.Compact(xs)
 }

@@ -216,3 +216,103 @@ func TestFilterCheckedAtPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestPrunePages: in one row group of small pages sorted on id, the column
+// index narrows a read to the pages that may match.
+func TestPrunePages(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pages.parquet")
+	const rows = 20000
+	mem := memory.NewGoAllocator()
+	ids := array.NewInt64Builder(mem)
+	vals := array.NewFloat64Builder(mem)
+	for i := range int64(rows) {
+		ids.Append(i)
+		vals.Append(float64(i%97) / 97)
+	}
+	idArr, valArr := ids.NewArray(), vals.NewArray()
+	ids.Release()
+	vals.Release()
+	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Float64}}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), []arrow.Array{idArr, valArr}, rows)
+	idArr.Release()
+	valArr.Release()
+	tbl := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	rec.Release()
+	defer tbl.Release()
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := pq.NewWriterProperties(pq.WithPageIndexEnabled(true), pq.WithDataPageSize(2<<10), pq.WithBatchSize(256), pq.WithDictionaryDefault(false))
+	if err := pqarrow.WriteTable(tbl, out, rows, props, pqarrow.NewArrowWriterProperties()); err != nil {
+		t.Fatal(err)
+	}
+	read := func(expr string) ([]int64, int64) {
+		t.Helper()
+		cmem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer cmem.AssertSize(t, 0)
+		var flt formats.Filter
+		if expr != "" {
+			f, err := filter.Parse(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flt = f
+		}
+		var fetched atomic.Int64
+		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Filter: flt, Columns: []string{"id", "v"},
+			Storage: storage.Options{Wrap: func(b storage.Bucket) storage.Bucket {
+				c := storage.NewCounting(b)
+				c.OnRead = func(_ string, _ int64, n int) { fetched.Add(int64(n)) }
+				return c
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		if len(ds.Fragments[0].Units) != 1 || !ds.Fragments[0].Units[0].Paged {
+			t.Fatalf("want one row group with a page index: %+v", ds.Fragments[0].Units)
+		}
+		planned := fetched.Load()
+		var got []int64
+		err = ds.Read(compute.WithAllocator(context.Background(), cmem), 0, formats.Range{Start: -1, End: -1, FirstUnit: 0, EndUnit: 1}, 1000, cmem, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			got = append(got, b.Column(0).(*array.Int64).Int64Values()...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, fetched.Load() - planned
+	}
+	all, allBytes := read("")
+	if len(all) != rows {
+		t.Fatalf("unfiltered: %d rows", len(all))
+	}
+	for _, tc := range []struct {
+		expr  string
+		keep  func(int64) bool
+		share float64 // at most this share of the unfiltered read's bytes
+	}{
+		{"id >= 15000 AND id < 15100", func(i int64) bool { return i >= 15000 && i < 15100 }, 0.1},
+		{"id BETWEEN 100 AND 300 AND v > 0.5", func(i int64) bool { return i >= 100 && i <= 300 && float64(i%97)/97 > 0.5 }, 0.1},
+		{"id < 10 OR id >= 19990", func(i int64) bool { return i < 10 || i >= 19990 }, 1.01}, // one span: the hull of both ends
+		{"id > 99999", func(int64) bool { return false }, 0.01},
+	} {
+		got, bytes := read(tc.expr)
+		var want []int64
+		for i := range int64(rows) {
+			if tc.keep(i) {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d rows, want %d", tc.expr, len(got), len(want))
+		}
+		if float64(bytes) > tc.share*float64(allBytes) {
+			t.Errorf("%s: fetched %d bytes, the unfiltered read %d: want at most %.0f%%", tc.expr, bytes, allBytes, 100*tc.share)
+		}
+		t.Logf("%s: %d rows, %d of %d bytes", tc.expr, len(got), bytes, allBytes)
+	}
+}
