@@ -31,6 +31,7 @@ var scenarios = []scenario{
 	{name: "sequential_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "sequential_2ranks", false) }},
 	{name: "shuffled_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "shuffled_2ranks", true) }},
 	{name: "splits64", lines: splitsLines, run: (*env).splits64},
+	{name: "filter", lines: []string{"filter_1pct_rowgroups"}, run: (*env).filterScan},
 	{name: "read_concurrency", lines: []string{"read_concurrency_1", "read_concurrency_2", "read_concurrency_4"}, run: (*env).readConcurrency},
 	{name: "scaling", lines: scalingLines, run: (*env).scaling},
 	{name: "transform", lines: []string{"transform_1", "transform_2", "transform_4"}, run: (*env).transform},

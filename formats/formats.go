@@ -214,7 +214,9 @@ type PlanOptions struct {
 	// Cache, if set, keeps footers between plans. Default: none.
 	Cache Cache
 	// Filter, if set, keeps only the rows it passes. Row counts behind a
-	// filter are unknown until read.
+	// filter are unknown until read. A filter with a method
+	// Check(*arrow.Schema) error (package filter's) is checked against the
+	// unified schema by Plan.
 	Filter Filter
 	// Masks, if set, gives the rows to leave out of a file, by URL.
 	Masks map[string]*RowMask
@@ -314,6 +316,13 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	read, err := unify(frags, inspected)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := opts.Filter.(interface{ Check(*arrow.Schema) error }); ok {
+		// A filter that can type-check itself (package filter's) does so
+		// here, at plan time, not at the first batch.
+		if err := c.Check(read); err != nil {
+			return nil, fmt.Errorf("formats: %w: %w", ErrSchema, err)
+		}
 	}
 	d := &Dataset{read: read, filter: opts.Filter, Fragments: frags, resolver: res}
 	d.Schema = read

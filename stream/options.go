@@ -24,6 +24,15 @@ type Options struct {
 	// Columns selects columns by top-level name, in the order batches carry
 	// them. Default: every column of the first file. (order)
 	Columns []string
+	// Filter keeps only the rows for which a SQL-like condition holds,
+	// such as "label = 3 AND x > 0.5" or "name IN ('a', 'b')" (grammar and
+	// null semantics: package filter). Its columns need not be in Columns:
+	// they are read and dropped. Units (Parquet row groups) that statistics
+	// show hold no passing row are not fetched. Row counts behind a filter
+	// are unknown until read, so DropRemainder is refused with one
+	// (plan.ErrUnknownRows).
+	// Default "": every row. (order)
+	Filter string
 
 	// BatchSize is the number of rows in a batch; the last batch of a split
 	// may be shorter. A batch never mixes splits. Default 1024. Changing it

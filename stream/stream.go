@@ -25,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/storage"
@@ -80,13 +81,21 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		c.OnRead = func(_ string, _ int64, n int) { o.Metrics.AddRead(b.Scheme(), int64(n), 1) }
 		return c
 	}
-	data, err := formats.Plan(ctx, o.URLs, formats.PlanOptions{
+	po := formats.PlanOptions{
 		Columns:     o.Columns,
 		Concurrency: o.PlanConcurrency,
 		Storage:     so,
 		Formats:     o.formats(),
 		Cache:       o.PlanCache,
-	})
+	}
+	if o.Filter != "" {
+		flt, err := filter.Parse(o.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("stream: open: Options.Filter: %w", err)
+		}
+		po.Filter = flt
+	}
+	data, err := formats.Plan(ctx, o.URLs, po)
 	if err != nil {
 		return nil, fmt.Errorf("stream: open: %w", err)
 	}
@@ -99,7 +108,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
 	d.chunks = plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	d.planID = planHash(data, d.chunks)
+	d.planID = planHash(data, d.chunks, po.Filter)
 	if err := d.startEpoch(o.Epoch); err != nil {
 		data.Close()
 		return nil, err
@@ -120,10 +129,15 @@ func planFiles(data *formats.Dataset) []plan.File {
 }
 
 // planHash fingerprints the chunk list by relative keys, sizes and row
-// ranges (unit ranges where counts are unknown), so a dataset copied to
-// another place or bucket is the same plan.
-func planHash(data *formats.Dataset, chunks []plan.Chunk) string {
+// ranges (unit ranges where counts are unknown), and the filter, so a
+// dataset copied to another place or bucket is the same plan.
+func planHash(data *formats.Dataset, chunks []plan.Chunk, flt formats.Filter) string {
 	h := sha256.New()
+	if flt != nil {
+		// The canonical text: the same condition written otherwise is the
+		// same plan.
+		fmt.Fprintf(h, "filter %q\n", flt.String())
+	}
 	for _, f := range data.Fragments {
 		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -27,6 +28,7 @@ type datasetFlags struct {
 	worldSize     int
 	dropRemainder bool
 	noProgress    bool
+	filter        string
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
+	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
 }
 
 // check refuses, as usage errors, values stream.Open would refuse later as
@@ -60,6 +63,11 @@ func (d *datasetFlags) check() error {
 	case d.shuffleWindow < 0:
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
 	}
+	if d.filter != "" {
+		if _, err := filter.Parse(d.filter); err != nil {
+			return usageErrorf("--filter: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -76,6 +84,7 @@ func (d *datasetFlags) options(urls []string) stream.Options {
 		NumSplits:     d.numSplits,
 		WorldSize:     d.worldSize,
 		DropRemainder: d.dropRemainder,
+		Filter:        d.filter,
 	}
 }
 

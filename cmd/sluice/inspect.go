@@ -52,6 +52,7 @@ Examples:
   sluice inspect data/
   sluice inspect 'data/*.parquet' --num-splits 8 --world-size 4 --shuffle --seed 42 --epoch 3
   sluice inspect data/ --json | jq '.splits[].rows'
+  sluice inspect data/ --filter "label = 3 AND x > 0.5"
 `
 }
 
@@ -66,6 +67,7 @@ type inspectReport struct {
 	Splits      []splitInfo    `json:"splits"`
 	Ranks       []rankInfo     `json:"ranks"`
 	Overlap     overlapInfo    `json:"overlap"`
+	Pruning     *pruningInfo   `json:"pruning,omitempty"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
 }
@@ -103,6 +105,8 @@ type fileInfo struct {
 type unitInfo struct {
 	Rows  int64 `json:"rows"`
 	Bytes int64 `json:"bytes"`
+	// Pruned is set where --filter rules the row group out.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 type totalsInfo struct {
@@ -171,6 +175,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	defer ds.Close()
 	rep := buildReport(urls, cfg, ds)
+	if err := addPruning(ctx, rep, cfg.ds.filter, ds); err != nil {
+		return err
+	}
 	if cfg.json {
 		return writeJSON(e.stdout, rep)
 	}
@@ -277,7 +284,11 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 		files.add(name, count(f.Rows), strconv.Itoa(len(f.RowGroups)), humanBytes(f.Size), humanBytes(f.SelectedBytes))
 		if rowGroups {
 			for i, u := range f.RowGroups {
-				files.add(fmt.Sprintf("  row group %d", i), count(u.Rows), "", "", humanBytes(u.Bytes))
+				name := fmt.Sprintf("  row group %d", i)
+				if u.Pruned {
+					name += " (pruned)"
+				}
+				files.add(name, count(u.Rows), "", "", humanBytes(u.Bytes))
 			}
 		}
 	}
@@ -319,6 +330,8 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 		}
 		fmt.Fprintln(w)
 	}
+
+	writePruning(w, rep.Pruning)
 
 	fmt.Fprintf(w, "\nplan fingerprint:   %s\norder fingerprint:  %s\n", rep.Plan, rep.Fingerprint)
 	return nil

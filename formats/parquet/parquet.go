@@ -81,6 +81,8 @@ type parquetMeta struct {
 	maxChunk int64
 	// index caches the offset indexes of row groups read in part.
 	index offsetIndexes
+	// prune caches what filters read of statistics and bloom filters.
+	prune pruneCache
 }
 
 // footerGuess is how much of a file's end Inspect reads first, so that most
@@ -303,6 +305,12 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+
+	// pruned holds the row groups the read's filter rules out: neither
+	// fetched nor decoded; narrow the rows of others that the filter's
+	// pages may match (see narrowPages).
+	pruned map[int]bool
+	narrow map[int][2]int64
 }
 
 // Size is the memory the fetched chunks hold.
@@ -329,7 +337,21 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		if last <= start || first >= end {
 			continue
 		}
-		if lo, hi := max(start, first)-first, min(end, last)-first; lo > 0 || hi < last-first {
+		if r.Filter != nil && !mayMatch(ctx, f, rg, r.Filter, r.Schema) {
+			fe.prune(rg)
+			continue
+		}
+		if r.Filter != nil {
+			lo, hi, err := fe.narrowPages(ctx, f, rg, r, max(start, first)-first, min(end, last)-first)
+			if err != nil {
+				return nil, err // the file could not be fetched, which says nothing of its contents
+			}
+			if lo == hi {
+				fe.prune(rg)
+				continue
+			}
+		}
+		if lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first); lo > 0 || hi < last-first {
 			ix, err := meta.rowGroupIndex(ctx, f, rg, fe.leaves)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
@@ -419,10 +441,10 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 	}
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
-		if last <= start || first >= end || first == last {
+		if last <= start || first >= end || first == last || fe.pruned[rg] {
 			continue
 		}
-		lo, hi := max(start, first)-first, min(end, last)-first
+		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
 		read := readRowGroup
 		if fe.paged[rg] {
 			read = readPages
