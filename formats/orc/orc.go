@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // writers' time zones, on hosts without a zone database
 
@@ -514,6 +515,10 @@ func (m *meta) planStripe(ctx context.Context, f *formats.Fragment, i int, ids [
 
 var errNoIndex = errors.New("no row index")
 
+// Counts for tests: stripes read from a row group, and those of them that
+// had to be read again whole.
+var seeks, reseeks atomic.Int64
+
 // seekStripe narrows sr's streams to the row groups that hold rows
 // [sr.lo, sr.hi), with the positions the row index gives.
 func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRead, ids []int) error {
@@ -532,43 +537,64 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 	for _, id := range ids {
 		entries := idx[id]
 		if int64(len(entries)) != groups {
-			return fmt.Errorf("%w: stripe %d column %d: %d row index entries for %d row groups", formats.ErrCorrupt, sr.stripe, id, len(entries), groups)
+			return fmt.Errorf("%w: stripe %d column %d: %d row index entries for %d row groups", errNoIndex, sr.stripe, id, len(entries), groups)
 		}
-		for _, g := range []int64{g0, g1} {
-			if g >= groups {
-				continue
-			}
+		layout := m.schema.layout(id, sr.sf)
+		// offsets[s][g] is stream s's byte offset (of its compressed
+		// chunk, or of the value) where row group g starts.
+		offsets := make([][]int64, len(layout))
+		for g := g0; g < groups; g++ {
 			pos := entries[g]
-			for _, ps := range m.schema.layout(id, sr.sf) {
+			for s, ps := range layout {
 				need := ps.extra + 1
 				if compressed {
 					need++
 				}
 				if len(pos) < need {
-					return fmt.Errorf("%w: stripe %d column %d: row index entry %d has too few positions", formats.ErrCorrupt, sr.stripe, id, g)
+					// Some writers leave a group's positions out: such a
+					// stripe is read whole.
+					return fmt.Errorf("%w: stripe %d column %d: row index entry %d has too few positions", errNoIndex, sr.stripe, id, g)
 				}
 				k := streamKey{uint32(id), ps.kind}
-				se := starts[k]
-				chunk := int64(pos[0])
 				if g == g0 {
 					if compressed {
 						seek[k] = pos[1:need]
 					} else {
 						seek[k] = append([]uint64{0}, pos[1:need]...)
 					}
-					se[0] = chunk
-					se[1] = -1
-				} else {
-					// The run that holds the group's last values may reach
-					// into the next block: fetch two more.
-					se[1] = chunk + 2*int64(3+m.codec.blockSize)
-					if !compressed {
-						se[1] = chunk + 64<<10
-					}
 				}
-				starts[k] = se
+				if pos[0] > math.MaxInt64/4 {
+					return fmt.Errorf("%w: stripe %d column %d: row index offset %d", formats.ErrCorrupt, sr.stripe, id, pos[0])
+				}
+				offsets[s] = append(offsets[s], int64(pos[0]))
 				pos = pos[need:]
 			}
+		}
+		for s, ps := range layout {
+			k := streamKey{uint32(id), ps.kind}
+			offs := offsets[s]
+			end := int64(-1) // to the stream's end
+			if g1 < groups {
+				at := offs[g1-g0]
+				if compressed {
+					// The run holding the last values needed may reach
+					// into the block after the one group g1 starts in:
+					// read to the start of the second block after it.
+					distinct := 0
+					for _, o := range offs[g1-g0+1:] {
+						if o > at {
+							at = o
+							if distinct++; distinct == 2 {
+								end = o
+								break
+							}
+						}
+					}
+				} else {
+					end = at + 16<<10
+				}
+			}
+			starts[k] = [2]int64{offs[0], end}
 		}
 	}
 	for j, p := range sr.parts {
@@ -588,6 +614,7 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 	}
 	sr.first = g0 * stride
 	sr.seek = seek
+	seeks.Add(1)
 	return nil
 }
 
@@ -760,6 +787,7 @@ func (o Format) Decode(ctx context.Context, f *formats.Fragment, buf formats.Buf
 				// A read that started at a row group could not decode what
 				// it fetched: read the stripe whole, which reports the
 				// file's own error if there is one.
+				reseeks.Add(1)
 				err = o.wholeStripe(ctx, f, m, sr, r, func(b arrow.RecordBatch) error {
 					if !yield(b, nil) {
 						return stopped
