@@ -541,8 +541,11 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 		}
 		layout := m.schema.layout(id, sr.sf)
 		// offsets[s][g] is stream s's byte offset (of its compressed
-		// chunk, or of the value) where row group g starts.
+		// chunk, or of the value) where row group g starts; inBlock[s] and
+		// inRun[s] say whether group g1 starts inside a block or a run,
+		// so that the group before it needs bytes after that offset.
 		offsets := make([][]int64, len(layout))
+		inBlock, inRun := make([]bool, len(layout)), make([]bool, len(layout))
 		for g := g0; g < groups; g++ {
 			pos := entries[g]
 			for s, ps := range layout {
@@ -563,6 +566,16 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 						seek[k] = append([]uint64{0}, pos[1:need]...)
 					}
 				}
+				if g == g1 {
+					runAt := 1
+					if compressed {
+						inBlock[s] = pos[1] != 0
+						runAt = 2
+					}
+					for _, p := range pos[runAt:need] {
+						inRun[s] = inRun[s] || p != 0
+					}
+				}
 				if pos[0] > math.MaxInt64/4 {
 					return fmt.Errorf("%w: stripe %d column %d: row index offset %d", formats.ErrCorrupt, sr.stripe, id, pos[0])
 				}
@@ -576,22 +589,35 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 			end := int64(-1) // to the stream's end
 			if g1 < groups {
 				at := offs[g1-g0]
-				if compressed {
-					// The run holding the last values needed may reach
-					// into the block after the one group g1 starts in:
-					// read to the start of the second block after it.
-					distinct := 0
+				switch {
+				case !compressed && !inRun[s]:
+					end = at
+				case !compressed:
+					end = at + 16<<10 // the rest of a run
+				default:
+					// Blocks are decompressed whole: the group before g1
+					// needs the block g1 starts in if g1 starts inside it,
+					// and the one after if g1 starts inside a run, which
+					// may reach into it.
+					blocks := 0
+					if inRun[s] {
+						blocks = 2
+					} else if inBlock[s] {
+						blocks = 1
+					}
+					end = at
 					for _, o := range offs[g1-g0+1:] {
-						if o > at {
-							at = o
-							if distinct++; distinct == 2 {
-								end = o
-								break
-							}
+						if blocks == 0 {
+							break
+						}
+						if o > end {
+							end = o
+							blocks--
 						}
 					}
-				} else {
-					end = at + 16<<10
+					if blocks > 0 {
+						end = -1
+					}
 				}
 			}
 			starts[k] = [2]int64{offs[0], end}

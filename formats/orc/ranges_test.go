@@ -75,17 +75,7 @@ func TestRangesMatchWholeRead(t *testing.T) {
 	if testing.Short() {
 		files = files[:3]
 	}
-	seeks0, reseeks0 := orc.SeekCounts()
-	defer func() {
-		seeks, reseeks := orc.SeekCounts()
-		if seeks == seeks0 {
-			t.Error("no read started at a row group")
-		}
-		if reseeks != reseeks0 {
-			t.Errorf("%d of %d reads that started at a row group were read again whole", reseeks-reseeks0, seeks-seeks0)
-		}
-		t.Logf("%d reads started at a row group", seeks-seeks0)
-	}()
+	defer seeksHeld(t)()
 	for _, name := range files {
 		t.Run(name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -137,4 +127,21 @@ func TestCutStripeFetchesPart(t *testing.T) {
 		t.Errorf("the last 10 rows of a stripe of %d fetch %d bytes of the stripe's %d", n, tail, whole)
 	}
 	t.Logf("stripe of %d rows: whole %d, last 10 rows %d", n, whole, tail)
+}
+
+// seeksHeld returns a check that reads started at a row group since the
+// call, and that none of them had to be read again whole: what the row
+// index said was enough.
+func seeksHeld(t *testing.T) func() {
+	seeks0, reseeks0 := orc.SeekCounts()
+	return func() {
+		seeks, reseeks := orc.SeekCounts()
+		if seeks == seeks0 {
+			t.Error("no read started at a row group")
+		}
+		if reseeks != reseeks0 {
+			t.Errorf("%d of %d reads that started at a row group were read again whole", reseeks-reseeks0, seeks-seeks0)
+		}
+		t.Logf("%d reads started at a row group", seeks-seeks0)
+	}
 }
