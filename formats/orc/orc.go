@@ -802,8 +802,17 @@ func (o Format) Decode(ctx context.Context, f *formats.Fragment, buf formats.Buf
 		}
 		m := f.Meta.(*meta)
 		stopped := errors.New("stopped")
-		for _, sr := range fe.stripes {
-			err := m.decodeStripe(ctx, sr, fe, r, func(b arrow.RecordBatch) error {
+		for _, fsr := range fe.stripes {
+			// The fetch may hold more than this read (a reader fetches
+			// adjacent ranges at once and decodes each on its own).
+			first := m.starts[fsr.stripe]
+			lo, hi := max(r.Range.Start-first, fsr.lo), min(r.Range.End-first, fsr.hi)
+			if lo >= hi {
+				continue
+			}
+			sr := *fsr
+			sr.lo, sr.hi = lo, hi
+			err := m.decodeStripe(ctx, &sr, fe, r, func(b arrow.RecordBatch) error {
 				if !yield(b, nil) {
 					return stopped
 				}
@@ -814,7 +823,7 @@ func (o Format) Decode(ctx context.Context, f *formats.Fragment, buf formats.Buf
 				// it fetched: read the stripe whole, which reports the
 				// file's own error if there is one.
 				reseeks.Add(1)
-				err = o.wholeStripe(ctx, f, m, sr, r, func(b arrow.RecordBatch) error {
+				err = o.wholeStripe(ctx, f, m, &sr, r, func(b arrow.RecordBatch) error {
 					if !yield(b, nil) {
 						return stopped
 					}

@@ -69,7 +69,7 @@ func release(as []arrow.Array) {
 // so started at a row group by the row index, reads the same rows as the
 // same range of a whole read.
 func TestRangesMatchWholeRead(t *testing.T) {
-	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom", "demo-12-zlib",
+	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
 		"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
 		"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12"}
 	if testing.Short() {
