@@ -89,7 +89,8 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 		}
 	}
 	// The footer gives no per-column sizes: a selection is charged its share
-	// of each stripe's data by how many of the file's columns it holds.
+	// of each stripe's data by how many of the file's columns (types with
+	// streams: not a root struct) it holds.
 	share := 0
 	for _, c := range sel {
 		if id, ok := m.columns[c]; ok {
@@ -97,11 +98,15 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 		}
 	}
 	total := len(m.schema.types)
+	if m.schema.types[0].kind == kStruct {
+		total--
+	}
+	share = min(share, total)
 	units := make([]formats.Unit, len(m.ft.stripes))
 	for i, s := range m.ft.stripes {
 		units[i] = formats.Unit{
 			Rows:   int64(s.rows),
-			Bytes:  int64(s.dataLength)*int64(share)/int64(total) + int64(s.footerLength),
+			Bytes:  int64(s.dataLength)*int64(share)/int64(max(total, 1)) + int64(s.footerLength),
 			Offset: int64(s.offset),
 			Paged:  m.ft.rowIndexStride > 0,
 		}
