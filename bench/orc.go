@@ -64,16 +64,22 @@ func (e *env) orcScenario(ctx context.Context) error {
 		return err
 	}
 
-	demoDir := filepath.Join(e.data.root, "orc-demo12")
-	if _, err := os.Stat(orcDemo12); err != nil {
-		return fmt.Errorf("%s (ORC's example file, from the repository root): %w", orcDemo12, err)
+	// A tiny run (the harness's own test, under the race detector) reads
+	// a small example file in demo-12's place: its figures mean nothing.
+	demo, demoName := orcDemo12, "demo-12-zlib.orc (Hive, zlib, 9 columns)"
+	if e.data.spec.Rows() < 100_000 {
+		demo, demoName = filepath.Join(filepath.Dir(orcDemo12), "TestVectorOrcFile.testLz4.orc"), "TestVectorOrcFile.testLz4.orc (a tiny run's stand-in for demo-12)"
 	}
-	rows, err := orcToParquet(ctx, orcDemo12, demoDir)
+	demoDir := filepath.Join(e.data.root, "orc-"+filepath.Base(demo))
+	if _, err := os.Stat(demo); err != nil {
+		return fmt.Errorf("%s (ORC's example file, beside the repository): %w", demo, err)
+	}
+	rows, err := orcToParquet(ctx, demo, demoDir)
 	if err != nil {
-		return fmt.Errorf("write %s as Parquet: %w", orcDemo12, err)
+		return fmt.Errorf("write %s as Parquet: %w", demo, err)
 	}
-	data = "ORC's demo-12-zlib.orc (Hive, zlib, 9 columns), against its rows written as Parquet by pqarrow (snappy, row groups of 131072 rows)"
-	abs, _ := filepath.Abs(orcDemo12)
+	data = "ORC's " + demoName + ", against its rows written as Parquet by pqarrow (snappy, row groups of 131072 rows)"
+	abs, _ := filepath.Abs(demo)
 	pq = orcPair{urls: []string{filepath.Join(demoDir, "demo-12.parquet")}, rows: rows}
 	oc = orcPair{urls: []string{abs}, rows: rows, orc: true}
 	if err := e.orcCompare(ctx, "orc_demo12", data, pq, oc, 1); err != nil {

@@ -729,8 +729,9 @@ func (s *schema) dictColumn(b base, st *stripeStreams, v2 bool, enc encoding) (c
 	if !ok && enc.dictSize > 0 {
 		return nil, fmt.Errorf("column %d (%s) has no LENGTH stream", id, b.name)
 	}
-	// Every entry takes at least a bit of the LENGTH stream's bytes.
-	if enc.dictSize > uint64(len(lenData))*8+512 {
+	// A run-length byte holds at most 128 lengths (a delta run of 512 in
+	// 4 bytes): a larger claim is refused before it sizes anything.
+	if enc.dictSize > uint64(len(lenData))*128+512 {
 		return nil, fmt.Errorf("column %d (%s): dictionary of %d entries in a LENGTH stream of %d bytes", id, b.name, enc.dictSize, len(lenData))
 	}
 	lengths := newIntReader(v2, false)

@@ -112,7 +112,11 @@ func TestWrittenFiles(t *testing.T) {
 			want := randomBatch(mem, 0, rows, 5)
 			defer want.Release()
 			r := rand.New(rand.NewPCG(1, 2))
-			for k := range 8 {
+			reads := 8
+			if raceEnabled {
+				reads = 3
+			}
+			for k := range reads {
 				lo, hi := int64(0), int64(rows)
 				if k > 0 {
 					lo = r.Int64N(rows)
