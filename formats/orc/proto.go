@@ -27,17 +27,17 @@ const (
 var compressionNames = map[uint64]string{compNone: "NONE", compZlib: "ZLIB", compSnappy: "SNAPPY", compLZO: "LZO", compLZ4: "LZ4", compZstd: "ZSTD"}
 
 type postScript struct {
-	footerLength    uint64
-	compression     uint64
-	blockSize       uint64
-	version         []uint32
-	metadataLength  uint64
-	writerVersion   uint32
-	stripeStatsLen  uint64
-	magic           string
-	hasCompression  bool
-	hasBlockSize    bool
-	hasWriterVerion bool
+	footerLength     uint64
+	compression      uint64
+	blockSize        uint64
+	version          []uint32
+	metadataLength   uint64
+	writerVersion    uint32
+	stripeStatsLen   uint64
+	magic            string
+	hasCompression   bool
+	hasBlockSize     bool
+	hasWriterVersion bool
 }
 
 // Type kinds (Type.kind).
@@ -244,7 +244,7 @@ func parsePostScript(b []byte) (*postScript, error) {
 		case 6:
 			var v uint64
 			n, err := varintField(typ, b, &v)
-			ps.writerVersion, ps.hasWriterVerion = uint32(min(v, math.MaxUint32)), true
+			ps.writerVersion, ps.hasWriterVersion = uint32(min(v, math.MaxUint32)), true
 			return n, err
 		case 7:
 			return varintField(typ, b, &ps.stripeStatsLen)

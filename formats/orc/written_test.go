@@ -164,3 +164,34 @@ func TestCutStripeFetchedAboutOnce(t *testing.T) {
 	}
 	_ = formats.Unit{}
 }
+
+// TestProjectionFetchesSelectedStreams: a read of some columns fetches only
+// their streams, and delivers the same values as the whole read.
+func TestProjectionFetchesSelectedStreams(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := filepath.Join(t.TempDir(), "w.orc")
+	writeORC(t, path, 20000, orcwrite.Options{StripeRows: 8000, RowIndexStride: 1000, Compression: orcwrite.Zlib, BlockSize: 8 << 10})
+	fetched := func(ds *formats.Dataset) int64 {
+		fe, err := ds.Fetch(context.Background(), 0, ds.RowRange(0, 0, ds.Fragments[0].Rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fe.Bytes
+	}
+	all := plan(t, []string{path}, nil)
+	ids := plan(t, []string{path}, []string{"ok", "id"})
+	whole, some := fetched(all), fetched(ids)
+	if some*3 > whole {
+		t.Errorf("columns ok and id fetch %d bytes of the file's %d", some, whole)
+	}
+	want := readRange(t, all, 0, 20000, 3000, mem)
+	defer release(want)
+	got := readRange(t, ids, 0, 20000, 3000, mem)
+	defer release(got)
+	for i, c := range map[int]int{0: 6, 1: 0} {
+		if !array.Equal(got[i], want[c]) {
+			t.Errorf("column %q differs from the whole read's", ids.Schema.Field(i).Name)
+		}
+	}
+}
