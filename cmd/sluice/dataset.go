@@ -74,6 +74,7 @@ func (d *datasetFlags) check() error {
 func (d *datasetFlags) options(urls []string) stream.Options {
 	return stream.Options{
 		URLs:          urls,
+		Formats:       dataFormats,
 		Columns:       d.columns,
 		Shuffle:       d.shuffle,
 		Seed:          d.seed,

@@ -70,6 +70,9 @@ type inspectReport struct {
 	Pruning     *pruningInfo   `json:"pruning,omitempty"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
+
+	// ORCWithoutRowIndex are ORC files whose cut stripes are read whole.
+	ORCWithoutRowIndex []string `json:"orc_without_row_index,omitempty"`
 }
 
 type inspectOptions struct {
@@ -257,6 +260,7 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	}
 	ov := ds.Overlap()
 	rep.Overlap = overlapInfo{CutRowGroups: ov.CutUnits, PagedRowGroups: ov.PagedUnits, RefetchBytes: ov.Bytes}
+	rep.ORCWithoutRowIndex = orcWithoutRowIndex(ds.Files())
 	return rep
 }
 
@@ -332,6 +336,9 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 	}
 
 	writePruning(w, rep.Pruning)
+	if n := len(rep.ORCWithoutRowIndex); n > 0 {
+		fmt.Fprintf(w, "\nORC files without a row index: %d (their stripes are the row groups above; one cut by a split boundary is read whole by each side)\n", n)
+	}
 
 	fmt.Fprintf(w, "\nplan fingerprint:   %s\norder fingerprint:  %s\n", rep.Plan, rep.Fingerprint)
 	return nil

@@ -1,0 +1,5 @@
+//go:build !race
+
+package orc_test
+
+const raceEnabled = false

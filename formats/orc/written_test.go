@@ -1,0 +1,197 @@
+package orc_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/internal/orcwrite"
+)
+
+var writtenSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "f", Type: arrow.PrimitiveTypes.Float32},
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "b", Type: arrow.BinaryTypes.Binary},
+	{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+}, nil)
+
+// randomBatch is rows [from, from+n) of a deterministic table.
+func randomBatch(mem memory.Allocator, from, n int64, seed uint64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, writtenSchema)
+	defer b.Release()
+	pcg := rand.NewPCG(0, 0)
+	r := rand.New(pcg)
+	for row := from; row < from+n; row++ {
+		pcg.Seed(seed, uint64(row)) // each row its own, however batches cut them
+		b.Field(0).(*array.Int64Builder).Append(row)
+		if r.IntN(7) == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Int32Builder).Append(int32(r.Uint32()) >> r.IntN(32))
+		}
+		if r.IntN(5) == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Float64Builder).Append(r.NormFloat64())
+		}
+		b.Field(3).(*array.Float32Builder).Append(float32(row % 17))
+		if r.IntN(9) == 0 {
+			b.Field(4).AppendNull()
+		} else {
+			b.Field(4).(*array.StringBuilder).Append(fmt.Sprintf("s%d-%x", row%101, r.Uint32()))
+		}
+		b.Field(5).(*array.BinaryBuilder).Append([]byte(fmt.Sprint(row%3, "x")))
+		if row%11 == 0 {
+			b.Field(6).AppendNull()
+		} else {
+			b.Field(6).(*array.BooleanBuilder).Append(r.IntN(3) == 0)
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// writeORC writes rows [0, rows) of the random table to path.
+func writeORC(t testing.TB, path string, rows int64, opts orcwrite.Options) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	w, err := orcwrite.New(fh, writtenSchema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	for at := int64(0); at < rows; at += 3001 {
+		b := randomBatch(mem, at, min(3001, rows-at), 5)
+		err := w.Write(b)
+		b.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWrittenFiles: files orcwrite writes read back to the rows written,
+// whole and in random ranges, with every codec, with and without a row
+// index.
+func TestWrittenFiles(t *testing.T) {
+	const rows = 25000
+	defer seeksHeld(t)()
+	for _, o := range []orcwrite.Options{
+		{StripeRows: 10000, RowIndexStride: 1000, Compression: orcwrite.Zlib, BlockSize: 4 << 10},
+		{StripeRows: 7000, RowIndexStride: 512, Compression: orcwrite.None},
+		{StripeRows: 25000, RowIndexStride: 2000, Compression: orcwrite.Zstd, BlockSize: 8 << 10},
+		{StripeRows: 9000, RowIndexStride: -1, Compression: orcwrite.Snappy},
+	} {
+		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			path := filepath.Join(t.TempDir(), "w.orc")
+			writeORC(t, path, rows, o)
+			ds := plan(t, []string{path}, nil)
+			if ds.Rows() != rows {
+				t.Fatalf("%d rows, want %d", ds.Rows(), rows)
+			}
+			want := randomBatch(mem, 0, rows, 5)
+			defer want.Release()
+			r := rand.New(rand.NewPCG(1, 2))
+			reads := 8
+			if raceEnabled {
+				reads = 3
+			}
+			for k := range reads {
+				lo, hi := int64(0), int64(rows)
+				if k > 0 {
+					lo = r.Int64N(rows)
+					hi = lo + 1 + r.Int64N(rows-lo)
+				}
+				got := readRange(t, ds, lo, hi, 1+r.IntN(4000), mem)
+				for c := range got {
+					w := array.NewSlice(want.Column(c), lo, hi)
+					if !array.Equal(w, got[c]) {
+						t.Errorf("rows [%d, %d) column %q differ", lo, hi, ds.Schema.Field(c).Name)
+					}
+					w.Release()
+				}
+				release(got)
+			}
+		})
+	}
+}
+
+// TestCutStripeFetchedAboutOnce: the two halves of a stripe cut anywhere
+// fetch together little more than the stripe, as ranks sharing it do.
+func TestCutStripeFetchedAboutOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.orc")
+	writeORC(t, path, 60000, orcwrite.Options{StripeRows: 60000, RowIndexStride: 1000, Compression: orcwrite.Zlib, BlockSize: 16 << 10})
+	ds := plan(t, []string{path}, []string{"id", "x", "s"})
+	fetch := func(lo, hi int64) int64 {
+		fe, err := ds.Fetch(context.Background(), 0, ds.RowRange(0, lo, hi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fe.Bytes
+	}
+	whole := fetch(0, 60000)
+	for _, cut := range []int64{1, 17500, 30000, 59999} {
+		a, b := fetch(0, cut), fetch(cut, 60000)
+		if ratio := float64(a+b) / float64(whole); ratio > 1.1 {
+			t.Errorf("cut at %d: halves fetch %d + %d bytes, %.2fx the stripe's %d", cut, a, b, ratio, whole)
+		}
+	}
+	if f := ds.Fragments[0]; !f.Units[0].Paged {
+		t.Error("a stripe with a row index is not paged")
+	}
+	if stride, ok := orc.RowIndexStride(ds.Fragments[0]); !ok || stride != 1000 {
+		t.Errorf("row index stride %d, %t", stride, ok)
+	}
+	_ = formats.Unit{}
+}
+
+// TestProjectionFetchesSelectedStreams: a read of some columns fetches only
+// their streams, and delivers the same values as the whole read.
+func TestProjectionFetchesSelectedStreams(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := filepath.Join(t.TempDir(), "w.orc")
+	writeORC(t, path, 20000, orcwrite.Options{StripeRows: 8000, RowIndexStride: 1000, Compression: orcwrite.Zlib, BlockSize: 8 << 10})
+	fetched := func(ds *formats.Dataset) int64 {
+		fe, err := ds.Fetch(context.Background(), 0, ds.RowRange(0, 0, ds.Fragments[0].Rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fe.Bytes
+	}
+	all := plan(t, []string{path}, nil)
+	ids := plan(t, []string{path}, []string{"ok", "id"})
+	whole, some := fetched(all), fetched(ids)
+	if some*3 > whole {
+		t.Errorf("columns ok and id fetch %d bytes of the file's %d", some, whole)
+	}
+	want := readRange(t, all, 0, 20000, 3000, mem)
+	defer release(want)
+	got := readRange(t, ids, 0, 20000, 3000, mem)
+	defer release(got)
+	for i, c := range map[int]int{0: 6, 1: 0} {
+		if !array.Equal(got[i], want[c]) {
+			t.Errorf("column %q differs from the whole read's", ids.Schema.Field(i).Name)
+		}
+	}
+}
