@@ -80,13 +80,20 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		c.OnRead = func(_ string, _ int64, n int) { o.Metrics.AddRead(b.Scheme(), int64(n), 1) }
 		return c
 	}
-	data, err := formats.Plan(ctx, o.URLs, formats.PlanOptions{
+	po := formats.PlanOptions{
 		Columns:     o.Columns,
 		Concurrency: o.PlanConcurrency,
 		Storage:     so,
 		Formats:     o.formats(),
 		Cache:       o.PlanCache,
-	})
+	}
+	planner := o.Plan
+	if planner == nil {
+		planner = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+			return formats.Plan(ctx, o.URLs, po)
+		}
+	}
+	data, err := planner(ctx, po)
 	if err != nil {
 		return nil, fmt.Errorf("stream: open: %w", err)
 	}
@@ -133,6 +140,11 @@ func planHash(data *formats.Dataset, chunks []plan.Chunk) string {
 			continue
 		}
 		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
+	}
+	if data.Version != "" {
+		// The version leads, so that a state of another (a resume against
+		// another snapshot) is refused with both named.
+		return data.Version + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
