@@ -75,21 +75,20 @@ type Options struct {
 // masks of their position deletes and the equality deletes that apply to
 // them. It is safe for concurrent use.
 type Table struct {
-	meta       table.Metadata
-	metaLoc    string
-	snap       *table.Snapshot
-	schema     *ice.Schema
-	arrow      *arrow.Schema
-	loc        locator
-	opts       Options
-	plan       *tablePlan
-	eq         []*eqSet // by plan.EqDeletes index
-	res        *storage.Resolver
-	fromCache  bool
-	planned    time.Duration
-	eqFields   []string // dataset columns equality deletes read
-	tableLoc   string
-	deletedPos int64
+	meta      table.Metadata
+	metaLoc   string
+	snap      *table.Snapshot
+	schema    *ice.Schema
+	arrow     *arrow.Schema
+	loc       locator
+	opts      Options
+	plan      *tablePlan
+	eq        []*eqSet // by plan.EqDeletes index
+	res       *storage.Resolver
+	fromCache bool
+	planned   time.Duration
+	eqFields  []string // dataset columns equality deletes read
+	tableLoc  string
 }
 
 // Open opens the table whose metadata lies at location: a metadata JSON
@@ -441,3 +440,40 @@ func mapByID(schema *ice.Schema, nm ice.NameMapping, file *arrow.Schema) (map[st
 
 // Metadata is the table's metadata as read.
 func (t *Table) Metadata() table.Metadata { return t.meta }
+
+// Stats is what planning the snapshot found, for inspection.
+type Stats struct {
+	// DataFiles, PositionDeleteFiles, DeletionVectors and
+	// EqualityDeleteFiles count the snapshot's files that apply.
+	DataFiles, PositionDeleteFiles, DeletionVectors, EqualityDeleteFiles int
+	// Records is the data files' rows before deletes; PositionDeleted the
+	// rows position deletes and deletion vectors remove. Equality deletes
+	// are counted only by reading.
+	Records, PositionDeleted int64
+	// FilesWithEqualityDeletes have rows counts unknown until read.
+	FilesWithEqualityDeletes int
+	// FromCache is set when the plan came from the plan cache; Planning
+	// is how long Open took to plan (manifests, delete files).
+	FromCache bool
+	Planning  time.Duration
+}
+
+// Stats says what planning the snapshot found.
+func (t *Table) Stats() Stats {
+	s := Stats{
+		DataFiles:           len(t.plan.Files),
+		PositionDeleteFiles: t.plan.PosDeleteFiles,
+		DeletionVectors:     t.plan.DeletionVectors,
+		EqualityDeleteFiles: len(t.plan.EqDeletes),
+		Records:             t.plan.Records,
+		FromCache:           t.fromCache,
+		Planning:            t.planned,
+	}
+	for _, f := range t.plan.Files {
+		s.PositionDeleted += int64(len(f.Deleted))
+		if len(f.EqDeletes) > 0 {
+			s.FilesWithEqualityDeletes++
+		}
+	}
+	return s
+}
