@@ -27,6 +27,7 @@ type datasetFlags struct {
 	worldSize     int
 	dropRemainder bool
 	noProgress    bool
+	iceberg       icebergFlags
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
+	d.iceberg.register(fs)
 }
 
 // check refuses, as usage errors, values stream.Open would refuse later as

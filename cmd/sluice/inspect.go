@@ -68,6 +68,8 @@ type inspectReport struct {
 	Overlap     overlapInfo    `json:"overlap"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
+	// Iceberg is set for a table (--iceberg).
+	Iceberg *icebergInfo `json:"iceberg,omitempty"`
 }
 
 type inspectOptions struct {
@@ -165,12 +167,22 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
-	ds, err := openDataset(ctx, e, cfg.ds.options(urls), !cfg.ds.noProgress && e.progress(false))
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
+	if err != nil {
+		return err
+	}
+	if tbl != nil {
+		defer tbl.Close()
+	}
+	ds, err := openDataset(ctx, e, opts, !cfg.ds.noProgress && e.progress(false))
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
 	rep := buildReport(urls, cfg, ds)
+	if tbl != nil {
+		rep.Iceberg = newIcebergInfo(tbl)
+	}
 	if cfg.json {
 		return writeJSON(e.stdout, rep)
 	}
@@ -255,6 +267,9 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 
 func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error {
 	t := rep.Totals
+	if rep.Iceberg != nil {
+		writeIcebergInfo(w, rep.Iceberg)
+	}
 	fmt.Fprintf(w, "dataset: %d %s, %s rows, %d %s, %s (%s in the selected columns)\n",
 		t.Files, plural(t.Files, "file", "files"), count(t.Rows), t.RowGroups, plural(t.RowGroups, "row group", "row groups"),
 		humanBytes(t.Size), humanBytes(t.SelectedBytes))
