@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL, registered as "pgx"
+	_ "modernc.org/sqlite"             // the pure-Go SQLite driver, registered as "sqlite"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/iceberg"
@@ -38,6 +40,10 @@ type history struct {
 // delete, an equality delete, schema evolution (a rename, an added column,
 // int promoted to long), another append, a tag and an overwrite.
 func buildHistory(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, warehouse string) *history {
+	return buildHistoryIn(t, db, dialect, warehouse, "ns")
+}
+
+func buildHistoryIn(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, warehouse, namespace string) *history {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := sqlcat.NewCatalog("sluice", db, dialect, ice.Properties{"warehouse": warehouse})
@@ -47,8 +53,8 @@ func buildHistory(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, war
 	if err := cat.CreateSQLTables(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := &history{cat: cat, ident: table.Identifier{"ns", "events"}}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+	h := &history{cat: cat, ident: table.Identifier{namespace, "events"}}
+	if err := cat.CreateNamespace(ctx, table.Identifier{namespace}, nil); err != nil {
 		t.Fatal(err)
 	}
 	schema := ice.NewSchema(0,
@@ -178,6 +184,27 @@ func openSQLite(t *testing.T) (*sql.DB, string) {
 func TestSQLCatalogHistory(t *testing.T) {
 	db, warehouse := openSQLite(t)
 	checkHistory(t, buildHistory(t, db, sqlcat.SQLite, warehouse))
+}
+
+// TestPostgresCatalogHistory is TestSQLCatalogHistory on PostgreSQL, the
+// server scripts/postgres.sh starts (SLUICE_POSTGRES_DSN); skipped
+// without one.
+func TestPostgresCatalogHistory(t *testing.T) {
+	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
+	if dsn == "" && os.Getenv("SLUICE_REQUIRE_POSTGRES") != "" {
+		t.Fatal("SLUICE_REQUIRE_POSTGRES is set but SLUICE_POSTGRES_DSN is not")
+	}
+	if dsn == "" {
+		t.Skip("SLUICE_POSTGRES_DSN is not set: eval \"$(bash scripts/postgres.sh start)\"")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// A namespace of its own per run: the server outlives the test.
+	ns := fmt.Sprintf("sluice_test_%d", time.Now().UnixNano())
+	checkHistory(t, buildHistoryIn(t, db, sqlcat.Postgres, "file://"+t.TempDir(), ns))
 }
 
 func checkHistory(t *testing.T, h *history) {
