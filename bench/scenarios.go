@@ -41,6 +41,7 @@ var scenarios = []scenario{
 	{name: "resume", lines: []string{"resume_1", "resume_50", "resume_99"}, run: (*env).resumeLatency},
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
+	{name: "iceberg", lines: icebergLines, run: (*env).icebergScenario},
 }
 
 func scenarioNames() []string {
