@@ -133,6 +133,12 @@ func TestHarnessTiny(t *testing.T) {
 			}
 		}
 	}
+	for _, f := range []string{"iceberg_deletes.ratio_vs_parquet", "iceberg_plan_2000_files.cold_seconds", "iceberg_plan_2000_files.cached_seconds"} {
+		name, field, _ := strings.Cut(f, ".")
+		if v, ok := byName[name][field].(float64); !ok || v <= 0 {
+			t.Errorf("%s: field %q is %v, want a positive number", name, field, byName[name][field])
+		}
+	}
 	for _, name := range []string{"sequential", "sequential_1goroutine", "shuffled"} {
 		if amp, _ := byName[name]["io_amplification"].(float64); amp > 1.05 {
 			t.Errorf("%s: io_amplification %g > 1.05", name, amp)

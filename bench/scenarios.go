@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
 	{name: "orc", lines: orcLines, run: (*env).orcScenario},
+	{name: "iceberg", lines: icebergLines, run: (*env).icebergScenario},
 }
 
 func scenarioNames() []string {

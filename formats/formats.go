@@ -104,6 +104,19 @@ type Fragment struct {
 
 	format Format
 	cache  Cache
+	// filter, if set, is the fragment's own row filter (PlanFiles): rows
+	// it fails are left out after the mask.
+	filter Filter
+	// fileCols maps the dataset's read columns onto the file's, where a
+	// caller named them (PlanFiles): a dataset column the map lacks reads
+	// as null. nil: the names are the same.
+	fileCols map[string]string
+	// readSchema is the dataset's read schema in the file's names, holding
+	// only the columns the file has (with fileCols), else nil.
+	readSchema *arrow.Schema
+	// inspect and mapColumns are File.Inspect and File.Columns.
+	inspect    []string
+	mapColumns func(*arrow.Schema) (map[string]string, error)
 	// fileStarts[u] is the file row unit u starts at (len(Units)+1
 	// entries), where the driver knows its counts.
 	fileStarts []int64
@@ -220,6 +233,12 @@ type PlanOptions struct {
 	Filter Filter
 	// Masks, if set, gives the rows to leave out of a file, by URL.
 	Masks map[string]*RowMask
+	// Schema, for PlanFiles only, is the dataset's own schema, such as a
+	// table's: every column the batches may carry, by its current name.
+	// A column takes the wider of its type here and the files' (a table's
+	// promoted types), and reads as null from a file that lacks it (see
+	// File.Columns). Default (nil): the files' schemas decide, as in Plan.
+	Schema *arrow.Schema
 }
 
 // Dataset is a planned set of fragments with one unified schema.
@@ -229,6 +248,10 @@ type Dataset struct {
 	// Columns are the selected column names (Schema's field names).
 	Columns   []string
 	Fragments []*Fragment
+	// Version names what the files are a version of, such as an Iceberg
+	// snapshot ("iceberg snapshot 123"); streams put it in the plan's
+	// fingerprint. Default "": the files alone.
+	Version string
 
 	// read is Schema with the filter's columns that Schema lacks after it.
 	read     *arrow.Schema
@@ -240,6 +263,9 @@ type Dataset struct {
 // storage.Resolver.Resolve), reads every footer concurrently and unifies the
 // schemas of the selected columns.
 func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err error) {
+	if opts.Schema != nil {
+		return nil, errors.New("formats: PlanOptions.Schema is for PlanFiles, whose files name their columns")
+	}
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("formats: no URLs given: %w", ErrEmpty)
 	}
@@ -281,13 +307,27 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, Source: s, format: f, cache: opts.Cache, Mask: opts.Masks[s.URL]})
 		}
 	}
-	// Files are inspected for the selected columns and the filter's.
+	return finish(ctx, res, frags, opts)
+}
+
+// finish inspects the fragments and unifies their schemas: the half of
+// planning that Plan and PlanFiles share.
+func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts PlanOptions) (*Dataset, error) {
+	// Files are inspected for the selected columns and the filters'.
 	inspected := opts.Columns
-	if inspected != nil && opts.Filter != nil {
-		inspected = slices.Clone(inspected)
-		for _, c := range opts.Filter.Columns() {
+	if inspected != nil {
+		var extra []string
+		if opts.Filter != nil {
+			extra = append(extra, opts.Filter.Columns()...)
+		}
+		for _, f := range frags {
+			if f.filter != nil {
+				extra = append(extra, f.filter.Columns()...)
+			}
+		}
+		for _, c := range extra {
 			if !slices.Contains(inspected, c) {
-				inspected = append(inspected, c)
+				inspected = append(slices.Clone(inspected), c)
 			}
 		}
 	}
@@ -295,10 +335,14 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	g.SetLimit(opts.Concurrency)
 	for _, f := range frags {
 		g.Go(func() error {
-			if err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, inspected) }); err != nil {
+			cols := inspected
+			if f.fileCols != nil {
+				cols = f.fileColumns(inspected)
+			}
+			if err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, cols) }); err != nil {
 				return err
 			}
-			return f.planUnits(opts.Filter != nil)
+			return f.planUnits(opts.Filter != nil || f.filter != nil)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -306,14 +350,20 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	}
 	// Checked before unify, which would report a filter's missing column
 	// as a missing selected one.
-	if opts.Filter != nil && len(frags) > 0 {
+	if opts.Filter != nil && len(frags) > 0 && opts.Schema == nil {
 		for _, c := range opts.Filter.Columns() {
 			if len(frags[0].Schema.FieldIndices(c)) == 0 {
 				return nil, fmt.Errorf("formats: %w: the filter reads column %q, which %s lacks", ErrSchema, c, frags[0].URL)
 			}
 		}
 	}
-	read, err := unify(frags, inspected)
+	var read *arrow.Schema
+	var err error
+	if opts.Schema != nil {
+		read, err = unifyMapped(frags, inspected, opts.Schema)
+	} else {
+		read, err = unify(frags, inspected)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -533,7 +583,10 @@ func (d *Dataset) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 
 func (d *Dataset) request(f *Fragment, r Range, batchRows int, mem memory.Allocator) *Read {
 	rd := &Read{Range: r, Schema: d.read, BatchRows: batchRows, Mem: mem}
-	if f.Mask == nil {
+	if f.readSchema != nil {
+		rd.Schema = f.readSchema
+	}
+	if f.Mask == nil && f.readSchema == nil {
 		// Pruning would move the rows a mask names.
 		rd.Filter = d.filter
 	}
@@ -573,7 +626,7 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 				return err
 			}
 		}
-		if fr.Known() && next != fr.End && d.filter == nil {
+		if fr.Known() && next != fr.End && d.filter == nil && f.filter == nil {
 			return fmt.Errorf("%w: read %d rows of %d", ErrCorrupt, next-fr.Start, fr.End-fr.Start)
 		}
 		return nil
@@ -589,20 +642,20 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 // b.
 func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if f.Mask == nil || at < 0 {
-		return d.pass(ctx, b, mem, yield)
+		return d.pass(ctx, f, b, mem, yield)
 	}
 	del := f.Mask.Deleted
 	lo, _ := slices.BinarySearch(del, at)
 	hi, _ := slices.BinarySearch(del, at+b.NumRows())
 	if lo == hi {
-		return d.pass(ctx, b, mem, yield)
+		return d.pass(ctx, f, b, mem, yield)
 	}
 	defer b.Release()
 	// The runs between masked rows go on as slices: no copy.
 	start := at
 	for _, row := range append(del[lo:hi:hi], at+b.NumRows()) {
 		if row > start {
-			if err := d.pass(ctx, b.NewSlice(start-at, row-at), mem, yield); err != nil {
+			if err := d.pass(ctx, f, b.NewSlice(start-at, row-at), mem, yield); err != nil {
 				return err
 			}
 		}
@@ -611,20 +664,29 @@ func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch,
 	return nil
 }
 
-// pass applies the filter to b and projects it onto the dataset's schema,
-// dropping the columns only the filter reads. It takes b.
-func (d *Dataset) pass(ctx context.Context, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	if d.filter != nil {
-		keep, err := d.filter.Keep(ctx, b)
+// pass applies the filters to b and projects it onto the dataset's schema,
+// dropping the columns only the filters read. It takes b.
+func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	if f.readSchema != nil {
+		var err error
+		if b, err = d.rename(f, b, mem); err != nil {
+			return err
+		}
+	}
+	for _, flt := range []Filter{f.filter, d.filter} {
+		if flt == nil {
+			continue
+		}
+		keep, err := flt.Keep(ctx, b)
 		if err != nil {
 			b.Release()
-			return fmt.Errorf("filter %s: %w", d.filter, err)
+			return fmt.Errorf("filter %s: %w", flt, err)
 		}
 		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, keep, compute.DefaultFilterOptions())
 		keep.Release()
 		b.Release()
 		if err != nil {
-			return fmt.Errorf("filter %s: %w", d.filter, err)
+			return fmt.Errorf("filter %s: %w", flt, err)
 		}
 		b = filtered
 	}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -19,8 +20,14 @@ import (
 type Options struct {
 	// URLs name the data: files, directories (every data file below them),
 	// prefixes and globs, as file://, mem:// or plain local paths, or any
-	// scheme whose gocloud.dev/blob driver is linked in. Required. (order)
+	// scheme whose gocloud.dev/blob driver is linked in. Required unless
+	// Plan is set. (order)
 	URLs []string
+	// Plan, if set, plans the dataset instead of URLs: a table format's
+	// planner, such as (*iceberg.Table).Plan of formats/iceberg. It gets
+	// the planning options Open would give formats.Plan. Default: plan
+	// URLs. (order)
+	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
 	// Columns selects columns by top-level name, in the order batches carry
 	// them. Default: every column of the first file. (order)
 	Columns []string
@@ -172,7 +179,7 @@ func (o Options) withDefaults() (Options, error) {
 // withDefaultsFor is withDefaults on procs cores.
 func (o Options) withDefaultsFor(procs int) (Options, error) {
 	procs = max(procs, 1)
-	if len(o.URLs) == 0 {
+	if len(o.URLs) == 0 && o.Plan == nil {
 		return o, fmt.Errorf("stream: Options.URLs is empty")
 	}
 	if o.WorldSize == 0 {

@@ -95,7 +95,13 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		}
 		po.Filter = flt
 	}
-	data, err := formats.Plan(ctx, o.URLs, po)
+	planner := o.Plan
+	if planner == nil {
+		planner = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+			return formats.Plan(ctx, o.URLs, po)
+		}
+	}
+	data, err := planner(ctx, po)
 	if err != nil {
 		return nil, fmt.Errorf("stream: open: %w", err)
 	}
@@ -147,6 +153,11 @@ func planHash(data *formats.Dataset, chunks []plan.Chunk, flt formats.Filter) st
 			continue
 		}
 		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
+	}
+	if data.Version != "" {
+		// The version leads, so that a state of another (a resume against
+		// another snapshot) is refused with both named.
+		return data.Version + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -106,7 +106,13 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if cfg.rank < 0 || cfg.rank >= cfg.ds.worldSize {
 		return usageErrorf("--rank %d is outside --world-size %d", cfg.rank, cfg.ds.worldSize)
 	}
-	opts := cfg.ds.options(urls)
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
+	if err != nil {
+		return err
+	}
+	if tbl != nil {
+		defer tbl.Close()
+	}
 	opts.Rank = cfg.rank
 	opts.BatchSize = cfg.batchSize
 

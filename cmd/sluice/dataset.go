@@ -29,6 +29,7 @@ type datasetFlags struct {
 	dropRemainder bool
 	noProgress    bool
 	filter        string
+	iceberg       icebergFlags
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
@@ -44,6 +45,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
+	d.iceberg.register(fs)
 }
 
 // check refuses, as usage errors, values stream.Open would refuse later as

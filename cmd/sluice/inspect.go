@@ -73,6 +73,8 @@ type inspectReport struct {
 
 	// ORCWithoutRowIndex are ORC files whose cut stripes are read whole.
 	ORCWithoutRowIndex []string `json:"orc_without_row_index,omitempty"`
+	// Iceberg is set for a table (--iceberg).
+	Iceberg *icebergInfo `json:"iceberg,omitempty"`
 }
 
 type inspectOptions struct {
@@ -172,7 +174,14 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
-	ds, err := openDataset(ctx, e, cfg.ds.options(urls), !cfg.ds.noProgress && e.progress(false))
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
+	if err != nil {
+		return err
+	}
+	if tbl != nil {
+		defer tbl.Close()
+	}
+	ds, err := openDataset(ctx, e, opts, !cfg.ds.noProgress && e.progress(false))
 	if err != nil {
 		return err
 	}
@@ -180,6 +189,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	rep := buildReport(urls, cfg, ds)
 	if err := addPruning(ctx, rep, cfg.ds.filter, ds); err != nil {
 		return err
+	}
+	if tbl != nil {
+		rep.Iceberg = newIcebergInfo(tbl)
 	}
 	if cfg.json {
 		return writeJSON(e.stdout, rep)
@@ -266,6 +278,9 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 
 func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error {
 	t := rep.Totals
+	if rep.Iceberg != nil {
+		writeIcebergInfo(w, rep.Iceberg)
+	}
 	fmt.Fprintf(w, "dataset: %d %s, %s rows, %d %s, %s (%s in the selected columns)\n",
 		t.Files, plural(t.Files, "file", "files"), count(t.Rows), t.RowGroups, plural(t.RowGroups, "row group", "row groups"),
 		humanBytes(t.Size), humanBytes(t.SelectedBytes))

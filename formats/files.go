@@ -1,0 +1,265 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats/storage"
+)
+
+// File is one file of a dataset whose files a caller has listed itself,
+// such as a table format's data files, for PlanFiles.
+type File struct {
+	// URL locates the file (anything storage resolves: a path, file://,
+	// s3://, ...).
+	URL string
+	// Rel is the key the plan's fingerprint uses for the file. Default: URL.
+	Rel string
+	// Format reads the file. Default: the first of PlanOptions.Formats
+	// whose Match accepts the URL, else the first.
+	Format Format
+	// Mask, if set, names rows of the file that are not part of the
+	// dataset.
+	Mask *RowMask
+	// Filter, if set, drops the rows of this file it does not keep, after
+	// the mask (a table's equality deletes). It reads dataset columns. The
+	// file's row counts become unknown.
+	Filter Filter
+	// Inspect names the file's columns planning inspects (what Unit.Bytes
+	// counts) when Columns maps names. Default (nil): every column.
+	Inspect []string
+	// Columns, if set, maps the dataset's columns onto the file's, once the
+	// driver has read the file's schema: dataset name to file name. A
+	// dataset column the map lacks reads as null from this file (a column
+	// added after the file was written). Default (nil): the same names.
+	Columns func(file *arrow.Schema) (map[string]string, error)
+}
+
+// PlanFiles plans a dataset from files a caller listed, each with its own
+// mask, filter and column mapping, where Plan would list URLs. Every file
+// is resolved and inspected concurrently; opts.Schema, if set, gives the
+// dataset's columns (see PlanOptions.Schema). opts.Masks is not used: the
+// files carry their masks.
+func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset, err error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("formats: no files given: %w", ErrEmpty)
+	}
+	if len(opts.Formats) == 0 {
+		return nil, errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	if opts.Columns != nil && len(opts.Columns) == 0 {
+		return nil, fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
+	}
+	if dup := firstDuplicate(opts.Columns); dup != "" {
+		return nil, fmt.Errorf("formats: %w: column %q selected twice", ErrSchema, dup)
+	}
+	if opts.Schema != nil && opts.Filter != nil {
+		for _, c := range opts.Filter.Columns() {
+			if len(opts.Schema.FieldIndices(c)) == 0 {
+				return nil, fmt.Errorf("formats: %w: the filter reads column %q, which the schema lacks", ErrSchema, c)
+			}
+		}
+	}
+	res := storage.NewResolver(opts.Storage)
+	defer func() {
+		if err != nil {
+			res.Close()
+		}
+	}()
+	frags := make([]*Fragment, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i, file := range files {
+		g.Go(func() error {
+			srcs, err := res.Resolve(gctx, file.URL, nil)
+			if err != nil {
+				return fmt.Errorf("formats: %w", err)
+			}
+			if len(srcs) != 1 {
+				return fmt.Errorf("formats: %s names %d objects, not one file", file.URL, len(srcs))
+			}
+			s := srcs[0]
+			format := file.Format
+			if format == nil {
+				if format = pickFormat(opts.Formats, s.Object.Key); format == nil {
+					format = opts.Formats[0]
+				}
+			}
+			rel := file.Rel
+			if rel == "" {
+				rel = file.URL
+			}
+			frags[i] = &Fragment{URL: s.URL, Rel: rel, Format: format.Name(), Size: s.Object.Size, Source: s, format: format, cache: opts.Cache, Mask: file.Mask, filter: file.Filter}
+			if file.Columns != nil {
+				frags[i].fileCols = map[string]string{} // filled once the schema is known
+				frags[i].inspect = file.Inspect
+				frags[i].mapColumns = file.Columns
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return finish(ctx, res, frags, opts)
+}
+
+// fileColumns is what Inspect reads of a fragment whose columns are mapped.
+func (f *Fragment) fileColumns(inspected []string) []string {
+	if inspected == nil {
+		return nil
+	}
+	return f.inspect
+}
+
+// mapped resolves a mapped fragment's columns once its schema is known.
+func (f *Fragment) mapped() error {
+	if f.mapColumns == nil {
+		return nil
+	}
+	m, err := f.mapColumns(f.Schema)
+	if err != nil {
+		return fmt.Errorf("formats: %s: %w: %w", f.URL, ErrSchema, err)
+	}
+	for ds, fc := range m {
+		if len(f.Schema.FieldIndices(fc)) == 0 {
+			return fmt.Errorf("formats: %s: %w: column %q maps onto %q, which the file lacks", f.URL, ErrSchema, ds, fc)
+		}
+	}
+	f.fileCols = m
+	return nil
+}
+
+// unifyMapped is unify for PlanFiles with a dataset schema: each column
+// takes the widest of the schema's type and the types of the files that
+// hold it; a file lacking a column reads it as null.
+func unifyMapped(frags []*Fragment, columns []string, schema *arrow.Schema) (*arrow.Schema, error) {
+	if len(frags) == 0 {
+		return nil, fmt.Errorf("formats: %w", ErrEmpty)
+	}
+	if columns == nil {
+		for _, f := range schema.Fields() {
+			columns = append(columns, f.Name)
+		}
+	}
+	for _, f := range frags {
+		if err := f.mapped(); err != nil {
+			return nil, err
+		}
+	}
+	fields := make([]arrow.Field, len(columns))
+	for i, name := range columns {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("formats: %w: column %q is not in the dataset (it has %s)", ErrSchema, name, fieldNames(schema))
+		}
+		want := schema.Field(idx[0])
+		var typ arrow.DataType
+		from := ""
+		nullable := want.Nullable
+		for _, f := range frags {
+			fc, ok := name, true
+			if f.fileCols != nil {
+				fc, ok = f.fileCols[name]
+			}
+			fi := f.Schema.FieldIndices(fc)
+			if !ok || len(fi) == 0 {
+				if f.fileCols == nil {
+					return nil, fmt.Errorf("formats: %w: column %q is not in %s", ErrSchema, name, f.URL)
+				}
+				nullable = true
+				continue
+			}
+			got := f.Schema.Field(fi[0])
+			nullable = nullable || got.Nullable
+			if typ == nil {
+				typ, from = got.Type, f.URL
+				continue
+			}
+			wide, ok := widen(typ, got.Type)
+			if !ok {
+				return nil, fmt.Errorf("formats: %w: column %q is %s in %s but %s in %s", ErrSchema, name, typ, from, got.Type, f.URL)
+			}
+			typ = wide
+		}
+		switch {
+		case typ == nil:
+			typ = want.Type // no file holds it: the schema's type, all null
+		default:
+			// The schema's type counts where it is a promotion of the
+			// files' (int to long, float to double); a type the files
+			// cannot widen to stays theirs, as the driver decodes it.
+			if w, ok := widen(typ, want.Type); ok {
+				typ = w
+			}
+		}
+		fields[i] = arrow.Field{Name: name, Type: typ, Nullable: nullable, Metadata: want.Metadata}
+	}
+	read := arrow.NewSchema(fields, nil)
+	for _, f := range frags {
+		f.readSchema = f.fileRead(read)
+	}
+	return read, nil
+}
+
+// fileRead is read in f's names, without the columns f lacks.
+func (f *Fragment) fileRead(read *arrow.Schema) *arrow.Schema {
+	var out []arrow.Field
+	for _, fl := range read.Fields() {
+		fc, ok := fl.Name, true
+		if f.fileCols != nil {
+			fc, ok = f.fileCols[fl.Name]
+		}
+		if !ok {
+			continue
+		}
+		fl.Name = fc
+		out = append(out, fl)
+	}
+	return arrow.NewSchema(out, nil)
+}
+
+// rename turns a batch decoded in f's names into the dataset's read
+// schema, with null columns where f lacks one. It takes b.
+func (d *Dataset) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	defer b.Release()
+	n := b.NumRows()
+	cols := make([]arrow.Array, d.read.NumFields())
+	var made []arrow.Array
+	defer func() {
+		for _, c := range made {
+			c.Release()
+		}
+	}()
+	at := 0
+	for i, fl := range d.read.Fields() {
+		ok := true
+		if f.fileCols != nil {
+			_, ok = f.fileCols[fl.Name]
+		}
+		if ok {
+			if at >= int(b.NumCols()) {
+				return nil, fmt.Errorf("%w: the batch has %d columns, the read wants more", ErrCorrupt, b.NumCols())
+			}
+			cols[i] = b.Column(at)
+			at++
+			continue
+		}
+		c := array.MakeArrayOfNull(mem, fl.Type, int(n))
+		made = append(made, c)
+		cols[i] = c
+	}
+	if at != int(b.NumCols()) {
+		return nil, fmt.Errorf("%w: the batch has %d columns, the read wants %d", ErrCorrupt, b.NumCols(), at)
+	}
+	return array.NewRecordBatch(d.read, cols, n), nil
+}

@@ -1,0 +1,62 @@
+package iceberg
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/formats/storage"
+)
+
+// FuzzPlanCache feeds the plan cache's decoder what a damaged or foreign
+// entry might hold: it must miss (an error), never panic or accept a plan
+// that does not hold together.
+func FuzzPlanCache(f *testing.F) {
+	var good bytes.Buffer
+	gob.NewEncoder(&good).Encode(&tablePlan{Files: []plannedFile{{Path: "a.parquet", Format: "parquet", Records: 9, Deleted: []int64{1, 4}, EqDeletes: []int{0}}}, EqDeletes: []eqDeleteFile{{Path: "d.parquet", FieldIDs: []int{1}}}})
+	f.Add(good.Bytes())
+	f.Add([]byte("not a plan"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p tablePlan
+		if gob.NewDecoder(bytes.NewReader(b)).Decode(&p) != nil || p.check() != nil {
+			return
+		}
+		for _, pf := range p.Files {
+			for _, e := range pf.EqDeletes {
+				_ = p.EqDeletes[e] // check promised these are in range
+			}
+		}
+	})
+}
+
+// FuzzVersionHint reads whatever a version hint holds: a metadata location
+// or a clear error, never a panic or a location outside the table's
+// metadata folder.
+func FuzzVersionHint(f *testing.F) {
+	for _, s := range []string{"3", "v3", "00002-legacy-bare-dv", "", " 12 \n", "../../etc/passwd", "%zz", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, hint string) {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "metadata"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "metadata", "version-hint.text"), []byte(hint), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := storage.NewResolver(storage.Options{})
+		defer res.Close()
+		loc, err := metadataLocation(&fileIO{ctx: context.Background(), res: res}, dir)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(loc, dir+"/metadata/") || strings.Contains(strings.TrimPrefix(loc, dir+"/metadata/"), "/") {
+			t.Fatalf("hint %q gives %s, outside the metadata folder", hint, loc)
+		}
+	})
+}

@@ -1,0 +1,313 @@
+package iceberg_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// deletesTable writes ids [0, n) in files of 1,500 rows and row groups of
+// 200, deletes ids ≡ 7 (mod 50) by position and ids ≡ 13 (mod 50) by
+// equality, and returns the table and the ids left.
+func deletesTable(t *testing.T, n int) (*iceberg.Table, []int64) {
+	t.Helper()
+	ctx := context.Background()
+	db, warehouse := openSQLite(t)
+	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateSQLTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"ns", "deletes"}
+	schema := ice.NewSchema(0,
+		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64},
+		ice.NestedField{ID: 2, Name: "x", Type: ice.PrimitiveTypes.Float64},
+	)
+	tbl, err := cat.CreateTable(ctx, ident, schema, catalog.WithProperties(ice.Properties{
+		"format-version": "2", table.WriteDeleteModeKey: table.WriteModeMergeOnRead,
+		table.ParquetRowGroupLimitKey: "200",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := 0; from < n; from += 1500 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+		for i := from; i < min(from+1500, n); i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			b.Field(1).(*array.Float64Builder).Append(float64(i) / 2)
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		data := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
+		rec.Release()
+		tbl, err = tbl.AppendTable(ctx, data, 1500, nil)
+		data.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var byPos, byEq []int64
+	var left []int64
+	for i := range int64(n) {
+		switch i % 50 {
+		case 7:
+			byPos = append(byPos, i)
+		case 13:
+			byEq = append(byEq, i)
+		default:
+			left = append(left, i)
+		}
+	}
+	if tbl, err = tbl.Delete(ctx, ice.IsIn(ice.Reference("id"), byPos...), nil); err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	eqs := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	ib.AppendValues(byEq, nil)
+	col := ib.NewArray()
+	ib.Release()
+	rec := array.NewRecordBatch(eqs, []arrow.Array{col}, int64(col.Len()))
+	col.Release()
+	defer rec.Release()
+	var recs iter.Seq2[arrow.RecordBatch, error] = func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	if err := tx.CommitEqualityDeletes(ctx, []int{1}, recs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	it, err := iceberg.OpenCatalog(ctx, cat, ident, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { it.Close() })
+	st := it.Stats()
+	if st.PositionDeleted != int64(len(byPos)) || st.EqualityDeleteFiles == 0 {
+		t.Fatalf("planned %+v, want %d rows position-deleted and equality deletes", st, len(byPos))
+	}
+	return it, left
+}
+
+type taken struct {
+	split int
+	ids   []int64
+}
+
+// consume takes up to limit batches (all if limit < 0), noting the split
+// each came from (the one whose cursor moved).
+func consume(t *testing.T, ds *stream.Dataset, limit int) ([]taken, stream.State) {
+	t.Helper()
+	var out []taken
+	prev := ds.StateDict()
+	if limit == 0 {
+		return nil, prev
+	}
+	for b, err := range ds.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := ds.StateDict()
+		moved := -1
+		for s := range st.Cursors {
+			if st.Cursors[s] != prev.Cursors[s] {
+				moved = s
+			}
+		}
+		prev = st
+		out = append(out, taken{moved, slices.Clone(b.Column(0).(*array.Int64).Int64Values())})
+		b.Release()
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, ds.StateDict()
+}
+
+func ids(bs []taken) []int64 {
+	var out []int64
+	for _, b := range bs {
+		out = append(out, b.ids...)
+	}
+	return out
+}
+
+func sameIDs(t *testing.T, what string, got, want []int64) {
+	t.Helper()
+	got = slices.Clone(got)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: %d ids, want each of %d once", what, len(got), len(want))
+	}
+}
+
+// TestInvariantsWithDeletes checks exactly once, elastic determinism at
+// world sizes 1 to 8, exact resume and merged resume on a table with both
+// kinds of deletes.
+func TestInvariantsWithDeletes(t *testing.T) {
+	tbl, want := deletesTable(t, 6000)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the datasets' own cleanups close them
+	opts := func(splits, world, rank int) stream.Options {
+		return stream.Options{Plan: tbl.Plan, Columns: []string{"id"}, BatchSize: 64, Shuffle: true, Seed: 5, Epoch: 1,
+			ShuffleWindow: 1024, NumSplits: splits, WorldSize: world, Rank: rank, Allocator: mem}
+	}
+	openDS := func(o stream.Options) *stream.Dataset {
+		ds, err := stream.Open(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ds.Close() })
+		return ds
+	}
+	// Elastic determinism: each split delivers the same sequence whatever
+	// the world size; together the ranks deliver every row once.
+	for _, splits := range []int{8, 6, 5, 7} {
+		var ref map[int][]int64
+		for world := 1; world <= splits; world++ {
+			if splits%world != 0 {
+				continue
+			}
+			got := map[int][]int64{}
+			var all []int64
+			for rank := range world {
+				bs, _ := consume(t, openDS(opts(splits, world, rank)), -1)
+				for _, b := range bs {
+					got[b.split] = append(got[b.split], b.ids...)
+				}
+				all = append(all, ids(bs)...)
+				for _, b := range bs {
+					if !slices.Contains(plan.Owned(splits, rank, world), b.split) {
+						t.Fatalf("rank %d of %d got split %d", rank, world, b.split)
+					}
+				}
+			}
+			sameIDs(t, "all ranks", all, want)
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for s := range splits {
+				if !slices.Equal(got[s], ref[s]) {
+					t.Fatalf("%d splits: split %d differs between world sizes 1 and %d", splits, s, world)
+				}
+			}
+		}
+	}
+	// Exact resume: a stream stopped after some batches and resumed from
+	// its state delivers what an unbroken one does.
+	full, _ := consume(t, openDS(opts(4, 1, 0)), -1)
+	head, st := consume(t, openDS(opts(4, 1, 0)), 17)
+	resumed := openDS(opts(4, 1, 0))
+	if err := resumed.LoadStateDict(st); err != nil {
+		t.Fatal(err)
+	}
+	tail, _ := consume(t, resumed, -1)
+	if !slices.Equal(ids(append(head, tail...)), ids(full)) {
+		t.Fatal("resumed stream differs from the unbroken one")
+	}
+	// Merge: four ranks stop, their states merge, two ranks finish.
+	var states []checkpoint.State
+	var done []int64
+	for rank := range 4 {
+		bs, st := consume(t, openDS(opts(4, 4, rank)), 3+rank)
+		done = append(done, ids(bs)...)
+		states = append(states, st)
+	}
+	merged, err := checkpoint.Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank := range 2 {
+		ds := openDS(opts(4, 2, rank))
+		if err := ds.LoadStateDict(merged); err != nil {
+			t.Fatal(err)
+		}
+		bs, _ := consume(t, ds, -1)
+		done = append(done, ids(bs)...)
+	}
+	sameIDs(t, "merged resume", done, want)
+}
+
+// mapCache is a formats.Cache in memory.
+type mapCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (c *mapCache) Get(_ context.Context, k []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[string(k)]
+	if !ok {
+		return nil, errors.New("miss")
+	}
+	return v, nil
+}
+
+func (c *mapCache) Set(_ context.Context, k, v []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[string(k)] = slices.Clone(v)
+	return nil
+}
+
+// TestPlanCache plans a snapshot once: a second Open takes the plan,
+// masks included, from the cache and streams the same rows; a damaged
+// entry is a miss.
+func TestPlanCache(t *testing.T) {
+	db, warehouse := openSQLite(t)
+	h := buildHistory(t, db, sqlcat.SQLite, warehouse)
+	ctx := context.Background()
+	cache := &mapCache{m: map[string][]byte{}}
+	var rows [][]string
+	for i := range 3 {
+		if i == 2 {
+			for k := range cache.m {
+				if strings.HasPrefix(k, "sluice-iceberg-plan") {
+					cache.m[k] = []byte("not a plan")
+				}
+			}
+		}
+		tbl, err := iceberg.OpenCatalog(ctx, h.cat, h.ident, iceberg.Options{SnapshotID: h.snaps[3], Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := tbl.Stats().FromCache, i == 1; got != want {
+			t.Errorf("open %d: from cache %t, want %t", i, got, want)
+		}
+		if tbl.Stats().PositionDeleted != 25 {
+			t.Errorf("open %d: %d rows position-deleted, want 25", i, tbl.Stats().PositionDeleted)
+		}
+		rows = append(rows, streamRows(t, stream.Options{Plan: tbl.Plan, PlanCache: cache}))
+		tbl.Close()
+	}
+	sameRows(t, "from the cache", rows[1], rows[0])
+	sameRows(t, "after a damaged entry", rows[2], rows[0])
+}

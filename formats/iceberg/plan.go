@@ -1,0 +1,259 @@
+package iceberg
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	ice "github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// tablePlan is what planning a snapshot learns: the plan cache's value.
+type tablePlan struct {
+	Files     []plannedFile
+	EqDeletes []eqDeleteFile
+	// PosDeleteFiles and DeletionVectors count the delete files read for
+	// the masks; Records counts the data files' rows before deletes.
+	PosDeleteFiles, DeletionVectors int
+	Records                         int64
+}
+
+// plannedFile is one data file of the snapshot.
+type plannedFile struct {
+	Path    string // as the metadata holds it
+	Format  string // "parquet", "orc", "avro"
+	Size    int64
+	Records int64
+	// Deleted are the rows position deletes and deletion vectors remove,
+	// ascending, each once.
+	Deleted []int64
+	// EqDeletes index tablePlan.EqDeletes: the equality deletes that apply.
+	EqDeletes []int
+}
+
+// eqDeleteFile is one equality delete file.
+type eqDeleteFile struct {
+	Path     string
+	Format   string
+	Records  int64
+	FieldIDs []int
+}
+
+// planVersion changes when tablePlan's encoding does, so that old cache
+// entries miss.
+const planVersion = "sluice-iceberg-plan-1"
+
+func (t *Table) cacheKey() []byte {
+	return fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.snap.SnapshotID)
+}
+
+// loadPlan plans the snapshot, or takes its plan from the cache.
+func (t *Table) loadPlan(ctx context.Context, fio *fileIO) (*tablePlan, bool, error) {
+	if c := t.opts.Cache; c != nil {
+		if b, err := c.Get(ctx, t.cacheKey()); err == nil && len(b) > 0 {
+			var p tablePlan
+			if gob.NewDecoder(bytes.NewReader(b)).Decode(&p) == nil && p.check() == nil {
+				return &p, true, nil
+			}
+		}
+	}
+	p, err := t.planSnapshot(ctx, fio)
+	if err != nil {
+		return nil, false, err
+	}
+	if c := t.opts.Cache; c != nil {
+		var buf bytes.Buffer
+		if gob.NewEncoder(&buf).Encode(p) == nil {
+			_ = c.Set(ctx, t.cacheKey(), buf.Bytes()) // a failed set only costs the next run a plan
+		}
+	}
+	return p, false, nil
+}
+
+// check refuses a cached plan that does not hold together.
+func (p *tablePlan) check() error {
+	for _, f := range p.Files {
+		if !slices.IsSorted(f.Deleted) {
+			return fmt.Errorf("mask of %s is not sorted", f.Path)
+		}
+		for _, e := range f.EqDeletes {
+			if e < 0 || e >= len(p.EqDeletes) {
+				return fmt.Errorf("equality delete %d of %s is out of range", e, f.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// planSnapshot runs iceberg-go's scan planning and reads the position
+// deletes and deletion vectors into masks.
+func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, error) {
+	tbl := table.New(table.Identifier{"sluice"}, t.meta, t.metaLoc, func(context.Context) (iceio.IO, error) { return fio, nil }, nil)
+	scan := tbl.Scan(table.WithSnapshotID(t.snap.SnapshotID), table.WithMaxConcurrency(t.opts.Concurrency))
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: plan %s, %s: %w", t.metaLoc, t.Version(), err)
+	}
+	p := &tablePlan{}
+	eqIndex := map[string]int{}
+	posFiles := map[string]ice.DataFile{}
+	for _, task := range tasks {
+		df := task.File
+		pf := plannedFile{Path: df.FilePath(), Format: strings.ToLower(string(df.FileFormat())), Size: df.FileSizeBytes(), Records: df.Count()}
+		for _, e := range task.EqualityDeleteFiles {
+			i, ok := eqIndex[e.FilePath()]
+			if !ok {
+				i = len(p.EqDeletes)
+				eqIndex[e.FilePath()] = i
+				p.EqDeletes = append(p.EqDeletes, eqDeleteFile{Path: e.FilePath(), Format: strings.ToLower(string(e.FileFormat())), Records: e.Count(), FieldIDs: e.EqualityFieldIDs()})
+			}
+			pf.EqDeletes = append(pf.EqDeletes, i)
+		}
+		slices.Sort(pf.EqDeletes)
+		for _, d := range task.DeleteFiles {
+			posFiles[d.FilePath()] = d
+		}
+		p.Records += pf.Records
+		p.Files = append(p.Files, pf)
+	}
+	p.PosDeleteFiles = len(posFiles)
+	positions, err := t.readPositionDeletes(ctx, posFiles)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.Concurrency)
+	for i, task := range tasks {
+		pf := &p.Files[i]
+		var del []int64
+		for _, d := range task.DeleteFiles {
+			del = append(del, positions[d.FilePath()][pf.Path]...)
+		}
+		pf.Deleted = del
+		if len(task.DeletionVectorFiles) == 0 {
+			continue
+		}
+		mu.Lock()
+		p.DeletionVectors += len(task.DeletionVectorFiles)
+		mu.Unlock()
+		g.Go(func() error {
+			bms, err := dv.ReadDVs(&fileIO{ctx: gctx, res: t.res, loc: t.loc}, task.DeletionVectorFiles)
+			if err != nil {
+				return fmt.Errorf("iceberg: deletion vector of %s: %w", pf.Path, err)
+			}
+			for _, bm := range bms {
+				for pos := range bm.Positions() {
+					pf.Deleted = append(pf.Deleted, int64(pos))
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i := range p.Files {
+		pf := &p.Files[i]
+		slices.Sort(pf.Deleted)
+		pf.Deleted = slices.Compact(pf.Deleted)
+		// A delete may name rows past the file's end (a writer's bug):
+		// they delete nothing.
+		n, _ := slices.BinarySearch(pf.Deleted, pf.Records)
+		pf.Deleted = slices.Clip(pf.Deleted[:n])
+		if n := len(pf.Deleted); n > 0 && pf.Deleted[0] < 0 {
+			return nil, fmt.Errorf("iceberg: %s: a position delete names row %d: %w", pf.Path, pf.Deleted[0], formats.ErrCorrupt)
+		}
+	}
+	return p, nil
+}
+
+// readPositionDeletes reads position delete files (file_path, pos) with
+// sluice's Parquet driver: for each delete file, the rows it deletes by
+// data file.
+func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.DataFile) (map[string]map[string][]int64, error) {
+	out := map[string]map[string][]int64{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.Concurrency)
+	for p, df := range files {
+		g.Go(func() error {
+			byFile := map[string][]int64{}
+			err := t.readAll(gctx, p, string(df.FileFormat()), []string{"file_path", "pos"}, func(b arrow.RecordBatch) error {
+				paths, ok1 := b.Column(0).(*array.String)
+				pos, ok2 := b.Column(1).(*array.Int64)
+				if !ok1 || !ok2 {
+					return fmt.Errorf("%w: position delete columns are %s and %s, not string and int64", formats.ErrSchema, b.Column(0).DataType(), b.Column(1).DataType())
+				}
+				for i := range paths.Len() {
+					if paths.IsNull(i) || pos.IsNull(i) {
+						return fmt.Errorf("%w: a position delete row has a null", formats.ErrCorrupt)
+					}
+					byFile[paths.Value(i)] = append(byFile[paths.Value(i)], pos.Value(i))
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("iceberg: position delete file %s: %w", p, err)
+			}
+			mu.Lock()
+			out[p] = byFile
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// readAll reads columns of one file of the table (a delete file) whole.
+func (t *Table) readAll(ctx context.Context, location, format string, columns []string, yield func(arrow.RecordBatch) error) error {
+	return t.readFiles(ctx, []formats.File{{URL: t.loc.url(location)}}, format, formats.PlanOptions{Columns: columns}, yield)
+}
+
+func (t *Table) readFiles(ctx context.Context, files []formats.File, format string, po formats.PlanOptions, yield func(arrow.RecordBatch) error) error {
+	var drv formats.Format
+	for _, f := range t.opts.Formats {
+		if strings.EqualFold(f.Name(), format) {
+			drv = f
+		}
+	}
+	if drv == nil {
+		return fmt.Errorf("a %s file, which no format given reads", format)
+	}
+	for i := range files {
+		files[i].Format = drv
+	}
+	po.Formats = []formats.Format{drv}
+	po.Storage = t.opts.Storage
+	po.Cache = t.opts.Cache
+	d, err := formats.PlanFiles(ctx, files, po)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for i, f := range d.Fragments {
+		r := formats.Range{Start: -1, End: -1, FirstUnit: 0, EndUnit: len(f.Units)}
+		err := d.Read(ctx, i, r, 65536, memory.DefaultAllocator, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			return yield(b)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
