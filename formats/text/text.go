@@ -21,8 +21,8 @@ package text
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"sync/atomic"
