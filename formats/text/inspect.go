@@ -228,7 +228,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 		if i < len(guesses) {
 			m.csvTypes[i] = guesses[i].csvType(seen[i])
 		} else {
-			m.csvTypes[i] = arrow.BinaryTypes.String
+			m.csvTypes[i] = arrow.Null // no record: no say in the type
 		}
 	}
 	return dataStart, nil
@@ -368,6 +368,9 @@ func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 				}
 				t = own[i]
 			}
+			if t.ID() == arrow.NULL {
+				t = arrow.BinaryTypes.String // no file had a value
+			}
 			fields[i] = arrow.Field{Name: n, Type: t, Nullable: true}
 		}
 		fr.Schema = arrow.NewSchema(fields, nil)
@@ -404,6 +407,12 @@ func (f *Format) sampleTypes(m *meta) ([]arrow.DataType, error) {
 // by field; anything else is text if toString, a conflict otherwise.
 func widenText(a, b arrow.DataType, toString bool) (arrow.DataType, bool) {
 	if arrow.TypeEqual(a, b) {
+		return a, true
+	}
+	if a.ID() == arrow.NULL {
+		return b, true
+	}
+	if b.ID() == arrow.NULL {
 		return a, true
 	}
 	isNum := func(t arrow.DataType) bool { return t.ID() == arrow.INT64 || t.ID() == arrow.FLOAT64 }

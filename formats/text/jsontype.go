@@ -89,7 +89,12 @@ func (t *jtype) clone() *jtype {
 // column path, unless toString makes it a string.
 func (t *jtype) arrowType(name string, toString bool) (arrow.DataType, error) {
 	switch t.kind {
-	case jNull, jString:
+	case jNull:
+		if !strings.ContainsAny(name, ".[") {
+			return arrow.Null, nil // a top-level column: Settle decides
+		}
+		return arrow.BinaryTypes.String, nil
+	case jString:
 		return arrow.BinaryTypes.String, nil
 	case jBool:
 		return arrow.FixedWidthTypes.Boolean, nil

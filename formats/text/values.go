@@ -67,11 +67,12 @@ func (g guess) observe(v []byte) guess {
 }
 
 // csvType is the arrow type of a column with guess g; seen is whether any
-// non-null value was. A column of nulls only is a string column.
+// non-null value was. A column of nulls only is of the null type until
+// Settle widens it with other files' (a string column if none says more).
 func (g guess) csvType(seen bool) arrow.DataType {
 	switch {
 	case !seen:
-		return arrow.BinaryTypes.String
+		return arrow.Null
 	case g&gBool != 0:
 		return arrow.FixedWidthTypes.Boolean
 	case g&gInt != 0:
