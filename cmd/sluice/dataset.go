@@ -8,7 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -27,6 +30,16 @@ type datasetFlags struct {
 	worldSize     int
 	dropRemainder bool
 	noProgress    bool
+	text          textFlags
+}
+
+// textFlags are the options of CSV, TSV and JSON files.
+type textFlags struct {
+	delimiter   string
+	noHeader    bool
+	nullStrings listFlag
+	countRows   bool
+	skipBadRows bool
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
@@ -41,6 +54,24 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
+	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default ',', and tab for .tsv)")
+	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ...")
+	fs.Var(&d.text.nullStrings, "null-strings", "unquoted CSV `values` read as null, comma-separated (default: the empty value)")
+	fs.BoolVar(&d.text.countRows, "count-rows", false, "count the rows of text files when planning (reads them once; --drop-remainder needs it)")
+	fs.BoolVar(&d.text.skipBadRows, "skip-bad-rows", false, "skip text records that do not fit the schema instead of failing")
+}
+
+// formats are the drivers the commands read: Parquet, then the text
+// formats with the text flags.
+func (d *datasetFlags) formats() []formats.Format {
+	o := text.Options{NoHeader: d.text.noHeader, NullStrings: d.text.nullStrings, Count: d.text.countRows}
+	if d.text.delimiter != "" {
+		o.Delimiter = d.text.delimiter[0]
+	}
+	if d.text.skipBadRows {
+		o.BadRows = text.BadRowsSkip
+	}
+	return append([]formats.Format{parquet.Format{}}, text.All(o)...)
 }
 
 // check refuses, as usage errors, values stream.Open would refuse later as
@@ -59,6 +90,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
 	case d.shuffleWindow < 0:
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
+	case len(d.text.delimiter) > 1:
+		return usageErrorf("--delimiter %q is more than one byte", d.text.delimiter)
 	}
 	return nil
 }
@@ -76,6 +109,7 @@ func (d *datasetFlags) options(urls []string) stream.Options {
 		NumSplits:     d.numSplits,
 		WorldSize:     d.worldSize,
 		DropRemainder: d.dropRemainder,
+		Formats:       d.formats(),
 	}
 }
 
