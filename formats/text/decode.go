@@ -372,6 +372,9 @@ func (s *scanner) setup() error {
 func (s *scanner) record(t *tokenizer, line, recNo int64) error {
 	at := func() string { return where(s.m.comp, line, recNo, t.start) }
 	if s.rb != nil {
+		if err := oneObject(t.fields[0]); err != nil {
+			return s.bad(at(), err)
+		}
 		if err := s.rb.UnmarshalJSON(t.fields[0]); err != nil {
 			return s.bad(at(), err)
 		}
@@ -456,4 +459,41 @@ func (s *scanner) json(fe *fetched) error {
 		}
 	}
 	return s.flush()
+}
+
+// oneObject checks that a JSON Lines record holds one object and nothing
+// after it: arrow-go's decoder reads the first value and ignores the rest,
+// which would drop the rows of a line holding several objects. It finds
+// the object's end by its braces, outside strings; the decoder checks the
+// rest.
+func oneObject(line []byte) error {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i >= len(line) || line[i] != '{' {
+		return errors.New("the line is not a JSON object")
+	}
+	depth := 0
+	for ; i < len(line); i++ {
+		switch line[i] {
+		case '"':
+			for i++; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				if !blank(line[i+1:]) {
+					return fmt.Errorf("data after the object at byte %d of the line", i+1)
+				}
+				return nil
+			}
+		}
+	}
+	return errors.New("the object is not closed on its line")
 }

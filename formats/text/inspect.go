@@ -221,6 +221,9 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	}
 	if f.kind == JSONLines {
 		m.names = m.jsonType.keys()
+		if m.names == nil && m.sampleErr != nil {
+			return 0, fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+		}
 		return 0, nil
 	}
 	m.csvTypes = make([]arrow.DataType, len(m.names))
@@ -265,6 +268,9 @@ func (f *Format) sampleJSON(src *source, m *meta) error {
 		m.sampleErr = err
 	}
 	m.names = m.jsonType.keys()
+	if m.names == nil && m.sampleErr != nil {
+		return fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+	}
 	return nil
 }
 
@@ -288,6 +294,9 @@ func headerNames(fields [][]byte) []string {
 	names := make([]string, len(fields))
 	seen := map[string]bool{}
 	for i, f := range fields {
+		if i == 0 {
+			f = bytes.TrimPrefix(f, bom)
+		}
 		n := strings.TrimSpace(string(f))
 		if n == "" {
 			n = fmt.Sprintf("column%d", i)

@@ -202,12 +202,16 @@ func inferRecord(rec []byte) (*jtype, error) {
 	return t, nil
 }
 
+// bom is the UTF-8 byte order mark some writers put first.
+var bom = []byte("\ufeff")
+
 // jsonRecords walks the records of a .json file: the elements of one
 // top-level array, or objects one after another. It calls fn with each
 // record's bytes and its offset; fn returning false stops the walk.
 func jsonRecords(data []byte, fn func(rec []byte, off int64) (bool, error)) error {
+	data = bytes.TrimPrefix(data, bom)
 	dec := json.NewDecoder(bytes.NewReader(data))
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	inArray := len(trimmed) > 0 && trimmed[0] == '['
 	if inArray {
 		if _, err := dec.Token(); err != nil {

@@ -202,6 +202,12 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			default:
 				return false, errNeedMore
 			}
+			// A lone carriage return ends a line too.
+			if k := bytes.IndexByte(buf[i:end], '\r'); k >= 0 && i+k+1 < end {
+				end, next, j = i+k, i+k+1, k
+			} else if k >= 0 && j < 0 && i+k+1 == end {
+				j = k // a carriage return as the last byte of the file
+			}
 			nl := int64(min(j+1, 1))
 			if blank(buf[i:end]) {
 				// A line of spaces only: skipped, as an empty one is.
