@@ -137,7 +137,20 @@ type scanner struct {
 	rows    int64 // rows delivered (or counted)
 	pending int   // rows in the builders
 	cols    []*column
+	flat    *flatJSON
 	rb      *array.RecordBuilder
+}
+
+// flatRecord decodes a JSON record of scalar columns.
+func (s *scanner) flatRecord(rec []byte, at func() string) error {
+	if err := s.flat.parse(rec); err != nil {
+		return s.bad(at(), err)
+	}
+	if s.good() {
+		s.flat.commit()
+		s.pending++
+	}
+	return nil
 }
 
 func (s *scanner) release() {
@@ -345,6 +358,10 @@ func (s *scanner) checkCuts(t *tokenizer) {
 // setup makes the builders for the read's schema.
 func (s *scanner) setup() error {
 	if s.f.kind == JSON || s.f.kind == JSONLines {
+		if fj, ok := newFlatJSON(s.mem, s.r.Schema); ok {
+			s.flat, s.cols = fj, fj.cols
+			return nil
+		}
 		s.rb = array.NewRecordBuilder(s.mem, s.r.Schema)
 		return nil
 	}
@@ -371,11 +388,17 @@ func (s *scanner) setup() error {
 // record parses the tokenizer's record into the builders.
 func (s *scanner) record(t *tokenizer, line, recNo int64) error {
 	at := func() string { return where(s.m.comp, line, recNo, t.start) }
+	if s.flat != nil {
+		return s.flatRecord(t.fields[0], at)
+	}
 	if s.rb != nil {
 		if err := oneObject(t.fields[0]); err != nil {
 			return s.bad(at(), err)
 		}
-		if err := s.rb.UnmarshalJSON(t.fields[0]); err != nil {
+		if err := unmarshal(s.rb, t.fields[0]); err != nil {
+			if errors.Is(err, errDecoderPanic) {
+				return fmt.Errorf("%w: %s: %s: %w", formats.ErrCorrupt, s.fr.URL, at(), err)
+			}
 			return s.bad(at(), err)
 		}
 		if s.good() {
@@ -433,7 +456,21 @@ func (s *scanner) json(fe *fetched) error {
 		}
 		at := where(s.m.comp, 0, n, off)
 		n++
-		if err := s.rb.UnmarshalJSON(rec); err != nil {
+		if s.flat != nil {
+			if err := s.flatRecord(rec, func() string { return at }); err != nil {
+				return false, err
+			}
+			if s.pending >= s.batchRows {
+				if err := s.flush(); err != nil {
+					return false, err
+				}
+			}
+			return !s.done(), nil
+		}
+		if err := unmarshal(s.rb, rec); err != nil {
+			if errors.Is(err, errDecoderPanic) {
+				return false, fmt.Errorf("%w: %s: %s: %w", formats.ErrCorrupt, s.fr.URL, at, err)
+			}
 			return true, s.bad(at, err)
 		}
 		if s.good() {
@@ -496,4 +533,18 @@ func oneObject(line []byte) error {
 		}
 	}
 	return errors.New("the object is not closed on its line")
+}
+
+// errDecoderPanic is wrapped when arrow-go's JSON decoder panicked on a
+// record (it does on some malformed input): its builders may then hold
+// part of the row, so the read cannot go on, even skipping bad rows.
+var errDecoderPanic = errors.New("JSON decoder panicked")
+
+func unmarshal(rb *array.RecordBuilder, rec []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errDecoderPanic, r)
+		}
+	}()
+	return rb.UnmarshalJSON(rec)
 }
