@@ -222,7 +222,7 @@ func (s *scanner) flush() error {
 // records scans CSV or JSON Lines records of units [first, end).
 func (s *scanner) records(fe *fetched, first, end int) error {
 	m, f := s.m, s.f
-	src := &source{buf: fe.data, base: fe.at, step: 64 << 10}
+	src := &source{buf: fe.data, base: fe.at, step: 512} // the straddling record's rest
 	closeSrc := func() {}
 	if m.split {
 		// Past the fetched bytes only to finish the straddling record.

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/storage"
 )
 
 func TestCSVBasics(t *testing.T) {
@@ -292,4 +293,56 @@ func TestLongLine(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 	_ = os.RemoveAll(dir)
+}
+
+// Reading every unit of a split file on its own fetches each byte about
+// once: a unit's own bytes, the byte before it, and the rest of the record
+// that straddles its end, which for a record longer than many units is
+// read by its owner only.
+func TestSplitFetchesOnce(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("id,s\n")
+	for i := range 3000 {
+		fmt.Fprintf(&body, "%d,%s\n", i, strings.Repeat("v", i%90))
+		if i == 1500 {
+			fmt.Fprintf(&body, "%d,%s\n", -1, strings.Repeat("L", 300<<10)) // spans some 75 units
+		}
+	}
+	dir := write(t, map[string]string{"a.csv": body.String()})
+	var counter *storage.Counting
+	po := formats.PlanOptions{Formats: All(Options{UnitBytes: 4 << 10})}
+	po.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+		counter = storage.NewCounting(b)
+		return counter
+	}
+	ds, err := formats.Plan(t.Context(), []string{dir}, po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	counter.Reset()
+	f := ds.Fragments[0]
+	var rows int64
+	for u := range f.Units {
+		err := ds.Read(t.Context(), 0, formats.Range{Start: -1, End: -1, FirstUnit: u, EndUnit: u + 1}, 1000, nil, func(b arrow.RecordBatch) error {
+			rows += b.NumRows()
+			b.Release()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := int64(body.Len())
+	units := int64(len(f.Units))
+	// Each unit: its bytes, the byte before, and the straddling record's
+	// rest (a first read of 512 bytes, but for the long one, read once in
+	// doubling steps).
+	limit := size + units*(1+512) + 2*(300<<10)
+	if got := counter.Bytes(); got < size-int64(len("id,s\n")) || got > limit {
+		t.Fatalf("read %d bytes of a %d-byte file in %d units, want at most %d", got, size, units, limit)
+	}
+	if rows != 3001 {
+		t.Fatalf("%d rows, want 3001", rows)
+	}
 }

@@ -42,9 +42,16 @@ func (s *source) more(keep int) (bool, error) {
 	if kept >= limit {
 		return false, fmt.Errorf("%w (%d bytes from byte %d)", errRecordTooLarge, kept, s.base+int64(keep))
 	}
-	step := max(s.step, 64<<10)
+	step := s.step
+	if step <= 0 {
+		step = 64 << 10
+	}
+	// Each call asks for more than the last (up to 1 MiB), and a record
+	// longer than that grows the buffer geometrically: a straddling record
+	// costs a few small reads, a long one a logarithmic number.
+	s.step = min(step*2, max(step, 1<<20))
 	if kept > step {
-		step = kept // a long record: grow geometrically
+		step = kept
 	}
 	var nb []byte
 	if keep > 0 && cap(s.buf)-kept >= kept+step && keep >= kept {
