@@ -19,6 +19,9 @@ type source struct {
 	step int       // bytes asked of r at a time
 	// limit bounds the memory one record may take.
 	limit int
+	// owned is set once buf is the source's own: the first one may be a
+	// fetched buffer that other ranges decode too, never written to.
+	owned bool
 }
 
 // maxRecord bounds a record's size: a file with no line end (or an open
@@ -54,12 +57,13 @@ func (s *source) more(keep int) (bool, error) {
 		step = kept
 	}
 	var nb []byte
-	if keep > 0 && cap(s.buf)-kept >= kept+step && keep >= kept {
+	if s.owned && keep > 0 && cap(s.buf)-kept >= kept+step && keep >= kept {
 		nb = s.buf[:kept]
 		copy(nb, s.buf[keep:])
 	} else {
 		nb = make([]byte, kept, kept+step)
 		copy(nb, s.buf[keep:])
+		s.owned = true
 	}
 	s.base += int64(keep)
 	// Not io.ReadFull: it turns a decompressor's io.ErrUnexpectedEOF (a
