@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/gzip"
 
@@ -232,3 +233,55 @@ func TestTextDropRemainder(t *testing.T) {
 // Text files and Parquet files mix in one dataset only through formats
 // the caller names: the text drivers do not claim Parquet files.
 var _ formats.Format = text.New(text.CSV, text.Options{})
+
+// With BadRowsSkip the rows that do not fit are left out the same way at
+// every world size, and every good row comes exactly once.
+func TestTextSkipBadRowsExactlyOnce(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,label\n")
+	var good []int64
+	for i := range 3000 {
+		switch {
+		case i%97 == 5:
+			fmt.Fprintf(&b, "x%d,%d\n", i, i%10) // not an integer
+		case i%89 == 7:
+			fmt.Fprintf(&b, "%d,%d,extra\n", i, i%10) // ragged
+		default:
+			fmt.Fprintf(&b, "%d,%d\n", i, i%10)
+			good = append(good, int64(i))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The sample would make id a string column: the schema says int64.
+	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "label", Type: arrow.PrimitiveTypes.Int64}}
+	schema := text.Options{UnitBytes: 1 << 10, BadRows: text.BadRowsSkip, Schema: arrow.NewSchema(fields, nil)}
+	var reference map[int][]int64
+	for _, world := range []int{1, 2, 4} {
+		got := map[int][]int64{}
+		var ids []int64
+		for rank := range world {
+			o := textOptions(t, dir, false)
+			o.Formats = text.All(schema)
+			o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 4, world, rank
+			bs, _ := consume(t, open(t, o), -1)
+			bySplit(bs, got)
+			ids = append(ids, allIDs(bs)...)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, good) {
+			t.Fatalf("world %d: %d ids delivered, want the %d good ones once each", world, len(ids), len(good))
+		}
+		if reference == nil {
+			reference = got
+			continue
+		}
+		for s := range 4 {
+			if !slices.Equal(reference[s], got[s]) {
+				t.Fatalf("world %d: split %d differs from world 1", world, s)
+			}
+		}
+	}
+}
