@@ -154,6 +154,39 @@ type Format interface {
 	Decode(ctx context.Context, f *Fragment, fetched Buffer, r *Read) iter.Seq2[arrow.RecordBatch, error]
 }
 
+// Settler is implemented by a format whose files' schemas are settled
+// together once every file is inspected: a text format infers column types
+// from a sample of its first files and widens them across files, which no
+// single Inspect can do. Plan calls Settle once per such format with its
+// fragments in dataset order, before it unifies the schemas; Settle may
+// replace their Schema and fill in their units' row counts.
+type Settler interface {
+	Settle(ctx context.Context, frags []*Fragment) error
+}
+
+// settle runs each Settler format over its own fragments.
+func settle(ctx context.Context, fs []Format, frags []*Fragment) error {
+	for _, f := range fs {
+		s, ok := f.(Settler)
+		if !ok {
+			continue
+		}
+		var mine []*Fragment
+		for _, fr := range frags {
+			if fr.format == f {
+				mine = append(mine, fr)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		if err := s.Settle(ctx, mine); err != nil {
+			return fmt.Errorf("formats: %s: %w", f.Name(), err)
+		}
+	}
+	return nil
+}
+
 // Buffer is what a Fetch holds in memory for Decode.
 type Buffer interface {
 	// Size is the memory the buffer holds, in bytes.
@@ -339,14 +372,19 @@ func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts 
 			if f.fileCols != nil {
 				cols = f.fileColumns(inspected)
 			}
-			if err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, cols) }); err != nil {
-				return err
-			}
-			return f.planUnits(opts.Filter != nil || f.filter != nil)
+			return guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, cols) })
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if err := settle(ctx, opts.Formats, frags); err != nil {
+		return nil, err
+	}
+	for _, f := range frags {
+		if err := f.planUnits(opts.Filter != nil || f.filter != nil); err != nil {
+			return nil, err
+		}
 	}
 	// Checked before unify, which would report a filter's missing column
 	// as a missing selected one.

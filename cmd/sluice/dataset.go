@@ -4,12 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicedata/sluice/filter"
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -30,6 +33,16 @@ type datasetFlags struct {
 	noProgress    bool
 	filter        string
 	iceberg       icebergFlags
+	text          textFlags
+}
+
+// textFlags are the options of CSV, TSV and JSON files.
+type textFlags struct {
+	delimiter   string
+	noHeader    bool
+	nullStrings listFlag
+	countRows   bool
+	skipBadRows bool
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
@@ -46,6 +59,24 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
 	d.iceberg.register(fs)
+	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default ',', and tab for .tsv)")
+	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ...")
+	fs.Var(&d.text.nullStrings, "null-strings", "unquoted CSV `values` read as null, comma-separated (default: the empty value)")
+	fs.BoolVar(&d.text.countRows, "count-rows", false, "count the rows of text files when planning (reads them once; --drop-remainder needs it)")
+	fs.BoolVar(&d.text.skipBadRows, "skip-bad-rows", false, "skip text records that do not fit the schema instead of failing")
+}
+
+// formats are the drivers the commands read: Parquet and ORC, then the
+// text formats with the text flags.
+func (d *datasetFlags) formats() []formats.Format {
+	o := text.Options{NoHeader: d.text.noHeader, NullStrings: d.text.nullStrings, Count: d.text.countRows}
+	if d.text.delimiter != "" {
+		o.Delimiter = d.text.delimiter[0]
+	}
+	if d.text.skipBadRows {
+		o.BadRows = text.BadRowsSkip
+	}
+	return append(slices.Clone(dataFormats), text.All(o)...)
 }
 
 // check refuses, as usage errors, values stream.Open would refuse later as
@@ -64,6 +95,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
 	case d.shuffleWindow < 0:
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
+	case len(d.text.delimiter) > 1:
+		return usageErrorf("--delimiter %q is more than one byte", d.text.delimiter)
 	}
 	if d.filter != "" {
 		if _, err := filter.Parse(d.filter); err != nil {
@@ -76,7 +109,6 @@ func (d *datasetFlags) check() error {
 func (d *datasetFlags) options(urls []string) stream.Options {
 	return stream.Options{
 		URLs:          urls,
-		Formats:       dataFormats,
 		Columns:       d.columns,
 		Shuffle:       d.shuffle,
 		Seed:          d.seed,
@@ -88,6 +120,7 @@ func (d *datasetFlags) options(urls []string) stream.Options {
 		WorldSize:     d.worldSize,
 		DropRemainder: d.dropRemainder,
 		Filter:        d.filter,
+		Formats:       d.formats(),
 	}
 }
 

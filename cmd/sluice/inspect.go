@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -105,6 +106,9 @@ type fileInfo struct {
 	Rows          int64      `json:"rows"`
 	SelectedBytes int64      `json:"selected_bytes"`
 	RowGroups     []unitInfo `json:"row_groups"`
+	// Whole says why a CSV or JSON Lines file is read as one unit, not in
+	// byte ranges (a quoted line end).
+	Whole string `json:"whole,omitempty"`
 }
 
 type unitInfo struct {
@@ -226,7 +230,7 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	}
 	rowsKnown := true
 	for _, f := range ds.Files() {
-		fi := fileInfo{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Rows: f.Rows, RowGroups: []unitInfo{}}
+		fi := fileInfo{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Rows: f.Rows, RowGroups: []unitInfo{}, Whole: text.Whole(f)}
 		for _, u := range f.Units {
 			fi.RowGroups = append(fi.RowGroups, unitInfo{Rows: u.Rows, Bytes: u.Bytes})
 			fi.SelectedBytes += u.Bytes
@@ -313,6 +317,11 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 	}
 	files.add("total", count(t.Rows), strconv.Itoa(t.RowGroups), humanBytes(t.Size), humanBytes(t.SelectedBytes))
 	files.write(w)
+	for _, f := range rep.Files {
+		if f.Whole != "" {
+			fmt.Fprintf(w, "%s is read whole, not in byte ranges: %s\n", f.URL, f.Whole)
+		}
+	}
 
 	o := rep.Options
 	fmt.Fprintf(w, "\nchunks: %d%s (target %s of the selected columns)\n", len(rep.Chunks), chunkRange(rep.Chunks), humanBytes(o.ChunkBytes))

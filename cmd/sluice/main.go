@@ -55,8 +55,9 @@ Commands:
   bench       run the benchmark harness
   help        help on a command: sluice help <command>
 
-Data URLs are Parquet or ORC files, directories (every .parquet, .parq, .pq
-or .orc file below them, skipping names that start with '.' or '_'), globs such as
+Data URLs are Parquet and ORC files, CSV, TSV, JSON Lines and JSON files
+(.csv, .tsv, .jsonl, .ndjson, .json, each also .gz or .zst), directories
+(every such file below them, skipping names that start with '.' or '_'), globs such as
 'data/*.parquet' (quoted, so that sluice expands them, not the shell),
 plain paths, or URLs in any scheme sluice has a driver for (file://, and
 s3://, gs://, azblob:// where the build links them; their credentials come

@@ -1,0 +1,550 @@
+package text
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// ErrBadRow is wrapped (with formats.ErrCorrupt) when a record does not fit
+// the schema or cannot be parsed, and BadRows is BadRowsError.
+var ErrBadRow = errors.New("bad row")
+
+// errStop ends a scan whose consumer stopped.
+var errStop = errors.New("stopped")
+
+// Decode delivers the rows of r's units (or, where counts are known, of
+// its rows).
+func (f *Format) Decode(ctx context.Context, fr *formats.Fragment, fetched formats.Buffer, r *formats.Read) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		_, err := f.scan(ctx, fr, fetched, r, false, func(b arrow.RecordBatch) bool { return yield(b, nil) })
+		if err != nil && !errors.Is(err, errStop) {
+			yield(nil, err)
+		}
+	}
+}
+
+// where names a record for an error: its line where the reader knows it,
+// its byte offset always (in the decompressed stream for a compressed
+// file).
+func where(comp compression, line, rec, off int64) string {
+	s := ""
+	if line > 0 {
+		s = fmt.Sprintf("line %d, ", line)
+	} else {
+		s = fmt.Sprintf("record %d of the range, ", rec)
+	}
+	if comp != plain {
+		return s + fmt.Sprintf("byte %d of the decompressed data", off)
+	}
+	return s + fmt.Sprintf("byte %d", off)
+}
+
+// scan reads r's records. With emit it builds batches and hands them on;
+// without, it only counts rows: by record boundaries if boundariesOnly,
+// else by parsing every record as a read would (bad rows skipped or
+// failing as a read's would).
+func (f *Format) scan(ctx context.Context, fr *formats.Fragment, buf formats.Buffer, r *formats.Read, boundariesOnly bool, emit func(arrow.RecordBatch) bool) (int64, error) {
+	return f.scanWith(ctx, fr, buf, r, boundariesOnly, emit, nil, nil)
+}
+
+// scanWith is scan with hooks on the scanner before and after.
+func (f *Format) scanWith(ctx context.Context, fr *formats.Fragment, buf formats.Buffer, r *formats.Read, boundariesOnly bool, emit func(arrow.RecordBatch) bool, before, after func(*scanner)) (int64, error) {
+	m, err := metaOf(fr)
+	if err != nil {
+		return 0, err
+	}
+	first, end := r.Range.FirstUnit, r.Range.EndUnit
+	if first < 0 || end > len(m.bounds)-1 || first > end {
+		return 0, fmt.Errorf("text: %s: units [%d, %d) outside the file's %d", fr.URL, first, end, len(m.bounds)-1)
+	}
+	if first == end {
+		return 0, nil
+	}
+	fe, ok := buf.(*fetched)
+	if !ok || fe == nil {
+		fb, err := f.Fetch(ctx, fr, r)
+		if err != nil {
+			return 0, err
+		}
+		fe = fb.(*fetched)
+	}
+	// Rows to skip and to deliver, where counts are known.
+	skip, limit := int64(0), int64(-1)
+	if r.Range.Known() && m.rowStarts != nil {
+		skip = r.Range.Start - m.rowStarts[first]
+		limit = r.Range.End - r.Range.Start
+		if skip < 0 || limit < 0 {
+			return 0, fmt.Errorf("text: %s: %v is not within units [%d, %d)", fr.URL, r.Range, first, end)
+		}
+	}
+	mem := r.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	batchRows := max(r.BatchRows, 1)
+	if r.BatchRows <= 0 {
+		batchRows = 8192
+	}
+	sc := &scanner{f: f, fr: fr, m: m, r: r, mem: mem, batchRows: batchRows, skip: skip, limit: limit, emit: emit, countOnly: emit == nil, boundariesOnly: boundariesOnly, ctx: ctx}
+	defer sc.release()
+	if before != nil {
+		before(sc)
+	}
+	if f.kind == JSON {
+		err = sc.json(fe)
+	} else {
+		err = sc.records(fe, first, end)
+	}
+	if after != nil {
+		after(sc)
+	}
+	return sc.rows, err
+}
+
+// scanner is one scan's state.
+type scanner struct {
+	ctx       context.Context
+	f         *Format
+	fr        *formats.Fragment
+	m         *meta
+	r         *formats.Read
+	mem       memory.Allocator
+	batchRows int
+	// skip rows are parsed and dropped, then limit delivered (-1: all).
+	skip, limit    int64
+	emit           func(arrow.RecordBatch) bool
+	countOnly      bool
+	boundariesOnly bool
+
+	// onRow, if set, is told where each row counted starts (at); cuts,
+	// if set, are unit bounds a record must not hold a line end past
+	// (else cutsOK is cleared): the counting pass scans a file whole.
+	onRow  func(at int64)
+	at     int64
+	cuts   []int64
+	cutsOK bool
+
+	rows    int64 // rows delivered (or counted)
+	pending int   // rows in the builders
+	cols    []*column
+	flat    *flatJSON
+	rb      *array.RecordBuilder
+}
+
+// flatRecord decodes a JSON record of scalar columns.
+func (s *scanner) flatRecord(rec []byte, at func() string) error {
+	if err := s.flat.parse(rec); err != nil {
+		return s.bad(at(), err)
+	}
+	if s.good() {
+		s.flat.commit()
+		s.pending++
+	}
+	return nil
+}
+
+func (s *scanner) release() {
+	for _, c := range s.cols {
+		c.b.Release()
+	}
+	if s.rb != nil {
+		s.rb.Release()
+	}
+}
+
+// done reports whether the limit is reached.
+func (s *scanner) done() bool { return s.limit >= 0 && s.rows >= s.limit }
+
+// bad handles a record that does not fit: skipped and counted, or an
+// error.
+func (s *scanner) bad(at string, err error) error {
+	if s.f.opts.BadRows == BadRowsSkip {
+		s.f.skipped.Add(1)
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %s: %s: %w", ErrBadRow, formats.ErrCorrupt, s.fr.URL, at, err)
+}
+
+// good counts a row that fit; it reports whether it is delivered (not
+// among the rows skipped to reach a known range's start).
+func (s *scanner) good() bool {
+	if s.skip > 0 {
+		s.skip--
+		return false
+	}
+	s.rows++
+	if s.onRow != nil {
+		s.onRow(s.at)
+	}
+	return true
+}
+
+// flush hands on the rows built so far.
+func (s *scanner) flush() error {
+	if s.pending == 0 {
+		return nil
+	}
+	n := s.pending
+	s.pending = 0
+	var b arrow.RecordBatch
+	if s.rb != nil {
+		b = s.rb.NewRecordBatch()
+	} else {
+		arrs := make([]arrow.Array, len(s.cols))
+		for i, c := range s.cols {
+			arrs[i] = c.b.NewArray()
+		}
+		b = array.NewRecordBatch(s.r.Schema, arrs, int64(n))
+		for _, a := range arrs {
+			a.Release()
+		}
+	}
+	if s.countOnly {
+		b.Release()
+		return nil
+	}
+	if !s.emit(b) {
+		return errStop
+	}
+	return nil
+}
+
+// records scans CSV or JSON Lines records of units [first, end).
+func (s *scanner) records(fe *fetched, first, end int) error {
+	m, f := s.m, s.f
+	src := &source{buf: fe.data, base: fe.at, step: 512} // the straddling record's rest
+	closeSrc := func() {}
+	if m.split {
+		// Past the fetched bytes only to finish the straddling record.
+		src.r = io.NewSectionReader(s.fr.Source.ReaderAt(s.ctx), fe.at+int64(len(fe.data)), s.fr.Size-fe.at-int64(len(fe.data)))
+	} else {
+		var err error
+		src, closeSrc, err = m.open(bytes.NewReader(fe.data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.fr.URL, err)
+		}
+	}
+	defer closeSrc()
+	t := &tokenizer{src: src, d: f.dialect()}
+	limitAt := int64(-1) // records starting at or after it belong to the next range
+	lineBase := int64(0) // added to the tokenizer's lines; 0: lines unknown
+	if m.split {
+		limitAt = m.bounds[end]
+		start := m.bounds[first]
+		if first == 0 {
+			t.pos = int(start - fe.at)
+			lineBase = m.dataLine - 1
+		} else {
+			// The first record starts at the first line start at or after
+			// the range's start; if there is none before its end, a
+			// record longer than the range straddles it and the range
+			// owns nothing. The fetched bytes end there, so a range never
+			// reads on to find out.
+			x := lineStart(src.buf, int(start-src.base), true)
+			if x >= len(src.buf) {
+				return nil
+			}
+			t.pos = x
+			if src.base+int64(t.pos) >= limitAt {
+				return nil // a record longer than the range straddles it
+			}
+		}
+	} else {
+		lineBase = 0
+		if f.kind != JSONLines && !f.opts.NoHeader {
+			if _, err := t.next(); err != nil { // the header
+				return fmt.Errorf("%w: %s: header: %w", formats.ErrCorrupt, s.fr.URL, err)
+			}
+		}
+	}
+	linesKnown := !m.split || first == 0
+	if !s.countOnly || !s.boundariesOnly {
+		if err := s.setup(); err != nil {
+			return err
+		}
+	}
+	var recNo int64
+	for !s.done() {
+		if recNo&1023 == 0 {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ok, err := t.next()
+		if err != nil {
+			var se *syntaxError
+			if errors.As(err, &se) {
+				// The tokenizer cannot go on past a broken quote: the rest
+				// of the range is one bad record.
+				line := int64(0)
+				if linesKnown {
+					line = lineBase + t.consumed + 1
+				}
+				if berr := s.bad(where(m.comp, line, recNo, se.off), err); berr != nil {
+					return berr
+				}
+				break
+			}
+			return fmt.Errorf("%w: %s: %w", formats.ErrCorrupt, s.fr.URL, err)
+		}
+		if !ok {
+			break
+		}
+		if limitAt >= 0 && t.start >= limitAt {
+			break
+		}
+		if limitAt >= 0 && t.end > limitAt && t.start < limitAt {
+			// The straddling record: the next range starts at the first
+			// line start at or after limitAt, which must be this record's
+			// end, or a quoted line end has fooled the cut.
+			from := int(max(limitAt, t.start+1) - src.base)
+			endIdx := int(t.end - src.base)
+			if x := lineStart(src.buf[:endIdx], from, true); x != endIdx {
+				return fmt.Errorf("%w: %s: the record at byte %d holds a quoted line end past byte %d, where a range of the file starts: read this file whole (a larger UnitBytes) or drop quoted line ends", formats.ErrCorrupt, s.fr.URL, t.start, limitAt)
+			}
+		}
+		s.at = t.start
+		if len(s.cuts) > 0 {
+			s.checkCuts(t)
+		}
+		recNo++
+		line := int64(0)
+		if linesKnown {
+			line = lineBase + t.line
+		}
+		if s.countOnly && s.boundariesOnly {
+			s.good()
+			continue
+		}
+		if err := s.record(t, line, recNo-1); err != nil {
+			return err
+		}
+		if s.pending >= s.batchRows {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.flush()
+}
+
+// checkCuts clears cutsOK if the tokenizer's record holds a line end past
+// a cut inside it other than its own last: a range starting at that cut
+// would take the line after it for a record start.
+func (s *scanner) checkCuts(t *tokenizer) {
+	for len(s.cuts) > 0 && s.cuts[0] <= t.start {
+		s.cuts = s.cuts[1:]
+	}
+	endIdx := int(t.end - t.src.base)
+	for len(s.cuts) > 0 && s.cuts[0] < t.end {
+		from := int(max(s.cuts[0], t.start+1) - t.src.base)
+		if lineStart(t.src.buf[:endIdx], from, true) != endIdx {
+			s.cutsOK = false
+		}
+		s.cuts = s.cuts[1:]
+	}
+}
+
+// setup makes the builders for the read's schema.
+func (s *scanner) setup() error {
+	if s.f.kind == JSON || s.f.kind == JSONLines {
+		if fj, ok := newFlatJSON(s.mem, s.r.Schema); ok {
+			s.flat, s.cols = fj, fj.cols
+			return nil
+		}
+		s.rb = array.NewRecordBuilder(s.mem, s.r.Schema)
+		return nil
+	}
+	nulls := s.f.nulls()
+	for _, fl := range s.r.Schema.Fields() {
+		idx := -1
+		for i, n := range s.m.names {
+			if n == fl.Name {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return fmt.Errorf("%w: %s has no column %q", formats.ErrSchema, s.fr.URL, fl.Name)
+		}
+		if !supported(fl.Type) {
+			return fmt.Errorf("%w: column %q: type %s is not supported in CSV files", formats.ErrSchema, fl.Name, fl.Type)
+		}
+		s.cols = append(s.cols, newColumn(s.mem, idx, fl.Type, nulls))
+	}
+	return nil
+}
+
+// record parses the tokenizer's record into the builders.
+func (s *scanner) record(t *tokenizer, line, recNo int64) error {
+	at := func() string { return where(s.m.comp, line, recNo, t.start) }
+	if s.flat != nil {
+		return s.flatRecord(t.fields[0], at)
+	}
+	if s.rb != nil {
+		if err := oneObject(t.fields[0]); err != nil {
+			return s.bad(at(), err)
+		}
+		if err := unmarshal(s.rb, t.fields[0]); err != nil {
+			if errors.Is(err, errDecoderPanic) {
+				return fmt.Errorf("%w: %s: %s: %w", formats.ErrCorrupt, s.fr.URL, at(), err)
+			}
+			return s.bad(at(), err)
+		}
+		if s.good() {
+			s.pending++
+		} else {
+			s.dropLast()
+		}
+		return nil
+	}
+	if len(t.fields) != len(s.m.names) {
+		return s.bad(at(), fmt.Errorf("%d fields, the header has %d", len(t.fields), len(s.m.names)))
+	}
+	for _, c := range s.cols {
+		if err := c.parse(t.fields[c.field], t.quoted[c.field]); err != nil {
+			return s.bad(at(), fmt.Errorf("column %q: %w", s.m.names[c.field], err))
+		}
+	}
+	if !s.good() {
+		return nil
+	}
+	for _, c := range s.cols {
+		c.commit()
+	}
+	s.pending++
+	return nil
+}
+
+// dropLast drops the row just built into the JSON builder: a row before a
+// known range's start. Such rows come before any row of the range is
+// built, so the builder holds that row only.
+func (s *scanner) dropLast() {
+	s.rb.NewRecordBatch().Release()
+}
+
+// json scans a .json file's records.
+func (s *scanner) json(fe *fetched) error {
+	src, closeSrc, err := s.m.open(bytes.NewReader(fe.data))
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.fr.URL, err)
+	}
+	defer closeSrc()
+	data, err := drain(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.fr.URL, err)
+	}
+	if err := s.setup(); err != nil {
+		return err
+	}
+	var n int64
+	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
+		if n&1023 == 0 {
+			if err := s.ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		at := where(s.m.comp, 0, n, off)
+		n++
+		if s.flat != nil {
+			if err := s.flatRecord(rec, func() string { return at }); err != nil {
+				return false, err
+			}
+			if s.pending >= s.batchRows {
+				if err := s.flush(); err != nil {
+					return false, err
+				}
+			}
+			return !s.done(), nil
+		}
+		if err := unmarshal(s.rb, rec); err != nil {
+			if errors.Is(err, errDecoderPanic) {
+				return false, fmt.Errorf("%w: %s: %s: %w", formats.ErrCorrupt, s.fr.URL, at, err)
+			}
+			return true, s.bad(at, err)
+		}
+		if s.good() {
+			s.pending++
+		} else {
+			s.dropLast()
+		}
+		if s.pending >= s.batchRows {
+			if err := s.flush(); err != nil {
+				return false, err
+			}
+		}
+		return !s.done(), nil
+	})
+	if err != nil {
+		var se *syntaxError
+		if errors.As(err, &se) {
+			if berr := s.bad(where(s.m.comp, 0, n, se.off), err); berr != nil {
+				return berr
+			}
+		} else {
+			return err
+		}
+	}
+	return s.flush()
+}
+
+// oneObject checks that a JSON Lines record holds one object and nothing
+// after it: arrow-go's decoder reads the first value and ignores the rest,
+// which would drop the rows of a line holding several objects. It finds
+// the object's end by its braces, outside strings; the decoder checks the
+// rest.
+func oneObject(line []byte) error {
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	if i >= len(line) || line[i] != '{' {
+		return errors.New("the line is not a JSON object")
+	}
+	depth := 0
+	for ; i < len(line); i++ {
+		switch line[i] {
+		case '"':
+			for i++; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				if !blank(line[i+1:]) {
+					return fmt.Errorf("data after the object at byte %d of the line", i+1)
+				}
+				return nil
+			}
+		}
+	}
+	return errors.New("the object is not closed on its line")
+}
+
+// errDecoderPanic is wrapped when arrow-go's JSON decoder panicked on a
+// record (it does on some malformed input): its builders may then hold
+// part of the row, so the read cannot go on, even skipping bad rows.
+var errDecoderPanic = errors.New("JSON decoder panicked")
+
+func unmarshal(rb *array.RecordBuilder, rec []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errDecoderPanic, r)
+		}
+	}()
+	return rb.UnmarshalJSON(rec)
+}

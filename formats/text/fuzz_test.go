@@ -1,0 +1,91 @@
+package text
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// readBoth reads body as a file named name whole (one unit) and cut into
+// ranges of unit bytes. Neither may panic; where both succeed they must
+// deliver the same rows, and where the cut one fails the whole one may
+// not have succeeded silently with rows the cut one lost.
+func readBoth(t *testing.T, name string, body []byte, unit int64, o Options) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.SampleRecords = 3 // so that quoted line ends are met past the sample too
+	whole := o
+	whole.UnitBytes = 1 << 40
+	a, errA := readAll(t, whole, nil, dir)
+	cut := o
+	cut.UnitBytes = unit
+	b, errB := readAll(t, cut, nil, dir)
+	if errA == nil && errB == nil && a.String() != b.String() {
+		t.Fatalf("whole and cut into %d-byte ranges differ:\n%q\n%q", unit, a.String(), b.String())
+	}
+	// The counting pass must agree with the rows a whole read delivers.
+	counted := cut
+	counted.Count = true
+	c, errC := readAll(t, counted, nil, dir)
+	if errA == nil && errC == nil && a.String() != c.String() {
+		t.Fatalf("whole and counted differ:\n%q\n%q", a.String(), c.String())
+	}
+}
+
+func FuzzCSV(f *testing.F) {
+	for _, s := range []string{
+		"a,b\n1,2\n3,4\n",
+		"a,b\r\n1,\"x,y\"\r\n\r\n2,\"q\"\"q\"\n",
+		"a\n\"multi\nline\"\n2\n",
+		"# c\na,b\n#x\n1,2",
+		"a,b\n1,\"open\n",
+		"a,b\r1,2\r3,4",
+		"a,b\n1,2,3\n4\n",
+	} {
+		f.Add([]byte(s), uint8(3), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, unit uint8, comment bool) {
+		o := Options{}
+		if comment {
+			o.Comment = '#'
+		}
+		readBoth(t, "f.csv", body, int64(unit%64)+1, o)
+	})
+}
+
+func FuzzJSONLines(f *testing.F) {
+	for _, s := range []string{
+		"{\"a\":1}\n{\"a\":2.5,\"b\":\"x\"}\n",
+		"{\"a\":[1,2],\"s\":{\"k\":null}}\r\n\n  \n{\"a\":[]}",
+		"{\"a\":1}\n{\"a\":\"x\"}\n",
+		"[1]\n",
+		"{\"a\":\"\\u00e9\\n\"}\n",
+	} {
+		f.Add([]byte(s), uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, unit uint8) {
+		readBoth(t, "f.jsonl", body, int64(unit%64)+1, Options{})
+	})
+}
+
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{
+		"[{\"a\":1},{\"a\":2}]",
+		"{\"a\":1} {\"a\":2}",
+		"[{\"a\":1},",
+		"[]",
+		"[{\"a\":{\"b\":[1,null]}}]",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f.json"), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = readAll(t, Options{}, nil, dir) // any error, no panic, no leak
+		_, _ = readAll(t, Options{BadRows: BadRowsSkip}, nil, dir)
+	})
+}

@@ -1,0 +1,535 @@
+package text
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// meta is what Inspect and Settle learn of a file.
+type meta struct {
+	comp compression
+	// names are the file's columns, in its order (CSV fields, JSON keys
+	// of the sample).
+	names []string
+	// bounds are the units' byte ranges: unit i is [bounds[i],
+	// bounds[i+1]). A split file's first unit starts after the header; a
+	// whole file's is [0, size).
+	bounds []int64
+	split  bool
+	// whole says why a plain CSV or JSON Lines file is one unit, for
+	// inspect; "" if it is split or small.
+	whole string
+	// dataLine is the line the first unit of a split file starts at.
+	dataLine int64
+	// csvTypes and jsonTypes are the types the sample suggests, by column.
+	csvTypes  []arrow.DataType
+	jsonType  *jtype
+	sampleErr error
+	// rowStarts[i] is the file row unit i starts at, once counted.
+	rowStarts []int64
+}
+
+// Whole says why a plain CSV or JSON Lines file is read as one unit ("" if
+// it is split into byte ranges, or not a file that could be): inspect
+// shows it.
+func Whole(f *formats.Fragment) string {
+	if m, ok := f.Meta.(*meta); ok {
+		return m.whole
+	}
+	return ""
+}
+
+// open returns a source over the file's (decompressed) bytes from data,
+// which holds the stored bytes from the start.
+func (m *meta) open(data io.Reader) (*source, func(), error) {
+	src := &source{step: 1 << 20}
+	closeFn := func() {}
+	switch m.comp {
+	case gzipped:
+		zr, err := gzip.NewReader(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: gzip: %w", formats.ErrCorrupt, err)
+		}
+		src.r = zr
+	case zstded:
+		zr, err := zstd.NewReader(data, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: zstd: %w", formats.ErrCorrupt, err)
+		}
+		src.r, closeFn = zr, zr.Close
+	default:
+		src.r = data
+	}
+	return src, closeFn, nil
+}
+
+func (f *Format) dialect() dialect {
+	o := f.opts
+	if f.kind == JSONLines {
+		return dialect{lines: true}
+	}
+	return dialect{delim: o.Delimiter, quote: o.Quote, esc: o.Escape, comment: o.Comment}
+}
+
+func (f *Format) nulls() [][]byte {
+	out := make([][]byte, len(f.opts.NullStrings))
+	for i, s := range f.opts.NullStrings {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// Inspect reads the head of the file: the header, and a sample of records
+// that types are inferred from (see Settle), and cuts a plain CSV or JSON
+// Lines file into byte ranges.
+func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) error {
+	comp, _ := splitName(fr.URL)
+	m := &meta{comp: comp, bounds: []int64{0, fr.Size}, dataLine: 1}
+	stored := io.NewSectionReader(fr.Source.ReaderAt(ctx), 0, fr.Size)
+	src, closeSrc, err := m.open(stored)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	var dataStart int64
+	switch f.kind {
+	case CSV, TSV, JSONLines:
+		dataStart, err = f.sample(src, m)
+	case JSON:
+		err = f.sampleJSON(src, m)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if comp == plain && f.kind != JSON && m.whole == "" && fr.Size-dataStart > f.opts.UnitBytes {
+		m.split = true
+		m.bounds = m.bounds[:0]
+		for at := dataStart; at < fr.Size; at += f.opts.UnitBytes {
+			m.bounds = append(m.bounds, at)
+		}
+		m.bounds = append(m.bounds, fr.Size)
+	}
+	fr.Units = make([]formats.Unit, len(m.bounds)-1)
+	for i := range fr.Units {
+		fr.Units[i] = formats.Unit{Rows: -1, Offset: m.bounds[i], Bytes: m.bounds[i+1] - m.bounds[i]}
+	}
+	fr.Rows = -1
+	fr.Meta = m
+	// A provisional schema; Settle sets the dataset's.
+	fields := make([]arrow.Field, len(m.names))
+	for i, n := range m.names {
+		fields[i] = arrow.Field{Name: n, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	fr.Schema = arrow.NewSchema(fields, nil)
+	return nil
+}
+
+// sample reads a CSV file's header and SampleRecords records, or a JSON
+// Lines file's, and returns where the records after the header start.
+func (f *Format) sample(src *source, m *meta) (int64, error) {
+	t := &tokenizer{src: src, d: f.dialect()}
+	o := f.opts
+	var dataStart int64
+	if f.kind != JSONLines && !o.NoHeader {
+		ok, err := t.next()
+		if err != nil {
+			return 0, fmt.Errorf("%w: header: %w", formats.ErrCorrupt, err)
+		}
+		if ok {
+			m.names = headerNames(t.fields)
+			dataStart = t.end
+			m.dataLine = t.consumed + 1
+			if t.multiline {
+				m.whole = fmt.Sprintf("the header holds a quoted line end (byte %d)", t.start)
+			}
+		}
+	}
+	var guesses []guess
+	var seen []bool
+	nulls := f.nulls()
+	isNull := func(v []byte, quoted bool) bool {
+		if quoted {
+			return false
+		}
+		for _, n := range nulls {
+			if bytes.Equal(v, n) {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 0; n < o.SampleRecords; n++ {
+		ok, err := t.next()
+		if err != nil {
+			if errors.Is(err, errRecordTooLarge) || src.r != nil {
+				return 0, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			// A broken record in the sample is reported by the read that
+			// meets it, which knows whether bad rows are skipped.
+			m.sampleErr = err
+			break
+		}
+		if !ok {
+			break
+		}
+		if t.multiline && m.whole == "" {
+			m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", t.start)
+		}
+		if f.kind == JSONLines {
+			jt, err := inferRecord(t.fields[0])
+			if err != nil {
+				m.sampleErr = fmt.Errorf("line %d, byte %d: %w", t.line, t.start, err)
+				continue
+			}
+			if m.jsonType == nil {
+				m.jsonType = jt
+			} else {
+				m.jsonType.merge(jt)
+			}
+			continue
+		}
+		if m.names == nil {
+			for i := range t.fields {
+				m.names = append(m.names, fmt.Sprintf("column%d", i))
+			}
+		}
+		for len(guesses) < len(m.names) {
+			guesses, seen = append(guesses, gAll), append(seen, false)
+		}
+		for i, v := range t.fields {
+			if i >= len(guesses) || isNull(v, t.quoted[i]) {
+				continue
+			}
+			guesses[i] = guesses[i].observe(v)
+			seen[i] = true
+		}
+	}
+	if f.kind == JSONLines {
+		m.names = m.jsonType.keys()
+		if m.names == nil && m.sampleErr != nil {
+			return 0, fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+		}
+		return 0, nil
+	}
+	m.csvTypes = make([]arrow.DataType, len(m.names))
+	for i := range m.names {
+		if i < len(guesses) {
+			m.csvTypes[i] = guesses[i].csvType(seen[i])
+		} else {
+			m.csvTypes[i] = arrow.Null // no record: no say in the type
+		}
+	}
+	return dataStart, nil
+}
+
+func (t *jtype) keys() []string {
+	if t == nil {
+		return nil
+	}
+	return t.names
+}
+
+// sampleJSON infers a .json file's types from its first SampleRecords
+// records; the file is read whole for it.
+func (f *Format) sampleJSON(src *source, m *meta) error {
+	data, err := drain(src)
+	if err != nil {
+		return err
+	}
+	n := 0
+	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
+		jt, err := inferRecord(rec)
+		if err != nil {
+			m.sampleErr = fmt.Errorf("record %d, byte %d: %w", n, off, err)
+		} else if m.jsonType == nil {
+			m.jsonType = jt
+		} else {
+			m.jsonType.merge(jt)
+		}
+		n++
+		return n < f.opts.SampleRecords, nil
+	})
+	if err != nil {
+		m.sampleErr = err
+	}
+	m.names = m.jsonType.keys()
+	if m.names == nil && m.sampleErr != nil {
+		return fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+	}
+	return nil
+}
+
+// drain reads what is left of a source.
+func drain(src *source) ([]byte, error) {
+	for {
+		ok, err := src.more(0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
+		if !ok {
+			return src.buf, nil
+		}
+	}
+}
+
+// headerNames names the columns from a header record: an empty name
+// becomes columnN and a repeated one gets a suffix, so every column can be
+// selected by name.
+func headerNames(fields [][]byte) []string {
+	names := make([]string, len(fields))
+	seen := map[string]bool{}
+	for i, f := range fields {
+		if i == 0 {
+			f = bytes.TrimPrefix(f, bom)
+		}
+		n := strings.TrimSpace(string(f))
+		if n == "" {
+			n = fmt.Sprintf("column%d", i)
+		}
+		base := n
+		for k := 1; seen[n]; k++ {
+			n = fmt.Sprintf("%s_%d", base, k)
+		}
+		seen[n] = true
+		names[i] = n
+	}
+	return names
+}
+
+// Settle gives the files one schema: Options.Schema if set, else the
+// types the samples of the first SampleFiles files suggest, widened across
+// them; later files take those types for the columns they share. It then
+// runs the counting pass if Options.Count asks for one.
+func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
+	o := f.opts
+	types := map[string]arrow.DataType{}
+	from := map[string]string{}
+	if o.Schema == nil {
+		for _, fr := range frags[:min(len(frags), o.SampleFiles)] {
+			m := fr.Meta.(*meta)
+			own, err := f.sampleTypes(m)
+			if err != nil {
+				return fmt.Errorf("%s: %w: %w", fr.URL, formats.ErrSchema, err)
+			}
+			for i, n := range m.names {
+				t := own[i]
+				prev, ok := types[n]
+				if !ok {
+					types[n], from[n] = t, fr.URL
+					continue
+				}
+				w, ok := widenText(prev, t, o.WidenToString)
+				if !ok {
+					return fmt.Errorf("%w: column %q is %s in %s but %s in %s (set WidenToString to read it as text)", formats.ErrSchema, n, prev, from[n], t, fr.URL)
+				}
+				types[n] = w
+			}
+		}
+	} else {
+		for _, fl := range o.Schema.Fields() {
+			if f.kind != JSON && f.kind != JSONLines && !supported(fl.Type) {
+				return fmt.Errorf("%w: column %q: type %s is not supported in CSV files", formats.ErrSchema, fl.Name, fl.Type)
+			}
+			types[fl.Name] = fl.Type
+		}
+	}
+	for _, fr := range frags {
+		m := fr.Meta.(*meta)
+		if o.Schema != nil && (f.kind == JSON || f.kind == JSONLines || o.NoHeader) {
+			// Columns come from the schema: by name for JSON, by position
+			// for CSV without a header.
+			if f.kind != JSON && f.kind != JSONLines && len(m.names) > 0 && len(m.names) != o.Schema.NumFields() {
+				return fmt.Errorf("%s: %w: its records have %d fields, the schema %d", fr.URL, formats.ErrSchema, len(m.names), o.Schema.NumFields())
+			}
+			m.names = nil
+			for _, fl := range o.Schema.Fields() {
+				m.names = append(m.names, fl.Name)
+			}
+		}
+		var own []arrow.DataType
+		fields := make([]arrow.Field, len(m.names))
+		for i, n := range m.names {
+			t, ok := types[n]
+			if !ok {
+				if o.Schema != nil {
+					return fmt.Errorf("%s: %w: column %q is not in the given schema", fr.URL, formats.ErrSchema, n)
+				}
+				if own == nil {
+					var err error
+					if own, err = f.sampleTypes(m); err != nil {
+						return fmt.Errorf("%s: %w: %w", fr.URL, formats.ErrSchema, err)
+					}
+				}
+				t = own[i]
+			}
+			if t.ID() == arrow.NULL {
+				t = arrow.BinaryTypes.String // no file had a value
+			}
+			fields[i] = arrow.Field{Name: n, Type: t, Nullable: true}
+		}
+		fr.Schema = arrow.NewSchema(fields, nil)
+	}
+	if o.Count {
+		return f.countAll(ctx, frags)
+	}
+	return nil
+}
+
+// sampleTypes is the arrow type of each of the file's columns, as its
+// sample suggests.
+func (f *Format) sampleTypes(m *meta) ([]arrow.DataType, error) {
+	if f.kind == CSV || f.kind == TSV {
+		return m.csvTypes, nil
+	}
+	out := make([]arrow.DataType, len(m.names))
+	if m.jsonType == nil {
+		return out, nil
+	}
+	for i, n := range m.names {
+		t, err := m.jsonType.fields[n].arrowType(n, f.opts.WidenToString)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// widenText is the type two files' inferred types of a column widen to:
+// equal types stay, integers and floats become floats, a date and a
+// timestamp a timestamp, structs and lists of the same shape merge field
+// by field; anything else is text if toString, a conflict otherwise.
+func widenText(a, b arrow.DataType, toString bool) (arrow.DataType, bool) {
+	if arrow.TypeEqual(a, b) {
+		return a, true
+	}
+	if a.ID() == arrow.NULL {
+		return b, true
+	}
+	if b.ID() == arrow.NULL {
+		return a, true
+	}
+	isNum := func(t arrow.DataType) bool { return t.ID() == arrow.INT64 || t.ID() == arrow.FLOAT64 }
+	switch {
+	case isNum(a) && isNum(b):
+		return arrow.PrimitiveTypes.Float64, true
+	case (a.ID() == arrow.DATE32 && b.ID() == arrow.TIMESTAMP) || (a.ID() == arrow.TIMESTAMP && b.ID() == arrow.DATE32):
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, true
+	}
+	if toString {
+		return arrow.BinaryTypes.String, true
+	}
+	return nil, false
+}
+
+// countAll runs the counting pass over every file, from the plan cache
+// where it holds the file's counts.
+func (f *Format) countAll(ctx context.Context, frags []*formats.Fragment) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, fr := range frags {
+		g.Go(func() error {
+			m := fr.Meta.(*meta)
+			key := fr.CacheKey("text-count/" + f.fingerprint(fr))
+			var counts []int64
+			if c := fr.Cache(); c != nil {
+				if v, err := c.Get(gctx, key); err == nil && json.Unmarshal(v, &counts) == nil && len(counts) == len(fr.Units) {
+					return f.setCounts(fr, m, counts)
+				}
+			}
+			counts, err := f.count(gctx, fr)
+			if err != nil {
+				return fmt.Errorf("%s: counting pass: %w", fr.URL, err)
+			}
+			if c := fr.Cache(); c != nil {
+				if v, err := json.Marshal(counts); err == nil {
+					_ = c.Set(gctx, key, v) // a cache that fails costs a recount, no more
+				}
+			}
+			return f.setCounts(fr, m, counts)
+		})
+	}
+	return g.Wait()
+}
+
+func (f *Format) setCounts(fr *formats.Fragment, m *meta, counts []int64) error {
+	m.rowStarts = make([]int64, len(counts)+1)
+	for i, n := range counts {
+		fr.Units[i].Rows = n
+		m.rowStarts[i+1] = m.rowStarts[i] + n
+	}
+	fr.Rows = m.rowStarts[len(counts)]
+	return nil
+}
+
+// fingerprint names what a file's counts depend on besides its bytes.
+func (f *Format) fingerprint(fr *formats.Fragment) string {
+	o := f.opts
+	s := fmt.Sprintf("%s|%q|%q|%q|%q|%t|%q|%d|%d|%s", f.kind, o.Delimiter, o.Quote, o.Escape, o.Comment, o.NoHeader, o.NullStrings, o.BadRows, o.UnitBytes, fr.Schema)
+	return s
+}
+
+// count counts each unit's rows: with record boundaries only where every
+// record that is cut is a row (bad rows fail the read), by decoding where
+// bad rows are skipped or records are JSON values. A split file is scanned
+// whole from its start, so its record boundaries are known for sure: if a
+// quoted line end lies past a unit's start, the file becomes one unit.
+func (f *Format) count(ctx context.Context, fr *formats.Fragment) ([]int64, error) {
+	m := fr.Meta.(*meta)
+	r := &formats.Read{Range: formats.Range{Start: -1, End: -1, FirstUnit: 0, EndUnit: len(fr.Units)}, Schema: fr.Schema}
+	fe, err := f.Fetch(ctx, fr, r)
+	if err != nil {
+		return nil, err
+	}
+	boundariesOnly := f.opts.BadRows == BadRowsError && f.kind != JSON
+	counts := make([]int64, len(fr.Units))
+	u := 0
+	cuts := m.bounds[1 : len(m.bounds)-1]
+	onRow := func(at int64) {
+		for u+1 < len(counts) && at >= m.bounds[u+1] {
+			u++
+		}
+		counts[u]++
+	}
+	ok, err := f.scanWhole(ctx, fr, fe, r, boundariesOnly, onRow, cuts)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		m.split = false
+		m.whole = "the counting pass found a quoted line end past the start of a byte range"
+		m.bounds = []int64{0, fr.Size}
+		fr.Units = []formats.Unit{{Rows: -1, Bytes: fr.Size}}
+		return []int64{total}, nil
+	}
+	return counts, nil
+}
+
+// scanWhole counts the rows of r, telling onRow where each starts, and
+// reports whether no record holds a line end past one of cuts.
+func (f *Format) scanWhole(ctx context.Context, fr *formats.Fragment, fe formats.Buffer, r *formats.Read, boundariesOnly bool, onRow func(int64), cuts []int64) (bool, error) {
+	ok := true
+	_, err := f.scanWith(ctx, fr, fe, r, boundariesOnly, nil, func(s *scanner) {
+		s.onRow, s.cuts, s.cutsOK = onRow, cuts, true
+	}, func(s *scanner) { ok = s.cutsOK })
+	return ok, err
+}

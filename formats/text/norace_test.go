@@ -1,0 +1,5 @@
+//go:build !race
+
+package text
+
+const raceEnabled = false

@@ -1,0 +1,411 @@
+package text
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// source is a window of a byte stream (a file's bytes, or what a
+// decompressor yields) that grows on demand: the tokenizer asks for more
+// when a record runs past the end, and bytes before the record it is on
+// are dropped, so a file of any size is read in bounded memory (a record
+// must fit).
+type source struct {
+	buf  []byte
+	base int64     // stream offset of buf[0]
+	r    io.Reader // the rest of the stream; nil once it ended
+	step int       // bytes asked of r at a time
+	// limit bounds the memory one record may take.
+	limit int
+	// owned is set once buf is the source's own: the first one may be a
+	// fetched buffer that other ranges decode too, never written to.
+	owned bool
+}
+
+// maxRecord bounds a record's size: a file with no line end (or an open
+// quote) would otherwise be read whole into memory.
+const maxRecord = 1 << 30
+
+// errRecordTooLarge is wrapped when a record exceeds the limit.
+var errRecordTooLarge = errors.New("record larger than the limit")
+
+// more appends bytes, dropping those before keep (an index into buf); it
+// reports false once the stream has ended.
+func (s *source) more(keep int) (bool, error) {
+	if s.r == nil {
+		return false, nil
+	}
+	kept := len(s.buf) - keep
+	limit := s.limit
+	if limit <= 0 {
+		limit = maxRecord
+	}
+	if kept >= limit {
+		return false, fmt.Errorf("%w (%d bytes from byte %d)", errRecordTooLarge, kept, s.base+int64(keep))
+	}
+	step := s.step
+	if step <= 0 {
+		step = 64 << 10
+	}
+	// Each call asks for more than the last (up to 1 MiB), and a record
+	// longer than that grows the buffer geometrically: a straddling record
+	// costs a few small reads, a long one a logarithmic number.
+	s.step = min(step*2, max(step, 1<<20))
+	if kept > step {
+		step = kept
+	}
+	var nb []byte
+	if s.owned && keep > 0 && cap(s.buf)-kept >= kept+step && keep >= kept {
+		nb = s.buf[:kept]
+		copy(nb, s.buf[keep:])
+	} else {
+		nb = make([]byte, kept, kept+step)
+		copy(nb, s.buf[keep:])
+		s.owned = true
+	}
+	s.base += int64(keep)
+	// Not io.ReadFull: it turns a decompressor's io.ErrUnexpectedEOF (a
+	// truncated stream) into a short read.
+	n := 0
+	var err error
+	for n < step && err == nil {
+		var k int
+		k, err = s.r.Read(nb[kept+n : kept+step])
+		n += k
+	}
+	s.buf = nb[:kept+n]
+	if err == io.EOF {
+		s.r = nil
+		return n > 0, nil
+	}
+	if err != nil {
+		s.r = nil
+		return false, err
+	}
+	return true, nil
+}
+
+// dialect is how the tokenizer cuts records and fields.
+type dialect struct {
+	delim, quote, esc, comment byte
+	// lines makes every line one field (JSON Lines): no delimiter, no
+	// quotes.
+	lines bool
+}
+
+// tokenizer cuts a source into records and, for CSV, fields. Field slices
+// point into the source's buffer or the tokenizer's scratch and hold until
+// the next call to next.
+type tokenizer struct {
+	src *source
+	d   dialect
+	pos int // index into src.buf of the next byte to read
+
+	fields  [][]byte
+	quoted  []bool
+	scratch []byte
+	// multiline is set when the last record held a line end in a quoted
+	// field.
+	multiline bool
+	// start and end are the stream offsets of the last record.
+	start, end int64
+	// line is the last record's line number, counting from the source's
+	// start as line 1; consumed counts the line ends before pos.
+	line, consumed int64
+}
+
+// errNeedMore is internal: the record runs past the buffer.
+var errNeedMore = errors.New("need more bytes")
+
+// syntaxError is a record the tokenizer cannot cut.
+type syntaxError struct {
+	off int64
+	msg string
+}
+
+func (e *syntaxError) Error() string { return fmt.Sprintf("byte %d: %s", e.off, e.msg) }
+
+// next cuts the next record, skipping blank and comment lines. It reports
+// false at the end of the stream.
+func (t *tokenizer) next() (bool, error) {
+	for {
+		atEOF := t.src.r == nil
+		ok, err := t.cut(atEOF)
+		if err == errNeedMore {
+			if atEOF {
+				return false, fmt.Errorf("tokenizer asked for more at the end of the stream") // cannot happen: cut handles the end
+			}
+			keep := t.pos
+			if _, err := t.src.more(keep); err != nil {
+				return false, err
+			}
+			t.pos -= keep
+			continue
+		}
+		return ok, err
+	}
+}
+
+// cut is one attempt at next over the bytes there are.
+func (t *tokenizer) cut(atEOF bool) (bool, error) {
+	buf := t.src.buf
+	// Blank and comment lines.
+	for {
+		if t.pos >= len(buf) {
+			if atEOF {
+				return false, nil
+			}
+			return false, errNeedMore
+		}
+		c := buf[t.pos]
+		switch {
+		case c == '\n':
+			t.pos++
+			t.consumed++
+			continue
+		case c == '\r':
+			t.pos++
+			if t.pos < len(buf) && buf[t.pos] == '\n' {
+				t.pos++
+			} else if t.pos >= len(buf) && !atEOF {
+				t.pos--
+				return false, errNeedMore
+			}
+			t.consumed++
+			continue
+		case t.d.comment != 0 && c == t.d.comment:
+			j := bytes.IndexByte(buf[t.pos:], '\n')
+			if j < 0 {
+				if !atEOF {
+					return false, errNeedMore
+				}
+				t.pos = len(buf)
+				continue
+			}
+			t.pos += j + 1
+			t.consumed++
+			continue
+		}
+		break
+	}
+	t.fields = t.fields[:0]
+	t.quoted = t.quoted[:0]
+	t.scratch = t.scratch[:0]
+	t.multiline = false
+	i := t.pos
+	if t.d.lines {
+		for {
+			if i >= len(buf) {
+				if atEOF {
+					return false, nil
+				}
+				return false, errNeedMore
+			}
+			j := bytes.IndexByte(buf[i:], '\n')
+			end, next := 0, 0
+			switch {
+			case j >= 0:
+				end, next = i+j, i+j+1
+			case atEOF:
+				end, next = len(buf), len(buf)
+			default:
+				return false, errNeedMore
+			}
+			// A lone carriage return ends a line too.
+			if k := bytes.IndexByte(buf[i:end], '\r'); k >= 0 && i+k+1 < end {
+				end, next, j = i+k, i+k+1, k
+			} else if k >= 0 && j < 0 && i+k+1 == end {
+				j = k // a carriage return as the last byte of the file
+			}
+			nl := int64(min(j+1, 1))
+			if blank(buf[i:end]) {
+				// A line of spaces only: skipped, as an empty one is.
+				t.pos, i = next, next
+				t.consumed += nl
+				continue
+			}
+			if end > i && buf[end-1] == '\r' {
+				end--
+			}
+			t.fields = append(t.fields, buf[i:end])
+			t.quoted = append(t.quoted, false)
+			t.finish(i, next, nl)
+			return true, nil
+		}
+	}
+	nl := int64(0)
+	for {
+		// One field from i.
+		if t.d.quote != 0 && i < len(buf) && buf[i] == t.d.quote {
+			j := i + 1
+			from := j // start of the pending literal run
+			escaped := false
+			fieldStart := len(t.scratch)
+			for {
+				if j >= len(buf) {
+					if atEOF {
+						return false, &syntaxError{t.src.base + int64(t.pos), "quoted field not closed before the end of the file"}
+					}
+					return false, errNeedMore
+				}
+				c := buf[j]
+				if t.d.esc != 0 && t.d.esc != t.d.quote && c == t.d.esc {
+					if j+1 >= len(buf) {
+						if atEOF {
+							return false, &syntaxError{t.src.base + int64(j), "escape at the end of the file"}
+						}
+						return false, errNeedMore
+					}
+					escaped = true
+					t.scratch = append(t.scratch, buf[from:j]...)
+					t.scratch = append(t.scratch, buf[j+1])
+					j += 2
+					from = j
+					continue
+				}
+				if c == t.d.quote {
+					if j+1 >= len(buf) && !atEOF {
+						return false, errNeedMore
+					}
+					if j+1 < len(buf) && buf[j+1] == t.d.quote && (t.d.esc == 0 || t.d.esc == t.d.quote) {
+						escaped = true
+						t.scratch = append(t.scratch, buf[from:j+1]...)
+						j += 2
+						from = j
+						continue
+					}
+					break
+				}
+				if c == '\n' {
+					nl++
+					t.multiline = true
+				} else if c == '\r' {
+					t.multiline = true
+				}
+				j++
+			}
+			if escaped {
+				t.scratch = append(t.scratch, buf[from:j]...)
+				t.fields = append(t.fields, t.scratch[fieldStart:len(t.scratch):len(t.scratch)])
+			} else {
+				t.fields = append(t.fields, buf[i+1:j])
+			}
+			t.quoted = append(t.quoted, true)
+			j++ // the closing quote
+			if j >= len(buf) {
+				if !atEOF {
+					return false, errNeedMore
+				}
+				t.finish(t.pos, j, nl)
+				return true, nil
+			}
+			switch c := buf[j]; {
+			case c == t.d.delim:
+				i = j + 1
+				continue
+			case c == '\n':
+				t.finish(t.pos, j+1, nl+1)
+				return true, nil
+			case c == '\r':
+				return t.lineEnd(j, nl, atEOF)
+			default:
+				return false, &syntaxError{t.src.base + int64(j), fmt.Sprintf("unexpected %q after a closing quote", c)}
+			}
+		}
+		// Unquoted: up to the delimiter or the line end.
+		j := i
+		for j < len(buf) {
+			c := buf[j]
+			if c == t.d.delim || c == '\n' || c == '\r' {
+				break
+			}
+			j++
+		}
+		if j >= len(buf) {
+			if !atEOF {
+				return false, errNeedMore
+			}
+			t.fields = append(t.fields, buf[i:j])
+			t.quoted = append(t.quoted, false)
+			t.finish(t.pos, j, nl)
+			return true, nil
+		}
+		t.fields = append(t.fields, buf[i:j])
+		t.quoted = append(t.quoted, false)
+		switch buf[j] {
+		case '\n':
+			t.finish(t.pos, j+1, nl+1)
+			return true, nil
+		case '\r':
+			return t.lineEnd(j, nl, atEOF)
+		}
+		i = j + 1 // the delimiter
+		if i >= len(buf) && atEOF {
+			// A delimiter at the very end: one more, empty field.
+			t.fields = append(t.fields, buf[i:i])
+			t.quoted = append(t.quoted, false)
+			t.finish(t.pos, i, nl)
+			return true, nil
+		}
+	}
+}
+
+// lineEnd ends a record at a '\r' at j, with its '\n' if one follows.
+func (t *tokenizer) lineEnd(j int, nl int64, atEOF bool) (bool, error) {
+	buf := t.src.buf
+	if j+1 >= len(buf) && !atEOF {
+		return false, errNeedMore
+	}
+	if j+1 < len(buf) && buf[j+1] == '\n' {
+		j++
+	}
+	t.finish(t.pos, j+1, nl+1)
+	return true, nil
+}
+
+// finish records a record cut from buf[from:to], holding nl line ends.
+func (t *tokenizer) finish(from, to int, nl int64) {
+	t.start = t.src.base + int64(from)
+	t.end = t.src.base + int64(to)
+	t.line = t.consumed + 1
+	t.consumed += nl
+	t.pos = to
+}
+
+// blank reports whether b holds only spaces, tabs and carriage returns.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// lineStart returns the first index x >= i of buf at which a line starts
+// (buf[x-1] ends a line: '\n', or '\r' not followed by '\n'), or -1 if
+// the bytes there do not tell. i must be >= 1.
+func lineStart(buf []byte, i int, atEOF bool) int {
+	for j := i - 1; j < len(buf); j++ {
+		switch buf[j] {
+		case '\n':
+			return j + 1
+		case '\r':
+			if j+1 >= len(buf) {
+				if atEOF {
+					return j + 1
+				}
+				return -1
+			}
+			if buf[j+1] != '\n' {
+				return j + 1
+			}
+		}
+	}
+	if atEOF {
+		return len(buf)
+	}
+	return -1
+}

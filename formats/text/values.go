@@ -1,0 +1,314 @@
+package text
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// str views b as a string without copying, for the strconv parsers, which
+// do not keep their argument.
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// guess is what inference knows of a CSV column: the types every value so
+// far parses as, from the narrowest.
+type guess uint8
+
+const (
+	gBool guess = 1 << iota
+	gInt
+	gFloat
+	gDate
+	gTimestamp
+	gAll = gBool | gInt | gFloat | gDate | gTimestamp
+)
+
+// observe narrows g by one non-null value.
+func (g guess) observe(v []byte) guess {
+	if g&gBool != 0 {
+		if _, ok := parseBool(v); !ok {
+			g &^= gBool
+		}
+	}
+	if g&gInt != 0 {
+		if _, err := strconv.ParseInt(str(v), 10, 64); err != nil {
+			g &^= gInt
+		}
+	}
+	if g&gFloat != 0 {
+		if _, ok := parseFloat(v); !ok {
+			g &^= gFloat
+		}
+	}
+	if g&gDate != 0 {
+		if _, ok := parseDate(v); !ok {
+			g &^= gDate
+		}
+	}
+	if g&gTimestamp != 0 {
+		if _, ok := parseTimestamp(v, arrow.Microsecond); !ok {
+			g &^= gTimestamp
+		}
+	}
+	return g
+}
+
+// csvType is the arrow type of a column with guess g; seen is whether any
+// non-null value was. A column of nulls only is of the null type until
+// Settle widens it with other files' (a string column if none says more).
+func (g guess) csvType(seen bool) arrow.DataType {
+	switch {
+	case !seen:
+		return arrow.Null
+	case g&gBool != 0:
+		return arrow.FixedWidthTypes.Boolean
+	case g&gInt != 0:
+		return arrow.PrimitiveTypes.Int64
+	case g&gFloat != 0:
+		return arrow.PrimitiveTypes.Float64
+	case g&gDate != 0:
+		return arrow.FixedWidthTypes.Date32
+	case g&gTimestamp != 0:
+		return &arrow.TimestampType{Unit: arrow.Microsecond}
+	}
+	return arrow.BinaryTypes.String
+}
+
+func parseBool(v []byte) (bool, bool) {
+	switch len(v) {
+	case 4:
+		if bytes.EqualFold(v, []byte("true")) {
+			return true, true
+		}
+	case 5:
+		if bytes.EqualFold(v, []byte("false")) {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// parseFloat accepts decimal and exponent forms, inf and nan, not hex
+// floats or underscores, which no CSV writer means as numbers.
+func parseFloat(v []byte) (float64, bool) {
+	for _, c := range v {
+		if c == '_' || c == 'x' || c == 'X' || c == 'p' || c == 'P' {
+			return 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(str(v), 64)
+	if err != nil {
+		return 0, false
+	}
+	return f, true
+}
+
+func parseDate(v []byte) (int32, bool) {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return 0, false
+	}
+	t, err := time.Parse(time.DateOnly, str(v))
+	if err != nil {
+		return 0, false
+	}
+	return int32(t.Unix() / 86400), true
+}
+
+// timestampLayouts are the forms a timestamp is read in: ISO 8601 with a T
+// or a space, fractions of a second, with or without a zone.
+var timestampLayouts = []string{
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z0700",
+	"2006-01-02 15:04:05.999999999-07",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+}
+
+func parseTimestamp(v []byte, unit arrow.TimeUnit) (int64, bool) {
+	if len(v) < 16 || v[4] != '-' || v[7] != '-' {
+		return 0, false
+	}
+	for _, l := range timestampLayouts {
+		if t, err := time.Parse(l, str(v)); err == nil {
+			ts, err := arrow.TimestampFromTime(t.UTC(), unit)
+			if err != nil {
+				return 0, false
+			}
+			return int64(ts), true
+		}
+	}
+	return 0, false
+}
+
+// column turns one CSV field a record into a builder's value. parse checks
+// a field and holds its value; commit appends what parse held, so that a
+// record whose later field fails leaves no value behind.
+type column struct {
+	field int // the field's index in the file's records
+	typ   arrow.DataType
+	b     array.Builder
+	nulls [][]byte
+	bits  int // of an integer type
+
+	null bool
+	i    int64
+	u    uint64
+	f    float64
+	s    []byte
+}
+
+// supported reports whether the CSV reader can parse values of t.
+func supported(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.BOOL, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.LARGE_STRING,
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.DATE32, arrow.TIMESTAMP:
+		return true
+	}
+	return false
+}
+
+func newColumn(mem memory.Allocator, field int, typ arrow.DataType, nulls [][]byte) *column {
+	c := &column{field: field, typ: typ, b: array.NewBuilder(mem, typ), nulls: nulls}
+	if fw, ok := typ.(arrow.FixedWidthDataType); ok {
+		c.bits = fw.BitWidth()
+	}
+	return c
+}
+
+func (c *column) isNull(v []byte, quoted bool) bool {
+	if quoted {
+		return false
+	}
+	for _, n := range c.nulls {
+		if bytes.Equal(v, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// parse checks v against the column's type and holds its value.
+func (c *column) parse(v []byte, quoted bool) error {
+	c.null = c.isNull(v, quoted)
+	if c.null {
+		return nil
+	}
+	var ok bool
+	switch c.typ.ID() {
+	case arrow.BOOL:
+		var b bool
+		b, ok = parseBool(v)
+		c.i = 0
+		if b {
+			c.i = 1
+		}
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		var err error
+		c.i, err = strconv.ParseInt(str(v), 10, c.bits)
+		ok = err == nil
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		var err error
+		c.u, err = strconv.ParseUint(str(v), 10, c.bits)
+		ok = err == nil
+	case arrow.FLOAT32, arrow.FLOAT64:
+		c.f, ok = parseFloat(v)
+		if ok && c.typ.ID() == arrow.FLOAT32 && !math.IsInf(c.f, 0) && math.Abs(c.f) > math.MaxFloat32 {
+			ok = false
+		}
+	case arrow.STRING, arrow.LARGE_STRING:
+		c.s, ok = v, utf8.Valid(v)
+		if !ok {
+			return fmt.Errorf("%q is not valid UTF-8", clip(v))
+		}
+	case arrow.BINARY, arrow.LARGE_BINARY:
+		c.s, ok = v, true
+	case arrow.DATE32:
+		var d int32
+		d, ok = parseDate(v)
+		c.i = int64(d)
+	case arrow.TIMESTAMP:
+		c.i, ok = parseTimestamp(v, c.typ.(*arrow.TimestampType).Unit)
+		if !ok {
+			var d int32
+			if d, ok = parseDate(v); ok {
+				t := time.Unix(int64(d)*86400, 0).UTC()
+				ts, err := arrow.TimestampFromTime(t, c.typ.(*arrow.TimestampType).Unit)
+				c.i, ok = int64(ts), err == nil
+			}
+		}
+	default:
+		return fmt.Errorf("type %s is not supported in text files", c.typ)
+	}
+	if !ok {
+		return fmt.Errorf("%q is not a valid %s", clip(v), c.typ)
+	}
+	return nil
+}
+
+// commit appends the value parse held.
+func (c *column) commit() {
+	if c.null {
+		c.b.AppendNull()
+		return
+	}
+	switch b := c.b.(type) {
+	case *array.BooleanBuilder:
+		b.Append(c.i == 1)
+	case *array.Int8Builder:
+		b.Append(int8(c.i))
+	case *array.Int16Builder:
+		b.Append(int16(c.i))
+	case *array.Int32Builder:
+		b.Append(int32(c.i))
+	case *array.Int64Builder:
+		b.Append(c.i)
+	case *array.Uint8Builder:
+		b.Append(uint8(c.u))
+	case *array.Uint16Builder:
+		b.Append(uint16(c.u))
+	case *array.Uint32Builder:
+		b.Append(uint32(c.u))
+	case *array.Uint64Builder:
+		b.Append(c.u)
+	case *array.Float32Builder:
+		b.Append(float32(c.f))
+	case *array.Float64Builder:
+		b.Append(c.f)
+	case *array.StringBuilder:
+		b.BinaryBuilder.Append(c.s)
+	case *array.LargeStringBuilder:
+		b.BinaryBuilder.Append(c.s)
+	case *array.BinaryBuilder:
+		b.Append(c.s)
+	case *array.Date32Builder:
+		b.Append(arrow.Date32(c.i))
+	case *array.TimestampBuilder:
+		b.Append(arrow.Timestamp(c.i))
+	}
+}
+
+// clip shortens a value for an error message.
+func clip(v []byte) string {
+	if len(v) > 64 {
+		return string(v[:61]) + "..."
+	}
+	return string(v)
+}
