@@ -50,6 +50,7 @@ type Dataset struct {
 	data   *formats.Dataset
 	chunks []plan.Chunk
 	planID string // hash of the chunk list: the plan fingerprint
+	shared bool   // a consumer of StreamingSplit: data is its parent's to close
 
 	mu      sync.Mutex
 	running bool
@@ -183,6 +184,9 @@ func (d *Dataset) unscanned() int64 {
 // not stop a running iteration; cancel its context for that.
 func (d *Dataset) Close() error {
 	d.kept.drop()
+	if d.shared {
+		return nil
+	}
 	return d.data.Close()
 }
 
