@@ -313,7 +313,10 @@ func TestStreamingSplitErrors(t *testing.T) {
 		{"none", nil, "no states"},
 		{"twice", []State{a, a}, "appears twice"},
 		{"not a divisor", []State{a, b, a}, "field world_size"},
-		{"merged", []State{func() State { m, _ := checkpoint.Merge(a.Clone(), b.Clone(), rankState(a, 0), rankState(a, 2)); return m }()}, "merged state"},
+		{"merged", []State{func() State {
+			m, _ := checkpoint.Merge(a.Clone(), b.Clone(), rankState(a, 0), rankState(a, 2))
+			return m
+		}()}, "merged state"},
 		{"another rank's consumer", []State{a, rankState(a, 0)}, "field rank"},
 		{"another epoch", []State{a, func() State { s := b.Clone(); s.Epoch = 1; return s }()}, "field epoch"},
 		{"another order", []State{a, func() State { s := b.Clone(); s.Seed++; s.Fingerprint = s.OrderFingerprint(); return s }()}, "field seed"},

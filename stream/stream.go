@@ -81,7 +81,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		c.OnRead = func(_ string, _ int64, n int) { o.Metrics.AddRead(b.Scheme(), int64(n), 1) }
 		return c
 	}
-	data, err := formats.Plan(ctx, o.URLs, formats.PlanOptions{
+	p, err := planDataset(ctx, o, formats.PlanOptions{
 		Columns:     o.Columns,
 		Concurrency: o.PlanConcurrency,
 		Storage:     so,
@@ -89,20 +89,11 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		Cache:       o.PlanCache,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream: open: %w", err)
+		return nil, err
 	}
-	d.data = data
-	if data.Rows() == 0 {
-		data.Close()
-		return nil, fmt.Errorf("%w: %d files, 0 rows", ErrEmpty, len(data.Fragments))
-	}
-	// Chunks hold at most a sixteenth of a window, so that a shuffled
-	// window mixes rows from at least sixteen places of the dataset (where
-	// row groups are that small: they are never cut).
-	d.chunks = plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	d.planID = planHash(data, d.chunks)
+	d.data, d.chunks, d.planID = p.data, p.chunks, p.id
 	if err := d.startEpoch(o.Epoch); err != nil {
-		data.Close()
+		d.data.Close()
 		return nil, err
 	}
 	return d, nil
