@@ -41,6 +41,8 @@ var scenarios = []scenario{
 	{name: "resume", lines: []string{"resume_1", "resume_50", "resume_99"}, run: (*env).resumeLatency},
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
+	{name: "shared_plan", lines: sharedPlanLines, run: (*env).sharedPlan},
+	{name: "consumers", lines: consumerLines, run: (*env).consumers},
 }
 
 func scenarioNames() []string {
