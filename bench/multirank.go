@@ -55,7 +55,11 @@ func (e *env) sharedPlan(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	spec := synth.Spec{Files: sharedPlanFiles, RowsPerFile: 64, RowGroupRows: 64, Seed: 5}
+	ranks, files := sharedPlanRanks, sharedPlanFiles
+	if e.cfg.Mode == "tiny" { // the harness's own test: the lines, not the figures
+		ranks, files = 4, 24
+	}
+	spec := synth.Spec{Files: files, RowsPerFile: 64, RowGroupRows: 64, Seed: 5}
 	local, err := os.MkdirTemp("", "sluice-bench-shared-plan-")
 	if err != nil {
 		return err
@@ -77,14 +81,14 @@ func (e *env) sharedPlan(ctx context.Context) (err error) {
 		return err
 	}
 	for i, shared := range []bool{false, true} {
-		seconds, requests, err := e.openRanks(ctx, sc, shared)
+		seconds, requests, err := e.openRanks(ctx, sc, ranks, shared)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sharedPlanLines[i], err)
 		}
 		r := newRecord("scenario").set("scenario", sharedPlanLines[i])
 		r.set("options", fmt.Sprintf("%d ranks (goroutines, each its own Open) at once, %d files of %d rows on the local S3 server, %d ms added to every read; seconds to the first batch of the last rank",
-			sharedPlanRanks, len(paths), spec.RowsPerFile, sharedPlanLatency.Milliseconds()))
-		r.set("ranks", sharedPlanRanks).set("files", len(paths)).set("latency_ms", sharedPlanLatency.Milliseconds())
+			ranks, len(paths), spec.RowsPerFile, sharedPlanLatency.Milliseconds()))
+		r.set("measure", "latency").set("ranks", ranks).set("files", len(paths)).set("latency_ms", sharedPlanLatency.Milliseconds())
 		r.set("seconds", seconds).set("requests", requests)
 		r.set("plan_store_requests", "not counted: the plan object is read once per rank, polled while rank 0 plans, with no added latency")
 		if err := e.emit(r); err != nil {
@@ -97,7 +101,7 @@ func (e *env) sharedPlan(ctx context.Context) (err error) {
 // openRanks opens the dataset on every rank at once and returns the
 // seconds until the last rank had its first batch, and the requests all
 // ranks made to the data bucket.
-func (e *env) openRanks(ctx context.Context, sc *scratch.Prefix, shared bool) (float64, int64, error) {
+func (e *env) openRanks(ctx context.Context, sc *scratch.Prefix, ranks int, shared bool) (float64, int64, error) {
 	runtime.GC()
 	var requests atomic.Int64
 	var counters []*storage.Counting
@@ -105,9 +109,9 @@ func (e *env) openRanks(ctx context.Context, sc *scratch.Prefix, shared bool) (f
 	key := fmt.Sprintf("%splan-%d.json", sc.Key, time.Now().UnixNano())
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
-	for rank := range sharedPlanRanks {
+	for rank := range ranks {
 		g.Go(func() error {
-			o := stream.Options{URLs: []string{sc.URL("")}, Rank: rank, WorldSize: sharedPlanRanks, BatchSize: e.cfg.BatchSize}
+			o := stream.Options{URLs: []string{sc.URL("")}, Rank: rank, WorldSize: ranks, BatchSize: e.cfg.BatchSize}
 			o.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
 				c := storage.NewCounting(withLatency(b, sharedPlanLatency))
 				mu.Lock()
@@ -147,24 +151,27 @@ var consumerLines = []string{"consumers_1", "consumers_2", "consumers_4"}
 // at the same options, alternating; total rows/s is compared with n = 1's.
 func (e *env) consumers(ctx context.Context) error {
 	ns := []int{1, 2, 4}
-	best := make([]float64, len(ns))
-	runs := make([][]float64, len(ns))
+	best := make([]sample, len(ns))
 	for range max(e.cfg.Reps, 1) {
 		for i, n := range ns {
 			runtime.GC()
-			rate, err := e.consumeSplit(ctx, n)
+			m, err := e.consumeSplit(ctx, n)
 			if err != nil {
 				return fmt.Errorf("%s: %w", consumerLines[i], err)
 			}
-			best[i] = max(best[i], rate)
-			runs[i] = append(runs[i], round(rate))
+			best[i].rates = append(best[i].rates, m.rowsPerSec())
+			if m.rowsPerSec() > best[i].m.rowsPerSec() {
+				best[i].m = m
+			}
+			best[i].baseline = e.floor
 		}
 	}
+	one := best[0].m.rowsPerSec()
 	for i, n := range ns {
-		r := newRecord("scenario").set("scenario", consumerLines[i])
-		r.set("options", fmt.Sprintf("defaults, NumSplits 4, StreamingSplit(%d, false), each consumer drained by its own goroutine; total rows/s", n))
-		r.set("consumers", n).set("rows_per_s", best[i]).set("runs_rows_per_s", runs[i])
-		r.set("one_consumer_rows_per_s", best[0]).set("ratio_vs_1_consumer", best[i]/best[0])
+		r := e.result(consumerLines[i], best[i])
+		r.set("options", fmt.Sprintf("defaults, NumSplits 4, StreamingSplit(%d, false), each consumer drained by its own goroutine, alternating with the other n; total rows/s", n))
+		r.set("consumers", n)
+		r.set("one_consumer_rows_per_s", one).set("ratio_vs_1_consumer", best[i].m.rowsPerSec()/one)
 		r.target("ratio_vs_1_consumer", ">=", 0.9)
 		if err := e.emit(r); err != nil {
 			return err
@@ -173,18 +180,31 @@ func (e *env) consumers(ctx context.Context) error {
 	return nil
 }
 
-// consumeSplit drains one epoch through n consumers and returns rows/s.
-func (e *env) consumeSplit(ctx context.Context, n int) (float64, error) {
+// consumeSplit drains one epoch through n consumers, timed from the split.
+func (e *env) consumeSplit(ctx context.Context, n int) (measurement, error) {
+	var m measurement
+	var read atomic.Int64
 	o := e.opts()
 	o.URLs, o.NumSplits = []string{e.data.dir}, 4
+	o.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+		c := storage.NewCounting(b)
+		c.OnRead = func(_ string, _ int64, n int) { read.Add(int64(n)) }
+		return c
+	}
 	ds, err := stream.Open(ctx, o)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	defer ds.Close()
+	for _, f := range ds.Files() {
+		for _, u := range f.Units {
+			m.storedBytes += u.Bytes
+		}
+	}
+	m.planBytes = read.Load()
 	cs, err := ds.StreamingSplit(n, false)
 	if err != nil {
-		return 0, err
+		return m, err
 	}
 	var rows atomic.Int64
 	start := time.Now()
@@ -202,11 +222,10 @@ func (e *env) consumeSplit(ctx context.Context, n int) (float64, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return m, err
 	}
-	el := time.Since(start).Seconds()
-	if err := expectRows(measurement{rows: rows.Load()}, e.data.spec.Rows()); err != nil {
-		return 0, err
-	}
-	return float64(rows.Load()) / el, nil
+	m.seconds = time.Since(start).Seconds()
+	m.rows = rows.Load()
+	m.readBytes = read.Load() // planning included, as measureStream counts
+	return m, expectRows(m, e.data.spec.Rows())
 }
