@@ -11,7 +11,8 @@
 // The checkpoints live under the store's prefix, as <run>/<step>/..., and the
 // plan beside them as <run>/plan.json. With --log DIR each process appends,
 // before every save, the ids it trained on since the previous save to
-// DIR/<attempt>-rank-<rank>.jsonl: the multi-process test reads them back
+// DIR/<attempt>-rank-<rank>.jsonl, after a first line with the step it
+// resumed from: the multi-process test reads them back
 // to check that every row of every epoch was trained on exactly once.
 //
 // Checkpoints are numbered per start of the job and per epoch
@@ -133,6 +134,13 @@ func train(ctx context.Context, c config) error {
 		}
 		defer f.Close()
 		logw = bufio.NewWriter(f)
+		// The step resumed from comes first: the ids logged later count only
+		// up to the step the next start resumes from.
+		line, _ := json.Marshal(logLine{Resumed: &step, Rank: where.Rank})
+		logw.Write(append(line, '\n'))
+		if err := logw.Flush(); err != nil {
+			return err
+		}
 	}
 	// taken counts the batches of the current epoch that the job (each
 	// rank alike) had taken at the resumed step.
@@ -183,7 +191,8 @@ func train(ctx context.Context, c config) error {
 
 // logLine is one save's worth of trained ids.
 type logLine struct {
-	Step int64   `json:"step"`
-	Rank int     `json:"rank"`
-	IDs  []int64 `json:"ids"`
+	Resumed *int64  `json:"resumed,omitempty"` // only in a start's first line
+	Step    int64   `json:"step,omitempty"`
+	Rank    int     `json:"rank"`
+	IDs     []int64 `json:"ids,omitempty"`
 }

@@ -87,7 +87,7 @@ func TestMultiProcessKill(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("kill points from -multirank.seed %d", seed)
+	t.Logf("kill points from -multirank.seed=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	worlds := []int{8, 4, 2, 6}
 	kills, starts := 0, 0
@@ -179,23 +179,33 @@ func startJob(t *testing.T, bin string, world, attempt int, data, store, run, lo
 }
 
 type trainedLine struct {
-	Step int64   `json:"step"`
-	Rank int     `json:"rank"`
-	IDs  []int64 `json:"ids"`
+	Resumed *int64  `json:"resumed"`
+	Step    int64   `json:"step"`
+	Rank    int     `json:"rank"`
+	IDs     []int64 `json:"ids"`
 }
 
 // checkTrainedOnce reads every start's log and checks that the saves that
-// count trained on every row once per epoch. resumed[a] is the step start a
-// resumed from; start a's saves count up to resumed[a+1], the step the next
-// start resumed from (all, for the last start).
-func checkTrainedOnce(t *testing.T, logDir string, resumed []int64) {
+// count trained on every row once per epoch. Each start's ranks log first
+// the step they resumed from (they must agree); a start's saves count up to
+// the step the next start that logged resumed from (all, for the last).
+// The steps the test read before each start (seen) are only compared: a
+// write that a killed process had sent may land on the server after it died.
+func checkTrainedOnce(t *testing.T, logDir string, seen []int64) {
 	t.Helper()
 	const epochSteps, attemptSteps = 100_000, 10_000_000
 	rows := int64(multirankSpec.Files * multirankSpec.RowsPerFile)
-	seen := make([][]int, multirankEpochs)
-	for e := range seen {
-		seen[e] = make([]int, rows)
+	trained := make([][]int, multirankEpochs)
+	for e := range trained {
+		trained[e] = make([]int, rows)
 	}
+	type start struct {
+		resumed int64
+		known   bool
+		lines   []trainedLine
+		files   []string
+	}
+	starts := make([]start, len(seen))
 	files, err := filepath.Glob(filepath.Join(logDir, "*-rank-*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -203,13 +213,11 @@ func checkTrainedOnce(t *testing.T, logDir string, resumed []int64) {
 	sort.Strings(files)
 	for _, name := range files {
 		var attempt, rank int
-		if _, err := fmt.Sscanf(filepath.Base(name), "%d-rank-%d.jsonl", &attempt, &rank); err != nil {
-			t.Fatalf("log %s: %v", name, err)
+		if _, err := fmt.Sscanf(filepath.Base(name), "%d-rank-%d.jsonl", &attempt, &rank); err != nil || attempt >= len(starts) {
+			t.Fatalf("log %s: not a start's log (%v)", name, err)
 		}
-		upTo := int64(1<<62 - 1)
-		if attempt+1 < len(resumed) {
-			upTo = resumed[attempt+1]
-		}
+		s := &starts[attempt]
+		s.files = append(s.files, name)
 		f, err := os.Open(name)
 		if err != nil {
 			t.Fatal(err)
@@ -219,32 +227,60 @@ func checkTrainedOnce(t *testing.T, logDir string, resumed []int64) {
 		for sc.Scan() {
 			var l trainedLine
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				// The kill can only cut a line whose save never began.
-				continue
+				continue // the kill can only cut a line whose save never began
 			}
-			if l.Step <= resumed[attempt] || l.Step > upTo {
-				continue
-			}
-			if l.Step/attemptSteps != int64(attempt) {
-				t.Fatalf("log %s: step %d is not of start %d", name, l.Step, attempt)
-			}
-			e := (l.Step % attemptSteps) / epochSteps
-			for _, id := range l.IDs {
-				if id < 0 || id >= rows || e >= multirankEpochs {
-					t.Fatalf("log %s step %d: id %d of epoch %d is outside the data", name, l.Step, id, e)
+			if l.Resumed != nil {
+				if s.known && *l.Resumed != s.resumed {
+					t.Fatalf("start %d: rank %d resumed from step %d, another rank from %d", attempt, rank, *l.Resumed, s.resumed)
 				}
-				seen[e][id]++
+				s.resumed, s.known = *l.Resumed, true
+				continue
 			}
+			s.lines = append(s.lines, l)
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for e := range seen {
-		for id, n := range seen[e] {
+	for a := range starts {
+		s := &starts[a]
+		if !s.known {
+			if len(s.lines) > 0 {
+				t.Fatalf("start %d saved without logging the step it resumed from", a)
+			}
+			continue
+		}
+		if s.resumed != seen[a] {
+			t.Logf("start %d resumed from step %d; the store said %d just before it started (a write of the killed start landed late)", a, s.resumed, seen[a])
+		}
+		upTo := int64(1<<62 - 1)
+		for b := a + 1; b < len(starts); b++ {
+			if starts[b].known {
+				upTo = starts[b].resumed
+				break
+			}
+		}
+		for _, l := range s.lines {
+			if l.Step <= s.resumed || l.Step > upTo {
+				continue
+			}
+			if l.Step/attemptSteps != int64(a) {
+				t.Fatalf("start %d: step %d is not of this start", a, l.Step)
+			}
+			e := (l.Step % attemptSteps) / epochSteps
+			for _, id := range l.IDs {
+				if id < 0 || id >= rows || e >= multirankEpochs {
+					t.Fatalf("start %d step %d: id %d of epoch %d is outside the data", a, l.Step, id, e)
+				}
+				trained[e][id]++
+			}
+		}
+	}
+	for e := range trained {
+		for id, n := range trained[e] {
 			if n != 1 {
-				t.Fatalf("epoch %d: row %d trained on %d times (resumed steps %v)", e, id, n, resumed)
+				t.Fatalf("epoch %d: row %d trained on %d times (steps resumed from, as the store said before each start: %v)", e, id, n, seen)
 			}
 		}
 	}
