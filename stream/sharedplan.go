@@ -51,7 +51,10 @@ type PlanStore struct {
 	// Key is the plan object's key. Required.
 	Key string
 	// Wait bounds how long a rank other than 0 waits for rank 0 to write
-	// the plan before planning itself. Default 5 minutes.
+	// the plan before planning itself (and writing it, if still missing):
+	// where rank 0 fails to plan, the others find out after Wait, when they
+	// fail the same way. The context given to Open bounds it too.
+	// Default 5 minutes.
 	Wait time.Duration
 }
 
