@@ -67,8 +67,8 @@ func catUsage() string {
 Examples:
   sluice cat data/ --limit 5
   sluice cat data/ --columns id,label --shuffle --seed 7 --world-size 4 --rank 1
-  sluice cat data/ --checkpoint ckpt/ --run exp1 --rank 0 --limit 10
   RANK=1 WORLD_SIZE=4 sluice cat data/ --rank-from-env --num-splits 8
+  sluice cat data/ --checkpoint ckpt/ --run exp1 --rank 0 --limit 10
 `
 }
 
