@@ -162,7 +162,7 @@ func (c convention) read(get func(string) (string, bool), given int) (p Placemen
 	vars = c.rank
 	if c.world == "" {
 		if given == 0 {
-			return p, "", false, fmt.Errorf("stream: %s environment: %s is set but the world size is not given (LaunchOptions.WorldSize: the Job's completions)", c.name, c.rank)
+			return p, "", false, fmt.Errorf("stream: %s environment: %s is set but the world size is not given (LaunchOptions.WorldSize: the Job's completions; or LaunchOptions.Launcher, where another launcher such as torchrun runs inside the Job's pods)", c.name, c.rank)
 		}
 		p.WorldSize = given
 		p.LocalRank, p.LocalWorldSize = 0, 1
