@@ -65,7 +65,7 @@ func TestHarnessTiny(t *testing.T) {
 		if l["skipped"] != nil {
 			want := "run " + setupCommand
 			switch {
-			case slices.Contains(objectStoreLines, name):
+			case slices.Contains(objectStoreLines, name), slices.Contains(sharedPlanLines, name):
 				want = "run " + scratch.Setup
 			case slices.Contains(scalingLines, name):
 				want = "run on " + strings.TrimPrefix(strings.Split(name, "_")[1], "p") + " cores or more"
@@ -103,6 +103,7 @@ func TestHarnessTiny(t *testing.T) {
 		"scaling_p1_sequential", "scaling_p1_shuffled",
 		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
+		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 	} {
 		if byName[name] == nil {
 			t.Errorf("no line for scenario %s", name)

@@ -42,6 +42,8 @@ var scenarios = []scenario{
 	{name: "checkpoint_save", run: (*env).checkpointSave},
 	{name: "resume", lines: []string{"resume_1", "resume_50", "resume_99"}, run: (*env).resumeLatency},
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},
+	{name: "shared_plan", lines: sharedPlanLines, run: (*env).sharedPlan},
+	{name: "consumers", lines: consumerLines, run: (*env).consumers},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
 	{name: "orc", lines: orcLines, run: (*env).orcScenario},
 	{name: "iceberg", lines: icebergLines, run: (*env).icebergScenario},

@@ -161,6 +161,11 @@ type Options struct {
 	// for example store.KV("plans") of the job's pebblestore.Store.
 	// Default: none.
 	PlanCache formats.Cache
+	// PlanStore, if set, shares one plan among the job's ranks: rank 0
+	// reads the footers and writes the plan there, the others plan from it
+	// without reading footers (see PlanStore). Default: none, every rank
+	// reads every footer.
+	PlanStore *PlanStore
 	// Allocator allocates Arrow memory. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 	// Metrics receives the pipeline's live figures. Default: a new

@@ -51,6 +51,7 @@ type Dataset struct {
 	data   *formats.Dataset
 	chunks []plan.Chunk
 	planID string // hash of the chunk list: the plan fingerprint
+	shared bool   // a consumer of StreamingSplit: data is its parent's to close
 
 	mu      sync.Mutex
 	running bool
@@ -95,28 +96,13 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		}
 		po.Filter = flt
 	}
-	planner := o.Plan
-	if planner == nil {
-		planner = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
-			return formats.Plan(ctx, o.URLs, po)
-		}
-	}
-	data, err := planner(ctx, po)
+	p, err := planDataset(ctx, o, po)
 	if err != nil {
-		return nil, fmt.Errorf("stream: open: %w", err)
+		return nil, err
 	}
-	d.data = data
-	if data.Rows() == 0 {
-		data.Close()
-		return nil, fmt.Errorf("%w: %d files, 0 rows", ErrEmpty, len(data.Fragments))
-	}
-	// Chunks hold at most a sixteenth of a window, so that a shuffled
-	// window mixes rows from at least sixteen places of the dataset (where
-	// row groups are that small: they are never cut).
-	d.chunks = plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	d.planID = planHash(data, d.chunks, po.Filter)
+	d.data, d.chunks, d.planID = p.data, p.chunks, p.id
 	if err := d.startEpoch(o.Epoch); err != nil {
-		data.Close()
+		d.data.Close()
 		return nil, err
 	}
 	return d, nil
@@ -207,6 +193,10 @@ func (d *Dataset) unscanned() int64 {
 // Close releases the dataset's buckets and the windows read ahead. It does
 // not stop a running iteration; cancel its context for that.
 func (d *Dataset) Close() error {
+	if d.shared { // a consumer of StreamingSplit: the files are its parent's
+		d.kept.drop()
+		return nil
+	}
 	d.kept.drop()
 	return d.data.Close()
 }

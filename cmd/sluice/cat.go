@@ -38,6 +38,7 @@ Flags:
 
 type catConfig struct {
 	ds         datasetFlags
+	launch     launchFlags
 	rank       int
 	batchSize  int
 	limit      int64
@@ -51,6 +52,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs := newFlagSet("cat")
 	cfg.ds.register(fs)
 	fs.IntVar(&cfg.rank, "rank", 0, "`rank` whose rows to print")
+	cfg.launch.register(fs)
 	fs.IntVar(&cfg.batchSize, "batch-size", 0, "`rows` per batch: a rank takes batches from its splits in turn, so this sets how they interleave (default 1024)")
 	fs.Int64Var(&cfg.limit, "limit", -1, "stop after `N` rows; -1 prints the whole epoch")
 	fs.StringVar(&cfg.checkpoint, "checkpoint", "", "resume from a checkpoint `store` (a pebble directory or a bucket URL); needs --run")
@@ -65,6 +67,7 @@ func catUsage() string {
 Examples:
   sluice cat data/ --limit 5
   sluice cat data/ --columns id,label --shuffle --seed 7 --world-size 4 --rank 1
+  RANK=1 WORLD_SIZE=4 sluice cat data/ --rank-from-env --num-splits 8
   sluice cat data/ --checkpoint ckpt/ --run exp1 --rank 0 --limit 10
 `
 }
@@ -89,6 +92,10 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--checkpoint needs --run: a store holds many runs")
 	case cfg.checkpoint != "" && isSet(fs, "epoch"):
 		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
+	}
+
+	if err := cfg.launch.apply(fs); err != nil {
+		return err
 	}
 
 	var resume *checkpoint.State

@@ -1,0 +1,137 @@
+package stream
+
+import (
+	"fmt"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// StreamingSplit deals the rank's splits to n consumers in this process:
+// n datasets, each iterated on its own (Batches, Map) by its own goroutine,
+// over disjoint parts of the rank's splits, together exactly the rows the
+// rank would have had.
+//
+// Consumer i of rank r is, to the plan, rank r + i×WorldSize of a world of
+// n×WorldSize ranks, so NumSplits must be a multiple of n×WorldSize. Each
+// consumer has its own pipeline and its own position: a slow consumer never
+// stalls a fast one, and each takes its own StateDict, a rank state of that
+// larger world. The states of all consumers of all ranks merge
+// (checkpoint.Merge) into one that resumes the job at any world size and
+// any n, and JoinStates joins one rank's consumers' states into the rank's.
+// A Checkpointer per consumer saves them as the n×WorldSize ranks they are.
+//
+// With equal, every consumer gets the same number of batches in every
+// epoch, as data-parallel consumers need: that holds when every split has
+// the same rows, which Options.DropRemainder makes so, and equal requires it.
+//
+// The consumers start where d stands (a state loaded into d is dealt out
+// with its splits), at the start of the rank's round-robin, and share d's
+// plan, open files and options, each with 1/n of d's concurrency and
+// prefetch bounds (at least one each) so that the process holds what d
+// alone would, and with its own metrics.Pipeline. d itself can then no
+// longer be iterated or moved (ErrBusy): close the consumers, then d.
+func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("stream: streaming split into %d consumers: need at least 1", n)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return nil, ErrBusy
+	}
+	o := d.opts
+	world := o.WorldSize * n
+	if o.NumSplits%world != 0 {
+		return nil, fmt.Errorf("stream: streaming split into %d consumers: NumSplits %d is not a multiple of %d consumers × WorldSize %d, so they cannot own as many splits each", n, o.NumSplits, n, o.WorldSize)
+	}
+	if equal && !o.DropRemainder {
+		return nil, fmt.Errorf("stream: streaming split into %d equal consumers: splits hold the same rows only with Options.DropRemainder, which is off", n)
+	}
+	out := make([]*Dataset, n)
+	for i := range n {
+		co := o
+		co.Rank = o.Rank + i*o.WorldSize
+		co.WorldSize = world
+		co.FetchConcurrency = max(1, o.FetchConcurrency/n)
+		co.ReadConcurrency = max(1, o.ReadConcurrency/n)
+		co.TransformConcurrency = max(1, o.TransformConcurrency/n)
+		co.PrefetchBatches = max(1, o.PrefetchBatches/n)
+		co.PrefetchWindows = max(1, o.PrefetchWindows/n)
+		co.PrefetchBytes = o.PrefetchBytes / int64(n)
+		if o.PrefetchBytes > 0 {
+			co.PrefetchBytes = max(1, co.PrefetchBytes)
+		}
+		co.Metrics = metrics.New()
+		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
+		cursors := make([]plan.Cursor, o.NumSplits)
+		for _, s := range plan.Owned(o.NumSplits, co.Rank, world) {
+			cursors[s] = d.cursors[s]
+		}
+		c.moveTo(d.ep, cursors, 0)
+		out[i] = c
+	}
+	// The consumers own the position now; windows d read ahead are not
+	// theirs to use, so they go.
+	d.kept.drop()
+	d.running = true
+	return out, nil
+}
+
+// JoinStates joins the states that the n consumers of one rank took (see
+// StreamingSplit), in any order, into that rank's state: the state a
+// dataset of the rank would have taken, which merges with other ranks'
+// states and loads into the rank's dataset before it is split again, into
+// any n. The consumers must be at the same epoch; the joined state resumes
+// at the start of the rank's round-robin.
+func JoinStates(states ...State) (State, error) {
+	n := len(states)
+	if n == 0 {
+		return State{}, fmt.Errorf("stream: join of no states")
+	}
+	first := states[0]
+	if err := first.Validate(); err != nil {
+		return State{}, err
+	}
+	if first.Rank < 0 {
+		return State{}, fmt.Errorf("stream: join: %w: field rank: a merged state is no consumer's", checkpoint.ErrMismatch)
+	}
+	world := first.WorldSize
+	if world%n != 0 {
+		return State{}, fmt.Errorf("stream: join: %w: field world_size: %d states cannot be the consumers of one rank of world size %d", checkpoint.ErrMismatch, n, world)
+	}
+	rankWorld := world / n
+	rank := first.Rank % rankWorld
+	seen := make([]bool, n)
+	out := first.Clone()
+	out.Rank, out.WorldSize, out.Next = rank, rankWorld, 0
+	for _, st := range states {
+		if err := st.Validate(); err != nil {
+			return State{}, err
+		}
+		if err := checkpoint.SameOrder(&first, &st); err != nil {
+			return State{}, fmt.Errorf("stream: join consumer %d: %w", st.Rank, err)
+		}
+		switch {
+		case st.Rank < 0 || st.WorldSize != world:
+			return State{}, fmt.Errorf("stream: join: %w: field world_size: state of rank %d has world size %d, the first %d", checkpoint.ErrMismatch, st.Rank, st.WorldSize, world)
+		case st.Rank%rankWorld != rank:
+			return State{}, fmt.Errorf("stream: join: %w: field rank: state of rank %d of %d is a consumer of rank %d, the first of rank %d", checkpoint.ErrMismatch, st.Rank, world, st.Rank%rankWorld, rank)
+		case seen[st.Rank/rankWorld]:
+			return State{}, fmt.Errorf("stream: join: %w: field rank: consumer %d of rank %d appears twice", checkpoint.ErrMismatch, st.Rank/rankWorld, rank)
+		case st.Epoch != first.Epoch:
+			return State{}, fmt.Errorf("stream: join: %w: field epoch: consumer %d is at epoch %d, consumer %d at %d", checkpoint.ErrMismatch, st.Rank/rankWorld, st.Epoch, first.Rank/rankWorld, first.Epoch)
+		}
+		seen[st.Rank/rankWorld] = true
+		for _, s := range plan.Owned(st.NumSplits, st.Rank, world) {
+			out.Cursors[s] = st.Cursors[s]
+		}
+	}
+	for s := range out.Cursors {
+		if s%rankWorld != rank {
+			out.Cursors[s] = plan.Cursor{}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,366 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/internal/synth"
+)
+
+// readCounter counts the range reads (footers, while planning) of every
+// bucket a dataset opens.
+type readCounter struct{ reads atomic.Int64 }
+
+func (rc *readCounter) wrap(o *Options) {
+	o.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+		c := storage.NewCounting(b)
+		c.OnRead = func(string, int64, int) { rc.reads.Add(1) }
+		return c
+	}
+}
+
+func planStore(t *testing.T) *PlanStore {
+	b := memblob.OpenBucket(nil)
+	t.Cleanup(func() { b.Close() })
+	return &PlanStore{Bucket: b, Key: "run-1/plan.json"}
+}
+
+func TestSharedPlanOneRankReadsFooters(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	var ids []int64
+	var fp string
+	for rank := range 4 {
+		o := checkedOptions(t, dir)
+		o.Shuffle, o.Rank, o.WorldSize, o.PlanStore = true, rank, 4, ps
+		var rc readCounter
+		rc.wrap(&o)
+		ds := open(t, o)
+		if rank == 0 && rc.reads.Load() < int64(smallSpec.Files) {
+			t.Fatalf("rank 0 made %d reads planning %d files", rc.reads.Load(), smallSpec.Files)
+		}
+		if rank > 0 && rc.reads.Load() != 0 {
+			t.Fatalf("rank %d made %d reads planning: the footers should come from the shared plan", rank, rc.reads.Load())
+		}
+		if rank == 0 {
+			fp = ds.Fingerprint()
+		} else if ds.Fingerprint() != fp {
+			t.Fatalf("rank %d fingerprint %s, rank 0 %s", rank, ds.Fingerprint(), fp)
+		}
+		got, _ := consume(t, ds, -1)
+		ids = append(ids, allIDs(got)...)
+	}
+	exactlyOnce(t, ids, int64(smallSpec.Files*smallSpec.RowsPerFile))
+
+	// The same rows as without a shared plan: it changes who reads the
+	// footers, not the plan.
+	o := checkedOptions(t, dir)
+	o.Shuffle, o.Rank, o.WorldSize = true, 2, 4
+	plain, _ := consume(t, open(t, o), -1)
+	o.PlanStore = ps
+	shared, _ := consume(t, open(t, o), -1)
+	if a, b := allIDs(plain), allIDs(shared); !slicesEqual(a, b) {
+		t.Fatal("rank 2 streams other rows with the shared plan")
+	}
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSharedPlanRanksWait starts the other ranks before rank 0: they wait
+// for its plan, then read no footer.
+func TestSharedPlanRanksWait(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	started := make(chan struct{}, 3)
+	for rank := 1; rank < 4; rank++ {
+		wg.Go(func() {
+			o := checkedOptions(t, dir)
+			o.Rank, o.WorldSize, o.PlanStore = rank, 4, ps
+			var rc readCounter
+			rc.wrap(&o)
+			started <- struct{}{}
+			ds, err := Open(context.Background(), o)
+			if err == nil {
+				ds.Close()
+			}
+			errs[rank] = err
+			reads.Add(rc.reads.Load())
+		})
+	}
+	for range 3 {
+		<-started
+	}
+	o := checkedOptions(t, dir)
+	o.WorldSize, o.PlanStore = 4, ps
+	open(t, o)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() != 0 {
+		t.Fatalf("ranks 1 to 3 made %d reads", reads.Load())
+	}
+}
+
+// TestSharedPlanNoPlanner: with no rank 0 to write it, a rank plans itself
+// after Wait and writes the plan.
+func TestSharedPlanNoPlanner(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	ps.Wait = 10 * time.Millisecond
+	o := checkedOptions(t, dir)
+	o.Rank, o.WorldSize, o.PlanStore = 3, 4, ps
+	open(t, o)
+	if ok, err := ps.Bucket.Exists(context.Background(), ps.Key); err != nil || !ok {
+		t.Fatalf("no plan written: %v", err)
+	}
+}
+
+func TestSharedPlanMismatch(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string, o *Options)
+		want   []string
+	}{
+		{"file added", func(t *testing.T, dir string, o *Options) {
+			copyFile(t, filepath.Join(dir, firstFile(t, dir)), filepath.Join(dir, "zz-added.parquet"))
+		}, []string{"zz-added.parquet", "not in the plan"}},
+		{"file removed", func(t *testing.T, dir string, o *Options) {
+			if err := os.Remove(filepath.Join(dir, firstFile(t, dir))); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{firstFileName, "not found"}},
+		{"file changed", func(t *testing.T, dir string, o *Options) {
+			other := t.TempDir()
+			spec := smallSpec
+			spec.Seed++
+			spec.RowsPerFile++
+			if err := synth.WriteDir(other, spec); err != nil {
+				t.Fatal(err)
+			}
+			name := firstFile(t, dir)
+			copyFile(t, filepath.Join(other, name), filepath.Join(dir, name))
+		}, []string{firstFileName, "bytes in the plan"}},
+		{"columns", func(t *testing.T, dir string, o *Options) { o.Columns = []string{"id"} }, []string{"columns", "label"}},
+		{"chunk bytes", func(t *testing.T, dir string, o *Options) { o.ChunkBytes = 4096 }, []string{"ChunkBytes", "4096"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeDataset(t, smallSpec)
+			ps := planStore(t)
+			o := checkedOptions(t, dir)
+			o.WorldSize, o.PlanStore = 2, ps
+			open(t, o)
+			tc.change(t, dir, &o)
+			for _, rank := range []int{0, 1} {
+				o.Rank = rank
+				ds, err := Open(ctx, o)
+				if err == nil {
+					ds.Close()
+					t.Fatalf("rank %d opened a changed dataset", rank)
+				}
+				if !errors.Is(err, ErrPlanMismatch) {
+					t.Fatalf("rank %d: %v is not ErrPlanMismatch", rank, err)
+				}
+				for _, w := range append(tc.want, ps.Key) {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("rank %d: error %q does not say %q", rank, err, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+const firstFileName = "part-00000.parquet"
+
+func firstFile(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, firstFileName)); err != nil {
+		t.Fatal(err)
+	}
+	return firstFileName
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listHook runs a function at a bucket's first listing: while the dataset
+// is planning, after the plan store was found empty.
+type listHook struct {
+	storage.Bucket
+	once *sync.Once
+	fn   func()
+}
+
+func (h listHook) List(ctx context.Context, prefix string) ([]storage.Object, error) {
+	h.once.Do(h.fn)
+	return h.Bucket.List(ctx, prefix)
+}
+
+// TestSharedPlanRace has another rank write the plan while this one plans:
+// the first write wins, and this rank checks its plan against it.
+func TestSharedPlanRace(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	// What the other rank writes: the same plan, or one of other columns.
+	same := planStore(t)
+	o := checkedOptions(t, dir)
+	o.PlanStore = same
+	open(t, o)
+	good, err := same.Bucket.ReadAll(ctx, same.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherStore := planStore(t)
+	o.Columns = []string{"id"}
+	o.PlanStore = otherStore
+	open(t, o)
+	other, err := otherStore.Bucket.ReadAll(ctx, otherStore.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		written []byte
+		want    string
+	}{{"same plan", good, ""}, {"other plan", other, "columns"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := planStore(t)
+			o := checkedOptions(t, dir)
+			o.PlanStore = ps
+			var once sync.Once
+			o.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+				return listHook{Bucket: b, once: &once, fn: func() {
+					if err := ps.Bucket.WriteAll(ctx, ps.Key, tc.written, nil); err != nil {
+						t.Error(err)
+					}
+				}}
+			}
+			ds, err := Open(ctx, o)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds.Close()
+				return
+			}
+			if err == nil {
+				ds.Close()
+				t.Fatal("a rank whose plan differs from the one written first opened")
+			}
+			if !errors.Is(err, ErrPlanMismatch) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrPlanMismatch naming %q", err, tc.want)
+			}
+			// The first write stands.
+			got, _ := ps.Bucket.ReadAll(ctx, ps.Key)
+			if string(got) != string(tc.written) {
+				t.Fatal("the plan written first was overwritten")
+			}
+		})
+	}
+}
+
+func TestSharedPlanCorrupt(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	for _, raw := range []string{"", "{", `{"version":1}`, `{"version":2,"plan":"x","files":[{}]}`, `{"version":1,"plan":"x","files":[{}],"extra":1}`, `{"version":1,"plan":"x","files":[{}]} {}`} {
+		ps := planStore(t)
+		if err := ps.Bucket.WriteAll(ctx, ps.Key, []byte(raw), nil); err != nil {
+			t.Fatal(err)
+		}
+		o := checkedOptions(t, dir)
+		o.PlanStore = ps
+		ds, err := Open(ctx, o)
+		if err == nil {
+			ds.Close()
+			t.Fatalf("plan %q accepted", raw)
+		}
+		if !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), ps.Key) {
+			t.Fatalf("plan %q: got %v, want ErrCorrupt naming the key", raw, err)
+		}
+	}
+	// A plan that decodes but is for another dataset is a mismatch.
+	ps := planStore(t)
+	bad, _ := json.Marshal(sharedPlan{Version: sharedPlanVersion, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planFile{{URL: "file:///elsewhere.parquet"}}})
+	if err := ps.Bucket.WriteAll(ctx, ps.Key, bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := checkedOptions(t, dir)
+	o.PlanStore = ps
+	if _, err := Open(ctx, o); !errors.Is(err, ErrPlanMismatch) {
+		t.Fatalf("got %v, want ErrPlanMismatch", err)
+	}
+	o.PlanStore = &PlanStore{Key: "x"}
+	if _, err := Open(ctx, o); err == nil || !strings.Contains(err.Error(), "Bucket") {
+		t.Fatalf("plan store without a bucket: got %v", err)
+	}
+}
+
+func TestSharedPlanCancelWhileWaiting(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	o := checkedOptions(t, dir)
+	o.Rank, o.WorldSize, o.PlanStore = 1, 2, ps
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Open(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the context's error", err)
+	}
+}
+
+func FuzzDecodeSharedPlan(f *testing.F) {
+	good, _ := json.Marshal(sharedPlan{Version: 1, Plan: "p", Columns: []string{"a"}, Files: []planFile{{URL: "file:///a", Size: 10, Rows: 2, Footer: "d"}},
+		Cache: []cacheEntry{{Key: []byte("k"), Value: []byte{0, 1, 2}}}})
+	for _, s := range [][]byte{good, []byte("{}"), []byte(`{"version":1,"plan":"p","files":[]}`), []byte("null"), []byte(`{"files":null}`)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sp, err := decodeSharedPlan(raw)
+		if err != nil {
+			if !errors.Is(err, formats.ErrCorrupt) {
+				t.Fatalf("error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		if sp.Version != sharedPlanVersion || len(sp.Files) == 0 || sp.Plan == "" {
+			t.Fatalf("accepted %+v", sp)
+		}
+		_ = sp.cacheMap()
+		_ = sp.check(sp)
+	})
+}
