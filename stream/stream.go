@@ -59,6 +59,8 @@ type Dataset struct {
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
+	// rand serves Take and Locate (take.go).
+	rand taker
 }
 
 // Open plans the dataset (every footer read once, concurrently) and checks
@@ -183,6 +185,7 @@ func (d *Dataset) unscanned() int64 {
 // not stop a running iteration; cancel its context for that.
 func (d *Dataset) Close() error {
 	d.kept.drop()
+	d.rand.cache.drop()
 	return d.data.Close()
 }
 

@@ -1,0 +1,526 @@
+package stream
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// Random access: Take and TakeSplit return the rows at given positions of
+// an epoch's order as one record batch, the rows Batches delivers there.
+// A position is mapped to its row by the plan alone (package plan: split,
+// window, the window's row order, piece, file row), so no epoch is walked.
+// The rows a request needs are read grouped by unit: each row group (or,
+// where the file has a page index, each block of takeBlockRows rows of it,
+// which fetches only the pages holding them) is fetched and decoded once,
+// concurrently, for the dataset's columns only, and kept in a cache bounded
+// in bytes (Options.TakeCacheBytes) with the windows' row orders, so that
+// repeated requests neither read nor shuffle again.
+
+// takeBlockRows is the rows of a paged unit read together: about a page of
+// a numeric column as writers with a page index cut them, so a position
+// costs a page per column.
+const takeBlockRows = 1024
+
+// Location is where a position of an epoch's order comes from.
+type Location struct {
+	// Position is the position asked for.
+	Position int64 `json:"position"`
+	// Split is the split that emits it, and SplitOffset its offset in that
+	// split's order.
+	Split       int   `json:"split"`
+	SplitOffset int64 `json:"split_offset"`
+	// Window is the window of the split that emits it.
+	Window int `json:"window"`
+	// File indexes Files(); URL names it.
+	File int    `json:"file"`
+	URL  string `json:"url"`
+	// Unit is the row group (stripe, ...) of the file holding the row, and
+	// UnitRow the row within it.
+	Unit    int   `json:"unit"`
+	UnitRow int64 `json:"unit_row"`
+	// Row is the row of the file. Where the file has a row mask, rows are
+	// counted without the masked ones, as planning counts them.
+	Row int64 `json:"row"`
+}
+
+// Take returns, as one record batch in the order asked, the rows at the
+// given positions of epoch's order as one consumer takes it: every split,
+// round-robin, BatchSize rows at a time, which is what Batches delivers at
+// WorldSize 1 (with NumSplits 1, simply the split's order). The same
+// position may be asked more than once. A position outside [0, rows of the
+// epoch) is an error naming the range (wrapping plan.ErrPosition); a
+// dataset whose counts are not known before reading (text files, a filter)
+// is refused with plan.ErrUnknownRows. The caller releases the batch.
+func (d *Dataset) Take(ctx context.Context, epoch int64, positions []int64) (arrow.RecordBatch, error) {
+	locs, err := d.locate(epoch, -1, positions)
+	if err != nil {
+		return nil, err
+	}
+	return d.takeLocated(ctx, locs)
+}
+
+// TakeSplit is Take over the order of one split: the rows split emits in
+// epoch, at the given offsets of its order.
+func (d *Dataset) TakeSplit(ctx context.Context, epoch int64, split int, positions []int64) (arrow.RecordBatch, error) {
+	locs, err := d.locate(epoch, split, positions)
+	if err != nil {
+		return nil, err
+	}
+	return d.takeLocated(ctx, locs)
+}
+
+// Locate says where each position of epoch's order (as Take counts it)
+// comes from, without reading any row.
+func (d *Dataset) Locate(epoch int64, positions []int64) ([]Location, error) {
+	return d.locate(epoch, -1, positions)
+}
+
+// LocateSplit is Locate over the order of one split.
+func (d *Dataset) LocateSplit(epoch int64, split int, positions []int64) ([]Location, error) {
+	return d.locate(epoch, split, positions)
+}
+
+// EpochRows is the rows of epoch's order, as Take counts positions (split
+// -1: all splits; otherwise one split's), or an error wrapping
+// plan.ErrUnknownRows where that is not known before reading.
+func (d *Dataset) EpochRows(epoch int64, split int) (int64, error) {
+	ep, err := d.takeEpoch(epoch)
+	if err != nil {
+		return 0, err
+	}
+	if split >= 0 {
+		if split >= len(ep.Splits) {
+			return 0, fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, len(ep.Splits))
+		}
+		if ep.Splits[split].Rows < 0 {
+			return 0, fmt.Errorf("stream: epoch %d split %d: %w", epoch, split, plan.ErrUnknownRows)
+		}
+		return ep.Splits[split].Rows, nil
+	}
+	iv, err := d.interleave(ep)
+	if err != nil {
+		return 0, err
+	}
+	return iv.Len(), nil
+}
+
+// taker is a dataset's state for random access: recent epochs' plans and a
+// cache of window orders and decoded units, bounded in bytes together.
+type taker struct {
+	once   sync.Once
+	mu     sync.Mutex
+	epochs map[int64]*plan.Epoch
+	recent []int64 // epochs, oldest first
+	starts [][]int64
+	cache  *lru
+}
+
+func (d *Dataset) taker() *taker {
+	t := &d.rand
+	t.once.Do(func() {
+		t.epochs = map[int64]*plan.Epoch{}
+		t.starts = make([][]int64, len(d.data.Fragments))
+		t.cache = newLRU(d.opts.TakeCacheBytes)
+	})
+	return t
+}
+
+// takeEpoch is epoch e's plan, of the few kept.
+func (d *Dataset) takeEpoch(e int64) (*plan.Epoch, error) {
+	if e < 0 {
+		return nil, fmt.Errorf("stream: epoch %d must not be negative", e)
+	}
+	t := d.taker()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ep := t.epochs[e]; ep != nil {
+		return ep, nil
+	}
+	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+	if err != nil {
+		return nil, fmt.Errorf("stream: epoch %d: %w", e, err)
+	}
+	if len(t.recent) == 4 {
+		delete(t.epochs, t.recent[0])
+		t.recent = t.recent[1:]
+	}
+	t.epochs[e] = ep
+	t.recent = append(t.recent, e)
+	return ep, nil
+}
+
+func (d *Dataset) interleave(ep *plan.Epoch) (*plan.Interleave, error) {
+	rows := make([]int64, len(ep.Splits))
+	for i, s := range ep.Splits {
+		rows[i] = s.Rows
+	}
+	iv, err := plan.NewInterleave(rows, d.opts.BatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("stream: epoch %d: %w", ep.Epoch, err)
+	}
+	return iv, nil
+}
+
+// orderKey names a window's row order in the cache.
+type orderKey struct {
+	epoch int64
+	ref   plan.WindowRef
+}
+
+// windowOrder is window r's row order, computed once and cached.
+func (d *Dataset) windowOrder(ep *plan.Epoch, r plan.WindowRef) []int32 {
+	t := d.taker()
+	k := orderKey{ep.Epoch, r}
+	if v, ok := t.cache.get(k, nil); ok {
+		return v.([]int32)
+	}
+	o := ep.WindowOrder(r)
+	t.cache.put(k, o, int64(len(o))*4, nil)
+	return o
+}
+
+// unitStarts is the first row of each unit of file f, and its rows.
+func (d *Dataset) unitStarts(f int) []int64 {
+	t := d.taker()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.starts[f] == nil {
+		units := d.data.Fragments[f].Units
+		st := make([]int64, len(units)+1)
+		for i, u := range units {
+			st[i+1] = st[i] + max(u.Rows, 0)
+		}
+		t.starts[f] = st
+	}
+	return t.starts[f]
+}
+
+// locate maps positions of epoch's order (split -1: the interleaved one) to
+// their rows.
+func (d *Dataset) locate(epoch int64, split int, positions []int64) ([]Location, error) {
+	ep, err := d.takeEpoch(epoch)
+	if err != nil {
+		return nil, err
+	}
+	var iv *plan.Interleave
+	if split < 0 {
+		if iv, err = d.interleave(ep); err != nil {
+			return nil, err
+		}
+	} else if split >= len(ep.Splits) {
+		return nil, fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, len(ep.Splits))
+	}
+	out := make([]Location, len(positions))
+	for i, pos := range positions {
+		l := Location{Position: pos, Split: split, SplitOffset: pos}
+		if iv != nil {
+			if l.Split, l.SplitOffset, err = iv.Locate(pos); err != nil {
+				return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
+			}
+		}
+		ref, off, err := ep.Seek(l.Split, l.SplitOffset)
+		if err != nil {
+			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
+		}
+		l.Window = ref.Window
+		p, row, err := ep.Row(ref, d.windowOrder(ep, ref), off)
+		if err != nil {
+			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
+		}
+		l.File = ep.Pieces(ref)[p].Fragment
+		l.URL = d.data.Fragments[l.File].URL
+		l.Row = row
+		st := d.unitStarts(l.File)
+		l.Unit = sort.Search(len(st)-1, func(u int) bool { return st[u+1] > row })
+		l.UnitRow = row - st[l.Unit]
+		out[i] = l
+	}
+	return out, nil
+}
+
+// unitKey names a decoded unit (or, in a paged unit, a block of it).
+type unitKey struct {
+	file, unit, block int
+}
+
+// unitRows is a decoded unit: its rows as record batches.
+type unitRows struct {
+	start  int64 // the file row of its first row
+	recs   []arrow.RecordBatch
+	starts []int64
+	rows   int64
+}
+
+func (u *unitRows) retain() {
+	for _, r := range u.recs {
+		r.Retain()
+	}
+}
+
+func (u *unitRows) release() {
+	for _, r := range u.recs {
+		r.Release()
+	}
+}
+
+// span is the rows of file f that the unit key k covers.
+func (d *Dataset) span(k unitKey) (lo, hi int64) {
+	st := d.unitStarts(k.file)
+	lo, hi = st[k.unit], st[k.unit+1]
+	if d.data.Fragments[k.file].Units[k.unit].Paged {
+		lo += int64(k.block) * takeBlockRows
+		hi = min(hi, lo+takeBlockRows)
+	}
+	return lo, hi
+}
+
+func (d *Dataset) keyOf(l Location) unitKey {
+	k := unitKey{file: l.File, unit: l.Unit}
+	if d.data.Fragments[l.File].Units[l.Unit].Paged {
+		k.block = int(l.UnitRow / takeBlockRows)
+	}
+	return k
+}
+
+// takeLocated reads the units the locations need (each once, concurrently,
+// those cached not at all) and gathers the rows in the order asked.
+func (d *Dataset) takeLocated(ctx context.Context, locs []Location) (arrow.RecordBatch, error) {
+	t := d.taker()
+	keys := make([]unitKey, len(locs))
+	need := map[unitKey]*unitRows{}
+	for i, l := range locs {
+		keys[i] = d.keyOf(l)
+		need[keys[i]] = nil
+	}
+	// Every unit held here is retained until the batch is built.
+	var mu sync.Mutex
+	defer func() {
+		for _, u := range need {
+			if u != nil {
+				u.release()
+			}
+		}
+	}()
+	var missing []unitKey
+	for k := range need {
+		if v, ok := t.cache.get(k, func(v any) { v.(*unitRows).retain() }); ok {
+			need[k] = v.(*unitRows)
+			continue
+		}
+		missing = append(missing, k)
+	}
+	// Read in file order, so that neighbours' requests go out together.
+	slices.SortFunc(missing, func(a, b unitKey) int {
+		if a.file != b.file {
+			return a.file - b.file
+		}
+		if a.unit != b.unit {
+			return a.unit - b.unit
+		}
+		return a.block - b.block
+	})
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(d.opts.FetchConcurrency, 1))
+	decoders := make(chan struct{}, max(d.opts.ReadConcurrency, 1))
+	for _, k := range missing {
+		g.Go(func() error {
+			u, err := d.readUnit(gctx, k, decoders)
+			if err != nil {
+				return err
+			}
+			u.retain() // the request's hold; the cache keeps the first
+			t.cache.put(k, u, unitBytes(u), func(v any) { v.(*unitRows).release() })
+			mu.Lock()
+			need[k] = u
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// One window-like view of every unit needed, its rows numbered across
+	// them, for the gathers Batches uses.
+	w := &window{}
+	w.refs.n = 1
+	defer w.release()
+	base := map[unitKey]int64{}
+	for k, u := range need {
+		base[k] = w.rows
+		for i, r := range u.recs {
+			r.Retain()
+			w.recs = append(w.recs, r)
+			w.starts = append(w.starts, w.rows+u.starts[i])
+		}
+		w.rows += u.rows
+	}
+	if w.rows > math.MaxInt32 {
+		return nil, fmt.Errorf("stream: take: the units of %d positions hold %d rows, more than one request can gather; ask for fewer", len(locs), w.rows)
+	}
+	idx := make([]int32, len(locs))
+	for i, l := range locs {
+		idx[i] = int32(base[keys[i]] + l.Row - need[keys[i]].start)
+	}
+	if len(w.recs) == 0 {
+		return emptyBatch(d.data.Schema, d.opts), nil
+	}
+	b, err := gatherWindow(ctx, d.data.Schema, w, idx, d.opts.Allocator)
+	if err != nil {
+		return nil, fmt.Errorf("stream: take: %w", err)
+	}
+	return b, nil
+}
+
+// readUnit fetches and decodes one unit (or block), the decode waiting for
+// one of the decoders' slots.
+func (d *Dataset) readUnit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
+	lo, hi := d.span(k)
+	fe, err := d.data.Fetch(ctx, k.file, d.data.RowRange(k.file, lo, hi))
+	if err != nil {
+		return nil, fmt.Errorf("stream: take: %w", err)
+	}
+	select {
+	case decoders <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-decoders }()
+	u := &unitRows{start: lo}
+	err = d.data.ReadFetched(ctx, fe, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
+		u.recs = append(u.recs, b)
+		u.starts = append(u.starts, u.rows)
+		u.rows += b.NumRows()
+		return nil
+	})
+	if err == nil && u.rows != hi-lo {
+		err = fmt.Errorf("read %d rows of %s, the plan has %d: %w", u.rows, d.data.RowRange(k.file, lo, hi), hi-lo, formats.ErrCorrupt)
+	}
+	if err != nil {
+		u.release()
+		return nil, fmt.Errorf("stream: take: %s: %w", d.data.Fragments[k.file].URL, err)
+	}
+	return u, nil
+}
+
+func unitBytes(u *unitRows) int64 {
+	var n int64
+	for _, r := range u.recs {
+		n += recordBytes(r)
+	}
+	return n
+}
+
+// lru is a cache bounded in bytes, least recently used out first. A value
+// put in it is owned by it: release, if set, runs when it leaves.
+type lru struct {
+	mu   sync.Mutex
+	max  int64
+	used int64
+	ll   *list.List
+	m    map[any]*list.Element
+}
+
+type lruEntry struct {
+	key     any
+	val     any
+	bytes   int64
+	release func(any)
+}
+
+func newLRU(max int64) *lru {
+	return &lru{max: max, ll: list.New(), m: map[any]*list.Element{}}
+}
+
+// get returns the value of k; hold, if set, runs on it under the cache's
+// lock, so that a value is retained before it can be evicted.
+func (c *lru) get(k any, hold func(any)) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	v := e.Value.(*lruEntry).val
+	if hold != nil {
+		hold(v)
+	}
+	return v, true
+}
+
+// put keeps v under k, evicting the least recently used entries beyond the
+// bound. A value larger than the bound is released at once; a key already
+// held keeps its value and v is released.
+func (c *lru) put(k, v any, bytes int64, release func(any)) {
+	c.mu.Lock()
+	var out []*lruEntry
+	defer func() {
+		c.mu.Unlock()
+		for _, e := range out {
+			if e.release != nil {
+				e.release(e.val)
+			}
+		}
+	}()
+	ne := &lruEntry{key: k, val: v, bytes: bytes, release: release}
+	if _, ok := c.m[k]; ok || bytes > c.max {
+		out = append(out, ne)
+		return
+	}
+	c.m[k] = c.ll.PushFront(ne)
+	c.used += bytes
+	for c.used > c.max {
+		last := c.ll.Back()
+		e := last.Value.(*lruEntry)
+		c.ll.Remove(last)
+		delete(c.m, e.key)
+		c.used -= e.bytes
+		out = append(out, e)
+	}
+}
+
+// drop empties the cache.
+func (c *lru) drop() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var out []*lruEntry
+	for e := c.ll.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*lruEntry))
+	}
+	c.ll.Init()
+	c.m = map[any]*list.Element{}
+	c.used = 0
+	c.mu.Unlock()
+	for _, e := range out {
+		if e.release != nil {
+			e.release(e.val)
+		}
+	}
+}
+
+// emptyBatch is a batch of no rows of the schema.
+func emptyBatch(schema *arrow.Schema, o Options) arrow.RecordBatch {
+	cols := make([]arrow.Array, schema.NumFields())
+	for i, f := range schema.Fields() {
+		cols[i] = array.MakeArrayOfNull(o.Allocator, f.Type, 0)
+	}
+	b := array.NewRecordBatch(schema, cols, 0)
+	for _, c := range cols {
+		c.Release()
+	}
+	return b
+}
