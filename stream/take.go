@@ -64,56 +64,102 @@ type Location struct {
 // dataset whose counts are not known before reading (text files, a filter)
 // is refused with plan.ErrUnknownRows. The caller releases the batch.
 func (d *Dataset) Take(ctx context.Context, epoch int64, positions []int64) (arrow.RecordBatch, error) {
-	locs, err := d.locate(epoch, -1, positions)
-	if err != nil {
-		return nil, err
-	}
-	return d.takeLocated(ctx, locs)
+	return d.take(ctx, epoch, d.allSplits(), positions)
 }
 
 // TakeSplit is Take over the order of one split: the rows split emits in
 // epoch, at the given offsets of its order.
 func (d *Dataset) TakeSplit(ctx context.Context, epoch int64, split int, positions []int64) (arrow.RecordBatch, error) {
-	locs, err := d.locate(epoch, split, positions)
+	if err := d.checkSplit(split); err != nil {
+		return nil, err
+	}
+	return d.take(ctx, epoch, []int{split}, positions)
+}
+
+// TakeRank is Take over the order rank of worldSize receives: its splits,
+// round-robin, BatchSize rows at a time, as Batches delivers them to that
+// rank.
+func (d *Dataset) TakeRank(ctx context.Context, epoch int64, rank, worldSize int, positions []int64) (arrow.RecordBatch, error) {
+	splits, err := d.rankSplits(rank, worldSize)
 	if err != nil {
 		return nil, err
 	}
-	return d.takeLocated(ctx, locs)
+	return d.take(ctx, epoch, splits, positions)
 }
 
 // Locate says where each position of epoch's order (as Take counts it)
 // comes from, without reading any row.
 func (d *Dataset) Locate(epoch int64, positions []int64) ([]Location, error) {
-	return d.locate(epoch, -1, positions)
+	return d.locate(epoch, d.allSplits(), positions)
 }
 
 // LocateSplit is Locate over the order of one split.
 func (d *Dataset) LocateSplit(epoch int64, split int, positions []int64) ([]Location, error) {
-	return d.locate(epoch, split, positions)
+	if err := d.checkSplit(split); err != nil {
+		return nil, err
+	}
+	return d.locate(epoch, []int{split}, positions)
 }
 
-// EpochRows is the rows of epoch's order, as Take counts positions (split
+// LocateRank is Locate over the order of one rank (see TakeRank).
+func (d *Dataset) LocateRank(epoch int64, rank, worldSize int, positions []int64) ([]Location, error) {
+	splits, err := d.rankSplits(rank, worldSize)
+	if err != nil {
+		return nil, err
+	}
+	return d.locate(epoch, splits, positions)
+}
+
+// OrderRows is the rows of epoch's order as Take counts positions (split
 // -1: all splits; otherwise one split's), or an error wrapping
 // plan.ErrUnknownRows where that is not known before reading.
-func (d *Dataset) EpochRows(epoch int64, split int) (int64, error) {
+func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
+	splits := d.allSplits()
+	if split >= 0 {
+		if err := d.checkSplit(split); err != nil {
+			return 0, err
+		}
+		splits = []int{split}
+	}
 	ep, err := d.takeEpoch(epoch)
 	if err != nil {
 		return 0, err
 	}
-	if split >= 0 {
-		if split >= len(ep.Splits) {
-			return 0, fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, len(ep.Splits))
-		}
-		if ep.Splits[split].Rows < 0 {
-			return 0, fmt.Errorf("stream: epoch %d split %d: %w", epoch, split, plan.ErrUnknownRows)
-		}
-		return ep.Splits[split].Rows, nil
-	}
-	iv, err := d.interleave(ep)
+	iv, err := d.interleave(ep, splits)
 	if err != nil {
 		return 0, err
 	}
 	return iv.Len(), nil
+}
+
+func (d *Dataset) allSplits() []int {
+	out := make([]int, d.opts.NumSplits)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func (d *Dataset) checkSplit(split int) error {
+	if split < 0 || split >= d.opts.NumSplits {
+		return fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, d.opts.NumSplits)
+	}
+	return nil
+}
+
+func (d *Dataset) rankSplits(rank, worldSize int) ([]int, error) {
+	if worldSize < 1 || d.opts.NumSplits%worldSize != 0 || rank < 0 || rank >= worldSize {
+		return nil, fmt.Errorf("stream: rank %d of world size %d: the world size must divide NumSplits %d and hold the rank", rank, worldSize, d.opts.NumSplits)
+	}
+	return plan.Owned(d.opts.NumSplits, rank, worldSize), nil
+}
+
+func (d *Dataset) take(ctx context.Context, epoch int64, splits []int, positions []int64) (arrow.RecordBatch, error) {
+	locs, err := d.locate(epoch, splits, positions)
+	if err != nil {
+		return nil, err
+	}
+	return d.takeLocated(ctx, locs)
 }
 
 // taker is a dataset's state for random access: recent epochs' plans and a
@@ -161,10 +207,11 @@ func (d *Dataset) takeEpoch(e int64) (*plan.Epoch, error) {
 	return ep, nil
 }
 
-func (d *Dataset) interleave(ep *plan.Epoch) (*plan.Interleave, error) {
-	rows := make([]int64, len(ep.Splits))
-	for i, s := range ep.Splits {
-		rows[i] = s.Rows
+// interleave is the round-robin order of the given splits of ep.
+func (d *Dataset) interleave(ep *plan.Epoch, splits []int) (*plan.Interleave, error) {
+	rows := make([]int64, len(splits))
+	for i, s := range splits {
+		rows[i] = ep.Splits[s].Rows
 	}
 	iv, err := plan.NewInterleave(rows, d.opts.BatchSize)
 	if err != nil {
@@ -207,29 +254,28 @@ func (d *Dataset) unitStarts(f int) []int64 {
 	return t.starts[f]
 }
 
-// locate maps positions of epoch's order (split -1: the interleaved one) to
-// their rows.
-func (d *Dataset) locate(epoch int64, split int, positions []int64) ([]Location, error) {
+// locate maps positions of epoch's order over splits (round-robin where
+// there are several) to their rows.
+func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Location, error) {
 	ep, err := d.takeEpoch(epoch)
 	if err != nil {
 		return nil, err
 	}
-	var iv *plan.Interleave
-	if split < 0 {
-		if iv, err = d.interleave(ep); err != nil {
-			return nil, err
-		}
-	} else if split >= len(ep.Splits) {
-		return nil, fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, len(ep.Splits))
+	iv, err := d.interleave(ep, splits)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Location, len(positions))
 	for i, pos := range positions {
-		l := Location{Position: pos, Split: split, SplitOffset: pos}
-		if iv != nil {
-			if l.Split, l.SplitOffset, err = iv.Locate(pos); err != nil {
-				return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
+		l := Location{Position: pos}
+		k, off, err := iv.Locate(pos)
+		if err != nil {
+			if len(splits) == 1 {
+				return nil, fmt.Errorf("stream: epoch %d split %d: %w", epoch, splits[0], err)
 			}
+			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
+		l.Split, l.SplitOffset = splits[k], off
 		ref, off, err := ep.Seek(l.Split, l.SplitOffset)
 		if err != nil {
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)

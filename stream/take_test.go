@@ -103,8 +103,8 @@ func TestTakeMatchesBatches(t *testing.T) {
 			ds := open(t, o)
 			want := delivered(t, ds)
 			n := int64(len(want))
-			if got, err := ds.EpochRows(2, -1); err != nil || got != n {
-				t.Fatalf("EpochRows %d, %v; Batches delivered %d", got, err, n)
+			if got, err := ds.OrderRows(2, -1); err != nil || got != n {
+				t.Fatalf("OrderRows %d, %v; Batches delivered %d", got, err, n)
 			}
 			r := rand.New(rand.NewPCG(uint64(c.splits), 1))
 			// Every position once, in a random order, in requests of up
@@ -149,6 +149,34 @@ func TestTakeMatchesBatches(t *testing.T) {
 					t.Fatalf("split %d offset %d: take %+v, Batches %+v", split, p, gotSplit[i], wantSplit[p])
 				}
 			}
+			if c.splits%2 != 0 {
+				return
+			}
+			// One rank of two: its splits round-robin.
+			ro := o
+			ro.WorldSize, ro.Rank = 2, 1
+			wantRank := delivered(t, open(t, ro))
+			b, err := ds.TakeRank(context.Background(), 2, 1, 2, idx[:0:0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+			rpos := make([]int64, len(wantRank))
+			for i := range rpos {
+				rpos[i] = int64(i)
+			}
+			r.Shuffle(len(rpos), func(i, j int) { rpos[i], rpos[j] = rpos[j], rpos[i] })
+			b, err = ds.TakeRank(context.Background(), 2, 1, 2, rpos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotRank := rowsOf(t, b)
+			b.Release()
+			for i, p := range rpos {
+				if gotRank[i] != wantRank[p] {
+					t.Fatalf("rank 1 of 2 position %d: take %+v, Batches %+v", p, gotRank[i], wantRank[p])
+				}
+			}
 		})
 	}
 }
@@ -165,7 +193,7 @@ func TestTakeOutOfRange(t *testing.T) {
 		}
 	}
 	_, err := ds.TakeSplit(context.Background(), 0, 1, []int64{n / 4})
-	if !errors.Is(err, plan.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1's [0, %d)", n/4)) {
+	if !errors.Is(err, plan.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1: plan: position out of range: %d is not in [0, %d)", n/4, n/4)) {
 		t.Errorf("split offset %d: error %v, want ErrPosition naming split 1's range", n/4, err)
 	}
 	if _, err := ds.TakeSplit(context.Background(), 0, 4, []int64{0}); !errors.Is(err, plan.ErrPosition) {
