@@ -92,10 +92,10 @@ func parsePositions(s string) ([]int64, error) {
 // takeOrder is the order whose positions a command counts: one split's
 // (split >= 0) or one rank's.
 type takeOrder struct {
-	epoch             int64
-	split             int
-	rank, worldSize   int
-	positions         []int64
+	epoch           int64
+	split           int
+	rank, worldSize int
+	positions       []int64
 }
 
 func (o takeOrder) take(ctx context.Context, ds *stream.Dataset, pos []int64) (arrow.RecordBatch, error) {
