@@ -171,6 +171,9 @@ type taker struct {
 	recent []int64 // epochs, oldest first
 	starts [][]int64
 	cache  *lru
+	// reading holds the units being read, closed when done, so that
+	// concurrent requests read each once.
+	reading map[unitKey]chan struct{}
 }
 
 func (d *Dataset) taker() *taker {
@@ -179,6 +182,7 @@ func (d *Dataset) taker() *taker {
 		t.epochs = map[int64]*plan.Epoch{}
 		t.starts = make([][]int64, len(d.data.Fragments))
 		t.cache = newLRU(d.opts.TakeCacheBytes)
+		t.reading = map[unitKey]chan struct{}{}
 	})
 	return t
 }
@@ -343,29 +347,79 @@ func (d *Dataset) keyOf(l Location) unitKey {
 // takeLocated reads the units the locations need (each once, concurrently,
 // those cached not at all) and gathers the rows in the order asked.
 func (d *Dataset) takeLocated(ctx context.Context, locs []Location) (arrow.RecordBatch, error) {
-	t := d.taker()
+	gs := newGatherSet()
+	defer gs.release()
+	idx, err := d.addUnits(ctx, locs, gs)
+	if err != nil {
+		return nil, err
+	}
+	return gs.gather(ctx, d.data.Schema, idx, d.opts)
+}
+
+// gatherSet is the decoded units of one gather, of one dataset or several
+// of one schema (a mix), as one window-like view whose rows are numbered
+// across them.
+type gatherSet struct {
+	w    *window
+	base map[gatherKey]int64
+}
+
+type gatherKey struct {
+	d *Dataset
+	k unitKey
+}
+
+func newGatherSet() *gatherSet {
+	w := &window{}
+	w.refs.n = 1
+	return &gatherSet{w: w, base: map[gatherKey]int64{}}
+}
+
+func (gs *gatherSet) release() { gs.w.release() }
+
+// add takes over u's hold, once per key.
+func (gs *gatherSet) add(d *Dataset, k unitKey, u *unitRows) {
+	gk := gatherKey{d, k}
+	if _, ok := gs.base[gk]; ok {
+		u.release()
+		return
+	}
+	gs.base[gk] = gs.w.rows
+	for i, r := range u.recs {
+		gs.w.recs = append(gs.w.recs, r) // u's hold becomes the window's
+		gs.w.starts = append(gs.w.starts, gs.w.rows+u.starts[i])
+	}
+	gs.w.rows += u.rows
+}
+
+// gather builds the batch of the set's rows at idx.
+func (gs *gatherSet) gather(ctx context.Context, schema *arrow.Schema, idx []int32, o Options) (arrow.RecordBatch, error) {
+	if len(idx) == 0 || len(gs.w.recs) == 0 {
+		return emptyBatch(schema, o), nil
+	}
+	b, err := gatherWindow(ctx, schema, gs.w, idx, o.Allocator)
+	if err != nil {
+		return nil, fmt.Errorf("stream: take: %w", err)
+	}
+	return b, nil
+}
+
+// addUnits brings the units the locations need into gs, reading those not
+// cached (each once, concurrently: FetchConcurrency fetches, ReadConcurrency
+// decodes), and returns each location's row in gs.
+func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) ([]int32, error) {
 	keys := make([]unitKey, len(locs))
-	need := map[unitKey]*unitRows{}
+	need := map[unitKey]bool{}
+	var missing []unitKey
 	for i, l := range locs {
 		keys[i] = d.keyOf(l)
-		need[keys[i]] = nil
-	}
-	// Every unit held here is retained until the batch is built.
-	var mu sync.Mutex
-	defer func() {
-		for _, u := range need {
-			if u != nil {
-				u.release()
-			}
-		}
-	}()
-	var missing []unitKey
-	for k := range need {
-		if v, ok := t.cache.get(k, func(v any) { v.(*unitRows).retain() }); ok {
-			need[k] = v.(*unitRows)
+		if need[keys[i]] {
 			continue
 		}
-		missing = append(missing, k)
+		need[keys[i]] = true
+		if _, ok := gs.base[gatherKey{d, keys[i]}]; !ok {
+			missing = append(missing, keys[i])
+		}
 	}
 	// Read in file order, so that neighbours' requests go out together.
 	slices.SortFunc(missing, func(a, b unitKey) int {
@@ -377,56 +431,79 @@ func (d *Dataset) takeLocated(ctx context.Context, locs []Location) (arrow.Recor
 		}
 		return a.block - b.block
 	})
+	got := make([]*unitRows, len(missing))
+	defer func() {
+		for _, u := range got {
+			if u != nil {
+				u.release()
+			}
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(d.opts.FetchConcurrency, 1))
 	decoders := make(chan struct{}, max(d.opts.ReadConcurrency, 1))
-	for _, k := range missing {
+	for i, k := range missing {
 		g.Go(func() error {
-			u, err := d.readUnit(gctx, k, decoders)
-			if err != nil {
-				return err
-			}
-			u.retain() // the request's hold; the cache keeps the first
-			t.cache.put(k, u, unitBytes(u), func(v any) { v.(*unitRows).release() })
-			mu.Lock()
-			need[k] = u
-			mu.Unlock()
-			return nil
+			u, err := d.unit(gctx, k, decoders)
+			got[i] = u
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	// One window-like view of every unit needed, its rows numbered across
-	// them, for the gathers Batches uses.
-	w := &window{}
-	w.refs.n = 1
-	defer w.release()
-	base := map[unitKey]int64{}
-	for k, u := range need {
-		base[k] = w.rows
-		for i, r := range u.recs {
-			r.Retain()
-			w.recs = append(w.recs, r)
-			w.starts = append(w.starts, w.rows+u.starts[i])
-		}
-		w.rows += u.rows
+	for i, k := range missing {
+		gs.add(d, k, got[i])
+		got[i] = nil
 	}
-	if w.rows > math.MaxInt32 {
-		return nil, fmt.Errorf("stream: take: the units of %d positions hold %d rows, more than one request can gather; ask for fewer", len(locs), w.rows)
+	if gs.w.rows > math.MaxInt32 {
+		return nil, fmt.Errorf("stream: take: the units of %d positions hold %d rows, more than one request can gather; ask for fewer", len(locs), gs.w.rows)
 	}
 	idx := make([]int32, len(locs))
 	for i, l := range locs {
-		idx[i] = int32(base[keys[i]] + l.Row - need[keys[i]].start)
+		lo, _ := d.span(keys[i])
+		idx[i] = int32(gs.base[gatherKey{d, keys[i]}] + l.Row - lo)
 	}
-	if len(w.recs) == 0 {
-		return emptyBatch(d.data.Schema, d.opts), nil
+	return idx, nil
+}
+
+// unit returns unit k decoded and held for the caller: from the cache, from
+// a read in flight for another request, or read now.
+func (d *Dataset) unit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
+	t := d.taker()
+	hold := func(v any) { v.(*unitRows).retain() }
+	for {
+		if v, ok := t.cache.get(k, hold); ok {
+			return v.(*unitRows), nil
+		}
+		t.mu.Lock()
+		f := t.reading[k]
+		if f == nil {
+			f = make(chan struct{})
+			t.reading[k] = f
+			t.mu.Unlock()
+			break
+		}
+		t.mu.Unlock()
+		select {
+		case <-f: // read by another request: look in the cache again
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	b, err := gatherWindow(ctx, d.data.Schema, w, idx, d.opts.Allocator)
+	defer func() {
+		t.mu.Lock()
+		close(t.reading[k])
+		delete(t.reading, k)
+		t.mu.Unlock()
+	}()
+	u, err := d.readUnit(ctx, k, decoders)
 	if err != nil {
-		return nil, fmt.Errorf("stream: take: %w", err)
+		return nil, err
 	}
-	return b, nil
+	u.retain() // the caller's hold; the cache keeps the first
+	t.cache.put(k, u, unitBytes(u), func(v any) { v.(*unitRows).release() })
+	return u, nil
 }
 
 // readUnit fetches and decodes one unit (or block), the decode waiting for
