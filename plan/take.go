@@ -99,16 +99,36 @@ func (e *Epoch) Seek(s int, q int64) (WindowRef, int64, error) {
 	if q < 0 || q >= rows {
 		return WindowRef{}, 0, fmt.Errorf("%w: %d is not in split %d's [0, %d)", ErrPosition, q, s, rows)
 	}
+	return SeekWindow(e.WindowStarts(s), s, q)
+}
+
+// WindowStarts is the first offset of each of split s's windows in the
+// split's order, and the split's rows last (len(windows)+1 entries), for
+// SeekWindow; -1 entries where counts are unknown.
+func (e *Epoch) WindowStarts(s int) []int64 {
 	ws := e.Windows[s]
-	// Windows hold known counts here; the first window ending past q.
-	var at int64
-	for w, wd := range ws {
-		if q < at+wd.Rows {
-			return WindowRef{s, w}, q - at, nil
+	out := make([]int64, len(ws)+1)
+	for i, w := range ws {
+		if w.Rows < 0 || out[i] < 0 {
+			out[i+1] = -1
+			continue
 		}
-		at += wd.Rows
+		out[i+1] = out[i] + w.Rows
 	}
-	return WindowRef{}, 0, fmt.Errorf("plan: internal error: split %d's windows hold %d rows, the split %d", s, at, rows)
+	return out
+}
+
+// SeekWindow is Seek by binary search over split s's WindowStarts.
+func SeekWindow(starts []int64, s int, q int64) (WindowRef, int64, error) {
+	n := starts[len(starts)-1]
+	if n < 0 {
+		return WindowRef{}, 0, fmt.Errorf("%w: split %d's count is not known before reading (a counting pass would make it so)", ErrUnknownRows, s)
+	}
+	if q < 0 || q >= n {
+		return WindowRef{}, 0, fmt.Errorf("%w: %d is not in split %d's [0, %d)", ErrPosition, q, s, n)
+	}
+	w := sort.Search(len(starts)-1, func(i int) bool { return starts[i+1] > q })
+	return WindowRef{s, w}, q - starts[w], nil
 }
 
 // WindowOrder is the emission order of window r where its pieces' counts

@@ -242,6 +242,24 @@ func (d *Dataset) windowOrder(ep *plan.Epoch, r plan.WindowRef) []int32 {
 	return o
 }
 
+// startsKey names a split's window starts in the cache.
+type startsKey struct {
+	epoch int64
+	split int
+}
+
+// windowStarts is split s's plan.WindowStarts, computed once and cached.
+func (d *Dataset) windowStarts(ep *plan.Epoch, s int) []int64 {
+	t := d.taker()
+	k := startsKey{ep.Epoch, s}
+	if v, ok := t.cache.get(k, nil); ok {
+		return v.([]int64)
+	}
+	st := ep.WindowStarts(s)
+	t.cache.put(k, st, int64(len(st))*8, nil)
+	return st
+}
+
 // unitStarts is the first row of each unit of file f, and its rows.
 func (d *Dataset) unitStarts(f int) []int64 {
 	t := d.taker()
@@ -280,7 +298,7 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
 		l.Split, l.SplitOffset = splits[k], off
-		ref, off, err := ep.Seek(l.Split, l.SplitOffset)
+		ref, off, err := plan.SeekWindow(d.windowStarts(ep, l.Split), l.Split, l.SplitOffset)
 		if err != nil {
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
