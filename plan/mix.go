@@ -382,8 +382,17 @@ func (m *Mix) Counts(epoch int64, split int, i int64) []int64 {
 	return counts
 }
 
-// start is, per source, the rows of split s that the epochs before epoch
-// took (with Repeat; a source's passes run on across epochs).
+// Start is, per source, the rows of split s that the epochs before epoch
+// took: where the epoch's rows of each source begin (with Repeat; without
+// it every epoch begins a pass, and Start is zero).
+func (m *Mix) Start(epoch int64, split int) []int64 {
+	if !m.o.Repeat {
+		return make([]int64, len(m.weight))
+	}
+	return append([]int64(nil), m.start(epoch, split)...)
+}
+
+// start is Start with Repeat, cached.
 func (m *Mix) start(epoch int64, split int) []int64 {
 	st := m.starts[split]
 	if st == nil {
