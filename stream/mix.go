@@ -79,6 +79,12 @@ type MixOptions struct {
 	// Prefetch is the batches built ahead of the consumer. Default
 	// 2 × Concurrency.
 	Prefetch int
+	// ReadAhead is how far ahead of the batches being built, in rows of the
+	// rank's order, the units (row groups) that rows need start being read
+	// into the sources' caches, Concurrency at a time, so that a batch
+	// rarely waits for a read. Default 65536 (a default shuffle window);
+	// negative: none.
+	ReadAhead int
 }
 
 // Mixed is a mix of datasets with a position. Its methods are safe to call
@@ -117,6 +123,9 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	}
 	if o.Prefetch == 0 {
 		o.Prefetch = 2 * o.Concurrency
+	}
+	if o.ReadAhead == 0 {
+		o.ReadAhead = 65536
 	}
 	first := sources[0].Dataset
 	if first == nil {
@@ -193,8 +202,44 @@ func (m *Mixed) SplitRows(epoch int64, split int) int64 {
 type mixBatch struct {
 	split    int
 	from, to int64
-	rows     []plan.MixRow
 	next     int
+	groups   []*mixGroup
+}
+
+// mixGroup is a batch's rows from one source: where they are in the
+// source, and at which rows of the batch they go.
+type mixGroup struct {
+	src  int
+	locs []Location
+	at   []int
+}
+
+// plan makes batch b's groups from its rows: the rows located in their
+// sources, by source and pass.
+func (m *Mixed) plan(b *mixBatch, rows []plan.MixRow) error {
+	type key struct {
+		src  int
+		pass int64
+	}
+	offsets := map[key][]int64{}
+	at := map[key][]int{}
+	var keys []key
+	for i, r := range rows {
+		k := key{r.Source, r.Pass}
+		if _, ok := offsets[k]; !ok {
+			keys = append(keys, k)
+		}
+		offsets[k] = append(offsets[k], r.Offset)
+		at[k] = append(at[k], i)
+	}
+	for _, k := range keys {
+		locs, err := m.sources[k.src].Dataset.locate(k.pass, []int{b.split}, offsets[k])
+		if err != nil {
+			return fmt.Errorf("source %d: %w", k.src, err)
+		}
+		b.groups = append(b.groups, &mixGroup{src: k.src, locs: locs, at: at[k]})
+	}
+	return nil
 }
 
 // Batches streams the rest of the current epoch of the mix as Arrow record
@@ -231,41 +276,106 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			yield(nil, fmt.Errorf("stream: mix epoch %d: %w", epoch, err))
 			return
 		}
+		// Units read ahead into the sources' caches: goroutines that end
+		// with the iteration (cancel runs before the wait).
+		var warmers sync.WaitGroup
+		defer warmers.Wait()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		warmSlots := make(chan struct{}, m.o.Concurrency)
+		warmed := map[gatherKey]bool{}
+		warm := func(b *mixBatch) {
+			for _, g := range b.groups {
+				d := m.sources[g.src].Dataset
+				for _, l := range g.locs {
+					k := gatherKey{d, d.keyOf(l)}
+					if warmed[k] {
+						continue
+					}
+					if len(warmed) > 1<<16 {
+						clear(warmed)
+					}
+					warmed[k] = true
+					select {
+					case warmSlots <- struct{}{}:
+					case <-ctx.Done():
+						return
+					}
+					warmers.Add(1)
+					go func() {
+						defer warmers.Done()
+						defer func() { <-warmSlots }()
+						// An error here is met again by the batch that
+						// needs the unit, which reports it.
+						if u, err := d.unit(ctx, k.k, make(chan struct{}, 1)); err == nil {
+							u.release()
+						}
+					}()
+				}
+			}
+		}
 
 		// The rank's batches, round-robin over its mixed splits. The walks
-		// run here, on one goroutine, in order; the builds run
-		// concurrently.
+		// and the locating run here, on one goroutine, in order, ReadAhead
+		// rows ahead of what they hand on; the builds run concurrently.
+		aheadBatches := 0
+		if m.o.ReadAhead > 0 {
+			aheadBatches = (m.o.ReadAhead + m.o.BatchSize - 1) / m.o.BatchSize
+		}
 		plans := func(yield func(*mixBatch, error) bool) {
 			at := slices.Clone(cursors)
 			nx := next % max(len(owned), 1)
-			for {
-				found := false
+			var rows []plan.MixRow
+			// step makes the next batch's plan, or nil at the end.
+			step := func() (*mixBatch, error) {
 				for range owned {
 					s := owned[nx]
 					nx = (nx + 1) % len(owned)
 					if at[s] >= lens[s] {
 						continue
 					}
-					found = true
 					b := &mixBatch{split: s, from: at[s], to: min(at[s]+int64(m.o.BatchSize), lens[s]), next: nx}
 					w := walks[s]
+					rows = rows[:0]
 					for w.Pos() < b.to {
 						r, ok := w.Next()
 						if !ok {
-							yield(nil, fmt.Errorf("stream: mix epoch %d split %d: internal error: the walk ended at %d of %d", epoch, s, w.Pos(), lens[s]))
-							return
+							return nil, fmt.Errorf("stream: mix epoch %d split %d: internal error: the walk ended at %d of %d", epoch, s, w.Pos(), lens[s])
 						}
-						b.rows = append(b.rows, r)
+						rows = append(rows, r)
 					}
 					at[s] = b.to
-					if !yield(b, nil) {
+					if err := m.plan(b, rows); err != nil {
+						return nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, s, b.from, b.to, err)
+					}
+					return b, nil
+				}
+				return nil, nil
+			}
+			var queue []*mixBatch
+			done := false
+			for {
+				for !done && len(queue) <= aheadBatches {
+					b, err := step()
+					if err != nil {
+						yield(nil, err)
 						return
 					}
-					break
+					if b == nil {
+						done = true
+						break
+					}
+					if aheadBatches > 0 {
+						warm(b)
+					}
+					queue = append(queue, b)
 				}
-				if !found {
+				if len(queue) == 0 {
+					return
+				}
+				b := queue[0]
+				queue = queue[1:]
+				if !yield(b, nil) {
 					return
 				}
 			}
@@ -322,34 +432,13 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 func (m *Mixed) build(ctx context.Context, b *mixBatch) (arrow.RecordBatch, error) {
 	gs := newGatherSet()
 	defer gs.release()
-	idx := make([]int32, len(b.rows))
-	// Per source and pass, the offsets wanted and where they go.
-	type group struct {
-		src     int
-		pass    int64
-		offsets []int64
-		at      []int
+	var n int
+	for _, g := range b.groups {
+		n += len(g.at)
 	}
-	var groups []*group
-	find := map[[2]int64]*group{}
-	for i, r := range b.rows {
-		key := [2]int64{int64(r.Source), r.Pass}
-		g := find[key]
-		if g == nil {
-			g = &group{src: r.Source, pass: r.Pass}
-			find[key] = g
-			groups = append(groups, g)
-		}
-		g.offsets = append(g.offsets, r.Offset)
-		g.at = append(g.at, i)
-	}
-	for _, g := range groups {
-		d := m.sources[g.src].Dataset
-		locs, err := d.locate(g.pass, []int{b.split}, g.offsets)
-		if err != nil {
-			return nil, fmt.Errorf("source %d: %w", g.src, err)
-		}
-		got, err := d.addUnits(ctx, locs, gs)
+	idx := make([]int32, n)
+	for _, g := range b.groups {
+		got, err := m.sources[g.src].Dataset.addUnits(ctx, g.locs, gs)
 		if err != nil {
 			return nil, fmt.Errorf("source %d: %w", g.src, err)
 		}

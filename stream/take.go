@@ -287,6 +287,11 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 	if err != nil {
 		return nil, err
 	}
+	// Memos for this call: the positions of a request mostly share windows
+	// and files, and the cache's lock and boxing cost per row add up.
+	starts := map[int][]int64{}
+	orders := map[plan.WindowRef][]int32{}
+	files := map[int][]int64{}
 	out := make([]Location, len(positions))
 	for i, pos := range positions {
 		l := Location{Position: pos}
@@ -298,19 +303,33 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
 		l.Split, l.SplitOffset = splits[k], off
-		ref, off, err := plan.SeekWindow(d.windowStarts(ep, l.Split), l.Split, l.SplitOffset)
+		ws, ok := starts[l.Split]
+		if !ok {
+			ws = d.windowStarts(ep, l.Split)
+			starts[l.Split] = ws
+		}
+		ref, off, err := plan.SeekWindow(ws, l.Split, l.SplitOffset)
 		if err != nil {
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
 		l.Window = ref.Window
-		p, row, err := ep.Row(ref, d.windowOrder(ep, ref), off)
+		order, ok := orders[ref]
+		if !ok {
+			order = d.windowOrder(ep, ref)
+			orders[ref] = order
+		}
+		p, row, err := ep.Row(ref, order, off)
 		if err != nil {
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
 		l.File = ep.Pieces(ref)[p].Fragment
 		l.URL = d.data.Fragments[l.File].URL
 		l.Row = row
-		st := d.unitStarts(l.File)
+		st, ok := files[l.File]
+		if !ok {
+			st = d.unitStarts(l.File)
+			files[l.File] = st
+		}
 		l.Unit = sort.Search(len(st)-1, func(u int) bool { return st[u+1] > row })
 		l.UnitRow = row - st[l.Unit]
 		out[i] = l
