@@ -37,6 +37,8 @@ var scenarios = []scenario{
 	{name: "latency", lines: []string{"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8"}, run: (*env).latency},
 	{name: "memory", lines: []string{"memory_1x", "memory_4x"}, run: (*env).memory},
 	{name: "peers", lines: peerLines, run: (*env).peersScenario},
+	{name: "take", lines: takeLines, run: (*env).takeScenario},
+	{name: "mix", lines: mixLines, run: (*env).mixScenario},
 	{name: "checkpoint_save", run: (*env).checkpointSave},
 	{name: "resume", lines: []string{"resume_1", "resume_50", "resume_99"}, run: (*env).resumeLatency},
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},

@@ -287,11 +287,13 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 		warm := func(b *mixBatch) {
 			for _, g := range b.groups {
 				d := m.sources[g.src].Dataset
-				for _, l := range g.locs {
+				var last gatherKey
+				for i, l := range g.locs {
 					k := gatherKey{d, d.keyOf(l)}
-					if warmed[k] {
+					if (i > 0 && k == last) || warmed[k] {
 						continue
 					}
+					last = k
 					if len(warmed) > 1<<16 {
 						clear(warmed)
 					}

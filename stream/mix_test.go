@@ -229,3 +229,52 @@ func TestMixRefuses(t *testing.T) {
 		t.Errorf("unknown counts: %v", err)
 	}
 }
+
+// BenchmarkMix mixes three shuffled sources (half, a quarter and a quarter
+// of a dataset's files) for one epoch; BenchmarkMixSingle streams the same
+// files as one source.
+func BenchmarkMix(b *testing.B) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 32_768, Seed: 1}
+	dir := writeDataset(b, spec)
+	groups := [][]int{{0, 1, 2, 3}, {4, 5}, {6, 7}}
+	for b.Loop() {
+		var src []MixSource
+		for k, g := range groups {
+			var urls []string
+			for _, f := range g {
+				urls = append(urls, dir+"/"+synth.FileName(f))
+			}
+			ds := open(b, Options{URLs: urls, Shuffle: true, Seed: uint64(42 + k)})
+			src = append(src, MixSource{Dataset: ds, Weight: float64(len(g))})
+		}
+		m, err := Mix(src, MixOptions{Seed: 42})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rows int64
+		for batch, err := range m.Batches(context.Background()) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows += batch.NumRows()
+		}
+		if rows < spec.Rows() {
+			b.Fatalf("%d rows of %d", rows, spec.Rows())
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(spec.Rows())/b.Elapsed().Seconds(), "rows/s")
+}
+
+func BenchmarkMixSingle(b *testing.B) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 125_000, RowGroupRows: 32_768, Seed: 1}
+	dir := writeDataset(b, spec)
+	for b.Loop() {
+		ds := open(b, Options{URLs: []string{dir}, Shuffle: true, Seed: 42})
+		for _, err := range ds.Batches(context.Background()) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(spec.Rows())/b.Elapsed().Seconds(), "rows/s")
+}

@@ -445,18 +445,24 @@ func (gs *gatherSet) gather(ctx context.Context, schema *arrow.Schema, idx []int
 // cached (each once, concurrently: FetchConcurrency fetches, ReadConcurrency
 // decodes), and returns each location's row in gs.
 func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) ([]int32, error) {
-	keys := make([]unitKey, len(locs))
-	need := map[unitKey]bool{}
+	// Each row's unit, as an index into the distinct units: one map
+	// lookup per row, the rest per unit.
+	which := make([]int, len(locs))
+	index := map[unitKey]int{}
+	var uniq []unitKey
 	var missing []unitKey
 	for i, l := range locs {
-		keys[i] = d.keyOf(l)
-		if need[keys[i]] {
-			continue
+		k := d.keyOf(l)
+		j, ok := index[k]
+		if !ok {
+			j = len(uniq)
+			index[k] = j
+			uniq = append(uniq, k)
+			if _, ok := gs.base[gatherKey{d, k}]; !ok {
+				missing = append(missing, k)
+			}
 		}
-		need[keys[i]] = true
-		if _, ok := gs.base[gatherKey{d, keys[i]}]; !ok {
-			missing = append(missing, keys[i])
-		}
+		which[i] = j
 	}
 	// Read in file order, so that neighbours' requests go out together.
 	slices.SortFunc(missing, func(a, b unitKey) int {
@@ -496,10 +502,15 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 	if gs.w.rows > math.MaxInt32 {
 		return nil, fmt.Errorf("stream: take: the units of %d positions hold %d rows, more than one request can gather; ask for fewer", len(locs), gs.w.rows)
 	}
+	// A unit's rows start at its base in gs; its first file row is lo.
+	shift := make([]int64, len(uniq))
+	for j, k := range uniq {
+		lo, _ := d.span(k)
+		shift[j] = gs.base[gatherKey{d, k}] - lo
+	}
 	idx := make([]int32, len(locs))
 	for i, l := range locs {
-		lo, _ := d.span(keys[i])
-		idx[i] = int32(gs.base[gatherKey{d, keys[i]}] + l.Row - lo)
+		idx[i] = int32(shift[which[i]] + l.Row)
 	}
 	return idx, nil
 }

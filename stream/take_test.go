@@ -298,3 +298,25 @@ func TestLocate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTake is requests of 1,024 random positions over a shuffled
+// dataset of 64 row groups, the cache warm after the first.
+func BenchmarkTake(b *testing.B) {
+	spec := synth.Spec{Files: 8, RowsPerFile: 250_000, RowGroupRows: 32_768, Seed: 1}
+	dir := writeDataset(b, spec)
+	ds := open(b, Options{URLs: []string{dir}, Shuffle: true, Seed: 42})
+	r := rand.New(rand.NewPCG(1, 1))
+	pos := make([]int64, 1024)
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range pos {
+			pos[i] = r.Int64N(spec.Rows())
+		}
+		out, err := ds.Take(context.Background(), 0, pos)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+	b.ReportMetric(float64(b.N*len(pos))/b.Elapsed().Seconds(), "rows/s")
+}
