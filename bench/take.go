@@ -91,7 +91,9 @@ func (e *env) takeScenario(ctx context.Context) error {
 			b.Release()
 		}
 		steady = float64(requests-requests/2) * takePositions / time.Since(half).Seconds()
-		return measurement{rows: rows, batches: int64(requests), seconds: time.Since(start).Seconds(), cpuSeconds: (processCPU() - cpu0).Seconds()}, nil
+		snap := ds.Metrics().Snapshot()
+		return measurement{rows: rows, batches: int64(requests), seconds: time.Since(start).Seconds(), cpuSeconds: (processCPU() - cpu0).Seconds(),
+			readBytes: snap.ReadBytes, readRequests: snap.ReadRequests, storedBytes: storedBytes(ds)}, nil
 	}
 	var steadies []float64
 	s, err := e.paired(ctx, func() (measurement, error) {
@@ -177,7 +179,11 @@ func (e *env) mixScenario(ctx context.Context) error {
 		if err != nil {
 			return measurement{}, err
 		}
-		var rows, batches int64
+		var rows, batches, read, reqs, stored int64
+		for _, src := range srcs {
+			snap := src.Dataset.Metrics().Snapshot()
+			read, reqs, stored = read+snap.ReadBytes, reqs+snap.ReadRequests, stored+storedBytes(src.Dataset)
+		}
 		for batch, err := range m.Batches(ctx) {
 			if err != nil {
 				return measurement{}, err
@@ -185,7 +191,15 @@ func (e *env) mixScenario(ctx context.Context) error {
 			rows += batch.NumRows()
 			batches++
 		}
-		return measurement{rows: rows, batches: batches, seconds: time.Since(start).Seconds(), cpuSeconds: (processCPU() - cpu0).Seconds()}, nil
+		// What the epoch read: the sources' totals now less before it.
+		var readAfter, reqsAfter int64
+		for _, src := range srcs {
+			snap := src.Dataset.Metrics().Snapshot()
+			readAfter, reqsAfter = readAfter+snap.ReadBytes, reqsAfter+snap.ReadRequests
+		}
+		read, reqs = readAfter-read, reqsAfter-reqs
+		return measurement{rows: rows, batches: batches, seconds: time.Since(start).Seconds(), cpuSeconds: (processCPU() - cpu0).Seconds(),
+			readBytes: read, readRequests: reqs, storedBytes: stored}, nil
 	}
 	singleRun := func() (measurement, error) {
 		o := e.opts()
@@ -220,4 +234,15 @@ func (e *env) mixScenario(ctx context.Context) error {
 	r.set("ratio_vs_single", best.rowsPerSec()/bestSingle.rowsPerSec())
 	r.target("ratio_vs_single", ">=", 0.9)
 	return e.emit(r)
+}
+
+// storedBytes is the stored size of the dataset's selected columns.
+func storedBytes(ds *stream.Dataset) int64 {
+	var n int64
+	for _, f := range ds.Files() {
+		for _, u := range f.Units {
+			n += u.Bytes
+		}
+	}
+	return n
 }
