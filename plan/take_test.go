@@ -13,9 +13,9 @@ import (
 // walk delivers there; positions just outside are ErrPosition.
 func TestPropertyTake(t *testing.T) {
 	t.Parallel()
-	n := 3_000
+	n := 1_000
 	if testing.Short() {
-		n = 500
+		n = 200
 	}
 	failures := 0
 	for i := range uint64(n) {
