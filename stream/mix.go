@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -209,37 +210,48 @@ type mixBatch struct {
 // mixGroup is a batch's rows from one source: where they are in the
 // source, and at which rows of the batch they go.
 type mixGroup struct {
-	src  int
-	locs []Location
-	at   []int
+	src     int
+	pass    int64
+	offsets []int64 // offsets of the source's split order, ascending
+	at      []int
 }
 
-// plan makes batch b's groups from its rows: the rows located in their
-// sources, by source and pass.
-func (m *Mixed) plan(b *mixBatch, rows []plan.MixRow) error {
-	type key struct {
-		src  int
-		pass int64
-	}
-	offsets := map[key][]int64{}
-	at := map[key][]int{}
-	var keys []key
+// plan makes batch b's groups from its rows: by source and pass.
+func (m *Mixed) plan(b *mixBatch, rows []plan.MixRow) {
 	for i, r := range rows {
-		k := key{r.Source, r.Pass}
-		if _, ok := offsets[k]; !ok {
-			keys = append(keys, k)
+		var g *mixGroup
+		for _, x := range b.groups {
+			if x.src == r.Source && x.pass == r.Pass {
+				g = x
+				break
+			}
 		}
-		offsets[k] = append(offsets[k], r.Offset)
-		at[k] = append(at[k], i)
-	}
-	for _, k := range keys {
-		locs, err := m.sources[k.src].Dataset.locate(k.pass, []int{b.split}, offsets[k])
-		if err != nil {
-			return fmt.Errorf("source %d: %w", k.src, err)
+		if g == nil {
+			g = &mixGroup{src: r.Source, pass: r.Pass}
+			b.groups = append(b.groups, g)
 		}
-		b.groups = append(b.groups, &mixGroup{src: k.src, locs: locs, at: at[k]})
+		g.offsets = append(g.offsets, r.Offset)
+		g.at = append(g.at, i)
 	}
-	return nil
+}
+
+// windowUnits is the units (or blocks) holding window r's rows in d.
+func (d *Dataset) windowUnits(ep *plan.Epoch, r plan.WindowRef) []unitKey {
+	var out []unitKey
+	for _, p := range ep.Pieces(r) {
+		st := d.unitStarts(p.Fragment)
+		for u := sort.Search(len(st)-1, func(u int) bool { return st[u+1] > p.Start }); u < len(st)-1 && st[u] < p.End; u++ {
+			if !d.data.Fragments[p.Fragment].Units[u].Paged {
+				out = append(out, unitKey{file: p.Fragment, unit: u})
+				continue
+			}
+			lo, hi := max(p.Start, st[u])-st[u], min(p.End, st[u+1])-st[u]
+			for blk := lo / takeBlockRows; blk*takeBlockRows < hi; blk++ {
+				out = append(out, unitKey{file: p.Fragment, unit: u, block: int(blk)})
+			}
+		}
+	}
+	return out
 }
 
 // Batches streams the rest of the current epoch of the mix as Arrow record
@@ -283,36 +295,61 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		warmSlots := make(chan struct{}, m.o.Concurrency)
-		warmed := map[gatherKey]bool{}
+		// Windows whose units were sent for: a batch's rows of a source are
+		// consecutive offsets of its split order, so the windows they touch
+		// are found from the first and last.
+		type windowKey struct {
+			d     *Dataset
+			pass  int64
+			split int
+			w     int
+		}
+		warmed := map[windowKey]bool{}
+		warmUnit := func(d *Dataset, k unitKey) bool {
+			select {
+			case warmSlots <- struct{}{}:
+			case <-ctx.Done():
+				return false
+			}
+			warmers.Add(1)
+			go func() {
+				defer warmers.Done()
+				defer func() { <-warmSlots }()
+				// An error here is met again by the batch that needs the
+				// unit, which reports it.
+				if u, err := d.unit(ctx, k, make(chan struct{}, 1)); err == nil {
+					u.release()
+				}
+			}()
+			return true
+		}
 		warm := func(b *mixBatch) {
 			for _, g := range b.groups {
 				d := m.sources[g.src].Dataset
-				var last gatherKey
-				for i, l := range g.locs {
-					k := gatherKey{d, d.keyOf(l)}
-					if (i > 0 && k == last) || warmed[k] {
+				ep, err := d.takeEpoch(g.pass)
+				if err != nil {
+					continue // the build reports it
+				}
+				starts := d.windowStarts(ep, b.split)
+				first, _, err1 := plan.SeekWindow(starts, b.split, g.offsets[0])
+				last, _, err2 := plan.SeekWindow(starts, b.split, g.offsets[len(g.offsets)-1])
+				if err1 != nil || err2 != nil {
+					continue
+				}
+				for w := first.Window; w <= last.Window; w++ {
+					wk := windowKey{d, g.pass, b.split, w}
+					if warmed[wk] {
 						continue
 					}
-					last = k
 					if len(warmed) > 1<<16 {
 						clear(warmed)
 					}
-					warmed[k] = true
-					select {
-					case warmSlots <- struct{}{}:
-					case <-ctx.Done():
-						return
-					}
-					warmers.Add(1)
-					go func() {
-						defer warmers.Done()
-						defer func() { <-warmSlots }()
-						// An error here is met again by the batch that
-						// needs the unit, which reports it.
-						if u, err := d.unit(ctx, k.k, make(chan struct{}, 1)); err == nil {
-							u.release()
+					warmed[wk] = true
+					for _, k := range d.windowUnits(ep, plan.WindowRef{Split: b.split, Window: w}) {
+						if !warmUnit(d, k) {
+							return
 						}
-					}()
+					}
 				}
 			}
 		}
@@ -347,9 +384,7 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 						rows = append(rows, r)
 					}
 					at[s] = b.to
-					if err := m.plan(b, rows); err != nil {
-						return nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, s, b.from, b.to, err)
-					}
+					m.plan(b, rows)
 					return b, nil
 				}
 				return nil, nil
@@ -440,7 +475,12 @@ func (m *Mixed) build(ctx context.Context, b *mixBatch) (arrow.RecordBatch, erro
 	}
 	idx := make([]int32, n)
 	for _, g := range b.groups {
-		got, err := m.sources[g.src].Dataset.addUnits(ctx, g.locs, gs)
+		d := m.sources[g.src].Dataset
+		locs, err := d.locate(g.pass, []int{b.split}, g.offsets)
+		if err != nil {
+			return nil, fmt.Errorf("source %d: %w", g.src, err)
+		}
+		got, err := d.addUnits(ctx, locs, gs)
 		if err != nil {
 			return nil, fmt.Errorf("source %d: %w", g.src, err)
 		}
