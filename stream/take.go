@@ -295,8 +295,11 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 	out := make([]Location, len(positions))
 	for i, pos := range positions {
 		l := Location{Position: pos}
-		k, off, err := iv.Locate(pos)
-		if err != nil {
+		var k int
+		var off int64
+		if len(splits) == 1 && pos >= 0 && pos < iv.Len() {
+			off = pos // one split: its own order, no rounds to search
+		} else if k, off, err = iv.Locate(pos); err != nil {
 			if len(splits) == 1 {
 				return nil, fmt.Errorf("stream: epoch %d split %d: %w", epoch, splits[0], err)
 			}
