@@ -101,7 +101,7 @@ func TestHarnessTiny(t *testing.T) {
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
 		"scaling_p1_sequential", "scaling_p1_shuffled",
-		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled",
+		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 	} {

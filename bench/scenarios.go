@@ -39,6 +39,8 @@ var scenarios = []scenario{
 	{name: "memory", lines: []string{"memory_1x", "memory_4x"}, run: (*env).memory},
 	{name: "peers", lines: peerLines, run: (*env).peersScenario},
 	{name: "text", lines: textLines, run: (*env).textScenario},
+	{name: "take", lines: takeLines, run: (*env).takeScenario},
+	{name: "mix", lines: mixLines, run: (*env).mixScenario},
 	{name: "checkpoint_save", run: (*env).checkpointSave},
 	{name: "resume", lines: []string{"resume_1", "resume_50", "resume_99"}, run: (*env).resumeLatency},
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},

@@ -145,6 +145,12 @@ type Options struct {
 	PrefetchBytes int64
 	// ReadBatchSize is the number of rows per decode call. Default 65536.
 	ReadBatchSize int
+	// TakeCacheBytes bounds the cache that Take and Locate keep: decoded
+	// units (row groups, or blocks of a page-indexed row group) of the
+	// selected columns and windows' row orders, so that repeated requests
+	// neither read nor shuffle again. Default 256 MiB; negative: no cache
+	// (every request reads what it needs).
+	TakeCacheBytes int64
 
 	// PlanConcurrency is the number of footers fetched at once by Open.
 	// Footers are small reads, so planning waits on latency, not the cores,
@@ -222,6 +228,9 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	}
 	if o.ReadBatchSize == 0 {
 		o.ReadBatchSize = 65536
+	}
+	if o.TakeCacheBytes == 0 {
+		o.TakeCacheBytes = 256 << 20
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator

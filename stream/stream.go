@@ -61,6 +61,8 @@ type Dataset struct {
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
+	// rand serves Take and Locate (take.go).
+	rand taker
 }
 
 // Open plans the dataset (every footer read once, concurrently) and checks
@@ -198,6 +200,7 @@ func (d *Dataset) Close() error {
 		return nil
 	}
 	d.kept.drop()
+	d.rand.cache.drop()
 	return d.data.Close()
 }
 

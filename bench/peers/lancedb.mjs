@@ -5,6 +5,8 @@
 //   node lancedb.mjs --scenario shuffled --db DIR --columns id,label,x,s [--batch-size 1024]
 //                    [--seed 42] [--clump-size 1] [--prefetch 2] [--max-seconds S]
 //                    [--perm-memory-bytes 1073741824]
+//   node lancedb.mjs --scenario take --db DIR --columns id,label,x,s [--positions 1024]
+//                    [--requests 100] [--seed 42]
 //
 // --prepare writes the rows of an Arrow IPC file (the harness exports the
 // Parquet dataset to one) as the Lance table, replacing any table of that
@@ -25,6 +27,13 @@
 // says how much of the epoch was read (complete false); rows_per_s is then
 // the epoch's rate projected from the measured take rate:
 // epoch_rows / (permutation_seconds + epoch_rows / take_rows_per_s).
+//
+// take: random access. The table's row ids are listed first (untimed, with
+// permutationBuilder(table).execute(), unshuffled); then --requests requests
+// each take --positions distinct ids drawn uniformly (seeded) with
+// table.takeRowIds(ids).select(columns).toArrow(), one request at a time,
+// as a map-style dataset's __getitems__ would. rows_per_s is the rows taken
+// over the time of the takes.
 //
 // On failure it prints {"peer":"lancedb","error":"..."} and exits with 1.
 import { parseArgs } from 'node:util';
@@ -164,6 +173,44 @@ async function shuffled(table, columns, opt) {
   };
 }
 
+// mulberry32: a small seeded generator, so that runs draw the same ids.
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function take(table, columns, opt) {
+  const positions = positiveInt('positions', opt.positions);
+  const requests = positiveInt('requests', opt.requests);
+  const random = rng(Number(opt.seed));
+  const perm = await lancedb.permutationBuilder(table).execute();
+  const all = [];
+  for await (const batch of perm.query().select(['row_id']).execute({ maxBatchLength: 65536 })) {
+    for (const id of batch.getChild('row_id').toArray()) all.push(id);
+  }
+  if (all.length === 0) throw new Error('the table has no rows');
+  const start = now();
+  let rows = 0;
+  for (let r = 0; r < requests; r++) {
+    // Distinct ids: takeRowIds returns a row once however often it is asked.
+    const picked = new Set();
+    while (picked.size < Math.min(positions, all.length)) picked.add(Math.floor(random() * all.length));
+    const ids = [...picked].map((i) => all[i]);
+    const got = await table.takeRowIds(ids).select(columns).toArrow();
+    if (got.numRows !== positions) throw new Error(`takeRowIds returned ${got.numRows} rows for ${positions} ids`);
+    for (const batch of got.batches) touch(batch, columns);
+    rows += got.numRows;
+  }
+  const seconds = now() - start;
+  return { scenario: 'take', rows, seconds, rows_per_s: rows / seconds, requests, positions, table_rows: all.length, take: 'takeRowIds' };
+}
+
 async function main() {
   const { values: opt } = parseArgs({
     options: {
@@ -179,6 +226,8 @@ async function main() {
       prefetch: { type: 'string', default: '2' },
       'max-seconds': { type: 'string' },
       'perm-memory-bytes': { type: 'string', default: String(1 << 30) },
+      positions: { type: 'string', default: '1024' },
+      requests: { type: 'string', default: '100' },
     },
   });
   if (!opt.db) throw new Error('--db DIR is required');
@@ -197,8 +246,11 @@ async function main() {
       case 'shuffled':
         out = await shuffled(table, columns, opt);
         break;
+      case 'take':
+        out = await take(table, columns, opt);
+        break;
       default:
-        throw new Error(`--scenario ${opt.scenario}: want sequential or shuffled`);
+        throw new Error(`--scenario ${opt.scenario}: want sequential, shuffled or take`);
     }
   }
   console.log(JSON.stringify({

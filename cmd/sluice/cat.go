@@ -33,6 +33,10 @@ With --checkpoint STORE --run NAME, printing starts where that run's step
 the same (same files, same --chunk-bytes), else the state is refused with
 the field that differs.
 
+With --positions (such as 10,20,100-200, ranges inclusive), only the rows at
+those positions of the rank's order (or of --split's) in --epoch are
+printed, in the order listed, read by random access rather than streamed.
+
 Flags:
 `
 
@@ -45,6 +49,8 @@ type catConfig struct {
 	checkpoint string
 	run        string
 	step       int64
+	positions  positionsFlag
+	split      int
 }
 
 func catFlags() (*flag.FlagSet, *catConfig) {
@@ -58,6 +64,8 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.StringVar(&cfg.checkpoint, "checkpoint", "", "resume from a checkpoint `store` (a pebble directory or a bucket URL); needs --run")
 	fs.StringVar(&cfg.run, "run", "", "`name` of the run in --checkpoint")
 	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
+	fs.Var(&cfg.positions, "positions", "print only the rows at these positions of the order: a `list` such as 10,20,100-200 (ranges inclusive)")
+	fs.IntVar(&cfg.split, "split", -1, "with --positions, count them in this `split`'s order instead of the rank's")
 	return fs, cfg
 }
 
@@ -69,6 +77,7 @@ Examples:
   sluice cat data/ --columns id,label --shuffle --seed 7 --world-size 4 --rank 1
   RANK=1 WORLD_SIZE=4 sluice cat data/ --rank-from-env --num-splits 8
   sluice cat data/ --checkpoint ckpt/ --run exp1 --rank 0 --limit 10
+  sluice cat data/ --shuffle --seed 7 --epoch 3 --positions 10,20,100-200
 `
 }
 
@@ -90,6 +99,10 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--run and --step need --checkpoint")
 	case cfg.checkpoint != "" && cfg.run == "":
 		return usageErrorf("--checkpoint needs --run: a store holds many runs")
+	case cfg.positions.set && cfg.checkpoint != "":
+		return usageErrorf("--positions and --checkpoint exclude each other: positions count from the start of --epoch")
+	case isSet(fs, "split") && !cfg.positions.set:
+		return usageErrorf("--split needs --positions")
 	case cfg.checkpoint != "" && isSet(fs, "epoch"):
 		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
 	}
@@ -113,6 +126,13 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if cfg.rank < 0 || cfg.rank >= cfg.ds.worldSize {
 		return usageErrorf("--rank %d is outside --world-size %d", cfg.rank, cfg.ds.worldSize)
 	}
+	var positions takeOrder
+	if cfg.positions.set {
+		var err error
+		if positions, err = takeOrderOf(&cfg.ds, cfg.rank, cfg.split, cfg.batchSize, cfg.positions.list); err != nil {
+			return err
+		}
+	}
 	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
 	if err != nil {
 		return err
@@ -133,6 +153,9 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		if err := ds.LoadStateDict(*resume); err != nil {
 			return fmt.Errorf("checkpoint %s run %q: %w", cfg.checkpoint, cfg.run, err)
 		}
+	}
+	if cfg.positions.set {
+		return catPositions(ctx, e, ds, positions)
 	}
 	if cfg.limit == 0 {
 		return nil

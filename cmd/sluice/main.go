@@ -4,6 +4,7 @@
 //
 //	sluice inspect URL...            files, row groups, chunks, splits, fingerprints
 //	sluice cat URL...                rows as JSON lines
+//	sluice locate URL...             where positions of an epoch's order come from
 //	sluice checkpoint ls|show|rm DIR steps, ranks and cursors of a store
 //	sluice bench [ARGS]              the benchmark harness
 //
@@ -51,6 +52,7 @@ Usage:
 Commands:
   inspect     files, row groups, chunks, the splits of an epoch and the fingerprints
   cat         rows as JSON lines, in the order one rank of a job receives them
+  locate      the file, row group and row each position of an epoch's order comes from
   checkpoint  steps, ranks and cursors in a checkpoint store (ls, show, rm)
   bench       run the benchmark harness
   help        help on a command: sluice help <command>
@@ -102,6 +104,7 @@ func commands() []command {
 	return []command{
 		{"inspect", inspectUsage, runInspect},
 		{"cat", catUsage, runCat},
+		{"locate", locateUsage, runLocate},
 		{"checkpoint", checkpointUsage, runCheckpoint},
 		{"bench", benchUsage, runBench},
 	}

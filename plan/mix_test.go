@@ -1,0 +1,247 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// genMix is a random mix: 1 to 4 sources of a few to a few thousand rows
+// per split, random weights, epoch definition and repetition.
+func genMix(seed uint64) (MixOrder, [][]int64) {
+	r := rand.New(rand.NewPCG(seed, 0x313c))
+	o := MixOrder{Seed: r.Uint64(), NumSplits: 1 + r.IntN(4), Epoch: MixEpoch(r.IntN(3)), Repeat: r.IntN(3) > 0}
+	k := 1 + r.IntN(4)
+	scale := []int{3, 40, 900}[r.IntN(3)]
+	rows := make([][]int64, k)
+	for i := range rows {
+		o.Weights = append(o.Weights, 0.05+r.Float64()*3)
+		total := int64(r.IntN(scale*o.NumSplits) + 1)
+		rows[i] = make([]int64, o.NumSplits)
+		for s := range rows[i] {
+			// Dealt as a dataset's splits are: counts within one.
+			rows[i][s] = total / int64(o.NumSplits)
+			if int64(s) < total%int64(o.NumSplits) {
+				rows[i][s]++
+			}
+		}
+	}
+	o.Rows = 1 + r.Int64N(int64(scale*k*o.NumSplits))
+	return o, rows
+}
+
+// TestPropertyMix: over random mixes, every mixed split's walk over three
+// epochs takes each source's rows pass after pass, each row of a pass once
+// and in the source's order (without Repeat: at most one pass, the mixed
+// epoch's); walks resumed at any position and Locate agree with the walk
+// from the start; epochs are as long as their definition says.
+func TestPropertyMix(t *testing.T) {
+	t.Parallel()
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	for seed := range uint64(n) {
+		o, rows := genMix(seed)
+		if err := checkMix(seed, o, rows); err != nil {
+			t.Fatalf("seed %d: %v\n\t%+v rows %v", seed, err, o, rows)
+		}
+	}
+}
+
+func checkMix(seed uint64, o MixOrder, rows [][]int64) error {
+	m, err := NewMix(o, rows)
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	for s := range o.NumSplits {
+		taken := make([]int64, len(rows)) // rows of each source so far, across epochs
+		for e := range int64(3) {
+			w, err := m.Walk(e, s, 0)
+			if err != nil {
+				return err
+			}
+			var seq []MixRow
+			inEpoch := make([]int64, len(rows))
+			for {
+				row, ok := w.Next()
+				if !ok {
+					break
+				}
+				seq = append(seq, row)
+				k, rk := row.Source, rows[row.Source][s]
+				want := MixRow{Source: k, Pass: taken[k] / max(rk, 1), Offset: taken[k] % max(rk, 1)}
+				if !o.Repeat {
+					want = MixRow{Source: k, Pass: e, Offset: inEpoch[k]}
+				}
+				if row != want || row.Offset >= rk {
+					return fmt.Errorf("split %d epoch %d position %d: %+v, want %+v (source split of %d rows)", s, e, len(seq)-1, row, want, rk)
+				}
+				taken[k]++
+				inEpoch[k]++
+			}
+			n := m.Len(e, s)
+			if int64(len(seq)) != n {
+				return fmt.Errorf("split %d epoch %d: walked %d rows, Len %d", s, e, len(seq), n)
+			}
+			if err := checkEpochLength(o, rows, s, inEpoch, n); err != nil {
+				return fmt.Errorf("split %d epoch %d: %w", s, e, err)
+			}
+			for range 5 {
+				if n == 0 {
+					break
+				}
+				i := r.Int64N(n)
+				got, err := m.Locate(e, s, i)
+				if err != nil || got != seq[i] {
+					return fmt.Errorf("split %d epoch %d: Locate(%d) = %+v, %v; the walk has %+v", s, e, i, got, err, seq[i])
+				}
+				w, err := m.Walk(e, s, i)
+				if err != nil {
+					return err
+				}
+				for j := i; j < min(i+20, n); j++ {
+					if got, ok := w.Next(); !ok || got != seq[j] {
+						return fmt.Errorf("split %d epoch %d: a walk from %d has %+v at %d, the walk from 0 %+v", s, e, i, got, j, seq[j])
+					}
+				}
+			}
+			if _, err := m.Locate(e, s, n); !errors.Is(err, ErrPosition) {
+				return fmt.Errorf("split %d epoch %d: Locate at the end: %v, want ErrPosition", s, e, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEpochLength holds an epoch to its definition, given the rows each
+// source gave in it.
+func checkEpochLength(o MixOrder, rows [][]int64, s int, got []int64, n int64) error {
+	switch {
+	case o.Epoch == MixRows:
+		want := o.Rows / int64(o.NumSplits)
+		if int64(s) < o.Rows%int64(o.NumSplits) {
+			want++
+		}
+		var all int64
+		for k := range rows {
+			all += rows[k][s]
+		}
+		if !o.Repeat || all == 0 {
+			want = min(want, all)
+		}
+		if n != want {
+			return fmt.Errorf("a MixRows epoch of %d rows, want %d", n, want)
+		}
+	case o.Epoch == MixLargest:
+		for k := range rows {
+			if got[k] < rows[k][s] {
+				return fmt.Errorf("MixLargest: source %d gave %d of its %d rows", k, got[k], rows[k][s])
+			}
+		}
+	case o.Epoch == MixSmallest:
+		done := false
+		for k := range rows {
+			done = done || (rows[k][s] > 0 && got[k] >= rows[k][s])
+		}
+		if !done && n > 0 {
+			return fmt.Errorf("MixSmallest: no source completed its pass (%v of %v)", got, rows)
+		}
+	}
+	return nil
+}
+
+// mixTolerance is the most a source's rows in any window of the mix may
+// differ from its weight's share of the window, while no source runs out
+// (Repeat): the merge by time keeps every source within a row of its share
+// of elapsed time, and a window's ends add one more.
+const mixTolerance = 3
+
+// TestMixProportions: over many seeds and weights, every 10,000-row window
+// of a mixed split holds each source's share of the window to within
+// mixTolerance rows.
+func TestMixProportions(t *testing.T) {
+	t.Parallel()
+	seeds := 60
+	if testing.Short() {
+		seeds = 20
+	}
+	const window = 10_000
+	worst := 0.0
+	for seed := range uint64(seeds) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		k := 2 + r.IntN(4)
+		o := MixOrder{Seed: seed, NumSplits: 1, Epoch: MixRows, Rows: 40_000, Repeat: true}
+		rows := make([][]int64, k)
+		var sum float64
+		for i := range rows {
+			w := 0.01 + r.Float64()
+			if i == 0 {
+				w *= 20 // one dominant source, as in 70/20/10 mixes
+			}
+			o.Weights = append(o.Weights, w)
+			sum += w
+			rows[i] = []int64{int64(100 + r.IntN(20_000))}
+		}
+		m, err := NewMix(o, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch := int64(r.IntN(5))
+		w, err := m.Walk(epoch, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// prefix[k][i]: rows of source k in the first i positions.
+		prefix := make([][]int64, k)
+		for src := range prefix {
+			prefix[src] = []int64{0}
+		}
+		for {
+			row, ok := w.Next()
+			if !ok {
+				break
+			}
+			for src := range prefix {
+				n := prefix[src][len(prefix[src])-1]
+				if src == row.Source {
+					n++
+				}
+				prefix[src] = append(prefix[src], n)
+			}
+		}
+		for a := 0; a+window < len(prefix[0]); a += 37 {
+			for src := range k {
+				got := float64(prefix[src][a+window] - prefix[src][a])
+				want := window * o.Weights[src] / sum
+				if d := got - want; d > mixTolerance || d < -mixTolerance {
+					t.Fatalf("seed %d: rows [%d, %d) hold %v of source %d, its weight %.4f of %.4f says %.1f", seed, a, a+window, got, src, o.Weights[src], sum, want)
+				} else {
+					worst = max(worst, max(d, -d))
+				}
+			}
+		}
+	}
+	t.Logf("largest deviation from a source's share in a %d-row window: %.2f rows", window, worst)
+}
+
+func TestMixErrors(t *testing.T) {
+	for _, c := range []struct {
+		o    MixOrder
+		rows [][]int64
+		want string
+	}{
+		{MixOrder{Weights: []float64{1}, NumSplits: 1}, [][]int64{{-1}}, "counting pass"},
+		{MixOrder{Weights: []float64{1, 0}, NumSplits: 1}, [][]int64{{1}, {1}}, "positive"},
+		{MixOrder{Weights: []float64{1}, NumSplits: 2}, [][]int64{{1}}, "same NumSplits"},
+		{MixOrder{Weights: []float64{1}, NumSplits: 1, Epoch: MixRows}, [][]int64{{1}}, "Rows"},
+		{MixOrder{Weights: []float64{1}, NumSplits: 1}, [][]int64{{0}}, "no rows"},
+	} {
+		if _, err := NewMix(c.o, c.rows); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v %v: error %v, want one saying %q", c.o, c.rows, err, c.want)
+		}
+	}
+}
