@@ -18,6 +18,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,12 +89,22 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		Cache:       o.PlanCache,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream: open: %w", err)
+		return nil, err // it names the file and what is wrong with it
 	}
 	d.data = data
 	if data.Rows() == 0 {
 		data.Close()
-		return nil, fmt.Errorf("%w: %d files, 0 rows", ErrEmpty, len(data.Fragments))
+		// Empty files are fine among others; a dataset of nothing but
+		// empty files is not, and the user needs to know which they are.
+		var names []string
+		for i, f := range data.Fragments {
+			if i == 3 {
+				names = append(names, fmt.Sprintf("and %d more", len(data.Fragments)-3))
+				break
+			}
+			names = append(names, f.URL)
+		}
+		return nil, fmt.Errorf("%w: %d files, none with a row: %s", ErrEmpty, len(data.Fragments), strings.Join(names, ", "))
 	}
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where
@@ -836,7 +847,7 @@ func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, f
 		return build(ctx, d.data.Schema, j, d.opts.Allocator)
 	}()
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
+		return out, fmt.Errorf("%w (stream: epoch %d, split %d, batch %d)", err, ep.Epoch, j.plan.Split, j.plan.Seq)
 	}
 	defer b.Release()
 	defer func() {
@@ -846,7 +857,7 @@ func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, f
 	}()
 	out, err = fn(ctx, b)
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: transform: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
+		return out, fmt.Errorf("transform: %w (stream: epoch %d, split %d, batch %d)", err, ep.Epoch, j.plan.Split, j.plan.Seq)
 	}
 	return out, nil
 }
@@ -866,7 +877,7 @@ type fetchedWindow struct {
 func (d *Dataset) fetchWindow(ctx context.Context, ep *plan.Epoch, t *plan.Task, shared *groups) (*fetchedWindow, error) {
 	r := t.Ref
 	wrap := func(err error) error {
-		return fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
+		return fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, pg := range t.Owned {
@@ -927,7 +938,7 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		})
 		if err != nil {
 			w.release()
-			return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
+			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 		}
 		segments = append(segments, w.rows-before)
 	}

@@ -155,7 +155,12 @@ func runCat(ctx context.Context, e *env, args []string) error {
 			rows = min(rows, cfg.limit-n)
 		}
 		for i := range int(rows) {
-			buf = enc.appendRow(buf[:0], batch, i)
+			buf, err = enc.appendRow(buf[:0], batch, i)
+			if err != nil {
+				out.Flush() // the rows before it are still true
+				p.Stop()
+				return fmt.Errorf("row %d: %w", n+int64(i), err)
+			}
 			if _, err := out.Write(buf); err != nil {
 				p.Stop()
 				return fmt.Errorf("write: %w", err)

@@ -759,7 +759,10 @@ func TestRowJSON(t *testing.T) {
 	enc := newRowEncoder(schema)
 	var got []string
 	for i := range int(rec.NumRows()) {
-		line := enc.appendRow(nil, rec, i)
+		line, err := enc.appendRow(nil, rec, i)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !json.Valid(line) {
 			t.Errorf("row %d is not JSON: %s", i, line)
 		}

@@ -54,6 +54,10 @@ type Format struct {
 	// speed of several connections rather than one. Default 8 MiB; a
 	// negative value never splits.
 	MaxRequestBytes int64
+	// InvalidUTF8 is what a read does with a string that is not UTF-8.
+	// Default ErrorOnInvalidUTF8: the read fails, naming the value's file,
+	// row group, column and row.
+	InvalidUTF8 InvalidUTF8
 }
 
 // Name returns "parquet".
@@ -387,7 +391,14 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 		}
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans, partial: fe.partial}
+		next := start // the file row of the next batch's first row
 		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
+			first := next
+			next += b.NumRows()
+			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem)
+			if err != nil {
+				return err
+			}
 			if !yield(b, nil) {
 				return errStop
 			}
@@ -427,7 +438,10 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		if fe.paged[rg] {
 			read = readPages
 		}
-		if err := read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield); err != nil {
+		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
+			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield)
+		})
+		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
