@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -24,7 +26,13 @@ strings "NaN", "+Inf", "-Inf", as Arrow's JSON writes them; 64-bit integers
 in full, beyond what JavaScript numbers hold exactly), strings as strings,
 nulls as null, structs as objects with their fields in order, lists as
 arrays, maps as arrays of {"key":..,"value":..}, binary as base64 strings,
-decimals, dates and timestamps as strings.
+decimals as exact strings ("1.50"), dates, times and timestamps as ISO 8601
+strings (with the zone when the type has one: "2024-11-07T12:33:54Z"),
+UUIDs as their canonical text, JSON-annotated strings as the JSON they hold,
+VARIANT values as JSON of their own types. A value that cannot be decoded
+(a malformed VARIANT, a string that is not UTF-8 unless --invalid-utf8
+replace) ends the command with an error naming its file, row group, column
+and row, exit status 1.
 
 With --checkpoint STORE --run NAME, printing starts where that run's step
 (--step, default the newest complete one) left off. The order options
@@ -44,6 +52,7 @@ type catConfig struct {
 	checkpoint string
 	run        string
 	step       int64
+	badUTF8    string
 }
 
 func catFlags() (*flag.FlagSet, *catConfig) {
@@ -56,6 +65,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.StringVar(&cfg.checkpoint, "checkpoint", "", "resume from a checkpoint `store` (a pebble directory or a bucket URL); needs --run")
 	fs.StringVar(&cfg.run, "run", "", "`name` of the run in --checkpoint")
 	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 does: `error` fails, naming file, row group, column and row; replace reads it with U+FFFD")
 	return fs, cfg
 }
 
@@ -87,6 +97,8 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--run and --step need --checkpoint")
 	case cfg.checkpoint != "" && cfg.run == "":
 		return usageErrorf("--checkpoint needs --run: a store holds many runs")
+	case cfg.badUTF8 != "error" && cfg.badUTF8 != "replace":
+		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
 	case cfg.checkpoint != "" && isSet(fs, "epoch"):
 		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
 	}
@@ -109,6 +121,9 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	opts := cfg.ds.options(urls)
 	opts.Rank = cfg.rank
 	opts.BatchSize = cfg.batchSize
+	if cfg.badUTF8 == "replace" {
+		opts.Formats = []formats.Format{parquet.Format{InvalidUTF8: parquet.ReplaceInvalidUTF8}}
+	}
 
 	showProgress := !cfg.ds.noProgress && e.progress(true)
 	ds, err := openDataset(ctx, e, opts, showProgress)

@@ -145,6 +145,9 @@ func appendValue(b []byte, a arrow.Array, i int) ([]byte, error) {
 	case *extensions.UUIDArray:
 		return appendString(b, a.Value(i).String()), nil
 	case *extensions.JSONArray:
+		if s, ok := a.Storage().(*array.String); ok {
+			return appendJSONText(b, []byte(s.Value(i))), nil
+		}
 		return appendJSONText(b, a.ValueBytes(i)), nil
 	case *extensions.VariantArray:
 		v, err := a.Value(i)

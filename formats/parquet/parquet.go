@@ -120,6 +120,7 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
+	schema = annotateStrings(schema, manifest, md.Schema)
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}}
 	twice := map[string]bool{}
 	for i := range manifest.Fields {
@@ -739,6 +740,10 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			col.Retain()
 		}
 		want := schema.Field(i).Type
+		if re, ok := reinterpret(col, want); ok {
+			col.Release()
+			col = re
+		}
 		if !arrow.TypeEqual(col.DataType(), want) {
 			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(want))
 			col.Release()

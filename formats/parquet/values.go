@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/arrow-go/v18/parquet/variant"
 
 	"github.com/sluicedata/sluice/formats"
@@ -95,6 +96,8 @@ func checkValues(a arrow.Array) (int, error) {
 				return i, fmt.Errorf("string is not valid UTF-8: %q (the invalid UTF-8 option \"replace\" reads it with U+FFFD)", a.Value(i))
 			}
 		}
+	case *extensions.JSONArray:
+		return checkValues(a.Storage())
 	case *extensions.VariantArray:
 		for i := range a.Len() {
 			if a.IsNull(i) {
@@ -235,4 +238,58 @@ func decodePanics(ctx context.Context, fr *pqarrow.FileReader, rg, leaf int) (pa
 		tbl.Release()
 	}
 	return false
+}
+
+// annotateStrings gives the top-level BYTE_ARRAY columns annotated JSON or
+// ENUM the Arrow types of what they hold: arrow-go reads both as binary,
+// which would reach users as bytes (base64 in JSON) instead of text. ENUM
+// becomes a string, JSON the arrow.json extension over a string. Reads turn
+// the decoded binary into them without a copy (see reinterpret).
+func annotateStrings(schema *arrow.Schema, manifest *pqarrow.SchemaManifest, pq *pqschema.Schema) *arrow.Schema {
+	fields := schema.Fields()
+	changed := false
+	for i := range manifest.Fields {
+		sf := &manifest.Fields[i]
+		if !sf.IsLeaf() || i >= len(fields) || !arrow.TypeEqual(fields[i].Type, arrow.BinaryTypes.Binary) {
+			continue
+		}
+		switch pq.Column(sf.ColIndex).LogicalType().(type) {
+		case pqschema.EnumLogicalType:
+			fields[i].Type = arrow.BinaryTypes.String
+			changed = true
+		case pqschema.JSONLogicalType:
+			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)
+			if err != nil {
+				continue
+			}
+			fields[i].Type = jt
+			changed = true
+		}
+	}
+	if !changed {
+		return schema
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// reinterpret returns col, a decoded binary column, as the string or
+// arrow.json type that annotateStrings gave its field, sharing its buffers;
+// ok is false for any other pair of types.
+func reinterpret(col arrow.Array, want arrow.DataType) (out arrow.Array, ok bool) {
+	if !arrow.TypeEqual(col.DataType(), arrow.BinaryTypes.Binary) {
+		return nil, false
+	}
+	switch want := want.(type) {
+	case *arrow.StringType:
+		d := col.Data()
+		data := array.NewData(arrow.BinaryTypes.String, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+		defer data.Release()
+		return array.MakeFromData(data), true
+	case *extensions.JSONType:
+		s, _ := reinterpret(col, arrow.BinaryTypes.String)
+		defer s.Release()
+		return array.NewExtensionArrayWithStorage(want, s), true
+	}
+	return nil, false
 }
