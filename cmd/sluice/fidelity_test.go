@@ -143,3 +143,35 @@ func TestCatUndecodableVariant(t *testing.T) {
 		t.Errorf("printed %q", r.stdout)
 	}
 }
+
+// Duplicate column names are refused only where the duplicate is read.
+func TestCatDuplicateColumns(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "dup.parquet")
+	i64 := pqschema.NewIntLogicalType(64, true)
+	writeTyped(t, p, []typedColumn{
+		{"a", i64, parquet.Types.Int64, -1, []int64{1}},
+		{"a", i64, parquet.Types.Int64, -1, []int64{2}},
+		{"b", i64, parquet.Types.Int64, -1, []int64{3}},
+	})
+	if got := ok(t, "cat", p, "--columns", "b"); got != "{\"b\":3}\n" {
+		t.Errorf("cat --columns b: %q", got)
+	}
+	fails(t, exitFailure, []string{"dup.parquet", `more than one column named "a"`}, "cat", p, "--columns", "a")
+	fails(t, exitFailure, []string{"dup.parquet", `more than one column named "a"`, "select the columns"}, "cat", p)
+}
+
+// A failure arrow-go reports without a column is reported with the column
+// that fails alone. (arrow-go refuses an empty byte-array DECIMAL, which
+// writers produce for zero: see the README's table and issue 17's note.)
+func TestCatNamesFailingColumn(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "dec.parquet")
+	i64 := pqschema.NewIntLogicalType(64, true)
+	writeTyped(t, p, []typedColumn{
+		{"a", i64, parquet.Types.Int64, -1, []int64{1, 2}},
+		{"d", pqschema.NewDecimalLogicalType(9, 2), parquet.Types.ByteArray, -1, []parquet.ByteArray{{}, {0x01}}},
+	})
+	r := fails(t, exitFailure, []string{"dec.parquet", "row group 0", `column "d"`}, "cat", p)
+	if i, j := strings.Index(r.stderr, "dec.parquet"), strings.Index(r.stderr, "epoch"); i < 0 || j >= 0 && j < i {
+		t.Errorf("the iteration context comes before the file: %s", r.stderr)
+	}
+}

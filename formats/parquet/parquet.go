@@ -140,6 +140,9 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 	for _, c := range selected {
 		if twice[c] {
 			// Columns are selected by name: which one would be ambiguous.
+			if columns == nil {
+				return fmt.Errorf("%w: the file has more than one column named %q: select the columns to read without it", formats.ErrSchema, c)
+			}
 			return fmt.Errorf("%w: the file has more than one column named %q", formats.ErrSchema, c)
 		}
 		selLeaves = append(selLeaves, meta.leaves[c]...) // a missing column is reported by unify

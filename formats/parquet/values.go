@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -202,41 +203,54 @@ func replaceInvalidUTF8(a arrow.Array, mem memory.Allocator) arrow.Array {
 	return b.NewArray()
 }
 
-// guardRowGroup runs read, the decoding of one row group, turning an
-// arrow-go panic into an error that names the column whose decoder failed
-// (found by decoding each selected column of the row group alone) and the
-// reason in one line; the stack goes to the debug log.
+// guardRowGroup runs read, the decoding of one row group, and names the
+// column at fault when arrow-go fails without saying which (found by
+// decoding each selected column of the row group alone, which costs time only
+// on failure). A panic of arrow-go's becomes a one-line error; its stack goes
+// to the debug log.
 func guardRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, read func() error) (err error) {
+	faulty := func() string {
+		for _, leaf := range leaves {
+			if decodeFails(ctx, fr, rg, leaf) {
+				return fmt.Sprintf("column %q", fr.ParquetReader().MetaData().Schema.Column(leaf).ColumnPath().String())
+			}
+		}
+		return ""
+	}
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
 		slog.Debug("parquet: decoder panicked", "row_group", rg, "panic", r, "stack", string(debug.Stack()))
-		col := "one of the columns"
-		for _, leaf := range leaves {
-			if decodePanics(ctx, fr, rg, leaf) {
-				col = fmt.Sprintf("column %q", fr.ParquetReader().MetaData().Schema.Column(leaf).ColumnPath().String())
-				break
-			}
+		col := faulty()
+		if col == "" {
+			col = "one of the columns"
 		}
 		reason := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
 		err = fmt.Errorf("%w: %s: the decoder failed: %s", formats.ErrCorrupt, col, reason)
 	}()
-	return read()
+	err = read()
+	if err != nil && errors.Is(err, formats.ErrCorrupt) && ctx.Err() == nil && !strings.Contains(err.Error(), "column ") {
+		if col := faulty(); col != "" {
+			err = fmt.Errorf("%s: %w", col, err)
+		}
+	}
+	return err
 }
 
-// decodePanics reports whether decoding leaf alone in row group rg panics.
-func decodePanics(ctx context.Context, fr *pqarrow.FileReader, rg, leaf int) (panicked bool) {
+// decodeFails reports whether decoding leaf alone in row group rg fails.
+func decodeFails(ctx context.Context, fr *pqarrow.FileReader, rg, leaf int) (failed bool) {
 	defer func() {
 		if recover() != nil {
-			panicked = true
+			failed = true
 		}
 	}()
 	tbl, err := fr.RowGroup(rg).ReadTable(ctx, []int{leaf})
-	if err == nil {
-		tbl.Release()
+	if err != nil {
+		return true
 	}
+	tbl.Release()
 	return false
 }
 
