@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -39,6 +40,11 @@ var (
 const sharedTestdata = "../../../shared/testdata"
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if w := flag.Lookup("test.fuzzworker"); w != nil && w.Value.String() == "true" {
+		// A fuzz worker runs only the fuzz target: no binary, no data.
+		os.Exit(m.Run())
+	}
 	tmp, err := os.MkdirTemp("", "sluice-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

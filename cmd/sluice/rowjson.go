@@ -154,7 +154,7 @@ func appendValue(b []byte, a arrow.Array, i int) ([]byte, error) {
 		if err != nil {
 			return b, fmt.Errorf("undecodable VARIANT value: %w", err)
 		}
-		return appendVariant(b, v, 0)
+		return appendVariant(b, v)
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		b = append(b, '{')
@@ -309,9 +309,20 @@ const maxVariantDepth = 1000
 // holds. arrow-go's own JSON prints an empty array as null and dates and
 // timestamps as bare integers, and it panics on some malformed values: those
 // become errors here.
-func appendVariant(b []byte, v variant.Value, depth int) (out []byte, err error) {
+func appendVariant(b []byte, v variant.Value) ([]byte, error) {
+	// Values of a well-formed VARIANT do not share bytes: no more of them
+	// than bytes. Forged offsets pointing children at shared bytes would
+	// make the walk exponential.
+	budget := len(v.Bytes()) + 1
+	return appendVariantValue(b, v, 0, &budget)
+}
+
+func appendVariantValue(b []byte, v variant.Value, depth int, budget *int) (out []byte, err error) {
 	if depth > maxVariantDepth {
 		return b, fmt.Errorf("VARIANT nested more than %d deep", maxVariantDepth)
+	}
+	if *budget--; *budget < 0 {
+		return b, errors.New("malformed VARIANT: more values than bytes")
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -324,6 +335,11 @@ func appendVariant(b []byte, v variant.Value, depth int) (out []byte, err error)
 		if !ok {
 			return b, errors.New("malformed VARIANT object")
 		}
+		if int64(obj.NumElements()) > int64(len(v.Bytes())) {
+			// An offset each: no more fields than bytes. arrow-go does not
+			// check, and a forged count would take hours to walk.
+			return b, fmt.Errorf("malformed VARIANT object: %d fields in %d bytes", obj.NumElements(), len(v.Bytes()))
+		}
 		b = append(b, '{')
 		for k := range obj.NumElements() {
 			f, err := obj.FieldAt(k)
@@ -335,7 +351,7 @@ func appendVariant(b []byte, v variant.Value, depth int) (out []byte, err error)
 			}
 			b = appendString(b, f.Key)
 			b = append(b, ':')
-			if b, err = appendVariant(b, f.Value, depth+1); err != nil {
+			if b, err = appendVariantValue(b, f.Value, depth+1, budget); err != nil {
 				return b, err
 			}
 		}
@@ -344,6 +360,9 @@ func appendVariant(b []byte, v variant.Value, depth int) (out []byte, err error)
 		arr, ok := v.Value().(variant.ArrayValue)
 		if !ok {
 			return b, errors.New("malformed VARIANT array")
+		}
+		if int64(arr.Len()) > int64(len(v.Bytes())) {
+			return b, fmt.Errorf("malformed VARIANT array: %d elements in %d bytes", arr.Len(), len(v.Bytes()))
 		}
 		b = append(b, '[')
 		for k := range arr.Len() {
@@ -354,7 +373,7 @@ func appendVariant(b []byte, v variant.Value, depth int) (out []byte, err error)
 			if k > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendVariant(b, e, depth+1); err != nil {
+			if b, err = appendVariantValue(b, e, depth+1, budget); err != nil {
 				return b, err
 			}
 		}

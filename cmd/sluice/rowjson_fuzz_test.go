@@ -30,7 +30,7 @@ func FuzzAppendVariant(f *testing.F) {
 		if err != nil {
 			return // arrow-go refuses it before sluice sees it
 		}
-		out, err := appendVariant(nil, v, 0)
+		out, err := appendVariant(nil, v)
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("not JSON: %q", out)
 		}
@@ -71,7 +71,7 @@ func TestAppendVariantCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		got, err := appendVariant(nil, v, 0)
+		got, err := appendVariant(nil, v)
 		if err != nil || string(got) != want {
 			t.Errorf("%s: %s, %v; want %s", name, got, err, want)
 		}

@@ -106,7 +106,8 @@ func checkValues(a arrow.Array) (int, error) {
 			}
 			v, err := a.Value(i)
 			if err == nil {
-				err = checkVariant(v, 0)
+				budget := len(v.Bytes()) + 1
+				err = checkVariant(v, 0, &budget)
 			}
 			if err != nil {
 				return i, fmt.Errorf("VARIANT value cannot be decoded: %w", err)
@@ -139,9 +140,17 @@ const maxVariantDepth = 1000
 
 // checkVariant walks v as a reader of it will. arrow-go checks a value's
 // bytes lazily and panics on some malformed ones: a panic is an error here.
-func checkVariant(v variant.Value, depth int) (err error) {
+//
+// budget is how many more values the walk may visit: values of a
+// well-formed VARIANT do not share bytes, so there are no more of them than
+// bytes, whereas forged offsets that point children at shared bytes would
+// make the walk exponential.
+func checkVariant(v variant.Value, depth int, budget *int) (err error) {
 	if depth > maxVariantDepth {
 		return fmt.Errorf("nested more than %d deep", maxVariantDepth)
+	}
+	if *budget--; *budget < 0 {
+		return errors.New("more values than bytes: nested values share bytes")
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -150,22 +159,30 @@ func checkVariant(v variant.Value, depth int) (err error) {
 	}()
 	switch x := v.Value().(type) {
 	case variant.ObjectValue:
+		// arrow-go does not check counts against the bytes: an offset
+		// each, so no more elements than bytes.
+		if int64(x.NumElements()) > int64(len(v.Bytes())) {
+			return fmt.Errorf("object claims %d fields in %d bytes", x.NumElements(), len(v.Bytes()))
+		}
 		for k := range x.NumElements() {
 			f, err := x.FieldAt(k)
 			if err != nil {
 				return err
 			}
-			if err := checkVariant(f.Value, depth+1); err != nil {
+			if err := checkVariant(f.Value, depth+1, budget); err != nil {
 				return fmt.Errorf("field %q: %w", f.Key, err)
 			}
 		}
 	case variant.ArrayValue:
+		if int64(x.Len()) > int64(len(v.Bytes())) {
+			return fmt.Errorf("array claims %d elements in %d bytes", x.Len(), len(v.Bytes()))
+		}
 		for k := range x.Len() {
 			e, err := x.Value(k)
 			if err != nil {
 				return err
 			}
-			if err := checkVariant(e, depth+1); err != nil {
+			if err := checkVariant(e, depth+1, budget); err != nil {
 				return fmt.Errorf("element %d: %w", k, err)
 			}
 		}
