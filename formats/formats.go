@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -748,7 +749,10 @@ func (d *Dataset) Close() error { return d.resolver.Close() }
 func guard(url, part string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("formats: %s: %s: %w: decoder panicked: %v\n%s", url, part, ErrCorrupt, r, firstFrames(debug.Stack()))
+			// The stack helps whoever fixes the decoder, not the user: it
+			// goes to the debug log, and the error stays one line.
+			slog.Debug("formats: decoder panicked", "file", url, "part", part, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%s: %s: %w: the decoder failed: %v", url, part, ErrCorrupt, oneLine(fmt.Sprint(r)))
 		}
 	}()
 	if err := fn(); err != nil {
@@ -758,18 +762,14 @@ func guard(url, part string, fn func() error) (err error) {
 		if msg := err.Error(); strings.Contains(msg, url) && strings.Contains(msg, part) {
 			return err
 		}
-		return fmt.Errorf("formats: %s: %s: %w", url, part, err)
+		return fmt.Errorf("%s: %s: %w", url, part, err)
 	}
 	return nil
 }
 
-// firstFrames keeps a panic's stack short enough for an error message.
-func firstFrames(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	if len(lines) > 16 {
-		lines = lines[:16]
-	}
-	return strings.Join(lines, "\n")
+// oneLine joins the lines of s.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func pickFormat(fs []Format, key string) Format {

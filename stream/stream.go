@@ -854,7 +854,7 @@ func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, f
 		return build(ctx, d.data.Schema, j, d.opts.Allocator)
 	}()
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
+		return out, fmt.Errorf("%w (stream: epoch %d, split %d, batch %d)", err, ep.Epoch, j.plan.Split, j.plan.Seq)
 	}
 	defer b.Release()
 	defer func() {
@@ -864,7 +864,7 @@ func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, f
 	}()
 	out, err = fn(ctx, b)
 	if err != nil {
-		return out, fmt.Errorf("stream: epoch %d split %d batch %d: transform: %w", ep.Epoch, j.plan.Split, j.plan.Seq, err)
+		return out, fmt.Errorf("transform: %w (stream: epoch %d, split %d, batch %d)", err, ep.Epoch, j.plan.Split, j.plan.Seq)
 	}
 	return out, nil
 }
@@ -884,7 +884,7 @@ type fetchedWindow struct {
 func (d *Dataset) fetchWindow(ctx context.Context, ep *plan.Epoch, t *plan.Task, shared *groups) (*fetchedWindow, error) {
 	r := t.Ref
 	wrap := func(err error) error {
-		return fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
+		return fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, pg := range t.Owned {
@@ -945,7 +945,7 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		})
 		if err != nil {
 			w.release()
-			return nil, fmt.Errorf("stream: epoch %d split %d window %d: %w", ep.Epoch, r.Split, r.Window, err)
+			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 		}
 		segments = append(segments, w.rows-before)
 	}

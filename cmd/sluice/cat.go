@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -24,7 +25,13 @@ strings "NaN", "+Inf", "-Inf", as Arrow's JSON writes them; 64-bit integers
 in full, beyond what JavaScript numbers hold exactly), strings as strings,
 nulls as null, structs as objects with their fields in order, lists as
 arrays, maps as arrays of {"key":..,"value":..}, binary as base64 strings,
-decimals, dates and timestamps as strings.
+decimals as exact strings ("1.50"), dates, times and timestamps as ISO 8601
+strings (with the zone when the type has one: "2024-11-07T12:33:54Z"),
+UUIDs as their canonical text, JSON-annotated strings as the JSON they hold,
+VARIANT values as JSON of their own types. A value that cannot be decoded
+(a malformed VARIANT, a string that is not UTF-8 unless --invalid-utf8
+replace) ends the command with an error naming its file, row group, column
+and row, exit status 1.
 
 With --checkpoint STORE --run NAME, printing starts where that run's step
 (--step, default the newest complete one) left off. The order options
@@ -51,6 +58,7 @@ type catConfig struct {
 	step       int64
 	positions  positionsFlag
 	split      int
+	badUTF8    string
 }
 
 func catFlags() (*flag.FlagSet, *catConfig) {
@@ -66,6 +74,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
 	fs.Var(&cfg.positions, "positions", "print only the rows at these positions of the order: a `list` such as 10,20,100-200 (ranges inclusive)")
 	fs.IntVar(&cfg.split, "split", -1, "with --positions, count them in this `split`'s order instead of the rank's")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 does: `error` fails, naming file, row group, column and row; replace reads it with U+FFFD")
 	return fs, cfg
 }
 
@@ -103,6 +112,8 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--positions and --checkpoint exclude each other: positions count from the start of --epoch")
 	case isSet(fs, "split") && !cfg.positions.set:
 		return usageErrorf("--split needs --positions")
+	case cfg.badUTF8 != "error" && cfg.badUTF8 != "replace":
+		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
 	case cfg.checkpoint != "" && isSet(fs, "epoch"):
 		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
 	}
@@ -142,6 +153,14 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	}
 	opts.Rank = cfg.rank
 	opts.BatchSize = cfg.batchSize
+	if cfg.badUTF8 == "replace" {
+		opts.Formats = slices.Clone(opts.Formats)
+		for i, f := range opts.Formats {
+			if _, ok := f.(parquet.Format); ok {
+				opts.Formats[i] = parquet.Format{InvalidUTF8: parquet.ReplaceInvalidUTF8}
+			}
+		}
+	}
 
 	showProgress := !cfg.ds.noProgress && e.progress(true)
 	ds, err := openDataset(ctx, e, opts, showProgress)
@@ -191,7 +210,12 @@ func runCat(ctx context.Context, e *env, args []string) error {
 			rows = min(rows, cfg.limit-n)
 		}
 		for i := range int(rows) {
-			buf = enc.appendRow(buf[:0], batch, i)
+			buf, err = enc.appendRow(buf[:0], batch, i)
+			if err != nil {
+				out.Flush() // the rows before it are still true
+				p.Stop()
+				return fmt.Errorf("row %d: %w", n+int64(i), err)
+			}
 			if _, err := out.Write(buf); err != nil {
 				p.Stop()
 				return fmt.Errorf("write: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -39,6 +40,11 @@ var (
 const sharedTestdata = "../../../shared/testdata"
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if w := flag.Lookup("test.fuzzworker"); w != nil && w.Value.String() == "true" {
+		// A fuzz worker runs only the fuzz target: no binary, no data.
+		os.Exit(m.Run())
+	}
 	tmp, err := os.MkdirTemp("", "sluice-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -759,7 +765,10 @@ func TestRowJSON(t *testing.T) {
 	enc := newRowEncoder(schema)
 	var got []string
 	for i := range int(rec.NumRows()) {
-		line := enc.appendRow(nil, rec, i)
+		line, err := enc.appendRow(nil, rec, i)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !json.Valid(line) {
 			t.Errorf("row %d is not JSON: %s", i, line)
 		}

@@ -1,24 +1,50 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"math/big"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/parquet/variant"
 )
 
-// rowEncoder writes the rows of record batches as JSON objects, one a line.
+// rowEncoder writes the rows of record batches as JSON objects, one a line,
+// under one mapping for every Arrow type (the README's "JSON lines of sluice
+// cat" documents it; cat's help sums it up):
+//
+//   - integers as JSON numbers, 64-bit ones in full; floats as numbers, with
+//     NaN, +Inf and -Inf as the strings "NaN", "+Inf", "-Inf" (JSON has no
+//     such numbers; Arrow's JSON writes them so);
+//   - strings as strings; binary and fixed-size binary as base64;
+//   - decimals as strings holding the exact value with the type's scale
+//     ("1.50" for 1.5 in DECIMAL(p,2));
+//   - dates as "2024-11-07"; times as "12:33:54.123456"; timestamps as ISO
+//     8601, "2024-11-07T12:33:54.123456", with the zone when the type has one
+//     ("Z" for UTC, else the zone's offset): always this form, whatever the
+//     year; fractions of a second without trailing zeros;
+//   - durations as integers in the type's unit;
+//   - UUIDs in their canonical text form; JSON-annotated strings as the JSON
+//     they hold (as a string where the text is not JSON);
+//   - VARIANT values as JSON of their own types under these same rules (a
+//     variant date as a date, a decimal as an exact string, binary as
+//     base64);
+//   - structs as objects with their fields in order, lists as arrays, maps
+//     as arrays of {"key":..,"value":..} (keys need not be strings).
 //
 // Arrow's own RecordBatch.MarshalJSON goes through Go maps, so its keys come
-// out sorted by name, and encoding/json refuses NaN. Here keys follow the
-// column order (and struct fields their declared order), and floats that JSON
-// cannot hold are written the way Arrow's JSON writes them: the strings
-// "NaN", "+Inf" and "-Inf". Types without a case below fall back to Arrow's
-// per-value marshalling (decimals, dates and timestamps become strings,
-// binary becomes base64).
+// out sorted by name, and its per-type forms vary (a timestamp past 9999
+// becomes a number, a variant date its day count): hence this encoder.
 type rowEncoder struct {
 	keys [][]byte // `"name":` per column, escaped once
 }
@@ -35,51 +61,100 @@ func newRowEncoder(schema *arrow.Schema) *rowEncoder {
 	return e
 }
 
-// appendRow appends row i of rec as one JSON object and a newline.
-func (e *rowEncoder) appendRow(b []byte, rec arrow.RecordBatch, i int) []byte {
+// appendRow appends row i of rec as one JSON object and a newline. A value
+// that cannot be decoded (a malformed VARIANT) is an error naming its
+// column: printing something else in its place would be a wrong row.
+func (e *rowEncoder) appendRow(b []byte, rec arrow.RecordBatch, i int) ([]byte, error) {
 	b = append(b, '{')
 	for c, col := range rec.Columns() {
 		b = append(b, e.keys[c]...)
-		b = appendValue(b, col, i)
+		var err error
+		if b, err = appendValue(b, col, i); err != nil {
+			return b, fmt.Errorf("column %q: %w", rec.Schema().Field(c).Name, err)
+		}
 	}
-	return append(b, '}', '\n')
+	return append(b, '}', '\n'), nil
 }
 
-func appendValue(b []byte, a arrow.Array, i int) []byte {
+func appendValue(b []byte, a arrow.Array, i int) ([]byte, error) {
 	if a.IsNull(i) {
-		return append(b, "null"...)
+		return append(b, "null"...), nil
 	}
 	switch a := a.(type) {
 	case *array.Int8:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
 	case *array.Int16:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
 	case *array.Int32:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10)
+		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
 	case *array.Int64:
-		return strconv.AppendInt(b, a.Value(i), 10)
+		return strconv.AppendInt(b, a.Value(i), 10), nil
 	case *array.Uint8:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
 	case *array.Uint16:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
 	case *array.Uint32:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10)
+		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
 	case *array.Uint64:
-		return strconv.AppendUint(b, a.Value(i), 10)
+		return strconv.AppendUint(b, a.Value(i), 10), nil
 	case *array.Float16:
-		return appendFloat(b, float64(a.Value(i).Float32()), 32)
+		return appendFloat(b, float64(a.Value(i).Float32()), 32), nil
 	case *array.Float32:
-		return appendFloat(b, float64(a.Value(i)), 32)
+		return appendFloat(b, float64(a.Value(i)), 32), nil
 	case *array.Float64:
-		return appendFloat(b, a.Value(i), 64)
+		return appendFloat(b, a.Value(i), 64), nil
 	case *array.Boolean:
-		return strconv.AppendBool(b, a.Value(i))
+		return strconv.AppendBool(b, a.Value(i)), nil
 	case *array.String:
-		return appendString(b, a.Value(i))
+		return appendString(b, a.Value(i)), nil
 	case *array.LargeString:
-		return appendString(b, a.Value(i))
+		return appendString(b, a.Value(i)), nil
 	case *array.StringView:
-		return appendString(b, a.Value(i))
+		return appendString(b, a.Value(i)), nil
+	case *array.Binary:
+		return appendBase64(b, a.Value(i)), nil
+	case *array.LargeBinary:
+		return appendBase64(b, a.Value(i)), nil
+	case *array.BinaryView:
+		return appendBase64(b, a.Value(i)), nil
+	case *array.FixedSizeBinary:
+		return appendBase64(b, a.Value(i)), nil
+	case *array.Decimal32:
+		return appendDecimal(b, big.NewInt(int64(a.Value(i))), a.DataType().(arrow.DecimalType).GetScale()), nil
+	case *array.Decimal64:
+		return appendDecimal(b, big.NewInt(int64(a.Value(i))), a.DataType().(arrow.DecimalType).GetScale()), nil
+	case *array.Decimal128:
+		return appendDecimal(b, a.Value(i).BigInt(), a.DataType().(arrow.DecimalType).GetScale()), nil
+	case *array.Decimal256:
+		return appendDecimal(b, a.Value(i).BigInt(), a.DataType().(arrow.DecimalType).GetScale()), nil
+	case *array.Date32:
+		return appendTime(b, time.Unix(int64(a.Value(i))*86400, 0).UTC(), dateLayout), nil
+	case *array.Date64:
+		return appendTime(b, time.UnixMilli(int64(a.Value(i))).UTC(), dateLayout), nil
+	case *array.Time32:
+		unit := a.DataType().(*arrow.Time32Type).Unit
+		return appendTime(b, time.Unix(0, int64(a.Value(i))*int64(unit.Multiplier())).UTC(), timeLayout), nil
+	case *array.Time64:
+		unit := a.DataType().(*arrow.Time64Type).Unit
+		return appendTime(b, time.Unix(0, int64(a.Value(i))*int64(unit.Multiplier())).UTC(), timeLayout), nil
+	case *array.Timestamp:
+		ty := a.DataType().(*arrow.TimestampType)
+		return appendTimestamp(b, int64(a.Value(i)), ty.Unit, ty.TimeZone), nil
+	case *array.Duration:
+		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
+	case *extensions.UUIDArray:
+		return appendString(b, a.Value(i).String()), nil
+	case *extensions.JSONArray:
+		if s, ok := a.Storage().(*array.String); ok {
+			return appendJSONText(b, []byte(s.Value(i))), nil
+		}
+		return appendJSONText(b, a.ValueBytes(i)), nil
+	case *extensions.VariantArray:
+		v, err := a.Value(i)
+		if err != nil {
+			return b, fmt.Errorf("undecodable VARIANT value: %w", err)
+		}
+		return appendVariant(b, v)
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		b = append(b, '{')
@@ -89,9 +164,12 @@ func appendValue(b []byte, a arrow.Array, i int) []byte {
 			}
 			b = appendString(b, st.Field(f).Name)
 			b = append(b, ':')
-			b = appendValue(b, a.Field(f), i)
+			var err error
+			if b, err = appendValue(b, a.Field(f), i); err != nil {
+				return b, err
+			}
 		}
-		return append(b, '}')
+		return append(b, '}'), nil
 	case array.ListLike:
 		// Lists of every kind, and maps, as arrays (a map's entries as
 		// {"key":..,"value":..} objects: keys need not be strings).
@@ -102,21 +180,259 @@ func appendValue(b []byte, a arrow.Array, i int) []byte {
 			if j > start {
 				b = append(b, ',')
 			}
-			b = appendValue(b, values, int(j))
+			var err error
+			if b, err = appendValue(b, values, int(j)); err != nil {
+				return b, err
+			}
 		}
-		return append(b, ']')
+		return append(b, ']'), nil
 	case *array.Dictionary:
 		return appendValue(b, a.Dictionary(), a.GetValueIndex(i))
 	case *array.RunEndEncoded:
 		return appendValue(b, a.Values(), a.GetPhysicalIndex(i))
+	case array.ExtensionArray:
+		// An extension sluice has no form for is printed as its storage.
+		return appendValue(b, a.Storage(), i)
 	}
 	v, err := json.Marshal(a.GetOneForMarshal(i))
 	if err != nil {
 		// Arrow has no JSON for this value; its text form is still
 		// better than dropping the row.
-		return appendString(b, a.ValueStr(i))
+		return appendString(b, a.ValueStr(i)), nil
 	}
-	return append(b, v...)
+	return append(b, v...), nil
+}
+
+const (
+	dateLayout = "2006-01-02"
+	timeLayout = "15:04:05.999999999"
+)
+
+func appendTime(b []byte, t time.Time, layout string) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, layout)
+	return append(b, '"')
+}
+
+// appendTimestamp appends v (in unit since the epoch) in ISO 8601: without
+// a zone for a timestamp without one, with "Z" for UTC, else with the
+// offset of zone at that instant (UTC where the zone is unknown here).
+func appendTimestamp(b []byte, v int64, unit arrow.TimeUnit, zone string) []byte {
+	// Split in whole seconds first: v in nanoseconds of unit would overflow
+	// past 2262.
+	per := int64(time.Second) / int64(unit.Multiplier())
+	sec, frac := v/per, v%per
+	if frac < 0 {
+		sec, frac = sec-1, frac+per
+	}
+	t := time.Unix(sec, frac*int64(unit.Multiplier())).UTC()
+	if zone == "" {
+		return appendTime(b, t, "2006-01-02T15:04:05.999999999")
+	}
+	if zone != "UTC" && zone != "Z" && zone != "+00:00" && zone != "Etc/UTC" {
+		if loc, err := loadZone(zone); err == nil {
+			t = t.In(loc)
+		}
+	}
+	return appendTime(b, t, "2006-01-02T15:04:05.999999999Z07:00")
+}
+
+// loadZone is time.LoadLocation for Arrow's zone strings, which are names
+// ("Europe/Paris") or fixed offsets ("+02:00").
+func loadZone(zone string) (*time.Location, error) {
+	if len(zone) == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' {
+		h, err1 := strconv.Atoi(zone[1:3])
+		m, err2 := strconv.Atoi(zone[4:6])
+		if err1 == nil && err2 == nil {
+			off := h*3600 + m*60
+			if zone[0] == '-' {
+				off = -off
+			}
+			return time.FixedZone(zone, off), nil
+		}
+	}
+	return time.LoadLocation(zone)
+}
+
+// appendDecimal appends the decimal unscaled/10^scale as an exact string.
+func appendDecimal(b []byte, unscaled *big.Int, scale int32) []byte {
+	b = append(b, '"')
+	if unscaled.Sign() < 0 {
+		b = append(b, '-')
+		unscaled = new(big.Int).Neg(unscaled)
+	}
+	digits := unscaled.String()
+	switch {
+	case scale <= 0:
+		b = append(b, digits...)
+		for range -scale {
+			b = append(b, '0')
+		}
+	case int(scale) >= len(digits):
+		b = append(b, "0."...)
+		for range int(scale) - len(digits) {
+			b = append(b, '0')
+		}
+		b = append(b, digits...)
+	default:
+		b = append(b, digits[:len(digits)-int(scale)]...)
+		b = append(b, '.')
+		b = append(b, digits[len(digits)-int(scale):]...)
+	}
+	return append(b, '"')
+}
+
+func appendBase64(b, v []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, v)
+	return append(b, '"')
+}
+
+// appendJSONText appends a JSON-annotated value: the JSON it holds, made
+// one line, or the text as a string where it is not valid JSON.
+func appendJSONText(b, text []byte) []byte {
+	if !json.Valid(text) {
+		return appendString(b, string(text))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, text); err != nil {
+		return appendString(b, string(text))
+	}
+	return append(b, buf.Bytes()...)
+}
+
+// maxVariantDepth bounds the nesting of a VARIANT value: a malformed one
+// must not exhaust the stack.
+const maxVariantDepth = 1000
+
+// appendVariant appends a VARIANT value under the mapping of the types it
+// holds. arrow-go's own JSON prints an empty array as null and dates and
+// timestamps as bare integers, and it panics on some malformed values: those
+// become errors here.
+func appendVariant(b []byte, v variant.Value) ([]byte, error) {
+	// Values of a well-formed VARIANT do not share bytes: no more of them
+	// than bytes. Forged offsets pointing children at shared bytes would
+	// make the walk exponential.
+	budget := len(v.Bytes()) + 1
+	return appendVariantValue(b, v, 0, &budget)
+}
+
+func appendVariantValue(b []byte, v variant.Value, depth int, budget *int) (out []byte, err error) {
+	if depth > maxVariantDepth {
+		return b, fmt.Errorf("VARIANT nested more than %d deep", maxVariantDepth)
+	}
+	if *budget--; *budget < 0 {
+		return b, errors.New("malformed VARIANT: more values than bytes")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = b, fmt.Errorf("malformed VARIANT value: %v", r)
+		}
+	}()
+	switch v.Type() {
+	case variant.Object:
+		obj, ok := v.Value().(variant.ObjectValue)
+		if !ok {
+			return b, errors.New("malformed VARIANT object")
+		}
+		if int64(obj.NumElements()) > int64(len(v.Bytes())) {
+			// An offset each: no more fields than bytes. arrow-go does not
+			// check, and a forged count would take hours to walk.
+			return b, fmt.Errorf("malformed VARIANT object: %d fields in %d bytes", obj.NumElements(), len(v.Bytes()))
+		}
+		b = append(b, '{')
+		for k := range obj.NumElements() {
+			f, err := obj.FieldAt(k)
+			if err != nil {
+				return b, fmt.Errorf("malformed VARIANT object: %w", err)
+			}
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, f.Key)
+			b = append(b, ':')
+			if b, err = appendVariantValue(b, f.Value, depth+1, budget); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
+	case variant.Array:
+		arr, ok := v.Value().(variant.ArrayValue)
+		if !ok {
+			return b, errors.New("malformed VARIANT array")
+		}
+		if int64(arr.Len()) > int64(len(v.Bytes())) {
+			return b, fmt.Errorf("malformed VARIANT array: %d elements in %d bytes", arr.Len(), len(v.Bytes()))
+		}
+		b = append(b, '[')
+		for k := range arr.Len() {
+			e, err := arr.Value(k)
+			if err != nil {
+				return b, fmt.Errorf("malformed VARIANT array: %w", err)
+			}
+			if k > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendVariantValue(b, e, depth+1, budget); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case variant.Null:
+		return append(b, "null"...), nil
+	}
+	switch x := v.Value().(type) {
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case float32:
+		return appendFloat(b, float64(x), 32), nil
+	case float64:
+		return appendFloat(b, x, 64), nil
+	case string:
+		return appendString(b, x), nil
+	case []byte:
+		return appendBase64(b, x), nil
+	case arrow.Date32:
+		return appendTime(b, time.Unix(int64(x)*86400, 0).UTC(), dateLayout), nil
+	case arrow.Time64:
+		return appendTime(b, time.UnixMicro(int64(x)).UTC(), timeLayout), nil
+	case arrow.Timestamp:
+		unit, zone := arrow.Microsecond, "UTC"
+		switch v.Type() {
+		case variant.TimestampMicrosNTZ:
+			zone = ""
+		case variant.TimestampNanos:
+			unit = arrow.Nanosecond
+		case variant.TimestampNanosNTZ:
+			unit, zone = arrow.Nanosecond, ""
+		}
+		return appendTimestamp(b, int64(x), unit, zone), nil
+	case fmt.Stringer:
+		if v.Type() == variant.UUID {
+			return appendString(b, x.String()), nil
+		}
+	case variant.DecimalValue[decimal.Decimal32]:
+		if n, ok := x.Value.(decimal.Decimal32); ok {
+			return appendDecimal(b, big.NewInt(int64(n)), int32(x.Scale)), nil
+		}
+	case variant.DecimalValue[decimal.Decimal64]:
+		if n, ok := x.Value.(decimal.Decimal64); ok {
+			return appendDecimal(b, big.NewInt(int64(n)), int32(x.Scale)), nil
+		}
+	case variant.DecimalValue[decimal.Decimal128]:
+		if n, ok := x.Value.(decimal.Decimal128); ok {
+			return appendDecimal(b, n.BigInt(), int32(x.Scale)), nil
+		}
+	}
+	return b, fmt.Errorf("VARIANT value of unknown type %v", v.Type())
 }
 
 func appendFloat(b []byte, f float64, bits int) []byte {

@@ -134,7 +134,11 @@ func catPositions(ctx context.Context, e *env, ds *stream.Dataset, o takeOrder) 
 			return takeError(err)
 		}
 		for i := range int(b.NumRows()) {
-			buf = enc.appendRow(buf[:0], b, i)
+			if buf, err = enc.appendRow(buf[:0], b, i); err != nil {
+				b.Release()
+				out.Flush() // the rows before it are still true
+				return fmt.Errorf("position %d: %w", pos[i], err)
+			}
 			if _, err := out.Write(buf); err != nil {
 				b.Release()
 				return fmt.Errorf("write: %w", err)

@@ -54,6 +54,10 @@ type Format struct {
 	// speed of several connections rather than one. Default 8 MiB; a
 	// negative value never splits.
 	MaxRequestBytes int64
+	// InvalidUTF8 is what a read does with a string that is not UTF-8.
+	// Default ErrorOnInvalidUTF8: the read fails, naming the value's file,
+	// row group, column and row.
+	InvalidUTF8 InvalidUTF8
 }
 
 // Name returns "parquet".
@@ -118,6 +122,7 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
+	schema = annotateStrings(schema, manifest, md.Schema)
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}}
 	twice := map[string]bool{}
 	for i := range manifest.Fields {
@@ -137,6 +142,9 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 	for _, c := range selected {
 		if twice[c] {
 			// Columns are selected by name: which one would be ambiguous.
+			if columns == nil {
+				return fmt.Errorf("%w: the file has more than one column named %q: select the columns to read without it", formats.ErrSchema, c)
+			}
 			return fmt.Errorf("%w: the file has more than one column named %q", formats.ErrSchema, c)
 		}
 		selLeaves = append(selLeaves, meta.leaves[c]...) // a missing column is reported by unify
@@ -409,7 +417,14 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 		}
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans, partial: fe.partial}
+		next := start // the file row of the next batch's first row
 		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
+			first := next
+			next += b.NumRows()
+			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem)
+			if err != nil {
+				return err
+			}
 			if !yield(b, nil) {
 				return errStop
 			}
@@ -449,7 +464,10 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		if fe.paged[rg] {
 			read = readPages
 		}
-		if err := read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield); err != nil {
+		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
+			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield)
+		})
+		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
@@ -747,6 +765,10 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			col.Retain()
 		}
 		want := schema.Field(i).Type
+		if re, ok := reinterpret(col, want); ok {
+			col.Release()
+			col = re
+		}
 		if !arrow.TypeEqual(col.DataType(), want) {
 			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(want))
 			col.Release()
