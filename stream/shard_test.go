@@ -335,3 +335,20 @@ func rankState(st State, r int) State {
 	clear(s.Cursors)
 	return s
 }
+
+// A consumer that served Take gives its cache of decoded units back when it
+// closes: the checked allocator of checkedOptions finds nothing left.
+func TestStreamingSplitTakeReleases(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	o := checkedOptions(t, dir)
+	o.Shuffle, o.NumSplits = true, 4
+	cs := splitOf(t, open(t, o), 2, false)
+	b, err := cs[0].Take(context.Background(), 0, []int64{0, 5, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.NumRows() != 3 {
+		t.Fatalf("took %d rows, want 3", b.NumRows())
+	}
+	b.Release()
+}

@@ -195,12 +195,11 @@ func (d *Dataset) unscanned() int64 {
 // Close releases the dataset's buckets and the windows read ahead. It does
 // not stop a running iteration; cancel its context for that.
 func (d *Dataset) Close() error {
-	if d.shared { // a consumer of StreamingSplit: the files are its parent's
-		d.kept.drop()
-		return nil
-	}
 	d.kept.drop()
 	d.rand.cache.drop()
+	if d.shared { // a consumer of StreamingSplit: the files are its parent's
+		return nil
+	}
 	return d.data.Close()
 }
 
