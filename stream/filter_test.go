@@ -156,45 +156,12 @@ func TestFilterElasticResume(t *testing.T) {
 		}
 	}
 	for _, shuffle := range []bool{false, true} {
-		base := filterOptions(t, dir)
-		base.Shuffle, base.NumSplits, base.Filter = shuffle, 8, expr
-		reference := bySplit(first(consume(t, open(t, base), -1)), nil)
-		r := rand.New(rand.NewPCG(23, 24))
-		got := map[int][]int64{}
-		var all []int64
-		var merged *State
-		for _, world := range []int{8, 4, 2, 1} {
-			var states []State
-			for rank := range world {
-				o := base
-				o.WorldSize, o.Rank = world, rank
-				ds := open(t, o)
-				if merged != nil {
-					if err := ds.LoadStateDict(*merged); err != nil {
-						t.Fatal(err)
-					}
-				}
-				limit := 1 + r.IntN(6)
-				if world == 1 {
-					limit = -1
-				}
-				bs, st := consume(t, ds, limit)
-				bySplit(bs, got)
-				all = append(all, allIDs(bs)...)
-				states = append(states, st)
-			}
-			m, err := checkpoint.Merge(states...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			merged = &m
-		}
-		exactlyOnceOf(t, all, want)
-		for s := range 8 {
-			if !slices.Equal(reference[s], got[s]) {
-				t.Fatalf("shuffle=%t: split %d differs from the uninterrupted run", shuffle, s)
-			}
-		}
+		t.Run(fmt.Sprintf("shuffle=%t", shuffle), func(t *testing.T) {
+			base := filterOptions(t, dir)
+			base.Shuffle, base.NumSplits, base.Filter = shuffle, 8, expr
+			all := resumeAcross(t, base, []int{8, 4, 2, 1}, 6, rand.New(rand.NewPCG(23, 24)))
+			exactlyOnceOf(t, all, want)
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/synth"
 )
 
@@ -129,4 +131,54 @@ func allIDs(bs []taken) []int64 {
 		out = append(out, b.ids...)
 	}
 	return out
+}
+
+// resumeAcross runs one epoch of base (NumSplits set) at each world size of
+// worlds in turn: every rank takes 1 to maxBatches batches (the ranks of the
+// last world take the rest), the ranks' states merge, and the next world
+// resumes from the merge. It fails where a split's rows differ from the
+// uninterrupted run's, and returns every id taken, for the caller's
+// exactly-once check.
+func resumeAcross(t *testing.T, base Options, worlds []int, maxBatches int, r *rand.Rand) []int64 {
+	t.Helper()
+	want := bySplit(first(consume(t, open(t, base), -1)), nil)
+	got := map[int][]int64{}
+	var all []int64
+	var merged *State
+	for i, world := range worlds {
+		last := i == len(worlds)-1
+		var states []State
+		for rank := range world {
+			o := base
+			o.WorldSize, o.Rank = world, rank
+			ds := open(t, o)
+			if merged != nil {
+				if err := ds.LoadStateDict(*merged); err != nil {
+					t.Fatal(err)
+				}
+			}
+			limit := 1 + r.IntN(maxBatches)
+			if last {
+				limit = -1
+			}
+			bs, st := consume(t, ds, limit)
+			bySplit(bs, got)
+			all = append(all, allIDs(bs)...)
+			states = append(states, st)
+		}
+		if last {
+			break
+		}
+		m, err := checkpoint.Merge(states...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged = &m
+	}
+	for s := range base.NumSplits {
+		if !slices.Equal(want[s], got[s]) {
+			t.Fatalf("worlds %v: split %d differs from the uninterrupted run", worlds, s)
+		}
+	}
+	return all
 }

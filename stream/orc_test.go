@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/internal/orcwrite"
@@ -162,44 +161,11 @@ func TestORCResumeAnywhere(t *testing.T) {
 func TestORCElasticResume(t *testing.T) {
 	dir, total := writeORCDataset(t, orcSizes)
 	for _, shuffle := range []bool{false, true} {
-		base := orcOptions(t, dir)
-		base.Shuffle, base.NumSplits = shuffle, 4
-		want := bySplit(first(consume(t, open(t, base), -1)), nil)
-		r := rand.New(rand.NewPCG(23, 24))
-		got := map[int][]int64{}
-		var all []int64
-		var merged *State
-		for _, world := range []int{4, 2, 1} {
-			var states []State
-			for rank := range world {
-				o := base
-				o.WorldSize, o.Rank = world, rank
-				ds := open(t, o)
-				if merged != nil {
-					if err := ds.LoadStateDict(*merged); err != nil {
-						t.Fatal(err)
-					}
-				}
-				limit := 1 + r.IntN(6)
-				if world == 1 {
-					limit = -1
-				}
-				bs, st := consume(t, ds, limit)
-				bySplit(bs, got)
-				all = append(all, allIDs(bs)...)
-				states = append(states, st)
-			}
-			m, err := checkpoint.Merge(states...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			merged = &m
-		}
-		exactlyOnce(t, all, total)
-		for s := range 4 {
-			if !slices.Equal(want[s], got[s]) {
-				t.Fatalf("shuffle=%t: split %d differs from the uninterrupted run", shuffle, s)
-			}
-		}
+		t.Run(fmt.Sprintf("shuffle=%t", shuffle), func(t *testing.T) {
+			base := orcOptions(t, dir)
+			base.Shuffle, base.NumSplits = shuffle, 4
+			all := resumeAcross(t, base, []int{4, 2, 1}, 6, rand.New(rand.NewPCG(23, 24)))
+			exactlyOnce(t, all, total)
+		})
 	}
 }

@@ -174,52 +174,12 @@ func first[A, B any](a A, _ B) A { return a }
 func TestElasticResume(t *testing.T) {
 	dir := writeDataset(t, smallSpec)
 	for _, shuffle := range []bool{false, true} {
-		base := checkedOptions(t, dir)
-		base.Shuffle, base.NumSplits = shuffle, 8
-		want := bySplit(first(consume(t, open(t, base), -1)), nil)
-
-		r := rand.New(rand.NewPCG(3, 4))
-		got := map[int][]int64{}
-		var all []int64
-		var merged *State
-		for _, world := range []int{8, 4, 2} {
-			var states []State
-			for rank := range world {
-				o := base
-				o.WorldSize, o.Rank = world, rank
-				ds := open(t, o)
-				if merged != nil {
-					if err := ds.LoadStateDict(*merged); err != nil {
-						t.Fatal(err)
-					}
-				}
-				limit := 1 + r.IntN(12)
-				if world == 2 {
-					limit = -1
-				}
-				bs, st := consume(t, ds, limit)
-				bySplit(bs, got)
-				all = append(all, allIDs(bs)...)
-				if world == 2 {
-					continue
-				}
-				states = append(states, st)
-			}
-			if world == 2 {
-				break
-			}
-			m, err := checkpoint.Merge(states...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			merged = &m
-		}
-		exactlyOnce(t, all, smallSpec.Rows())
-		for s := range 8 {
-			if !slices.Equal(want[s], got[s]) {
-				t.Fatalf("shuffle=%t: split %d differs from the uninterrupted run", shuffle, s)
-			}
-		}
+		t.Run(fmt.Sprintf("shuffle=%t", shuffle), func(t *testing.T) {
+			base := checkedOptions(t, dir)
+			base.Shuffle, base.NumSplits = shuffle, 8
+			all := resumeAcross(t, base, []int{8, 4, 2}, 12, rand.New(rand.NewPCG(3, 4)))
+			exactlyOnce(t, all, smallSpec.Rows())
+		})
 	}
 }
 

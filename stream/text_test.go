@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/plan"
@@ -160,34 +159,9 @@ func TestTextResume(t *testing.T) {
 			}
 		}
 		// Elastic: 6 ranks, then 3, then 2, then 1.
-		var merged *State
-		var all []int64
-		for _, world := range []int{6, 3, 2, 1} {
-			var states []State
-			for rank := range world {
-				o := textOptions(t, dir, count)
-				o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 6, world, rank
-				ds := open(t, o)
-				if merged != nil {
-					if err := ds.LoadStateDict(*merged); err != nil {
-						t.Fatal(err)
-					}
-				}
-				limit := 1 + r.IntN(4)
-				if world == 1 {
-					limit = -1
-				}
-				bs, st := consume(t, ds, limit)
-				all = append(all, allIDs(bs)...)
-				states = append(states, st)
-			}
-			m, err := checkpoint.Merge(states...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			merged = &m
-		}
-		exactlyOnce(t, all, total)
+		base := textOptions(t, dir, count)
+		base.Shuffle, base.NumSplits = true, 6
+		exactlyOnce(t, resumeAcross(t, base, []int{6, 3, 2, 1}, 4, r), total)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/arrowfile"
@@ -233,45 +232,12 @@ func TestIPCElasticResume(t *testing.T) {
 	dir, total := writeIPC(t, ipcLayout())
 	for _, hide := range []bool{true, false} {
 		for _, shuffle := range []bool{false, true} {
-			base := ipcOptions(t, dir, hide)
-			base.Shuffle, base.NumSplits = shuffle, 4
-			want := bySplit(first(consume(t, open(t, base), -1)), nil)
-			r := rand.New(rand.NewPCG(15, 16))
-			got := map[int][]int64{}
-			var all []int64
-			var merged *State
-			for _, world := range []int{4, 2, 1} {
-				var states []State
-				for rank := range world {
-					o := base
-					o.WorldSize, o.Rank = world, rank
-					ds := open(t, o)
-					if merged != nil {
-						if err := ds.LoadStateDict(*merged); err != nil {
-							t.Fatal(err)
-						}
-					}
-					limit := 1 + r.IntN(6)
-					if world == 1 {
-						limit = -1
-					}
-					bs, st := consume(t, ds, limit)
-					bySplit(bs, got)
-					all = append(all, allIDs(bs)...)
-					states = append(states, st)
-				}
-				m, err := checkpoint.Merge(states...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				merged = &m
-			}
-			exactlyOnce(t, all, total)
-			for s := range 4 {
-				if !slices.Equal(want[s], got[s]) {
-					t.Fatalf("hide=%t shuffle=%t: split %d differs from the uninterrupted run", hide, shuffle, s)
-				}
-			}
+			t.Run(fmt.Sprintf("hide=%t/shuffle=%t", hide, shuffle), func(t *testing.T) {
+				base := ipcOptions(t, dir, hide)
+				base.Shuffle, base.NumSplits = shuffle, 4
+				all := resumeAcross(t, base, []int{4, 2, 1}, 6, rand.New(rand.NewPCG(15, 16)))
+				exactlyOnce(t, all, total)
+			})
 		}
 	}
 }
