@@ -1,14 +1,18 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
 // typedColumn is one required column of a file written by writeTyped.
@@ -160,18 +164,53 @@ func TestCatDuplicateColumns(t *testing.T) {
 	fails(t, exitFailure, []string{"dup.parquet", `more than one column named "a"`, "select the columns"}, "cat", p)
 }
 
-// A failure arrow-go reports without a column is reported with the column
-// that fails alone. (arrow-go refuses an empty byte-array DECIMAL, which
-// writers produce for zero: see the README's table and issue 17's note.)
-func TestCatNamesFailingColumn(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "dec.parquet")
+// A byte-array DECIMAL holding an empty value (a zero some writers emit,
+// which arrow-go refuses) reads as 0, as parquet-java and DuckDB read it; a
+// value too wide for its Arrow decimal fails, naming the file, row group,
+// column and row.
+func TestCatByteArrayDecimal(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "dec.parquet")
 	i64 := pqschema.NewIntLogicalType(64, true)
+	dec := pqschema.NewDecimalLogicalType(9, 2)
 	writeTyped(t, p, []typedColumn{
-		{"a", i64, parquet.Types.Int64, -1, []int64{1, 2}},
-		{"d", pqschema.NewDecimalLogicalType(9, 2), parquet.Types.ByteArray, -1, []parquet.ByteArray{{}, {0x01}}},
+		{"a", i64, parquet.Types.Int64, -1, []int64{1, 2, 3, 4}},
+		{"d", dec, parquet.Types.ByteArray, -1, []parquet.ByteArray{{}, {0x01}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x85}, {0xff, 0x85}}},
 	})
-	r := fails(t, exitFailure, []string{"dec.parquet", "row group 0", `column "d"`}, "cat", p)
-	if i, j := strings.Index(r.stderr, "dec.parquet"), strings.Index(r.stderr, "epoch"); i < 0 || j >= 0 && j < i {
+	want := "{\"a\":1,\"d\":\"0.00\"}\n{\"a\":2,\"d\":\"0.01\"}\n{\"a\":3,\"d\":\"-1.23\"}\n{\"a\":4,\"d\":\"-1.23\"}\n"
+	if got := ok(t, "cat", p); got != want {
+		t.Errorf("cat: %q, want %q", got, want)
+	}
+	t.Run("duckdb", func(t *testing.T) {
+		duckAgrees(t, "SELECT d::VARCHAR FROM read_parquet("+duckdb.Quote(p)+")", "0.00", "0.01", "-1.23", "-1.23")
+	})
+	wide := filepath.Join(dir, "wide.parquet")
+	writeTyped(t, wide, []typedColumn{
+		{"a", i64, parquet.Types.Int64, -1, []int64{1, 2}},
+		{"d", dec, parquet.Types.ByteArray, -1, []parquet.ByteArray{{0x01}, {0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}},
+	})
+	r := fails(t, exitFailure, []string{"wide.parquet", "row group 0", `column "d" row 1`, "does not fit"}, "cat", wide)
+	if i, j := strings.Index(r.stderr, "wide.parquet"), strings.Index(r.stderr, "epoch"); i < 0 || j >= 0 && j < i {
 		t.Errorf("the iteration context comes before the file: %s", r.stderr)
+	}
+}
+
+// duckAgrees checks that DuckDB's answer to sql, one column of text, is want.
+func duckAgrees(t *testing.T, sql string, want ...string) {
+	t.Helper()
+	db := duckdb.ForTest(t)
+	res, err := db.Query(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != "" {
+		t.Fatalf("DuckDB: %s", res.Error)
+	}
+	var got []string
+	for _, row := range res.Rows {
+		got = append(got, fmt.Sprint(row[0]))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("DuckDB reads %q, sluice %q", got, want)
 	}
 }

@@ -348,7 +348,7 @@ func (r *chunkReader) fill(p []byte, off int64) bool {
 // offset index and reads exactly the rows asked for, so that no reader
 // goes past the pages that were fetched (a record reader would read whole
 // batches).
-func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
 	cols, rs, err := fr.GetFieldReaders(ctx, leaves, []int{rg})
 	if err != nil {
 		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
@@ -419,7 +419,7 @@ func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, 
 		}
 		rec := array.NewRecordBatch(rs, arrs, n)
 		release()
-		out, err := project(ctx, rec, schema, pos, 0, n, mem)
+		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
 		rec.Release()
 		if err != nil {
 			return err

@@ -58,6 +58,9 @@ type Format struct {
 	// Default ErrorOnInvalidUTF8: the read fails, naming the value's file,
 	// row group, column and row.
 	InvalidUTF8 InvalidUTF8
+	// INT96 is how INT96 timestamps are read. Default INT96Microseconds:
+	// timestamp[us, UTC], every year Spark writes; see INT96.
+	INT96 INT96
 }
 
 // Name returns "parquet".
@@ -87,6 +90,11 @@ type parquetMeta struct {
 	index offsetIndexes
 	// prune caches what filters read of statistics and bloom filters.
 	prune pruneCache
+	// readMD is the metadata arrow-go decodes with: md, or a copy that
+	// declares other physical types for the columns in convert (see
+	// readAs), whose values are converted back after decoding.
+	readMD  *metadata.FileMetaData
+	convert map[string]conversion
 }
 
 // footerGuess is how much of a file's end Inspect reads first, so that most
@@ -108,7 +116,7 @@ const chunkPadding = 100
 // bytes that carry it (see checkFooter) and that every selected column chunk
 // lies inside the file (arrow-go allocates a chunk's stated size before
 // reading it), and records row group sizes.
-func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string) error {
+func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string) error {
 	md, tail, err := readFooter(ctx, f)
 	if err != nil {
 		return err
@@ -123,7 +131,11 @@ func (Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
 	schema = annotateStrings(schema, manifest, md.Schema)
-	meta := &parquetMeta{md: md, leaves: map[string][]int{}}
+	readMD, schema, convert, err := readAs(md, manifest, schema, p.INT96)
+	if err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
+	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert}
 	twice := map[string]bool{}
 	for i := range manifest.Fields {
 		sf := &manifest.Fields[i]
@@ -446,7 +458,11 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
-	pf, err := file.NewParquetReader(src, file.WithMetadata(meta.md), file.WithReadProps(props))
+	md := meta.readMD
+	if md == nil {
+		md = meta.md
+	}
+	pf, err := file.NewParquetReader(src, file.WithMetadata(md), file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
@@ -464,8 +480,9 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		if fe.paged[rg] {
 			read = readPages
 		}
+		fx := fixes{convert: meta.convert, first: first}
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
-			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, yield)
+			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
 		})
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
@@ -680,7 +697,7 @@ func checkDictionaryPage(chunk []byte, valueBits int) error {
 }
 
 // readRowGroup delivers rows [lo, hi) of row group rg, which has rows rows.
-func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
 	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
 		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
@@ -706,7 +723,7 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 			return tooMany
 		}
 		take := min(n-off, want)
-		out, err := project(ctx, rec, schema, pos, off, take, mem)
+		out, err := project(ctx, rec, schema, pos, off, take, mem, fx, hi-want)
 		if err != nil {
 			return err
 		}
@@ -746,9 +763,19 @@ func positions(rs, schema *arrow.Schema) ([]int, error) {
 	return pos, nil
 }
 
-// project reorders rec's columns to schema, keeps rows [off, off+n) and
-// casts columns whose type was widened when files were unified.
-func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, pos []int, off, n int64, mem memory.Allocator) (arrow.RecordBatch, error) {
+// fixes is what project needs to convert the columns arrow-go decoded as
+// another type (see readAs) in one row group.
+type fixes struct {
+	convert map[string]conversion
+	// first is the file row of the row group's first row.
+	first int64
+}
+
+// project reorders rec's columns to schema, keeps rows [off, off+n),
+// converts the columns decoded as another type and casts columns whose type
+// was widened when files were unified. at is the row group's row of rec's
+// row off.
+func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, pos []int, off, n int64, mem memory.Allocator, fx fixes, at int64) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(pos))
 	defer func() {
 		for _, c := range cols {
@@ -765,6 +792,14 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			col.Retain()
 		}
 		want := schema.Field(i).Type
+		if c, ok := fx.convert[schema.Field(i).Name]; ok {
+			conv, err := c.convert(col, fx.first+at, mem)
+			col.Release()
+			if err != nil {
+				return nil, fmt.Errorf("%w: column %q %w", formats.ErrCorrupt, schema.Field(i).Name, err)
+			}
+			col = conv
+		}
 		if re, ok := reinterpret(col, want); ok {
 			col.Release()
 			col = re
