@@ -2,14 +2,20 @@ package parquet_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 )
 
 // readFile reads every row of the local Parquet file at path, one array per
@@ -58,5 +64,109 @@ func TestEmptySnappyPage(t *testing.T) {
 	enc := c.Encode(nil, []byte("sluice"))
 	if out, err := compress.Decode(c, nil, enc); err != nil || string(out) != "sluice" {
 		t.Errorf("round trip: %q, %v", out, err)
+	}
+}
+
+// Spark writes INT96 timestamps past 2262 that arrow-go cannot hold in
+// nanoseconds; the driver reads INT96 as microseconds. The expected values
+// are the file's README's (parquet-testing/data/int96_from_spark.md).
+func TestInt96FromSpark(t *testing.T) {
+	path := filepath.Join(sharedTestdata, "parquet-testing/data/int96_from_spark.parquet")
+	ds, cols := readFile(t, path)
+	want := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	if !arrow.TypeEqual(ds.Schema.Field(0).Type, want) {
+		t.Fatalf("type %s, want %s", ds.Schema.Field(0).Type, want)
+	}
+	ts := cols[0].(*array.Timestamp)
+	micros := []int64{1704141296123456, 1704070800000000, 253402225200000000, 1735599600000000, 0, 9089380393200000000}
+	if ts.Len() != len(micros) {
+		t.Fatalf("%d rows", ts.Len())
+	}
+	for i, us := range micros {
+		if i == 4 {
+			if !ts.IsNull(i) {
+				t.Errorf("row 4: %d, want null", ts.Value(i))
+			}
+			continue
+		}
+		if got := int64(ts.Value(i)); got != us {
+			t.Errorf("row %d: %d, want %d", i, got, us)
+		}
+	}
+	// arrow-go's own reading, on request, still refuses the years it
+	// cannot hold, naming the file and column.
+	err := planAndRead(t, path, parquet.Format{INT96: parquet.INT96Nanoseconds})
+	if err == nil || !strings.Contains(err.Error(), "int96_from_spark.parquet") || !strings.Contains(err.Error(), `column "a"`) {
+		t.Errorf("INT96Nanoseconds: %v", err)
+	}
+}
+
+// planAndRead reads every row of the file at path with format.
+func planAndRead(t *testing.T, path string, format parquet.Format) error {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{format}})
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cols, err := readColumns(ctx, ds, 0, 0, ds.Fragments[0].Rows, mem)
+	release(cols)
+	return err
+}
+
+// INT96 with digits below the microsecond (Impala writes them) is refused
+// under the default, naming the row, and read in full as nanoseconds.
+func TestInt96Nanoseconds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "impala.parquet")
+	mem := memory.NewGoAllocator()
+	b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"})
+	b.Append(1_000_000_000)
+	b.AppendNull()
+	b.Append(1_000_000_001)
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "ts", Type: col.DataType(), Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, pq.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithDeprecatedInt96Timestamps(true), pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if footer(t, path).Schema.Column(0).PhysicalType() != pq.Types.Int96 {
+		t.Fatal("not written as INT96")
+	}
+	err = planAndRead(t, path, parquet.Format{})
+	if err == nil || !strings.Contains(err.Error(), `column "ts" row 2`) || !strings.Contains(err.Error(), "INT96Nanoseconds") {
+		t.Errorf("default: %v", err)
+	}
+	ctx := context.Background()
+	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{INT96: parquet.INT96Nanoseconds}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	cmem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer cmem.AssertSize(t, 0)
+	cols, err := readColumns(ctx, ds, 0, 0, 3, cmem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(cols)
+	if ts := cols[0].(*array.Timestamp); ts.Value(0) != 1_000_000_000 || !ts.IsNull(1) || ts.Value(2) != 1_000_000_001 {
+		t.Errorf("nanoseconds: %v", ts)
 	}
 }

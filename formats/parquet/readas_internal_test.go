@@ -1,0 +1,84 @@
+package parquet
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/big"
+	"testing"
+)
+
+// bigFromBytes reads big-endian two's complement with math/big, the
+// reference the decimal conversions are checked against.
+func bigFromBytes(v []byte) *big.Int {
+	n := new(big.Int).SetBytes(v)
+	if len(v) > 0 && v[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(v))))
+	}
+	return n
+}
+
+// FuzzDecimalBytes checks the DECIMAL conversions of byte-array values
+// (untrusted bytes) against math/big: a value that fits reads exactly, one
+// that does not is an error, and nothing panics.
+func FuzzDecimalBytes(f *testing.F) {
+	for _, seed := range [][]byte{
+		{}, {0x00}, {0x01}, {0xff}, {0x80}, {0x7f, 0xff},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x85},
+		{0x00, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		{0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		make([]byte, 40),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		want := bigFromBytes(v)
+		fits := func(bits uint) bool {
+			lim := new(big.Int).Lsh(big.NewInt(1), bits-1)
+			return want.Cmp(lim) < 0 && want.Cmp(new(big.Int).Neg(lim)) >= 0
+		}
+		n128, err := decimal128FromBytes(v)
+		if fits(128) != (err == nil) {
+			t.Fatalf("%x: fits in 128 bits %v, error %v", v, fits(128), err)
+		}
+		if err == nil && n128.BigInt().Cmp(want) != 0 {
+			t.Fatalf("%x: decimal128 %s, want %s", v, n128.BigInt(), want)
+		}
+		n256, err := decimal256FromBytes(v)
+		if fits(256) != (err == nil) {
+			t.Fatalf("%x: fits in 256 bits %v, error %v", v, fits(256), err)
+		}
+		if err == nil && n256.BigInt().Cmp(want) != 0 {
+			t.Fatalf("%x: decimal256 %s, want %s", v, n256.BigInt(), want)
+		}
+	})
+}
+
+func int96(nanos int64, day int32) []byte {
+	v := make([]byte, 12)
+	binary.LittleEndian.PutUint64(v, uint64(nanos))
+	binary.LittleEndian.PutUint32(v[8:], uint32(day))
+	return v
+}
+
+func TestInt96Micros(t *testing.T) {
+	for _, c := range []struct {
+		nanos int64
+		day   int32
+		want  int64
+	}{
+		{0, julianEpoch, 0},
+		{1000, julianEpoch, 1},
+		{86399_999_999_000, julianEpoch - 1, -1},
+		{12*3600e9 + 123_456_000, julianEpoch + 1, 86400e6 + 12*3600e6 + 123_456},
+		// Year 290000 as Spark writes it (int96_from_spark.parquet, row 5).
+		{-32509551616000, -105862232, 9089380393200000000},
+	} {
+		got, err := int96Micros(int96(c.nanos, c.day))
+		if err != nil || got != c.want {
+			t.Errorf("nanos %d day %d: %d, %v; want %d", c.nanos, c.day, got, err, c.want)
+		}
+	}
+	if _, err := int96Micros(int96(1, julianEpoch)); !errors.Is(err, errSubMicro) {
+		t.Errorf("a nanosecond: %v", err)
+	}
+}
