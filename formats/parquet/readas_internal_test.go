@@ -4,7 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/big"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // bigFromBytes reads big-endian two's complement with math/big, the
@@ -80,5 +86,36 @@ func TestInt96Micros(t *testing.T) {
 	}
 	if _, err := int96Micros(int96(1, julianEpoch)); !errors.Is(err, errSubMicro) {
 		t.Errorf("a nanosecond: %v", err)
+	}
+}
+
+// A FIXED_LEN_BYTE_ARRAY column decoded as BYTE_ARRAY becomes its Arrow
+// type again (here the UUID extension), and a value of another length is an
+// error naming its row.
+func TestConvertFixed(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	id := []byte("0123456789abcdef")
+	b.Append(id)
+	b.AppendNull()
+	in := b.NewArray()
+	defer in.Release()
+	c := conversion{kind: convFixed, to: extensions.NewUUIDType(), width: 16}
+	out, err := c.convert(in, 10, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	u, ok := out.(*extensions.UUIDArray)
+	if !ok || u.Len() != 2 || !u.IsNull(1) || string(u.Storage().(*array.FixedSizeBinary).Value(0)) != string(id) {
+		t.Fatalf("got %v", out)
+	}
+	b.Append(id[:15])
+	short := b.NewArray()
+	defer short.Release()
+	if _, err := c.convert(short, 10, mem); err == nil || !strings.Contains(err.Error(), "row 10: a value of 15 bytes") {
+		t.Errorf("a short value: %v", err)
 	}
 }
