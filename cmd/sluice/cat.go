@@ -59,6 +59,7 @@ type catConfig struct {
 	positions  positionsFlag
 	split      int
 	badUTF8    string
+	int96      string
 }
 
 func catFlags() (*flag.FlagSet, *catConfig) {
@@ -75,6 +76,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.Var(&cfg.positions, "positions", "print only the rows at these positions of the order: a `list` such as 10,20,100-200 (ranges inclusive)")
 	fs.IntVar(&cfg.split, "split", -1, "with --positions, count them in this `split`'s order instead of the rank's")
 	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 does: `error` fails, naming file, row group, column and row; replace reads it with U+FFFD")
+	fs.StringVar(&cfg.int96, "int96", "us", "`unit` of Parquet INT96 timestamps: us (every year; digits below the microsecond fail) or ns (keeps them; years outside 1677-2262 fail)")
 	return fs, cfg
 }
 
@@ -114,6 +116,8 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--split needs --positions")
 	case cfg.badUTF8 != "error" && cfg.badUTF8 != "replace":
 		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
+	case cfg.int96 != "us" && cfg.int96 != "ns":
+		return usageErrorf("--int96 %q must be us or ns", cfg.int96)
 	case cfg.checkpoint != "" && isSet(fs, "epoch"):
 		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
 	}
@@ -153,11 +157,17 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	}
 	opts.Rank = cfg.rank
 	opts.BatchSize = cfg.batchSize
-	if cfg.badUTF8 == "replace" {
+	if cfg.badUTF8 == "replace" || cfg.int96 == "ns" {
 		opts.Formats = slices.Clone(opts.Formats)
 		for i, f := range opts.Formats {
-			if _, ok := f.(parquet.Format); ok {
-				opts.Formats[i] = parquet.Format{InvalidUTF8: parquet.ReplaceInvalidUTF8}
+			if pf, ok := f.(parquet.Format); ok {
+				if cfg.badUTF8 == "replace" {
+					pf.InvalidUTF8 = parquet.ReplaceInvalidUTF8
+				}
+				if cfg.int96 == "ns" {
+					pf.INT96 = parquet.INT96Nanoseconds
+				}
+				opts.Formats[i] = pf
 			}
 		}
 	}

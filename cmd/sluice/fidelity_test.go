@@ -234,3 +234,25 @@ func TestCatFixedLenDeltaByteArray(t *testing.T) {
 	// A null prints as JSON null, which %v above writes as <nil>.
 	duckAgrees(t, "SELECT id || ':' || coalesce(to_base64(u), '<nil>') || ':' || to_base64(f) FROM read_parquet("+duckdb.Quote(p)+") ORDER BY id", rows...)
 }
+
+// INT96 timestamps read in microseconds, every year Spark writes; --int96 ns
+// reads arrow-go's nanoseconds, which cannot hold them.
+func TestCatInt96(t *testing.T) {
+	p := filepath.Join(sharedTestdata, "parquet-testing", "data", "int96_from_spark.parquet")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared test data not found: %v", err)
+	}
+	got := ok(t, "cat", p)
+	want := `{"a":"2024-01-01T20:34:56.123456Z"}
+{"a":"2024-01-01T01:00:00Z"}
+{"a":"9999-12-31T03:00:00Z"}
+{"a":"2024-12-30T23:00:00Z"}
+{"a":null}
+{"a":"290000-12-30T23:00:00Z"}
+`
+	if got != want {
+		t.Errorf("cat: %q, want %q", got, want)
+	}
+	fails(t, exitFailure, []string{"int96_from_spark.parquet", `column "a"`, "INT96"}, "cat", p, "--int96", "ns")
+	fails(t, exitUsage, []string{"--int96"}, "cat", p, "--int96", "ms")
+}

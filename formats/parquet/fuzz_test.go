@@ -53,6 +53,13 @@ func FuzzParquetFooter(f *testing.F) {
 			}
 		}
 	}
+	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which the driver hands to
+	// arrow-go as BYTE_ARRAY (see readAs).
+	if data, err := os.ReadFile(flbaDeltaFile); err == nil {
+		f.Add(data)
+	} else {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const url = "mem://fuzz/f.parquet"
 		err := withDeadline(t, url, 10*time.Second, func(ctx context.Context) error {

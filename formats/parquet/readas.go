@@ -292,7 +292,7 @@ const julianEpoch = 2440588
 const dayMicros = 86400 * 1000 * 1000
 
 // errSubMicro marks an INT96 value with digits below the microsecond.
-var errSubMicro = errors.New("the INT96 timestamp has digits below the microsecond, which timestamp[us] cannot hold: read INT96 as nanoseconds (parquet.Format{INT96: parquet.INT96Nanoseconds})")
+var errSubMicro = errors.New("the INT96 timestamp has digits below the microsecond, which timestamp[us] cannot hold: read INT96 as nanoseconds (parquet.Format{INT96: parquet.INT96Nanoseconds}; sluice cat --int96 ns)")
 
 // int96Micros converts an INT96 timestamp (nanoseconds into the day, then
 // the Julian day, both signed, little-endian) to microseconds since
