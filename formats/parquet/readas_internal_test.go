@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // bigFromBytes reads big-endian two's complement with math/big, the
@@ -117,5 +122,58 @@ func TestConvertFixed(t *testing.T) {
 	defer short.Release()
 	if _, err := c.convert(short, 10, mem); err == nil || !strings.Contains(err.Error(), "row 10: a value of 15 bytes") {
 		t.Errorf("a short value: %v", err)
+	}
+}
+
+// Footers without unknown logical types pass through unchanged (the same
+// bytes); the one with an unknown type loses it and nothing else.
+func TestDropUnknownLogicalTypes(t *testing.T) {
+	paths, _ := filepath.Glob("../../../shared/testdata/parquet-testing/data/*.parquet")
+	if len(paths) < 50 {
+		t.Skipf("parquet-testing not found (%d files)", len(paths))
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 12 || string(b[len(b)-4:]) != "PAR1" {
+			continue
+		}
+		n := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+		if n > len(b)-12 {
+			continue
+		}
+		footer := b[len(b)-8-n : len(b)-8]
+		if checkFooter(footer) != nil {
+			continue
+		}
+		out := dropUnknownLogicalTypes(footer)
+		if filepath.Base(p) != "unknown-logical-type.parquet" {
+			if &out[0] != &footer[0] || len(out) != len(footer) {
+				t.Errorf("%s: footer rewritten", p)
+			}
+			continue
+		}
+		if len(out) >= len(footer) {
+			t.Fatalf("%s: nothing dropped", p)
+		}
+		md, err := metadata.NewFileMetaData(out, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig := []string{"column with known type", "column with unknown type"}
+		for i, name := range orig {
+			c := md.Schema.Column(i)
+			if c.Name() != name || c.PhysicalType() != parquet.Types.ByteArray {
+				t.Errorf("column %d: %s %s", i, c.Name(), c.PhysicalType())
+			}
+		}
+		if _, ok := md.Schema.Column(0).LogicalType().(pqschema.StringLogicalType); !ok {
+			t.Errorf("the known type was dropped: %s", md.Schema.Column(0).LogicalType())
+		}
+		if md.NumRows != 3 {
+			t.Errorf("%d rows", md.NumRows)
+		}
 	}
 }
