@@ -245,3 +245,13 @@ func TestUnknownLogicalType(t *testing.T) {
 		}
 	}
 }
+
+// A failure arrow-go reports without naming the column is reported with
+// the column that fails when decoded alone (see guardRowGroup).
+func TestFailingColumnNamed(t *testing.T) {
+	path := filepath.Join(sharedTestdata, "parquet-testing/bad_data/ARROW-GH-45185.parquet")
+	err := planAndRead(t, path, parquet.Format{})
+	if err == nil || !strings.Contains(err.Error(), "ARROW-GH-45185.parquet") || !strings.Contains(err.Error(), `row group 0: column "x.list.element"`) {
+		t.Errorf("got %v", err)
+	}
+}
