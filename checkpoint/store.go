@@ -49,6 +49,14 @@ type Store interface {
 	// it (such as one being saved right now) are left alone. keep must be at
 	// least 1: a run must keep something to resume from.
 	Retain(ctx context.Context, run string, keep int) error
+	// Abandon deletes what rank saved at steps after step `after`, and the
+	// completion markers of those steps: what a start of the job that died
+	// left beyond the step a new start resumes from (after -1: every step).
+	// A rank calls it when it resumes, before it saves again; otherwise the
+	// new start's states and the dead start's could complete a step
+	// together, each from another history, and resuming from it would
+	// repeat or skip rows. Checkpointer.Resume calls it.
+	Abandon(ctx context.Context, run string, rank int, after int64) error
 	// Close releases the store, waiting for calls in flight. Later calls
 	// other than Close fail with ErrClosed; a second Close returns nil.
 	Close() error
@@ -453,6 +461,52 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: retain run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
+	}
+	return nil
+}
+
+// Abandon implements Store. Markers go before states, so a deletion that
+// fails halfway leaves steps incomplete rather than complete with a state
+// of another start in them.
+func (s *store) Abandon(ctx context.Context, run string, rank int, after int64) error {
+	if err := checkRank(run, max(after, 0), rank); err != nil {
+		return err
+	}
+	if after < -1 {
+		return fmt.Errorf("checkpoint: abandon run %q rank %d: step %d is before -1", run, rank, after)
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	fail := func(err error) error {
+		return fmt.Errorf("checkpoint: abandon run %q rank %d after step %d in %s: %w", run, rank, after, s.name, err)
+	}
+	steps, err := s.listSteps(ctx, run)
+	if err != nil {
+		return err
+	}
+	var markers, states []string
+	for _, step := range steps {
+		if step <= after {
+			continue
+		}
+		ranks, marker, err := s.listStep(ctx, run, step)
+		if err != nil {
+			return fail(err)
+		}
+		if marker {
+			markers = append(markers, s.keys.MarkerKey(run, step))
+		}
+		if _, ok := slices.BinarySearch(ranks, rank); ok {
+			states = append(states, s.keys.RankKey(run, step, rank))
+		}
+	}
+	if len(markers)+len(states) == 0 {
+		return nil
+	}
+	if err := s.b.Delete(ctx, append(markers, states...)); err != nil {
+		return fail(err)
 	}
 	return nil
 }

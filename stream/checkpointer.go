@@ -64,20 +64,26 @@ func (c *Checkpointer) Save(ctx context.Context, step int64) error {
 }
 
 // Resume moves the dataset to the newest complete step of the run and
-// returns that step, or 0 and no error if the run has none. At the world
+// returns that step, or 0 and no error if the run has none. It then deletes
+// what this rank saved at later steps (Store.Abandon): those are a dead
+// start's, and left there they could complete a step together with this
+// start's states. Call it once, before the first save. At the world
 // size the step was saved with, each rank loads its own state (so even the
 // round-robin position resumes); at another world size it loads the merge of
 // all ranks' states. An error from loading this rank's state is returned,
 // joined with the merge's error where the merge was tried and failed too.
 func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
+	rank, world := c.ds.opts.Rank, c.ds.opts.WorldSize
 	step, err := c.store.Latest(ctx, c.run)
 	if errors.Is(err, checkpoint.ErrNotFound) {
+		if err := c.store.Abandon(ctx, c.run, rank, -1); err != nil {
+			return 0, fmt.Errorf("stream: resume run %q: %w", c.run, err)
+		}
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("stream: resume run %q: %w", c.run, err)
 	}
-	rank, world := c.ds.opts.Rank, c.ds.opts.WorldSize
 	st, err := c.store.Load(ctx, c.run, step, rank)
 	switch {
 	case err == nil && st.WorldSize == world:
@@ -96,6 +102,9 @@ func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
 	}
 	if err := c.ds.LoadStateDict(st); err != nil {
+		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
+	}
+	if err := c.store.Abandon(ctx, c.run, rank, step); err != nil {
 		return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, err)
 	}
 	return step, nil

@@ -81,6 +81,36 @@ func TestCheckpointerResume(t *testing.T) {
 		}
 	})
 
+	t.Run("dead start's later step", func(t *testing.T) {
+		// A start that died saved rank 0 of step 20 only. Resuming rank 0
+		// from step 10 deletes it, so a new rank 1 saving step 20 does not
+		// complete it with the dead start's cursors.
+		ds := open(t, opts(2, 0))
+		consume(t, ds, 9)
+		if err := NewCheckpointer(ds, store, "run", 0).Save(ctx, 20); err != nil {
+			t.Fatal(err)
+		}
+		if _, step, err := resume(store, 2, 0); err != nil || step != 10 {
+			t.Fatalf("Resume = %d, %v", step, err)
+		}
+		if _, err := store.Load(ctx, "run", 20, 0); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("the dead start's rank 0 of step 20 is still there: %v", err)
+		}
+		ds1, _, err := resume(store, 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := NewCheckpointer(ds1, store, "run", 0).Save(ctx, 20); err != nil {
+			t.Fatal(err)
+		}
+		if step, err := store.Latest(ctx, "run"); err != nil || step != 10 {
+			t.Fatalf("Latest = %d, %v; step 20 holds rank 1 of the new start only", step, err)
+		}
+		if err := store.Delete(ctx, "run", 20); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	errDisk := errors.New("disk on fire")
 	errMerge := errors.New("merge failed")
 	t.Run("load fails", func(t *testing.T) {

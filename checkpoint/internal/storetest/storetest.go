@@ -35,6 +35,7 @@ func Store(t *testing.T, open Opener) {
 	t.Run("NewerVersion", func(t *testing.T) { testNewerVersion(t, open) })
 	t.Run("DeleteRetain", func(t *testing.T) { testDeleteRetain(t, open) })
 	t.Run("ConcurrentRanks", func(t *testing.T) { testConcurrentRanks(t, open) })
+	t.Run("AbandonDeadStart", func(t *testing.T) { testAbandon(t, open) })
 	t.Run("ClosedAndCancelled", func(t *testing.T) { testClosed(t, open) })
 }
 
@@ -691,5 +692,74 @@ func testClosed(t *testing.T, open Opener) {
 	}
 	if _, err := s.Latest(ctx, "r"); !errors.Is(err, checkpoint.ErrClosed) {
 		t.Fatalf("Latest after Close: %v", err)
+	}
+}
+
+// testAbandon plays a job whose first start died while saving step 3 and
+// whose second start resumes from step 2: without Abandon the new start's
+// rank 1 would complete step 3 with the dead start's rank 0, cursors of two
+// histories merged into one state.
+func testAbandon(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, _, _ := open(t)
+	SaveStep(t, s, "r", 1, 2, 4, nil)
+	SaveStep(t, s, "r", 2, 2, 4, nil)
+	SaveStep(t, s, "other", 3, 2, 4, nil)
+	dead := State(0, 2, 4)
+	dead.Epoch = 3
+	dead.Cursors[0].Rows = 111 // where the dead start had got to
+	if err := s.Save(ctx, "r", 3, 0, dead); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abandon(ctx, "r", 0, -2); err == nil {
+		t.Fatal("Abandon after step -2 was accepted")
+	}
+	if err := s.Abandon(ctx, "r", -1, 2); err == nil {
+		t.Fatal("Abandon of rank -1 was accepted")
+	}
+	// The new start: each rank abandons what it left after step 2.
+	for r := range 2 {
+		if err := s.Abandon(ctx, "r", r, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := State(1, 2, 4)
+	fresh.Epoch = 3
+	if err := s.Save(ctx, "r", 3, 1, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := s.Latest(ctx, "r"); err != nil || step != 2 {
+		t.Fatalf("Latest = %d, %v: step 3 holds one rank of the new start and must not be complete", step, err)
+	}
+	if _, err := s.LoadStep(ctx, "r", 3); !errors.Is(err, checkpoint.ErrIncomplete) {
+		t.Fatalf("LoadStep 3 = %v, want ErrIncomplete", err)
+	}
+	steps, complete := ListSteps(t, s, "r")
+	if !slices.Equal(steps, []int64{1, 2, 3}) || !slices.Equal(complete, []bool{true, true, false}) {
+		t.Fatalf("steps %v complete %v", steps, complete)
+	}
+	// A complete step after the resumed one (saved by a start that then
+	// lost a later one) loses its marker and the rank's state; the steps
+	// up to the resumed one and other runs stay.
+	SaveStep(t, s, "r", 5, 2, 4, nil)
+	if err := s.Abandon(ctx, "r", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadStep(ctx, "r", 5); !errors.Is(err, checkpoint.ErrIncomplete) {
+		t.Fatalf("LoadStep 5 after rank 1 abandoned it = %v, want ErrIncomplete", err)
+	}
+	if err := s.Abandon(ctx, "r", 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []int64{1, 2} {
+		if _, err := s.Load(ctx, "r", step, 0); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("rank 0 of step %d after Abandon -1 = %v, want ErrNotFound", step, err)
+		}
+		if _, err := s.Load(ctx, "r", step, 1); err != nil {
+			t.Fatalf("rank 1 of step %d: %v", step, err)
+		}
+	}
+	if step, err := s.Latest(ctx, "other"); err != nil || step != 3 {
+		t.Fatalf("Abandon of run r touched run other: Latest = %d, %v", step, err)
 	}
 }
