@@ -197,9 +197,9 @@ type mixJob struct {
 	from, to int64
 	next     int
 	parts    []arrow.RecordBatch
-	// idx is, per row of the batch, its row in the parts laid end to end;
+	// src says, per row of the batch, which part and row of it the row is;
 	// nil where the batch is the parts in order (a batch of one source).
-	idx []int32
+	src []source
 }
 
 func (j *mixJob) release() {
@@ -266,7 +266,7 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			nx := next % max(len(owned), 1)
 			srcOf := make([]int, m.o.BatchSize)
 			counts := make([]int64, len(m.sources))
-			seen := make([]int32, len(m.sources))
+			runs := make([]source, len(m.sources))
 			for {
 				var j *mixJob
 				for range owned {
@@ -280,7 +280,7 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 				if j == nil {
 					return
 				}
-				if err := m.cut(j, walks[j.split], lanes, srcOf, counts, seen); err != nil {
+				if err := m.cut(j, walks[j.split], lanes, srcOf, counts, runs); err != nil {
 					j.release()
 					yield(nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err))
 					return
@@ -377,7 +377,7 @@ func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch 
 // cut fills job j: it walks the job's positions, takes each source's rows
 // from its lane as runs of consecutive rows, and, where the job mixes
 // sources, says where each row of the batch is among the runs.
-func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, seen []int32) error {
+func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, at []source) error {
 	n := int(j.to - j.from)
 	clear(counts)
 	for i := range n {
@@ -389,7 +389,6 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 		counts[r.Source]++
 	}
 	used := 0
-	var base int32
 	for k, c := range counts {
 		if c == 0 {
 			continue
@@ -399,45 +398,40 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 		if l == nil {
 			return fmt.Errorf("internal error: source %d has no rows in the split", k)
 		}
+		at[k] = source{rec: int32(len(j.parts))}
 		var err error
 		if j.parts, err = l.take(c, j.parts); err != nil {
 			return fmt.Errorf("source %d: %w", k, err)
 		}
-		seen[k] = base
-		base += int32(c)
 	}
 	if used > 1 {
-		j.idx = make([]int32, n)
+		// Each source's rows are its parts' rows in order.
+		j.src = make([]source, n)
 		for i, k := range srcOf[:n] {
-			j.idx[i] = seen[k]
-			seen[k]++
+			p := &at[k]
+			if int64(p.row) == j.parts[p.rec].NumRows() {
+				p.rec, p.row = p.rec+1, 0
+			}
+			j.src[i] = *p
+			p.row++
 		}
 	}
 	return nil
 }
 
 // build puts one batch together from its runs: the one run as it is, runs
-// of one source concatenated, or the rows of several gathered in the mix's
-// order by the typed gather shuffled batches use.
+// of one source concatenated, or the rows of several interleaved in the
+// mix's order.
 func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error) {
 	mem := m.sources[0].Dataset.opts.Allocator
 	switch {
-	case j.idx == nil && len(j.parts) == 1:
+	case j.src == nil && len(j.parts) == 1:
 		j.parts[0].Retain()
 		return j.parts[0], nil
-	case j.idx == nil:
+	case j.src == nil:
 		return concat(m.schema, j.parts, mem)
 	}
-	w := &window{recs: j.parts, starts: make([]int64, len(j.parts))}
-	for i, p := range j.parts {
-		w.starts[i] = w.rows
-		w.rows += p.NumRows()
-	}
-	out, err := gatherWindow(ctx, m.schema, w, j.idx, mem)
-	if w.whole != nil {
-		w.whole.Release()
-	}
-	return out, err
+	return interleave(ctx, m.schema, j.parts, j.src, mem)
 }
 
 // MixState is a mix's position: the rows each mixed split delivered this
