@@ -27,6 +27,9 @@ type mixLane struct {
 	off    int64             // rows of cur already taken
 }
 
+// laneBatchRows is the fewest rows of a lane's batches.
+const laneBatchRows = 8192
+
 // newLane makes source d's lane of split s, starting at offset q of the
 // split's order in epoch pass. lanes is how many lanes of d the mix runs at
 // once: d's concurrency and prefetch bounds are shared out among them, so
@@ -46,6 +49,9 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q int64, lanes int, r
 		co.PrefetchBytes = max(1, co.PrefetchBytes)
 	}
 	co.Metrics = metrics.New()
+	// The mix cuts runs off the lane's batches, so their size is free:
+	// larger ones cost fewer hand-offs per row.
+	co.BatchSize = max(o.BatchSize, laneBatchRows)
 	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
 	ep, err := plan.NewEpoch(d.chunks, co.order(), pass)
 	if err != nil {
