@@ -434,38 +434,15 @@ func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error)
 	return interleave(ctx, m.schema, j.parts, j.src, mem)
 }
 
-// MixState is a mix's position: the rows each mixed split delivered this
-// epoch, from which (the interleaving being a pure function) every source's
-// cursor follows; they are kept too, as Taken, and checked on load.
-type MixState struct {
-	Version int `msgpack:"version" json:"version"`
-	// Fingerprint hashes the mix's options, weights, and every source's
-	// plan and order fingerprint.
-	Fingerprint string `msgpack:"fingerprint" json:"fingerprint"`
-	Epoch       int64  `msgpack:"epoch" json:"epoch"`
-	NumSplits   int    `msgpack:"num_splits" json:"num_splits"`
-	// WorldSize and Rank say which mixed splits the state speaks for; a
-	// merged state has Rank -1 and speaks for all.
-	WorldSize int `msgpack:"world_size" json:"world_size"`
-	Rank      int `msgpack:"rank" json:"rank"`
-	// Cursors has, per mixed split, the rows delivered this epoch.
-	Cursors []int64 `msgpack:"cursors" json:"cursors"`
-	// Next is the rank's round-robin position among its mixed splits.
-	Next int `msgpack:"next" json:"next"`
-	// Taken has, per source and split, the rows of that source's split the
-	// mix has taken since its start (across passes, with repetition): the
-	// source's cursor, pass Taken/rows and offset Taken%rows.
-	Taken [][]int64 `msgpack:"taken" json:"taken"`
-}
-
-// mixStateVersion is the MixState layout written here.
-const mixStateVersion = 1
+// MixState is a mix's position; see checkpoint.MixState. A
+// MixCheckpointer saves it in a checkpoint store.
+type MixState = checkpoint.MixState
 
 // StateDict returns the mix's position: the rows the consumer has taken.
 func (m *Mixed) StateDict() MixState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := MixState{Version: mixStateVersion, Fingerprint: m.finger, Epoch: m.epoch, NumSplits: m.splits,
+	st := MixState{Version: checkpoint.MixStateVersion, Fingerprint: m.finger, Epoch: m.epoch, NumSplits: m.splits,
 		WorldSize: m.o.WorldSize, Rank: m.o.Rank, Cursors: slices.Clone(m.cursors), Next: m.next}
 	st.Taken = m.taken(st.Epoch, st.Cursors, plan.Owned(m.splits, m.o.Rank, m.o.WorldSize))
 	return st
@@ -498,18 +475,19 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 	if m.running {
 		return ErrBusy
 	}
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("stream: load mix state: %w", err)
+	}
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("stream: load mix state: %w: field %s: %s", checkpoint.ErrMismatch, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case st.Version != mixStateVersion:
-		return bad("version", "%d, this code reads %d", st.Version, mixStateVersion)
 	case st.Fingerprint != m.finger:
 		return bad("fingerprint", "the state is of another mix (sources, weights or options differ)")
 	case st.NumSplits != m.splits || len(st.Cursors) != m.splits:
 		return bad("cursors", "%d splits, the mix has %d", len(st.Cursors), m.splits)
-	case st.Epoch < 0:
-		return bad("epoch", "%d is negative", st.Epoch)
+	case len(st.Taken) != len(m.sources):
+		return bad("taken", "%d sources, the mix has %d", len(st.Taken), len(m.sources))
 	case st.Rank >= 0 && (st.WorldSize != m.o.WorldSize || st.Rank != m.o.Rank):
 		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
@@ -521,13 +499,11 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 		}
 		cursors[s] = st.Cursors[s]
 	}
-	if st.Taken != nil {
-		want := m.taken(st.Epoch, cursors, owned)
-		for k := range want {
-			for _, s := range owned {
-				if k >= len(st.Taken) || s >= len(st.Taken[k]) || st.Taken[k][s] != want[k][s] {
-					return bad("taken", "source %d split %d does not match the cursors", k, s)
-				}
+	want := m.taken(st.Epoch, cursors, owned)
+	for k := range want {
+		for _, s := range owned {
+			if st.Taken[k][s] != want[k][s] {
+				return bad("taken", "source %d split %d does not match the cursors", k, s)
 			}
 		}
 	}
@@ -539,48 +515,12 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 }
 
 // MergeMixStates merges the states all ranks of a mix saved at one step
-// into one that any world size dividing NumSplits resumes.
+// into one that any world size dividing NumSplits resumes (see
+// checkpoint.MergeMix).
 func MergeMixStates(states ...MixState) (MixState, error) {
-	if len(states) == 0 {
-		return MixState{}, errors.New("stream: merge of no mix states")
+	st, err := checkpoint.MergeMix(states...)
+	if err != nil {
+		return MixState{}, fmt.Errorf("stream: %w", err)
 	}
-	first := states[0]
-	if first.Rank < 0 {
-		if len(states) != 1 {
-			return MixState{}, errors.New("stream: merge of a merged mix state with others")
-		}
-		return first, nil
-	}
-	world := first.WorldSize
-	if world < 1 || len(states) != world {
-		return MixState{}, fmt.Errorf("%w: mix merge needs all %d ranks, got %d states", checkpoint.ErrMismatch, world, len(states))
-	}
-	out := first
-	out.Rank, out.Next = -1, 0
-	out.Cursors = make([]int64, first.NumSplits)
-	out.Taken = make([][]int64, len(first.Taken))
-	for k := range out.Taken {
-		out.Taken[k] = make([]int64, first.NumSplits)
-	}
-	seen := make([]bool, world)
-	for _, st := range states {
-		switch {
-		case st.Fingerprint != first.Fingerprint || st.Epoch != first.Epoch || st.WorldSize != world || st.NumSplits != first.NumSplits:
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d's state is of another mix, epoch or world size", checkpoint.ErrMismatch, st.Rank)
-		case st.Rank < 0 || st.Rank >= world || seen[st.Rank]:
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d twice or outside world size %d", checkpoint.ErrMismatch, st.Rank, world)
-		case len(st.Cursors) != first.NumSplits || len(st.Taken) != len(first.Taken):
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d's state has %d cursors", checkpoint.ErrMismatch, st.Rank, len(st.Cursors))
-		}
-		seen[st.Rank] = true
-		for _, s := range plan.Owned(first.NumSplits, st.Rank, world) {
-			out.Cursors[s] = st.Cursors[s]
-			for k := range out.Taken {
-				if s < len(st.Taken[k]) {
-					out.Taken[k][s] = st.Taken[k][s]
-				}
-			}
-		}
-	}
-	return out, nil
+	return st, nil
 }
