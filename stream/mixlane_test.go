@@ -2,9 +2,14 @@ package stream
 
 import (
 	"context"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicedata/sluice/formats"
 )
 
 // TestMixMatchesPlan: row for row over two epochs (passes running across
@@ -54,5 +59,54 @@ func TestMixMatchesPlan(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMixBreakAndGoOn: breaking out of a mix's loop and ranging again goes
+// on where it stopped, lanes and all.
+func TestMixBreakAndGoOn(t *testing.T) {
+	src := mixSources(t, 2, 0.5, 0.3, 0.2)
+	o := MixOptions{Seed: 2, BatchSize: 40}
+	whole := mixRows(t, newMix(t, src, o), -1)
+	m := newMix(t, src, o)
+	var got []mixRow
+	for _, n := range []int{1, 4, 9} {
+		got = append(got, mixRows(t, m, n)...)
+	}
+	got = append(got, mixRows(t, m, -1)...)
+	if !slices.Equal(got, whole) {
+		t.Fatalf("broken off three times: %d rows, not the uninterrupted %d in order", len(got), len(whole))
+	}
+}
+
+// TestMixSourceError: a source whose file cannot be read ends the mix's
+// iteration with an error naming the mix's position, the source and the
+// file, and the position stays where the consumer was.
+func TestMixSourceError(t *testing.T) {
+	src := mixSources(t, 1, 0.5, 0.3, 0.2)
+	// Source 1's files shrink after planning: reading a row group fails.
+	for _, f := range src[1].Dataset.Files() {
+		if err := os.Truncate(strings.TrimPrefix(f.URL, "file://"), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newMix(t, src, MixOptions{Seed: 2, BatchSize: 40})
+	var err error
+	n := 0
+	for _, e := range m.Batches(context.Background()) {
+		if e != nil {
+			err = e
+			break
+		}
+		n++
+	}
+	if err == nil || !strings.Contains(err.Error(), "source 1") {
+		t.Fatalf("after %d batches: %v", n, err)
+	}
+	if !slices.ContainsFunc(src[1].Dataset.Files(), func(f *formats.Fragment) bool { return strings.Contains(err.Error(), f.URL) }) {
+		t.Fatalf("the error names none of source 1's files: %v", err)
+	}
+	if st := m.StateDict(); st.Cursors[0] != int64(n*40) {
+		t.Fatalf("after %d batches the state is at %d", n, st.Cursors[0])
 	}
 }
