@@ -290,6 +290,36 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	return MixRow{Source: best, Pass: g / r, Offset: g % r}, true
 }
 
+// NextSources moves past the next len(dst) rows (fewer at the end of the
+// split's epoch), writing each row's source into dst, and returns how many
+// it moved past: Next without the rows' passes and offsets, for a reader
+// that takes each source's rows in order.
+func (w *MixWalk) NextSources(dst []int) int {
+	if w.dues == nil {
+		w.dues = make([]int64, len(w.t.w))
+		for k := range w.dues {
+			w.dues[k] = w.nextDue(k)
+		}
+	}
+	n := 0
+	for ; n < len(dst) && w.pos < w.end; n++ {
+		best, bestDue := -1, int64(math.MaxInt64)
+		for k, d := range w.dues {
+			if d < bestDue {
+				best, bestDue = k, d
+			}
+		}
+		if best < 0 {
+			break
+		}
+		w.counts[best]++
+		w.dues[best] = w.nextDue(best)
+		w.pos++
+		dst[n] = best
+	}
+	return n
+}
+
 // nextDue is when source k's next row is due, or math.MaxInt64 if it has
 // given all it may.
 func (w *MixWalk) nextDue(k int) int64 {

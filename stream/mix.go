@@ -380,13 +380,11 @@ func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch 
 func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, at []source) error {
 	n := int(j.to - j.from)
 	clear(counts)
-	for i := range n {
-		r, ok := w.Next()
-		if !ok {
-			return fmt.Errorf("internal error: the walk ended at %d", w.Pos())
-		}
-		srcOf[i] = r.Source
-		counts[r.Source]++
+	if got := w.NextSources(srcOf[:n]); got != n {
+		return fmt.Errorf("internal error: the walk ended at %d", w.Pos())
+	}
+	for _, k := range srcOf[:n] {
+		counts[k]++
 	}
 	used := 0
 	for k, c := range counts {
