@@ -208,6 +208,9 @@ func (e *env) mixScenario(ctx context.Context) error {
 	}
 	var mixed, single []float64
 	var best, bestSingle measurement
+	// CPU per row, summed over the runs: on a loaded machine it says what
+	// mixing costs where wall-clock rates swing with the neighbours.
+	var mixCPU, singleCPU, mixRows, singleRows float64
 	for i := range max(e.cfg.Reps, 1) {
 		runtime.GC()
 		s, err := singleRun()
@@ -220,6 +223,8 @@ func (e *env) mixScenario(ctx context.Context) error {
 			return fmt.Errorf("mix: %w", err)
 		}
 		single, mixed = append(single, s.rowsPerSec()), append(mixed, m.rowsPerSec())
+		mixCPU, singleCPU = mixCPU+m.cpuSeconds, singleCPU+s.cpuSeconds
+		mixRows, singleRows = mixRows+float64(m.rows), singleRows+float64(s.rows)
 		if i == 0 || m.rowsPerSec() > best.rowsPerSec() {
 			best = m
 		}
@@ -232,6 +237,10 @@ func (e *env) mixScenario(ctx context.Context) error {
 	r.set("single_rows_per_s", bestSingle.rowsPerSec())
 	r.set("single_runs_rows_per_s", roundAll(single))
 	r.set("ratio_vs_single", best.rowsPerSec()/bestSingle.rowsPerSec())
+	if mixCPU > 0 && singleCPU > 0 {
+		r.set("single_rows_per_cpu_s", singleRows/singleCPU)
+		r.set("cpu_ratio_vs_single", (mixRows/mixCPU)/(singleRows/singleCPU))
+	}
 	r.target("ratio_vs_single", ">=", 0.9)
 	return e.emit(r)
 }

@@ -230,6 +230,10 @@ type MixWalk struct {
 	end    int64
 	counts []int64
 	start  []int64
+	// dues is, per source, when its next row is due (math.MaxInt64 once it
+	// has given all it may), kept so a step costs one division, not one per
+	// source.
+	dues []int64
 }
 
 // Walk starts a walk of mixed split s in epoch at position from.
@@ -259,12 +263,15 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	if w.pos >= w.end {
 		return MixRow{}, false
 	}
-	best, bestDue := -1, int64(math.MaxInt64)
-	for k := range w.t.w {
-		if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
-			continue
+	if w.dues == nil {
+		w.dues = make([]int64, len(w.t.w))
+		for k := range w.dues {
+			w.dues[k] = w.nextDue(k)
 		}
-		if d := w.t.due(k, w.counts[k]); d < bestDue {
+	}
+	best, bestDue := -1, int64(math.MaxInt64)
+	for k, d := range w.dues {
+		if d < bestDue {
 			best, bestDue = k, d
 		}
 	}
@@ -273,6 +280,7 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	}
 	j := w.counts[best]
 	w.counts[best]++
+	w.dues[best] = w.nextDue(best)
 	w.pos++
 	if !w.m.o.Repeat {
 		return MixRow{Source: best, Pass: w.epoch, Offset: j}, true
@@ -280,6 +288,45 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	r := w.m.rows[best][w.split]
 	g := w.start[best] + j
 	return MixRow{Source: best, Pass: g / r, Offset: g % r}, true
+}
+
+// NextSources moves past the next len(dst) rows (fewer at the end of the
+// split's epoch), writing each row's source into dst, and returns how many
+// it moved past: Next without the rows' passes and offsets, for a reader
+// that takes each source's rows in order.
+func (w *MixWalk) NextSources(dst []int) int {
+	if w.dues == nil {
+		w.dues = make([]int64, len(w.t.w))
+		for k := range w.dues {
+			w.dues[k] = w.nextDue(k)
+		}
+	}
+	n := 0
+	for ; n < len(dst) && w.pos < w.end; n++ {
+		best, bestDue := -1, int64(math.MaxInt64)
+		for k, d := range w.dues {
+			if d < bestDue {
+				best, bestDue = k, d
+			}
+		}
+		if best < 0 {
+			break
+		}
+		w.counts[best]++
+		w.dues[best] = w.nextDue(best)
+		w.pos++
+		dst[n] = best
+	}
+	return n
+}
+
+// nextDue is when source k's next row is due, or math.MaxInt64 if it has
+// given all it may.
+func (w *MixWalk) nextDue(k int) int64 {
+	if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
+		return math.MaxInt64
+	}
+	return w.t.due(k, w.counts[k])
 }
 
 // Pos is the walk's position.

@@ -108,6 +108,27 @@ func checkMix(seed uint64, o MixOrder, rows [][]int64) error {
 						return fmt.Errorf("split %d epoch %d: a walk from %d has %+v at %d, the walk from 0 %+v", s, e, i, got, j, seq[j])
 					}
 				}
+				// NextSources, in chunks of any size, gives the same sources
+				// to the end.
+				if w, err = m.Walk(e, s, i); err != nil {
+					return err
+				}
+				buf := make([]int, 1+r.IntN(50))
+				for j := i; ; {
+					got := w.NextSources(buf)
+					if got == 0 {
+						if j != n {
+							return fmt.Errorf("split %d epoch %d: NextSources from %d ended at %d of %d", s, e, i, j, n)
+						}
+						break
+					}
+					for _, k := range buf[:got] {
+						if k != seq[j].Source {
+							return fmt.Errorf("split %d epoch %d: NextSources from %d has source %d at %d, the walk %d", s, e, i, k, j, seq[j].Source)
+						}
+						j++
+					}
+				}
 			}
 			if _, err := m.Locate(e, s, n); !errors.Is(err, ErrPosition) {
 				return fmt.Errorf("split %d epoch %d: Locate at the end: %v, want ErrPosition", s, e, err)

@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,13 +26,14 @@ import (
 // and order options, whatever the world size. A rank takes its mixed
 // splits round-robin, BatchSize rows at a time, as it takes a dataset's.
 //
-// A mix reads its sources by random access (Take's machinery): the rows of
-// a batch are mapped to their sources' rows by the plan, and the units
-// holding them are read once into the sources' take caches, where the
-// batches after find them. Each source's cache (Options.TakeCacheBytes)
-// should hold a window of each split the rank owns (ShuffleWindow rows of
-// the selected columns, a few MiB for a handful of numeric columns), else
-// units are read again.
+// A mix reads each source the way Batches reads a dataset: split s of
+// source k is streamed by the source's own pipeline (windows read whole,
+// shuffled rows gathered out of them), pass after pass, in a lane of its
+// own (mixlane.go). The mixer decides, for each batch, how many rows each
+// source gives it (plan.Mix's closed-form counts), cuts runs of that many
+// consecutive rows off the sources' lanes and gathers them into the mix's
+// order. The sources' own options (concurrency, prefetch bounds) are
+// shared out among the lanes of the rank's mixed splits.
 
 // MixSource is one dataset of a mix.
 type MixSource struct {
@@ -73,19 +73,12 @@ type MixOptions struct {
 	// Rank and WorldSize: rank r takes the mixed splits s with s mod
 	// WorldSize == r. Defaults 0 and 1.
 	Rank, WorldSize int
-	// Concurrency is the number of batches built at once (each reads what
-	// its rows need that no cache holds, then gathers them). Default
-	// max(2, GOMAXPROCS).
+	// Concurrency is the number of batches put together at once out of
+	// the runs the sources give them. Default max(2, GOMAXPROCS).
 	Concurrency int
-	// Prefetch is the batches built ahead of the consumer. Default
+	// Prefetch is the batches put together ahead of the consumer. Default
 	// 2 × Concurrency.
 	Prefetch int
-	// ReadAhead is how far ahead of the batches being built, in rows of the
-	// rank's order, the units (row groups) that rows need start being read
-	// into the sources' caches, Concurrency at a time, so that a batch
-	// rarely waits for a read. Default 65536 (a default shuffle window);
-	// negative: none.
-	ReadAhead int
 }
 
 // Mixed is a mix of datasets with a position. Its methods are safe to call
@@ -98,6 +91,7 @@ type Mixed struct {
 	order   plan.MixOrder
 	finger  string
 	splits  int
+	rows    [][]int64 // per source and split: the rows of a pass
 
 	mu      sync.Mutex // guards the position and mix (its epoch starts)
 	running bool
@@ -124,9 +118,6 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	}
 	if o.Prefetch == 0 {
 		o.Prefetch = 2 * o.Concurrency
-	}
-	if o.ReadAhead == 0 {
-		o.ReadAhead = 65536
 	}
 	first := sources[0].Dataset
 	if first == nil {
@@ -174,7 +165,7 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream: mix: %w", err)
 	}
-	m.mix = mix
+	m.mix, m.rows = mix, rows
 	m.finger = hex.EncodeToString(h.Sum(nil)[:16])
 	m.epoch = o.StartEpoch
 	m.cursors = make([]int64, n)
@@ -198,60 +189,24 @@ func (m *Mixed) SplitRows(epoch int64, split int) int64 {
 	return m.mix.Len(epoch, split)
 }
 
-// mixBatch is one batch of the mix: positions [from, to) of one mixed
-// split, their rows, and where taking it leaves the position.
-type mixBatch struct {
+// mixJob is one batch of the mix: positions [from, to) of one mixed split,
+// the runs of rows each source gives it (cut from the sources' lanes, in
+// source order), and where taking it leaves the position.
+type mixJob struct {
 	split    int
 	from, to int64
 	next     int
-	groups   []*mixGroup
+	parts    []arrow.RecordBatch
+	// src says, per row of the batch, which part and row of it the row is;
+	// nil where the batch is the parts in order (a batch of one source).
+	src []source
 }
 
-// mixGroup is a batch's rows from one source: where they are in the
-// source, and at which rows of the batch they go.
-type mixGroup struct {
-	src     int
-	pass    int64
-	offsets []int64 // offsets of the source's split order, ascending
-	at      []int
-}
-
-// plan makes batch b's groups from its rows: by source and pass.
-func (m *Mixed) plan(b *mixBatch, rows []plan.MixRow) {
-	for i, r := range rows {
-		var g *mixGroup
-		for _, x := range b.groups {
-			if x.src == r.Source && x.pass == r.Pass {
-				g = x
-				break
-			}
-		}
-		if g == nil {
-			g = &mixGroup{src: r.Source, pass: r.Pass}
-			b.groups = append(b.groups, g)
-		}
-		g.offsets = append(g.offsets, r.Offset)
-		g.at = append(g.at, i)
+func (j *mixJob) release() {
+	for _, p := range j.parts {
+		p.Release()
 	}
-}
-
-// windowUnits is the units (or blocks) holding window r's rows in d.
-func (d *Dataset) windowUnits(ep *plan.Epoch, r plan.WindowRef) []unitKey {
-	var out []unitKey
-	for _, p := range ep.Pieces(r) {
-		st := d.unitStarts(p.Fragment)
-		for u := sort.Search(len(st)-1, func(u int) bool { return st[u+1] > p.Start }); u < len(st)-1 && st[u] < p.End; u++ {
-			if !d.data.Fragments[p.Fragment].Units[u].Paged {
-				out = append(out, unitKey{file: p.Fragment, unit: u})
-				continue
-			}
-			lo, hi := max(p.Start, st[u])-st[u], min(p.End, st[u+1])-st[u]
-			for blk := lo / takeBlockRows; blk*takeBlockRows < hi; blk++ {
-				out = append(out, unitKey{file: p.Fragment, unit: u, block: int(blk)})
-			}
-		}
-	}
-	return out
+	j.parts = nil
 }
 
 // Batches streams the rest of the current epoch of the mix as Arrow record
@@ -260,6 +215,8 @@ func (d *Dataset) windowUnits(ep *plan.Epoch, r plan.WindowRef) []unitKey {
 // breaking out keeps the position. The first error ends the iteration.
 func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		m.mu.Lock()
 		if m.running {
 			m.mu.Unlock()
@@ -271,15 +228,25 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 		owned := plan.Owned(m.splits, m.o.Rank, m.o.WorldSize)
 		lens := make([]int64, m.splits)
 		walks := map[int]*plan.MixWalk{}
+		lanes := map[[2]int]*mixLane{} // by (split, source)
 		var err error
 		for _, s := range owned {
 			lens[s] = m.mix.Len(epoch, s)
 			if walks[s], err = m.mix.Walk(epoch, s, cursors[s]); err != nil {
 				break
 			}
+			if err = m.openLanes(ctx, lanes, epoch, s, cursors[s], len(owned)); err != nil {
+				break
+			}
 		}
 		m.mu.Unlock()
 		defer func() {
+			// The producer has returned (Map waits for it), so the lanes
+			// are no one else's now.
+			cancel()
+			for _, l := range lanes {
+				l.close()
+			}
 			m.mu.Lock()
 			m.running = false
 			m.mu.Unlock()
@@ -288,151 +255,56 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			yield(nil, fmt.Errorf("stream: mix epoch %d: %w", epoch, err))
 			return
 		}
-		// Units read ahead into the sources' caches: goroutines that end
-		// with the iteration (cancel runs before the wait).
-		var warmers sync.WaitGroup
-		defer warmers.Wait()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		warmSlots := make(chan struct{}, m.o.Concurrency)
-		// Windows whose units were sent for: a batch's rows of a source are
-		// consecutive offsets of its split order, so the windows they touch
-		// are found from the first and last.
-		type windowKey struct {
-			d     *Dataset
-			pass  int64
-			split int
-			w     int
-		}
-		warmed := map[windowKey]bool{}
-		warmUnit := func(d *Dataset, k unitKey) bool {
-			select {
-			case warmSlots <- struct{}{}:
-			case <-ctx.Done():
-				return false
-			}
-			warmers.Add(1)
-			go func() {
-				defer warmers.Done()
-				defer func() { <-warmSlots }()
-				// An error here is met again by the batch that needs the
-				// unit, which reports it.
-				if u, err := d.unit(ctx, k, make(chan struct{}, 1)); err == nil {
-					u.release()
-				}
-			}()
-			return true
-		}
-		warm := func(b *mixBatch) {
-			for _, g := range b.groups {
-				d := m.sources[g.src].Dataset
-				ep, err := d.takeEpoch(g.pass)
-				if err != nil {
-					continue // the build reports it
-				}
-				starts := d.windowStarts(ep, b.split)
-				first, _, err1 := plan.SeekWindow(starts, b.split, g.offsets[0])
-				last, _, err2 := plan.SeekWindow(starts, b.split, g.offsets[len(g.offsets)-1])
-				if err1 != nil || err2 != nil {
-					continue
-				}
-				for w := first.Window; w <= last.Window; w++ {
-					wk := windowKey{d, g.pass, b.split, w}
-					if warmed[wk] {
-						continue
-					}
-					if len(warmed) > 1<<16 {
-						clear(warmed)
-					}
-					warmed[wk] = true
-					for _, k := range d.windowUnits(ep, plan.WindowRef{Split: b.split, Window: w}) {
-						if !warmUnit(d, k) {
-							return
-						}
-					}
-				}
-			}
-		}
 
-		// The rank's batches, round-robin over its mixed splits. The walks
-		// and the locating run here, on one goroutine, in order, ReadAhead
-		// rows ahead of what they hand on; the builds run concurrently.
-		aheadBatches := 0
-		if m.o.ReadAhead > 0 {
-			aheadBatches = (m.o.ReadAhead + m.o.BatchSize - 1) / m.o.BatchSize
-		}
-		plans := func(yield func(*mixBatch, error) bool) {
+		// The rank's batches, round-robin over its mixed splits: for each,
+		// the walk says from which source each row comes, and each source's
+		// rows are the next ones of its lane. This runs on one goroutine, in
+		// order; the lanes' pipelines read ahead on their own, and the
+		// batches are put together concurrently.
+		plans := func(yield func(*mixJob, error) bool) {
 			at := slices.Clone(cursors)
 			nx := next % max(len(owned), 1)
-			var rows []plan.MixRow
-			// step makes the next batch's plan, or nil at the end.
-			step := func() (*mixBatch, error) {
+			srcOf := make([]int, m.o.BatchSize)
+			counts := make([]int64, len(m.sources))
+			runs := make([]source, len(m.sources))
+			for {
+				var j *mixJob
 				for range owned {
 					s := owned[nx]
 					nx = (nx + 1) % len(owned)
-					if at[s] >= lens[s] {
-						continue
-					}
-					b := &mixBatch{split: s, from: at[s], to: min(at[s]+int64(m.o.BatchSize), lens[s]), next: nx}
-					w := walks[s]
-					rows = rows[:0]
-					for w.Pos() < b.to {
-						r, ok := w.Next()
-						if !ok {
-							return nil, fmt.Errorf("stream: mix epoch %d split %d: internal error: the walk ended at %d of %d", epoch, s, w.Pos(), lens[s])
-						}
-						rows = append(rows, r)
-					}
-					at[s] = b.to
-					m.plan(b, rows)
-					return b, nil
-				}
-				return nil, nil
-			}
-			var queue []*mixBatch
-			done := false
-			for {
-				for !done && len(queue) <= aheadBatches {
-					b, err := step()
-					if err != nil {
-						yield(nil, err)
-						return
-					}
-					if b == nil {
-						done = true
+					if at[s] < lens[s] {
+						j = &mixJob{split: s, from: at[s], to: min(at[s]+int64(m.o.BatchSize), lens[s]), next: nx}
 						break
 					}
-					if aheadBatches > 0 {
-						warm(b)
-					}
-					queue = append(queue, b)
 				}
-				if len(queue) == 0 {
+				if j == nil {
 					return
 				}
-				b := queue[0]
-				queue = queue[1:]
-				if !yield(b, nil) {
+				if err := m.cut(j, walks[j.split], lanes, srcOf, counts, runs); err != nil {
+					j.release()
+					yield(nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err))
+					return
+				}
+				at[j.split] = j.to
+				if !yield(j, nil) {
 					return
 				}
 			}
 		}
-		type builtBatch struct {
-			b   *mixBatch
-			rec arrow.RecordBatch
-		}
-		built := prefetch.Map(ctx, plans, prefetch.Stage[*mixBatch, builtBatch]{
+		built := prefetch.Map(ctx, plans, prefetch.Stage[*mixJob, mixBuilt]{
 			Name:        "mix",
 			Concurrency: m.o.Concurrency,
 			Ahead:       m.o.Prefetch,
-			Fn: func(ctx context.Context, b *mixBatch) (builtBatch, error) {
-				out, err := m.build(ctx, b)
+			Fn: func(ctx context.Context, j *mixJob) (mixBuilt, error) {
+				defer j.release()
+				out, err := m.build(ctx, j)
 				if err != nil {
-					return builtBatch{}, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, b.split, b.from, b.to, err)
+					return mixBuilt{}, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err)
 				}
-				return builtBatch{b, out}, nil
+				return mixBuilt{split: j.split, to: j.to, next: j.next, rec: out}, nil
 			},
-			ReleaseOut: func(b builtBatch) { b.rec.Release() },
+			ReleaseIn:  func(j *mixJob) { j.release() },
+			ReleaseOut: func(b mixBuilt) { b.rec.Release() },
 		})
 		for r, err := range built {
 			if err != nil {
@@ -444,8 +316,8 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 				return
 			}
 			m.mu.Lock()
-			m.cursors[r.b.split] = r.b.to
-			m.next = r.b.next
+			m.cursors[r.split] = r.to
+			m.next = r.next
 			m.mu.Unlock()
 			ok := yield(r.rec, nil)
 			r.rec.Release()
@@ -465,64 +337,110 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 	}
 }
 
-// build reads and gathers one batch's rows from its sources.
-func (m *Mixed) build(ctx context.Context, b *mixBatch) (arrow.RecordBatch, error) {
-	gs := newGatherSet()
-	defer gs.release()
-	var n int
-	for _, g := range b.groups {
-		n += len(g.at)
-	}
-	idx := make([]int32, n)
-	for _, g := range b.groups {
-		d := m.sources[g.src].Dataset
-		locs, err := d.locate(g.pass, []int{b.split}, g.offsets)
-		if err != nil {
-			return nil, fmt.Errorf("source %d: %w", g.src, err)
-		}
-		got, err := d.addUnits(ctx, locs, gs)
-		if err != nil {
-			return nil, fmt.Errorf("source %d: %w", g.src, err)
-		}
-		for j, i := range g.at {
-			idx[i] = got[j]
-		}
-	}
-	return gs.gather(ctx, m.schema, idx, m.sources[0].Dataset.opts)
+// mixBuilt is a batch of the mix and where taking it leaves the position.
+type mixBuilt struct {
+	split int
+	to    int64
+	next  int
+	rec   arrow.RecordBatch
 }
 
-// MixState is a mix's position: the rows each mixed split delivered this
-// epoch, from which (the interleaving being a pure function) every source's
-// cursor follows; they are kept too, as Taken, and checked on load.
-type MixState struct {
-	Version int `msgpack:"version" json:"version"`
-	// Fingerprint hashes the mix's options, weights, and every source's
-	// plan and order fingerprint.
-	Fingerprint string `msgpack:"fingerprint" json:"fingerprint"`
-	Epoch       int64  `msgpack:"epoch" json:"epoch"`
-	NumSplits   int    `msgpack:"num_splits" json:"num_splits"`
-	// WorldSize and Rank say which mixed splits the state speaks for; a
-	// merged state has Rank -1 and speaks for all.
-	WorldSize int `msgpack:"world_size" json:"world_size"`
-	Rank      int `msgpack:"rank" json:"rank"`
-	// Cursors has, per mixed split, the rows delivered this epoch.
-	Cursors []int64 `msgpack:"cursors" json:"cursors"`
-	// Next is the rank's round-robin position among its mixed splits.
-	Next int `msgpack:"next" json:"next"`
-	// Taken has, per source and split, the rows of that source's split the
-	// mix has taken since its start (across passes, with repetition): the
-	// source's cursor, pass Taken/rows and offset Taken%rows.
-	Taken [][]int64 `msgpack:"taken" json:"taken"`
+// openLanes opens the lanes of mixed split s, each source's where the mix's
+// position (cursor rows of the split in epoch) leaves it: its pass and
+// offset follow from the closed-form counts. m.mu is held.
+func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch int64, s int, cursor int64, perSource int) error {
+	counts := m.mix.Counts(epoch, s, cursor)
+	start := m.mix.Start(epoch, s)
+	for k, src := range m.sources {
+		r := m.rows[k][s]
+		if r == 0 {
+			continue
+		}
+		pass, q := epoch, counts[k]
+		if !m.o.NoRepeat {
+			g := start[k] + counts[k]
+			pass, q = g/r, g%r
+		}
+		l, err := newLane(ctx, src.Dataset, s, pass, q, perSource, !m.o.NoRepeat)
+		if err != nil {
+			for _, l := range lanes {
+				l.close()
+			}
+			clear(lanes)
+			return fmt.Errorf("source %d split %d: %w", k, s, err)
+		}
+		lanes[[2]int{s, k}] = l
+	}
+	return nil
 }
 
-// mixStateVersion is the MixState layout written here.
-const mixStateVersion = 1
+// cut fills job j: it walks the job's positions, takes each source's rows
+// from its lane as runs of consecutive rows, and, where the job mixes
+// sources, says where each row of the batch is among the runs.
+func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, at []source) error {
+	n := int(j.to - j.from)
+	clear(counts)
+	if got := w.NextSources(srcOf[:n]); got != n {
+		return fmt.Errorf("internal error: the walk ended at %d", w.Pos())
+	}
+	for _, k := range srcOf[:n] {
+		counts[k]++
+	}
+	used := 0
+	for k, c := range counts {
+		if c == 0 {
+			continue
+		}
+		used++
+		l := lanes[[2]int{j.split, k}]
+		if l == nil {
+			return fmt.Errorf("internal error: source %d has no rows in the split", k)
+		}
+		at[k] = source{rec: int32(len(j.parts))}
+		var err error
+		if j.parts, err = l.take(c, j.parts); err != nil {
+			return fmt.Errorf("source %d: %w", k, err)
+		}
+	}
+	if used > 1 {
+		// Each source's rows are its parts' rows in order.
+		j.src = make([]source, n)
+		for i, k := range srcOf[:n] {
+			p := &at[k]
+			if int64(p.row) == j.parts[p.rec].NumRows() {
+				p.rec, p.row = p.rec+1, 0
+			}
+			j.src[i] = *p
+			p.row++
+		}
+	}
+	return nil
+}
+
+// build puts one batch together from its runs: the one run as it is, runs
+// of one source concatenated, or the rows of several interleaved in the
+// mix's order.
+func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error) {
+	mem := m.sources[0].Dataset.opts.Allocator
+	switch {
+	case j.src == nil && len(j.parts) == 1:
+		j.parts[0].Retain()
+		return j.parts[0], nil
+	case j.src == nil:
+		return concat(m.schema, j.parts, mem)
+	}
+	return interleave(ctx, m.schema, j.parts, j.src, mem)
+}
+
+// MixState is a mix's position; see checkpoint.MixState. A
+// MixCheckpointer saves it in a checkpoint store.
+type MixState = checkpoint.MixState
 
 // StateDict returns the mix's position: the rows the consumer has taken.
 func (m *Mixed) StateDict() MixState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := MixState{Version: mixStateVersion, Fingerprint: m.finger, Epoch: m.epoch, NumSplits: m.splits,
+	st := MixState{Version: checkpoint.MixStateVersion, Fingerprint: m.finger, Epoch: m.epoch, NumSplits: m.splits,
 		WorldSize: m.o.WorldSize, Rank: m.o.Rank, Cursors: slices.Clone(m.cursors), Next: m.next}
 	st.Taken = m.taken(st.Epoch, st.Cursors, plan.Owned(m.splits, m.o.Rank, m.o.WorldSize))
 	return st
@@ -555,18 +473,19 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 	if m.running {
 		return ErrBusy
 	}
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("stream: load mix state: %w", err)
+	}
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("stream: load mix state: %w: field %s: %s", checkpoint.ErrMismatch, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case st.Version != mixStateVersion:
-		return bad("version", "%d, this code reads %d", st.Version, mixStateVersion)
 	case st.Fingerprint != m.finger:
 		return bad("fingerprint", "the state is of another mix (sources, weights or options differ)")
 	case st.NumSplits != m.splits || len(st.Cursors) != m.splits:
 		return bad("cursors", "%d splits, the mix has %d", len(st.Cursors), m.splits)
-	case st.Epoch < 0:
-		return bad("epoch", "%d is negative", st.Epoch)
+	case len(st.Taken) != len(m.sources):
+		return bad("taken", "%d sources, the mix has %d", len(st.Taken), len(m.sources))
 	case st.Rank >= 0 && (st.WorldSize != m.o.WorldSize || st.Rank != m.o.Rank):
 		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
@@ -578,13 +497,11 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 		}
 		cursors[s] = st.Cursors[s]
 	}
-	if st.Taken != nil {
-		want := m.taken(st.Epoch, cursors, owned)
-		for k := range want {
-			for _, s := range owned {
-				if k >= len(st.Taken) || s >= len(st.Taken[k]) || st.Taken[k][s] != want[k][s] {
-					return bad("taken", "source %d split %d does not match the cursors", k, s)
-				}
+	want := m.taken(st.Epoch, cursors, owned)
+	for k := range want {
+		for _, s := range owned {
+			if st.Taken[k][s] != want[k][s] {
+				return bad("taken", "source %d split %d does not match the cursors", k, s)
 			}
 		}
 	}
@@ -596,48 +513,12 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 }
 
 // MergeMixStates merges the states all ranks of a mix saved at one step
-// into one that any world size dividing NumSplits resumes.
+// into one that any world size dividing NumSplits resumes (see
+// checkpoint.MergeMix).
 func MergeMixStates(states ...MixState) (MixState, error) {
-	if len(states) == 0 {
-		return MixState{}, errors.New("stream: merge of no mix states")
+	st, err := checkpoint.MergeMix(states...)
+	if err != nil {
+		return MixState{}, fmt.Errorf("stream: %w", err)
 	}
-	first := states[0]
-	if first.Rank < 0 {
-		if len(states) != 1 {
-			return MixState{}, errors.New("stream: merge of a merged mix state with others")
-		}
-		return first, nil
-	}
-	world := first.WorldSize
-	if world < 1 || len(states) != world {
-		return MixState{}, fmt.Errorf("%w: mix merge needs all %d ranks, got %d states", checkpoint.ErrMismatch, world, len(states))
-	}
-	out := first
-	out.Rank, out.Next = -1, 0
-	out.Cursors = make([]int64, first.NumSplits)
-	out.Taken = make([][]int64, len(first.Taken))
-	for k := range out.Taken {
-		out.Taken[k] = make([]int64, first.NumSplits)
-	}
-	seen := make([]bool, world)
-	for _, st := range states {
-		switch {
-		case st.Fingerprint != first.Fingerprint || st.Epoch != first.Epoch || st.WorldSize != world || st.NumSplits != first.NumSplits:
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d's state is of another mix, epoch or world size", checkpoint.ErrMismatch, st.Rank)
-		case st.Rank < 0 || st.Rank >= world || seen[st.Rank]:
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d twice or outside world size %d", checkpoint.ErrMismatch, st.Rank, world)
-		case len(st.Cursors) != first.NumSplits || len(st.Taken) != len(first.Taken):
-			return MixState{}, fmt.Errorf("%w: mix merge: rank %d's state has %d cursors", checkpoint.ErrMismatch, st.Rank, len(st.Cursors))
-		}
-		seen[st.Rank] = true
-		for _, s := range plan.Owned(first.NumSplits, st.Rank, world) {
-			out.Cursors[s] = st.Cursors[s]
-			for k := range out.Taken {
-				if s < len(st.Taken[k]) {
-					out.Taken[k][s] = st.Taken[k][s]
-				}
-			}
-		}
-	}
-	return out, nil
+	return st, nil
 }

@@ -1,0 +1,136 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"reflect"
+	"testing"
+
+	"gocloud.dev/blob/memblob"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/checkpoint/internal/storetest"
+)
+
+// TestMixStores runs the mix-state suite against a bucket store; package
+// pebblestore runs it against its own.
+func TestMixStores(t *testing.T) {
+	storetest.Mix(t, func(t *testing.T) (checkpoint.Store, checkpoint.Backend, checkpoint.Layout) {
+		return openBucketStore(t, memblob.OpenBucket(nil))
+	})
+}
+
+func TestMixStateRoundTrip(t *testing.T) {
+	st := storetest.MixState(1, 2, 6)
+	b, err := checkpoint.EncodeMix(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := checkpoint.DecodeMix(b)
+	if err != nil || !reflect.DeepEqual(got, st) {
+		t.Fatalf("round trip: %+v, %v; want %+v", got, err, st)
+	}
+	// Every truncation and every flipped bit is refused as corrupt.
+	for n := range len(b) {
+		if _, err := checkpoint.DecodeMix(b[:n]); !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v", n, err)
+		}
+	}
+	for i := range len(b) {
+		c := bytes.Clone(b)
+		c[i] ^= 1 << (i % 8)
+		if _, err := checkpoint.DecodeMix(c); err == nil {
+			t.Fatalf("bit flipped at byte %d: decoded", i)
+		}
+	}
+	// A dataset's state is named as one.
+	ds, err := checkpoint.Encode(storetest.State(0, 1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.DecodeMix(ds); !errors.Is(err, checkpoint.ErrCorrupt) || !bytes.Contains([]byte(err.Error()), []byte("dataset's state")) {
+		t.Fatalf("a dataset's state decoded as a mix's: %v", err)
+	}
+	// A newer format version is a VersionError, not damage.
+	newer := mixFrame(checkpoint.MixStateVersion+1, []byte(`{}`))
+	var ve *checkpoint.VersionError
+	if _, err := checkpoint.DecodeMix(newer); !errors.As(err, &ve) {
+		t.Fatalf("a newer version: %v", err)
+	}
+	// Payloads that are JSON but not a valid state are corrupt.
+	for _, p := range []string{`{}`, `{"version":1}`, `[]`, `{"version":1,"bogus":2}`, `{"version":1,"fingerprint":"f","num_splits":2,"world_size":1,"rank":0,"cursors":[1,-2],"taken":[[0,0]]}`} {
+		if _, err := checkpoint.DecodeMix(mixFrame(checkpoint.MixStateVersion, []byte(p))); !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Fatalf("payload %s: %v", p, err)
+		}
+	}
+}
+
+// mixFrame frames a payload as encode's comment spells it out.
+func mixFrame(version uint16, payload []byte) []byte {
+	b := []byte("SLMX")
+	b = binary.BigEndian.AppendUint16(b, version)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, payload...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+func TestMergeMix(t *testing.T) {
+	a, b := storetest.MixState(0, 2, 4), storetest.MixState(1, 2, 4)
+	m, err := checkpoint.MergeMix(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range 4 {
+		src := []checkpoint.MixState{a, b}[s%2]
+		if m.Cursors[s] != src.Cursors[s] || m.Taken[1][s] != src.Taken[1][s] {
+			t.Fatalf("split %d not taken from rank %d", s, s%2)
+		}
+	}
+	if m.Rank != -1 || m.Next != 0 {
+		t.Fatalf("merged rank %d next %d", m.Rank, m.Next)
+	}
+	other := b
+	other.Fingerprint = "another"
+	later := b
+	later.Epoch++
+	for name, states := range map[string][]checkpoint.MixState{
+		"one missing":   {a},
+		"twice":         {a, a},
+		"another mix":   {a, other},
+		"another epoch": {a, later},
+	} {
+		if _, err := checkpoint.MergeMix(states...); !errors.Is(err, checkpoint.ErrMismatch) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzDecodeMix(f *testing.F) {
+	b, err := checkpoint.EncodeMix(storetest.MixState(0, 1, 3))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(mixFrame(checkpoint.MixStateVersion, []byte(`{"version":1,"num_splits":99999999}`)))
+	f.Add([]byte("SLMX"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := checkpoint.DecodeMix(b)
+		if err != nil {
+			return
+		}
+		// What decodes is valid and encodes back to what decodes the same.
+		if err := st.Validate(); err != nil {
+			t.Fatalf("decoded an invalid state: %v", err)
+		}
+		again, err := checkpoint.EncodeMix(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st2, err := checkpoint.DecodeMix(again)
+		if err != nil || !reflect.DeepEqual(st, st2) {
+			t.Fatalf("re-encoded state decodes to %+v, %v", st2, err)
+		}
+	})
+}

@@ -1,0 +1,270 @@
+package checkpoint
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// MixStore keeps the states of mixes of datasets (stream.Mixed) as Store
+// keeps datasets': per run, step and rank, a step complete once every rank
+// of its world size is stored, decodes and merges (MergeMix). A mix's run
+// holds mix states only: a dataset's state found there, or a mix's in a
+// dataset's run, is refused as ErrCorrupt naming what it is. Delete works
+// on both kinds of run. Every store of this package (BucketStore,
+// BackendStore and so pebblestore's) is a MixStore.
+type MixStore interface {
+	// SaveMix stores the state of one rank at a step, as Store.Save does.
+	SaveMix(ctx context.Context, run string, step int64, rank int, st MixState) error
+	// LoadMix returns the state one rank saved at a step (ErrNotFound if
+	// none, ErrCorrupt if it does not decode).
+	LoadMix(ctx context.Context, run string, step int64, rank int) (MixState, error)
+	// LoadMixStep returns the states of every rank of a step merged into
+	// one (Rank -1), with the errors of Store.LoadStep.
+	LoadMixStep(ctx context.Context, run string, step int64) (MixState, error)
+	// LatestMix returns the newest complete step of a mix's run, passing
+	// over steps that are incomplete, corrupt or inconsistent, as
+	// Store.Latest does.
+	LatestMix(ctx context.Context, run string) (int64, error)
+	// RetainMix keeps the newest keep complete steps of a mix's run and
+	// deletes every step older than the oldest of them, as Store.Retain.
+	RetainMix(ctx context.Context, run string, keep int) error
+}
+
+var (
+	_ MixStore = (*BucketStore)(nil)
+	_ MixStore = (*BackendStore)(nil)
+)
+
+// SaveMix implements MixStore. In a layout with markers, whoever saves the
+// last missing rank of a step writes its marker, as Save does.
+func (s *store) SaveMix(ctx context.Context, run string, step int64, rank int, st MixState) error {
+	if err := checkRank(run, step, rank); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("run %q step %d rank %d", run, step, rank)
+	switch {
+	case st.Rank < 0:
+		return fmt.Errorf("checkpoint: save mix %s: a merged state (rank %d) is not saved per rank", where, st.Rank)
+	case st.Rank != rank:
+		return fmt.Errorf("checkpoint: save mix %s: the state is rank %d's", where, st.Rank)
+	}
+	b, err := EncodeMix(st)
+	if err != nil {
+		return fmt.Errorf("checkpoint: save mix %s: %w", where, trimPrefix(err))
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	where += " in " + s.name
+	if err := s.b.Put(ctx, s.keys.RankKey(run, step, rank), b); err != nil {
+		return fmt.Errorf("checkpoint: save mix %s: %w", where, err)
+	}
+	marker := s.keys.MarkerKey(run, step)
+	if marker == "" {
+		return nil
+	}
+	ranks, _, err := s.listStep(ctx, run, step)
+	if err != nil {
+		return fmt.Errorf("checkpoint: save mix %s: list step: %w", where, err)
+	}
+	for r := range st.WorldSize {
+		if _, ok := slices.BinarySearch(ranks, r); !ok {
+			return nil // a rank still to come writes the marker
+		}
+	}
+	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
+		return fmt.Errorf("checkpoint: save mix %s: write completion marker: %w", where, err)
+	}
+	return nil
+}
+
+// LoadMix implements MixStore.
+func (s *store) LoadMix(ctx context.Context, run string, step int64, rank int) (MixState, error) {
+	if err := checkRank(run, step, rank); err != nil {
+		return MixState{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return MixState{}, err
+	}
+	defer s.mu.RUnlock()
+	b, err := s.b.Get(ctx, s.keys.RankKey(run, step, rank))
+	if errors.Is(err, ErrNotFound) {
+		return MixState{}, fmt.Errorf("checkpoint: run %q step %d rank %d: %w", run, step, rank, trimPrefix(ErrNotFound))
+	}
+	return decodeStoredMix(run, step, storedRank{rank: rank, data: b, err: err})
+}
+
+// LoadMixStep implements MixStore.
+func (s *store) LoadMixStep(ctx context.Context, run string, step int64) (MixState, error) {
+	if err := checkStep(run, step); err != nil {
+		return MixState{}, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return MixState{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.assessMix(ctx, run, step)
+}
+
+// LatestMix implements MixStore.
+func (s *store) LatestMix(ctx context.Context, run string) (int64, error) {
+	if err := checkRun(run); err != nil {
+		return 0, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	steps, err := s.listSteps(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	var damaged error
+	for _, step := range slices.Backward(steps) {
+		_, err := s.assessMix(ctx, run, step)
+		if err == nil {
+			return step, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		if !skippable(err) {
+			return 0, err
+		}
+		damaged = cmp.Or(damaged, damage(err))
+	}
+	if damaged != nil {
+		return 0, fmt.Errorf("checkpoint: mix run %q has no complete step left that can be read: %w", run, damaged)
+	}
+	return 0, fmt.Errorf("checkpoint: mix run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
+}
+
+// RetainMix implements MixStore.
+func (s *store) RetainMix(ctx context.Context, run string, keep int) error {
+	if err := checkKeep(run, keep); err != nil {
+		return err
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	steps, err := s.listSteps(ctx, run)
+	if err != nil {
+		return err
+	}
+	infos := make([]StepInfo, len(steps))
+	for i, step := range steps {
+		_, err := s.assessMix(ctx, run, step)
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		infos[i] = StepInfo{Step: step, Complete: err == nil}
+	}
+	oldest, ok := pickRetained(infos, keep)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, step := range steps {
+		if step >= oldest {
+			break
+		}
+		if keys, err = s.stepKeys(ctx, run, step, keys); err != nil {
+			break
+		}
+	}
+	if err == nil && len(keys) > 0 {
+		err = s.b.Delete(ctx, keys)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: retain mix run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
+	}
+	return nil
+}
+
+// assessMix reads everything stored for a step of a mix's run and merges
+// it, or says why the step is not complete.
+func (s *store) assessMix(ctx context.Context, run string, step int64) (MixState, error) {
+	where := fmt.Sprintf("run %q step %d", run, step)
+	rankNos, hasMarker, err := s.listStep(ctx, run, step)
+	if err != nil {
+		return MixState{}, fmt.Errorf("checkpoint: %s: list in %s: %w", where, s.name, err)
+	}
+	marker := noMarker
+	if s.keys.MarkerKey(run, step) != "" {
+		marker = 0
+		if hasMarker {
+			if marker, err = s.readMarker(ctx, run, step); err != nil {
+				return MixState{}, err
+			}
+		}
+	}
+	if len(rankNos) == 0 {
+		if marker > 0 {
+			return MixState{}, fmt.Errorf("checkpoint: %s: %w: a completion marker but no states", where, trimPrefix(ErrIncomplete))
+		}
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w: no states", where, trimPrefix(ErrNotFound))
+	}
+	ranks := s.readRanks(ctx, run, step, rankNos)
+	if err := ctx.Err(); err != nil {
+		return MixState{}, err
+	}
+	states := make([]MixState, 0, len(ranks))
+	for _, sr := range ranks {
+		st, err := decodeStoredMix(run, step, sr)
+		if err != nil {
+			return MixState{}, err
+		}
+		states = append(states, st)
+	}
+	world := states[0].WorldSize
+	for _, st := range states[1:] {
+		if st.WorldSize != world {
+			return MixState{}, fmt.Errorf("checkpoint: %s: %w: field world_size: rank %d has %d, rank %d has %d",
+				where, trimPrefix(ErrMismatch), states[0].Rank, world, st.Rank, st.WorldSize)
+		}
+	}
+	if len(states) != world {
+		var missing []int
+		for r := range world {
+			if !slices.ContainsFunc(states, func(st MixState) bool { return st.Rank == r }) {
+				missing = append(missing, r)
+			}
+		}
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w: ranks %v of world size %d are missing", where, trimPrefix(ErrIncomplete), missing, world)
+	}
+	if marker != noMarker && marker != world {
+		if marker == 0 {
+			return MixState{}, fmt.Errorf("checkpoint: %s: %w: no completion marker", where, trimPrefix(ErrIncomplete))
+		}
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w: field world_size: completion marker says %d, states say %d",
+			where, trimPrefix(ErrMismatch), marker, world)
+	}
+	merged, err := MergeMix(states...)
+	if err != nil {
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w", where, trimPrefix(err))
+	}
+	return merged, nil
+}
+
+// decodeStoredMix decodes one stored rank of a mix's run and checks it is
+// the state its key says it is.
+func decodeStoredMix(run string, step int64, sr storedRank) (MixState, error) {
+	where := fmt.Sprintf("run %q step %d rank %d", run, step, sr.rank)
+	if sr.err != nil {
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w", where, sr.err)
+	}
+	st, err := DecodeMix(sr.data)
+	if err != nil {
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w", where, trimPrefix(err))
+	}
+	if st.Rank != sr.rank {
+		return MixState{}, fmt.Errorf("checkpoint: %s: %w", where, corrupt("holds the mix state of rank %d", st.Rank))
+	}
+	return st, nil
+}
