@@ -32,6 +32,9 @@ type MixStore interface {
 	// RetainMix keeps the newest keep complete steps of a mix's run and
 	// deletes every step older than the oldest of them, as Store.Retain.
 	RetainMix(ctx context.Context, run string, keep int) error
+	// Abandon deletes what rank saved after a step, as Store.Abandon does;
+	// it works on both kinds of run, reading no state.
+	Abandon(ctx context.Context, run string, rank int, after int64) error
 }
 
 var (

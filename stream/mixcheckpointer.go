@@ -64,16 +64,21 @@ func (c *MixCheckpointer) Save(ctx context.Context, step int64) error {
 // Resume moves the mix to the newest complete step of the run and returns
 // that step, or 0 and no error if the run has none. At the world size the
 // step was saved with each rank loads its own state; at another, the merge
-// of all ranks' states.
+// of all ranks' states. Like Checkpointer.Resume, it then deletes what this
+// rank saved at later steps (a dead start's), and is called once, before
+// the first save.
 func (c *MixCheckpointer) Resume(ctx context.Context) (int64, error) {
+	rank, world := c.mix.o.Rank, c.mix.o.WorldSize
 	step, err := c.store.LatestMix(ctx, c.run)
 	if errors.Is(err, checkpoint.ErrNotFound) {
+		if err := c.store.Abandon(ctx, c.run, rank, -1); err != nil {
+			return 0, fmt.Errorf("stream: resume mix run %q: %w", c.run, err)
+		}
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("stream: resume mix run %q: %w", c.run, err)
 	}
-	rank, world := c.mix.o.Rank, c.mix.o.WorldSize
 	st, err := c.store.LoadMix(ctx, c.run, step, rank)
 	switch {
 	case err == nil && st.WorldSize == world:
@@ -87,6 +92,9 @@ func (c *MixCheckpointer) Resume(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("stream: resume mix run %q step %d: %w", c.run, step, err)
 	}
 	if err := c.mix.LoadStateDict(st); err != nil {
+		return 0, fmt.Errorf("stream: resume mix run %q step %d: %w", c.run, step, err)
+	}
+	if err := c.store.Abandon(ctx, c.run, rank, step); err != nil {
 		return 0, fmt.Errorf("stream: resume mix run %q step %d: %w", c.run, step, err)
 	}
 	return step, nil
