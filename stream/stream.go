@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/filter"
@@ -956,8 +957,40 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		w.release()
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
 	}
-	w.order = ep.RowOrder(r, segments)
+	if order := ep.RowOrder(r, segments); order != nil {
+		if err := w.permute(ctx, d.data.Schema, order, d.opts.Allocator); err != nil {
+			w.release()
+			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
+		}
+	}
 	return w, nil
+}
+
+// permute puts a decoded window's rows in its shuffled order, once, column by
+// column, so that its batches are slices of it as in storage order.
+//
+// Gathering each batch from the window instead reads every column of the
+// window at random for each batch: a window larger than the core's cache
+// (a 131,072-row group of five columns is 7 MB) then pays a cache miss for
+// nearly every value. One column at a time, the column's values stay in
+// cache for the whole pass (1 MB for 131,072 int64s), and the gathers run
+// on the decode goroutines, beside the decoding that made the window.
+func (w *window) permute(ctx context.Context, schema *arrow.Schema, order []int32, mem memory.Allocator) error {
+	w.order = order
+	rec, err := gatherWindow(ctx, schema, w, order, mem)
+	if err != nil {
+		return err
+	}
+	for _, r := range w.recs {
+		r.Release()
+	}
+	if w.whole != nil {
+		w.whole.Release()
+		w.whole = nil
+	}
+	w.recs, w.starts, w.order = []arrow.RecordBatch{rec}, []int64{0}, nil
+	w.bytes = recordBytes(rec)
+	return nil
 }
 
 // recordBytes is the memory held by a batch's buffers.
