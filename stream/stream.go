@@ -40,7 +40,7 @@ import (
 var ErrBusy = errors.New("stream: an iteration is already running on this dataset")
 
 // chunksPerWindow is the fewest chunks a full shuffle window is made of.
-const chunksPerWindow = 16
+const chunksPerWindow = 256
 
 // ErrEmpty is wrapped when the URLs hold no rows.
 var ErrEmpty = errors.New("stream: dataset has no rows")
