@@ -77,12 +77,20 @@ func TestGatherMatchesTake(t *testing.T) {
 		w := &window{recs: recs, starts: starts}
 		w.refs.n = 1
 		var idx []int32
-		if trial%4 < 2 {
+		permutation := trial%4 == 1
+		switch {
+		case permutation:
+			// Every row once: the gather of a whole window's order,
+			// which moves values in source order.
+			for _, k := range r.Perm(int(rows)) {
+				idx = append(idx, int32(k))
+			}
+		case trial%4 == 0:
 			idx = make([]int32, 1+r.IntN(int(rows)))
 			for i := range idx {
 				idx[i] = int32(r.IntN(int(rows)))
 			}
-		} else {
+		default:
 			// Runs of consecutive rows, across record batches too: the
 			// gather by runs.
 			for len(idx) == 0 || r.IntN(8) > 0 {
@@ -96,7 +104,7 @@ func TestGatherMatchesTake(t *testing.T) {
 		// that spans windows.
 		cut := r.IntN(len(idx) + 1)
 		parts := []gatherPart{{w, idx[:cut]}, {w, idx[cut:]}}
-		if trial%3 == 0 {
+		if trial%3 == 0 || permutation {
 			parts = parts[:1]
 			parts[0].idx = idx
 		}
