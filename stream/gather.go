@@ -43,7 +43,9 @@ type gatherPart struct {
 // gatherPlan is where every output row of a gather comes from.
 type gatherPlan struct {
 	recs  []arrow.RecordBatch // every part's record batches, in part order
-	src   []source            // per output row
+	n     int                 // output rows
+	src   []source            // per output row; see sources
+	parts []gatherPart
 	spans []span              // src as runs; nil where runs are too short to pay
 	// inv, where the gather is a permutation of all the rows of its record
 	// batches, is the output row of each of their rows (in record batch
@@ -57,18 +59,13 @@ type gatherPlan struct {
 const minRun = 4
 
 func newGatherPlan(parts []gatherPart) *gatherPlan {
-	g := &gatherPlan{}
-	n := 0
+	g := &gatherPlan{parts: parts}
 	for _, p := range parts {
-		n += len(p.idx)
-	}
-	g.src = make([]source, 0, n)
-	for _, p := range parts {
-		base := int32(len(g.recs))
+		g.n += len(p.idx)
 		g.recs = append(g.recs, p.w.recs...)
-		g.src = locate(g.src, p.w.starts, p.idx, base)
 	}
-	if len(parts) == 1 && int64(len(g.src)) == recsRows(g.recs) {
+	g.sources()
+	if len(parts) == 1 && int64(g.n) == recsRows(g.recs) {
 		g.inv = inverse(g.src, g.recs)
 	}
 	runs := 0
@@ -88,6 +85,31 @@ func newGatherPlan(parts []gatherPart) *gatherPlan {
 		}
 	}
 	return g
+}
+
+// newPermutePlan is the plan of all of w's rows in order, a permutation of
+// them: its gathers write each source row, in order, to its place, and need
+// no sources but for nulls and the types without a word-sized path.
+func newPermutePlan(w *window, order []int32) *gatherPlan {
+	g := &gatherPlan{recs: w.recs, n: len(order), parts: []gatherPart{{w, order}}}
+	g.inv = make([]int32, len(order))
+	for i, r := range order {
+		g.inv[r] = int32(i)
+	}
+	return g
+}
+
+// sources returns where each output row comes from, computing it once.
+func (g *gatherPlan) sources() []source {
+	if g.src == nil {
+		g.src = make([]source, 0, g.n)
+		base := int32(0)
+		for _, p := range g.parts {
+			g.src = locate(g.src, p.w.starts, p.idx, base)
+			base += int32(len(p.w.recs))
+		}
+	}
+	return g.src
 }
 
 func recsRows(recs []arrow.RecordBatch) int64 {
@@ -159,7 +181,12 @@ func gatherWindow(ctx context.Context, schema *arrow.Schema, w *window, idx []in
 
 // gather builds one batch of the rows of parts, in order.
 func gather(ctx context.Context, schema *arrow.Schema, parts []gatherPart, mem memory.Allocator) (arrow.RecordBatch, error) {
-	g := newGatherPlan(parts)
+	return gatherBy(ctx, schema, newGatherPlan(parts), mem)
+}
+
+// gatherBy builds the batch of plan g.
+func gatherBy(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator) (arrow.RecordBatch, error) {
+	parts := g.parts
 	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -195,7 +222,7 @@ func gather(ctx context.Context, schema *arrow.Schema, parts []gatherPart, mem m
 		cols[c] = array.MakeFromData(d)
 		d.Release()
 	}
-	return array.NewRecordBatch(schema, cols, int64(len(g.src))), nil
+	return array.NewRecordBatch(schema, cols, int64(g.n)), nil
 }
 
 // takeParts gathers one column of a type the fast paths do not handle:
@@ -243,10 +270,10 @@ func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memor
 		return nil, 0
 	}
 	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(int(bitutil.BytesForBits(int64(len(g.src)))))
+	buf.Resize(int(bitutil.BytesForBits(int64(g.n))))
 	out := buf.Bytes()
 	nulls := 0
-	for i, s := range g.src {
+	for i, s := range g.sources() {
 		p := in[s.rec]
 		valid := true
 		if mayBeNull(p) {
@@ -263,7 +290,7 @@ func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memor
 func gatherFixed(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) arrow.ArrayData {
 	width := dt.(arrow.FixedWidthDataType).BitWidth() / 8
 	vals := memory.NewResizableBuffer(mem)
-	vals.Resize(len(g.src) * width)
+	vals.Resize(g.n * width)
 	out := vals.Bytes()
 	bufs := make([][]byte, len(in))
 	for k, p := range in {
@@ -286,12 +313,12 @@ func gatherFixed(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem mem
 	case width == 4:
 		words(arrow.Uint32Traits.CastFromBytes, out, bufs, g.src)
 	default:
-		for i, s := range g.src {
+		for i, s := range g.sources() {
 			copy(out[i*width:(i+1)*width], bufs[s.rec][int(s.row)*width:])
 		}
 	}
 	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, len(g.src), []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
 	vals.Release()
 	if valid != nil {
 		valid.Release()
@@ -327,14 +354,14 @@ func scatterWords[W uint32 | uint64](cast func([]byte) []W, out []byte, bufs [][
 
 func gatherBool(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) arrow.ArrayData {
 	vals := memory.NewResizableBuffer(mem)
-	vals.Resize(int(bitutil.BytesForBits(int64(len(g.src)))))
+	vals.Resize(int(bitutil.BytesForBits(int64(g.n))))
 	out := vals.Bytes()
-	for i, s := range g.src {
+	for i, s := range g.sources() {
 		p := in[s.rec]
 		bitutil.SetBitTo(out, i, bitutil.BitIsSet(p.Buffers()[1].Bytes(), p.Offset()+int(s.row)))
 	}
 	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, len(g.src), []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
 	vals.Release()
 	if valid != nil {
 		valid.Release()
@@ -355,7 +382,7 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 	}
 	offBuf := memory.NewResizableBuffer(mem)
 	var zero O
-	offBuf.Resize((len(g.src) + 1) * sizeOf(zero))
+	offBuf.Resize((g.n + 1) * sizeOf(zero))
 	out := cast(offBuf.Bytes())
 	var total O
 	if g.spans != nil {
@@ -369,6 +396,22 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 			at += int(s.n)
 			total = base + o[s.n]
 		}
+	} else if g.inv != nil {
+		// Each source value's length to its output row, in source
+		// order, then the lengths summed into offsets.
+		at := 0
+		for k, p := range in {
+			o := offs[k]
+			for j := range p.Len() {
+				out[g.inv[at+j]] = o[j+1] - o[j]
+			}
+			at += p.Len()
+		}
+		for i := range g.n {
+			l := out[i]
+			out[i] = total
+			total += l
+		}
 	} else {
 		for i, s := range g.src {
 			o := offs[s.rec]
@@ -376,7 +419,7 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 			total += o[s.row+1] - o[s.row]
 		}
 	}
-	out[len(g.src)] = total
+	out[g.n] = total
 	valBuf := memory.NewResizableBuffer(mem)
 	valBuf.Resize(int(total))
 	vals := valBuf.Bytes()
@@ -405,7 +448,7 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 		}
 	}
 	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, len(g.src), []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
 	offBuf.Release()
 	valBuf.Release()
 	if valid != nil {

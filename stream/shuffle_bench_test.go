@@ -43,3 +43,19 @@ func BenchmarkEpochShuffled(b *testing.B) { benchmarkEpoch(b, Options{Shuffle: t
 func BenchmarkEpochShuffledClump16(b *testing.B) {
 	benchmarkEpoch(b, Options{Shuffle: true, Seed: 42, ClumpSize: 16})
 }
+
+func BenchmarkEpochNumericSequential8192(b *testing.B) {
+	benchmarkEpoch(b, Options{Columns: []string{"id", "x", "label"}, BatchSize: 8192})
+}
+
+func BenchmarkEpochNumericSequential1024(b *testing.B) {
+	benchmarkEpoch(b, Options{Columns: []string{"id", "x", "label"}, BatchSize: 1024})
+}
+
+func BenchmarkEpochNumericShuffled1024(b *testing.B) {
+	benchmarkEpoch(b, Options{Columns: []string{"id", "x", "label"}, Shuffle: true, Seed: 42, BatchSize: 1024})
+}
+
+func BenchmarkEpochNumericShuffled8192(b *testing.B) {
+	benchmarkEpoch(b, Options{Columns: []string{"id", "x", "label"}, Shuffle: true, Seed: 42, BatchSize: 8192})
+}

@@ -977,7 +977,7 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 // on the decode goroutines, beside the decoding that made the window.
 func (w *window) permute(ctx context.Context, schema *arrow.Schema, order []int32, mem memory.Allocator) error {
 	w.order = order
-	rec, err := gatherWindow(ctx, schema, w, order, mem)
+	rec, err := gatherBy(ctx, schema, newPermutePlan(w, order), mem)
 	if err != nil {
 		return err
 	}
