@@ -46,7 +46,7 @@ type gatherPlan struct {
 	n     int                 // output rows
 	src   []source            // per output row; see sources
 	parts []gatherPart
-	spans []span              // src as runs; nil where runs are too short to pay
+	spans []span // src as runs; nil where runs are too short to pay
 	// inv, where the gather is a permutation of all the rows of its record
 	// batches, is the output row of each of their rows (in record batch
 	// order): the gather can then read its sources in order and write at
