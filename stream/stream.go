@@ -39,7 +39,11 @@ import (
 // one is running: a dataset has one position, so one consumer.
 var ErrBusy = errors.New("stream: an iteration is already running on this dataset")
 
-// chunksPerWindow is the fewest chunks a full shuffle window is made of.
+// chunksPerWindow is the fewest chunks a full shuffle window is made of
+// (where row groups are small enough): a batch mixes as well as the number
+// of places its window draws from, and 256 places give a label histogram
+// about 0.06 from the global one (see TestShuffleQuality), where 16 gave
+// 0.3. Smaller chunks only mean more, smaller fetches of small row groups.
 const chunksPerWindow = 256
 
 // ErrEmpty is wrapped when the URLs hold no rows.
