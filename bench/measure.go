@@ -36,6 +36,7 @@ type measurement struct {
 	idSum         int64 // sum of the id column, when asked for
 	checksum      uint64
 	snap          smetrics.Snapshot // the stream's own figures
+	mixing        *mixMeter         // of a shuffled pass over data with an id column
 	queues        *queueTrace       // queue depths over the pass, when asked for
 }
 
@@ -68,6 +69,7 @@ func (m measurement) add(o measurement) measurement {
 	m.rereadBytes = max(m.rereadBytes, o.rereadBytes) // a shared readLog's running total
 	m.idSum += o.idSum
 	m.checksum ^= o.checksum
+	m.mixing = m.mixing.merge(o.mixing)
 	return m
 }
 
@@ -172,9 +174,14 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	}
 	m.storedBytes *= int64(max(r.epochs, 1)) // each epoch reads it all again
 	idCol := -1
-	if r.sumIDs {
-		if idx := ds.Schema().FieldIndices("id"); len(idx) > 0 {
-			idCol = idx[0]
+	if idx := ds.Schema().FieldIndices("id"); len(idx) > 0 {
+		idCol = idx[0]
+	}
+	if o.Shuffle && idCol >= 0 {
+		// Every shuffled pass reports its mixing (see mixMeter).
+		m.mixing = &mixMeter{}
+		for _, f := range ds.Files() {
+			m.mixing.rows += f.Rows
 		}
 	}
 	if r.transform != nil {
@@ -204,7 +211,10 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 				}
 				m.rows += b.NumRows()
 				m.batches++
-				if idCol >= 0 {
+				if m.mixing != nil {
+					m.mixing.add(b.Column(idCol))
+				}
+				if r.sumIDs && idCol >= 0 {
 					for _, v := range b.Column(idCol).(*array.Int64).Int64Values() {
 						m.idSum += v
 					}

@@ -51,6 +51,7 @@ func writePlots(lines []*record, dir string) ([]string, error) {
 			return concurrencyPlot(l, "transform_", "TransformConcurrency (Map with a CPU-bound function)", "sluice throughput by transform concurrency")
 		}},
 		{plotQueues, queuePlot},
+		{plotMixing, mixingPlot},
 	} {
 		pl, w, h, err := p.make(lines)
 		if err != nil {

@@ -28,6 +28,7 @@ var scenarios = []scenario{
 	{name: "sequential", run: (*env).sequential},
 	{name: "sequential_1goroutine", run: (*env).sequential1},
 	{name: "shuffled", run: (*env).shuffled},
+	{name: "shuffle", lines: shuffleLines, run: (*env).shuffleScenario},
 	{name: "sequential_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "sequential_2ranks", false) }},
 	{name: "shuffled_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "shuffled_2ranks", true) }},
 	{name: "splits64", lines: splitsLines, run: (*env).splits64},
@@ -184,6 +185,9 @@ func (e *env) result(name string, s sample) *record {
 	r.set("baseline_rows_per_s", s.baseline)
 	r.set("ratio_vs_baseline", m.rowsPerSec()/s.baseline)
 	r.set("io_amplification", m.ioAmplification())
+	if v := m.mixing.value(); v >= 0 {
+		r.set("mixing", v)
+	}
 	if len(s.probes) > 0 {
 		r.set("baseline", "floor probes interleaved with the runs")
 		r.set("floor_probes_rows_per_s", roundAll(s.probes))

@@ -70,6 +70,16 @@ func shuffle(r *rand.Rand, n int, swap func(i, j int)) {
 	}
 }
 
+// shuffleSlice is shuffle of a slice, with the same draws and swaps: a
+// window's order is drawn once per row, where a call of swap per row costs
+// as much as the draw.
+func shuffleSlice[T any](r *rand.Rand, s []T) {
+	for i := len(s) - 1; i > 0; i-- {
+		j := int(below(r, uint64(i+1)))
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
 // ChunkOrder returns the order in which n chunks are taken this epoch: the
 // storage order unshuffled, a seeded permutation otherwise.
 func ChunkOrder(n int, o Order, epoch int64) []int {
@@ -142,7 +152,7 @@ func RowOrder(segments []int64, o Order, epoch int64, split, window int) []int32
 		for i := range out {
 			out[i] = int32(i)
 		}
-		shuffle(r, len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		shuffleSlice(r, out)
 		return out
 	}
 	// Clumps as (start, length), shuffled, then expanded.
@@ -155,7 +165,7 @@ func RowOrder(segments []int64, o Order, epoch int64, split, window int) []int32
 		}
 		at += n
 	}
-	shuffle(r, len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+	shuffleSlice(r, spans)
 	k := 0
 	for _, s := range spans {
 		for x := range s.n {

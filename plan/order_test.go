@@ -143,3 +143,21 @@ func TestBelowIsUniform(t *testing.T) {
 		}
 	}
 }
+
+// shuffleSlice draws and swaps as shuffle does: the same generator state
+// gives the same permutation, so row orders did not change with it.
+func TestShuffleSliceIsShuffle(t *testing.T) {
+	for n := range 300 {
+		a := make([]int32, n)
+		b := make([]int32, n)
+		for i := range a {
+			a[i], b[i] = int32(i), int32(i)
+		}
+		o := Order{Shuffle: true, Seed: uint64(n)}
+		shuffle(newRand(o, 3, streamRows, n, 1), n, func(i, j int) { a[i], a[j] = a[j], a[i] })
+		shuffleSlice(newRand(o, 3, streamRows, n, 1), b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("n %d: shuffleSlice %v, shuffle %v", n, b, a)
+		}
+	}
+}

@@ -10,10 +10,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// build makes one batch from its parts: zero-copy slices where a window is
-// in storage order, a gather (take) where it is shuffled, and one
+// build makes one batch from its parts: one gather where the windows are
+// shuffled; zero-copy slices where they are in storage order, and one
 // concatenation where the batch spans several record batches.
 func build(ctx context.Context, schema *arrow.Schema, j *job, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if shuffled(j) {
+		// One gather over every part: no concatenation after.
+		parts := make([]gatherPart, len(j.plan.Parts))
+		for i, p := range j.plan.Parts {
+			w := j.windows[i]
+			parts[i] = gatherPart{w, w.order[p.From:p.To]}
+		}
+		return gather(ctx, schema, parts, mem)
+	}
 	var pieces []arrow.RecordBatch
 	defer func() {
 		for _, p := range pieces {
@@ -38,6 +47,16 @@ func build(ctx context.Context, schema *arrow.Schema, j *job, mem memory.Allocat
 		return out, nil
 	}
 	return concat(schema, pieces, mem)
+}
+
+// shuffled reports whether every part of j is gathered in a window's order.
+func shuffled(j *job) bool {
+	for _, w := range j.windows {
+		if w.order == nil {
+			return false
+		}
+	}
+	return len(j.windows) > 0
 }
 
 // appendSlices appends zero-copy slices covering rows [from, to) of w.

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -12,32 +11,182 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// A shuffled batch is gathered straight from the window's decoded record
-// batches: no concatenation of the window first, and for fixed-width and
+// A shuffled batch is gathered straight from its windows' decoded record
+// batches into one batch: no concatenation of a window first, none of the
+// parts of a batch that spans two windows after, and for fixed-width and
 // string/binary columns no compute kernel, whose per-call set-up and
-// zero-then-copy string path cost twice the copy itself. Other types (lists,
-// structs, dictionaries) fall back to arrow's Take over the concatenated
-// window.
+// zero-then-copy string path cost twice the copy itself. Fixed-width values
+// of 4 and 8 bytes move as machine words (a copy call per value costs more
+// than the value); where rows come in runs of consecutive rows (clumps),
+// each run moves as one copy, and a run of strings as one copy of its bytes
+// after one pass over its offsets. Other types (lists, structs,
+// dictionaries) fall back to arrow's Take over each window concatenated.
 
-// source is where one output row comes from.
+// source is where one output row comes from: a record batch of the gather's
+// parts, and a row of it.
 type source struct {
 	rec int32
 	row int32
 }
 
-// locate maps window rows to (record batch, row).
-func locate(starts []int64, idx []int32) []source {
-	out := make([]source, len(idx))
-	for i, r := range idx {
-		k := sort.Search(len(starts), func(k int) bool { return starts[k] > int64(r) }) - 1
-		out[i] = source{int32(k), int32(int64(r) - starts[k])}
+// span is a run of n consecutive rows of one record batch, from row on.
+type span struct {
+	rec, row, n int32
+}
+
+// gatherPart is the rows idx (window row numbers) of window w.
+type gatherPart struct {
+	w   *window
+	idx []int32
+}
+
+// gatherPlan is where every output row of a gather comes from.
+type gatherPlan struct {
+	recs  []arrow.RecordBatch // every part's record batches, in part order
+	n     int                 // output rows
+	src   []source            // per output row; see sources
+	parts []gatherPart
+	spans []span // src as runs; nil where runs are too short to pay
+	// inv, where the gather is a permutation of all the rows of its record
+	// batches, is the output row of each of their rows (in record batch
+	// order): the gather can then read its sources in order and write at
+	// random, which a core does faster than the reverse.
+	inv []int32
+}
+
+// minRun is the mean run length from which gathering by runs beats
+// gathering row by row.
+const minRun = 4
+
+func newGatherPlan(parts []gatherPart) *gatherPlan {
+	g := &gatherPlan{parts: parts}
+	for _, p := range parts {
+		g.n += len(p.idx)
+		g.recs = append(g.recs, p.w.recs...)
+	}
+	g.sources()
+	if len(parts) == 1 && int64(g.n) == recsRows(g.recs) {
+		g.inv = inverse(g.src, g.recs)
+	}
+	runs := 0
+	for i, s := range g.src {
+		if i == 0 || s.rec != g.src[i-1].rec || s.row != g.src[i-1].row+1 {
+			runs++
+		}
+	}
+	if runs*minRun <= len(g.src) {
+		g.spans = make([]span, 0, runs)
+		for i, s := range g.src {
+			if k := len(g.spans) - 1; i > 0 && s.rec == g.src[i-1].rec && s.row == g.src[i-1].row+1 {
+				g.spans[k].n++
+				continue
+			}
+			g.spans = append(g.spans, span{s.rec, s.row, 1})
+		}
+	}
+	return g
+}
+
+// newPermutePlan is the plan of all of w's rows in order, a permutation of
+// them: its gathers write each source row, in order, to its place, and need
+// no sources but for nulls and the types without a word-sized path.
+func newPermutePlan(w *window, order []int32) *gatherPlan {
+	g := &gatherPlan{recs: w.recs, n: len(order), parts: []gatherPart{{w, order}}}
+	g.inv = make([]int32, len(order))
+	for i, r := range order {
+		g.inv[r] = int32(i)
+	}
+	return g
+}
+
+// sources returns where each output row comes from, computing it once.
+func (g *gatherPlan) sources() []source {
+	if g.src == nil {
+		g.src = make([]source, 0, g.n)
+		base := int32(0)
+		for _, p := range g.parts {
+			g.src = locate(g.src, p.w.starts, p.idx, base)
+			base += int32(len(p.w.recs))
+		}
+	}
+	return g.src
+}
+
+func recsRows(recs []arrow.RecordBatch) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	return n
+}
+
+// inverse returns, for the rows of recs in order, their output rows under
+// src, or nil if src is not a permutation of them.
+func inverse(src []source, recs []arrow.RecordBatch) []int32 {
+	first := make([]int, len(recs))
+	n := 0
+	for k, r := range recs {
+		first[k] = n
+		n += int(r.NumRows())
+	}
+	inv := make([]int32, n)
+	for i := range inv {
+		inv[i] = -1
+	}
+	for i, s := range src {
+		at := first[s.rec] + int(s.row)
+		if inv[at] >= 0 {
+			return nil // a row taken twice
+		}
+		inv[at] = int32(i)
+	}
+	return inv
+}
+
+// locate appends the (record batch, row) of window rows idx, the window's
+// record batches starting at starts and numbered from base.
+func locate(out []source, starts []int64, idx []int32, base int32) []source {
+	if len(starts) == 1 {
+		for _, r := range idx {
+			out = append(out, source{base, r})
+		}
+		return out
+	}
+	k := 0
+	for _, r := range idx {
+		r64 := int64(r)
+		// Clumps and nearby rows mostly stay in the record batch of the
+		// row before.
+		if r64 < starts[k] || (k+1 < len(starts) && r64 >= starts[k+1]) {
+			lo, hi := 0, len(starts) // the last start <= r
+			for hi-lo > 1 {
+				m := int(uint(lo+hi) >> 1)
+				if starts[m] <= r64 {
+					lo = m
+				} else {
+					hi = m
+				}
+			}
+			k = lo
+		}
+		out = append(out, source{base + int32(k), int32(r64 - starts[k])})
 	}
 	return out
 }
 
 // gatherWindow builds the batch of w's rows at idx (window row numbers).
 func gatherWindow(ctx context.Context, schema *arrow.Schema, w *window, idx []int32, mem memory.Allocator) (arrow.RecordBatch, error) {
-	src := locate(w.starts, idx)
+	return gather(ctx, schema, []gatherPart{{w, idx}}, mem)
+}
+
+// gather builds one batch of the rows of parts, in order.
+func gather(ctx context.Context, schema *arrow.Schema, parts []gatherPart, mem memory.Allocator) (arrow.RecordBatch, error) {
+	return gatherBy(ctx, schema, newGatherPlan(parts), mem)
+}
+
+// gatherBy builds the batch of plan g.
+func gatherBy(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator) (arrow.RecordBatch, error) {
+	parts := g.parts
 	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -46,24 +195,24 @@ func gatherWindow(ctx context.Context, schema *arrow.Schema, w *window, idx []in
 			}
 		}
 	}()
-	parts := make([]arrow.ArrayData, len(w.recs))
+	in := make([]arrow.ArrayData, len(g.recs))
 	for c := range cols {
-		for k, r := range w.recs {
-			parts[k] = r.Column(c).Data()
+		for k, r := range g.recs {
+			in[k] = r.Column(c).Data()
 		}
 		dt := schema.Field(c).Type
 		var d arrow.ArrayData
 		switch {
 		case dt.ID() == arrow.BOOL:
-			d = gatherBool(dt, parts, src, mem)
+			d = gatherBool(dt, in, g, mem)
 		case dt.ID() == arrow.STRING || dt.ID() == arrow.BINARY:
-			d = gatherVar[int32](dt, parts, src, mem, arrow.Int32Traits.CastFromBytes)
+			d = gatherVar[int32](dt, in, g, mem, arrow.Int32Traits.CastFromBytes)
 		case dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY:
-			d = gatherVar[int64](dt, parts, src, mem, arrow.Int64Traits.CastFromBytes)
+			d = gatherVar[int64](dt, in, g, mem, arrow.Int64Traits.CastFromBytes)
 		case fixedWidth(dt):
-			d = gatherFixed(dt, parts, src, mem)
+			d = gatherFixed(dt, in, g, mem)
 		default:
-			a, err := w.takeConcatenated(ctx, c, idx, mem)
+			a, err := takeParts(ctx, c, parts, mem)
 			if err != nil {
 				return nil, fmt.Errorf("gather column %q: %w", schema.Field(c).Name, err)
 			}
@@ -73,7 +222,29 @@ func gatherWindow(ctx context.Context, schema *arrow.Schema, w *window, idx []in
 		cols[c] = array.MakeFromData(d)
 		d.Release()
 	}
-	return array.NewRecordBatch(schema, cols, int64(len(idx))), nil
+	return array.NewRecordBatch(schema, cols, int64(g.n)), nil
+}
+
+// takeParts gathers one column of a type the fast paths do not handle:
+// Take over each part's window, the results joined.
+func takeParts(ctx context.Context, col int, parts []gatherPart, mem memory.Allocator) (arrow.Array, error) {
+	if len(parts) == 1 {
+		return parts[0].w.takeConcatenated(ctx, col, parts[0].idx, mem)
+	}
+	got := make([]arrow.Array, 0, len(parts))
+	defer func() {
+		for _, a := range got {
+			a.Release()
+		}
+	}()
+	for _, p := range parts {
+		a, err := p.w.takeConcatenated(ctx, col, p.idx, mem)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, a)
+	}
+	return array.Concatenate(got, mem)
 }
 
 // fixedWidth reports whether dt stores each value in whole bytes of one
@@ -87,23 +258,23 @@ func fixedWidth(dt arrow.DataType) bool {
 }
 
 // validity gathers the null bitmap, or returns nil if no row is null.
-func validity(parts []arrow.ArrayData, src []source, mem memory.Allocator) (*memory.Buffer, int) {
+func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memory.Buffer, int) {
 	// A slice's ArrayData may not know its null count (-1): only a known
 	// zero, or no bitmap, means no nulls.
 	mayBeNull := func(p arrow.ArrayData) bool { return p.Buffers()[0] != nil && p.NullN() != 0 }
 	some := false
-	for _, p := range parts {
+	for _, p := range in {
 		some = some || mayBeNull(p)
 	}
 	if !some {
 		return nil, 0
 	}
 	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(int(bitutil.BytesForBits(int64(len(src)))))
+	buf.Resize(int(bitutil.BytesForBits(int64(g.n))))
 	out := buf.Bytes()
 	nulls := 0
-	for i, s := range src {
-		p := parts[s.rec]
+	for i, s := range g.sources() {
+		p := in[s.rec]
 		valid := true
 		if mayBeNull(p) {
 			valid = bitutil.BitIsSet(p.Buffers()[0].Bytes(), p.Offset()+int(s.row))
@@ -116,31 +287,38 @@ func validity(parts []arrow.ArrayData, src []source, mem memory.Allocator) (*mem
 	return buf, nulls
 }
 
-func gatherFixed(dt arrow.DataType, parts []arrow.ArrayData, src []source, mem memory.Allocator) arrow.ArrayData {
+func gatherFixed(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) arrow.ArrayData {
 	width := dt.(arrow.FixedWidthDataType).BitWidth() / 8
 	vals := memory.NewResizableBuffer(mem)
-	vals.Resize(len(src) * width)
+	vals.Resize(g.n * width)
 	out := vals.Bytes()
-	in := make([][]byte, len(parts))
-	for k, p := range parts {
-		in[k] = p.Buffers()[1].Bytes()[p.Offset()*width:]
+	bufs := make([][]byte, len(in))
+	for k, p := range in {
+		bufs[k] = p.Buffers()[1].Bytes()[p.Offset()*width:]
 	}
-	switch width {
-	case 8:
-		for i, s := range src {
-			copy(out[i*8:i*8+8], in[s.rec][int(s.row)*8:])
+	switch {
+	case g.spans != nil:
+		at := 0
+		for _, s := range g.spans {
+			n := int(s.n) * width
+			copy(out[at:at+n], bufs[s.rec][int(s.row)*width:])
+			at += n
 		}
-	case 4:
-		for i, s := range src {
-			copy(out[i*4:i*4+4], in[s.rec][int(s.row)*4:])
-		}
+	case width == 8 && g.inv != nil:
+		scatterWords(arrow.Uint64Traits.CastFromBytes, out, bufs, in, g.inv)
+	case width == 4 && g.inv != nil:
+		scatterWords(arrow.Uint32Traits.CastFromBytes, out, bufs, in, g.inv)
+	case width == 8:
+		words(arrow.Uint64Traits.CastFromBytes, out, bufs, g.src)
+	case width == 4:
+		words(arrow.Uint32Traits.CastFromBytes, out, bufs, g.src)
 	default:
-		for i, s := range src {
-			copy(out[i*width:(i+1)*width], in[s.rec][int(s.row)*width:])
+		for i, s := range g.sources() {
+			copy(out[i*width:(i+1)*width], bufs[s.rec][int(s.row)*width:])
 		}
 	}
-	valid, nulls := validity(parts, src, mem)
-	d := array.NewData(dt, len(src), []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	valid, nulls := validity(in, g, mem)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
 	vals.Release()
 	if valid != nil {
 		valid.Release()
@@ -148,16 +326,42 @@ func gatherFixed(dt arrow.DataType, parts []arrow.ArrayData, src []source, mem m
 	return d
 }
 
-func gatherBool(dt arrow.DataType, parts []arrow.ArrayData, src []source, mem memory.Allocator) arrow.ArrayData {
-	vals := memory.NewResizableBuffer(mem)
-	vals.Resize(int(bitutil.BytesForBits(int64(len(src)))))
-	out := vals.Bytes()
+// words gathers values of one machine word each.
+func words[W uint32 | uint64](cast func([]byte) []W, out []byte, bufs [][]byte, src []source) {
+	o := cast(out)
+	in := make([][]W, len(bufs))
+	for k, b := range bufs {
+		in[k] = cast(b)
+	}
 	for i, s := range src {
-		p := parts[s.rec]
+		o[i] = in[s.rec][s.row]
+	}
+}
+
+// scatterWords is words for a permutation: each source value in order to
+// its output row.
+func scatterWords[W uint32 | uint64](cast func([]byte) []W, out []byte, bufs [][]byte, in []arrow.ArrayData, inv []int32) {
+	o := cast(out)
+	at := 0
+	for k, b := range bufs {
+		n := in[k].Len()
+		for j, v := range cast(b)[:n] {
+			o[inv[at+j]] = v
+		}
+		at += n
+	}
+}
+
+func gatherBool(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) arrow.ArrayData {
+	vals := memory.NewResizableBuffer(mem)
+	vals.Resize(int(bitutil.BytesForBits(int64(g.n))))
+	out := vals.Bytes()
+	for i, s := range g.sources() {
+		p := in[s.rec]
 		bitutil.SetBitTo(out, i, bitutil.BitIsSet(p.Buffers()[1].Bytes(), p.Offset()+int(s.row)))
 	}
-	valid, nulls := validity(parts, src, mem)
-	d := array.NewData(dt, len(src), []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	valid, nulls := validity(in, g, mem)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
 	vals.Release()
 	if valid != nil {
 		valid.Release()
@@ -165,11 +369,12 @@ func gatherBool(dt arrow.DataType, parts []arrow.ArrayData, src []source, mem me
 	return d
 }
 
-// gatherVar gathers string or binary values: lengths first, then one copy.
-func gatherVar[O int32 | int64](dt arrow.DataType, parts []arrow.ArrayData, src []source, mem memory.Allocator, cast func([]byte) []O) arrow.ArrayData {
-	offs := make([][]O, len(parts))
-	data := make([][]byte, len(parts))
-	for k, p := range parts {
+// gatherVar gathers string or binary values: one pass over the offsets
+// (lengths, and the total), then the bytes, a copy per row or per run.
+func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator, cast func([]byte) []O) arrow.ArrayData {
+	offs := make([][]O, len(in))
+	data := make([][]byte, len(in))
+	for k, p := range in {
 		offs[k] = cast(p.Buffers()[1].Bytes())[p.Offset():]
 		if b := p.Buffers()[2]; b != nil {
 			data[k] = b.Bytes()
@@ -177,24 +382,73 @@ func gatherVar[O int32 | int64](dt arrow.DataType, parts []arrow.ArrayData, src 
 	}
 	offBuf := memory.NewResizableBuffer(mem)
 	var zero O
-	offBuf.Resize((len(src) + 1) * int(sizeOf(zero)))
+	offBuf.Resize((g.n + 1) * sizeOf(zero))
 	out := cast(offBuf.Bytes())
 	var total O
-	for i, s := range src {
-		o := offs[s.rec]
-		out[i] = total
-		total += o[s.row+1] - o[s.row]
+	if g.spans != nil {
+		at := 0
+		for _, s := range g.spans {
+			o := offs[s.rec][s.row : s.row+s.n+1]
+			base := total - o[0]
+			for j := range int(s.n) {
+				out[at+j] = base + o[j]
+			}
+			at += int(s.n)
+			total = base + o[s.n]
+		}
+	} else if g.inv != nil {
+		// Each source value's length to its output row, in source
+		// order, then the lengths summed into offsets.
+		at := 0
+		for k, p := range in {
+			o := offs[k]
+			for j := range p.Len() {
+				out[g.inv[at+j]] = o[j+1] - o[j]
+			}
+			at += p.Len()
+		}
+		for i := range g.n {
+			l := out[i]
+			out[i] = total
+			total += l
+		}
+	} else {
+		for i, s := range g.src {
+			o := offs[s.rec]
+			out[i] = total
+			total += o[s.row+1] - o[s.row]
+		}
 	}
-	out[len(src)] = total
+	out[g.n] = total
 	valBuf := memory.NewResizableBuffer(mem)
 	valBuf.Resize(int(total))
 	vals := valBuf.Bytes()
-	for i, s := range src {
-		o := offs[s.rec]
-		copy(vals[out[i]:out[i+1]], data[s.rec][o[s.row]:o[s.row+1]])
+	switch {
+	case g.spans != nil:
+		row := 0
+		for _, s := range g.spans {
+			o := offs[s.rec]
+			copy(vals[out[row]:], data[s.rec][o[s.row]:o[s.row+s.n]])
+			row += int(s.n)
+		}
+	case g.inv != nil:
+		at := 0
+		for k, p := range in {
+			o := offs[k]
+			for j := range p.Len() {
+				i := g.inv[at+j]
+				copy(vals[out[i]:out[i+1]], data[k][o[j]:o[j+1]])
+			}
+			at += p.Len()
+		}
+	default:
+		for i, s := range g.src {
+			o := offs[s.rec]
+			copy(vals[out[i]:out[i+1]], data[s.rec][o[s.row]:o[s.row+1]])
+		}
 	}
-	valid, nulls := validity(parts, src, mem)
-	d := array.NewData(dt, len(src), []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
+	valid, nulls := validity(in, g, mem)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
 	offBuf.Release()
 	valBuf.Release()
 	if valid != nil {

@@ -60,7 +60,7 @@ func TestGatherMatchesTake(t *testing.T) {
 		}
 		return b.NewRecordBatch()
 	}
-	for trial := range 20 {
+	for trial := range 40 {
 		var recs []arrow.RecordBatch
 		var starts []int64
 		var rows int64
@@ -76,11 +76,44 @@ func TestGatherMatchesTake(t *testing.T) {
 		}
 		w := &window{recs: recs, starts: starts}
 		w.refs.n = 1
-		idx := make([]int32, 1+r.IntN(int(rows)))
-		for i := range idx {
-			idx[i] = int32(r.IntN(int(rows)))
+		var idx []int32
+		permutation := trial%4 == 1
+		switch {
+		case permutation:
+			// Every row once: the gather of a whole window's order,
+			// which moves values in source order.
+			for _, k := range r.Perm(int(rows)) {
+				idx = append(idx, int32(k))
+			}
+		case trial%4 == 0:
+			idx = make([]int32, 1+r.IntN(int(rows)))
+			for i := range idx {
+				idx[i] = int32(r.IntN(int(rows)))
+			}
+		default:
+			// Runs of consecutive rows, across record batches too: the
+			// gather by runs.
+			for len(idx) == 0 || r.IntN(8) > 0 {
+				from, n := r.IntN(int(rows)), 1+r.IntN(40)
+				for k := from; k < min(from+n, int(rows)); k++ {
+					idx = append(idx, int32(k))
+				}
+			}
 		}
-		got, err := gatherWindow(context.Background(), schema, w, idx, mem)
+		// The same rows as two parts of one window: the gather of a batch
+		// that spans windows.
+		cut := r.IntN(len(idx) + 1)
+		parts := []gatherPart{{w, idx[:cut]}, {w, idx[cut:]}}
+		if trial%3 == 0 || permutation {
+			parts = parts[:1]
+			parts[0].idx = idx
+		}
+		g := newGatherPlan(parts)
+		if permutation && trial%8 == 5 {
+			// As a window is permuted once decoded.
+			g = newPermutePlan(w, idx)
+		}
+		got, err := gatherBy(context.Background(), schema, g, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,3 +144,48 @@ func TestGatherMatchesTake(t *testing.T) {
 		w.release()
 	}
 }
+
+// benchmarkPermute gathers a whole 131,072-row window (two record batches
+// of int64, float64 and 10-20 byte strings) in a shuffled order of clumps.
+func benchmarkPermute(b *testing.B, clump int) {
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+	}, nil)
+	r := rand.New(rand.NewPCG(1, 2))
+	w := &window{}
+	w.refs.n = 1
+	const half = 65536
+	for k := range 2 {
+		rb := array.NewRecordBuilder(mem, schema)
+		for i := range half {
+			rb.Field(0).(*array.Int64Builder).Append(int64(k*half + i))
+			rb.Field(1).(*array.Float64Builder).Append(r.Float64())
+			rb.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("%0*d", 10+r.IntN(11), i))
+		}
+		w.recs = append(w.recs, rb.NewRecordBatch())
+		w.starts = append(w.starts, int64(k*half))
+		rb.Release()
+	}
+	defer w.release()
+	clumps := r.Perm(2 * half / clump)
+	order := make([]int32, 0, 2*half)
+	for _, c := range clumps {
+		for j := range clump {
+			order = append(order, int32(c*clump+j))
+		}
+	}
+	for b.Loop() {
+		got, err := gatherWindow(context.Background(), schema, w, order, mem)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got.Release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(order)), "ns/row")
+}
+
+func BenchmarkPermute(b *testing.B)        { benchmarkPermute(b, 1) }
+func BenchmarkPermuteClump16(b *testing.B) { benchmarkPermute(b, 16) }
