@@ -68,6 +68,20 @@ func newGatherPlan(parts []gatherPart) *gatherPlan {
 	if len(parts) == 1 && int64(g.n) == recsRows(g.recs) {
 		g.inv = inverse(g.src, g.recs)
 	}
+	g.findRuns()
+	return g
+}
+
+// newSourcePlan is the plan of rows whose sources are already known (a
+// mix's, put together from its sources' runs).
+func newSourcePlan(recs []arrow.RecordBatch, src []source) *gatherPlan {
+	g := &gatherPlan{recs: recs, n: len(src), src: src}
+	g.findRuns()
+	return g
+}
+
+// findRuns sets spans where the rows come in runs long enough to pay.
+func (g *gatherPlan) findRuns() {
 	runs := 0
 	for i, s := range g.src {
 		if i == 0 || s.rec != g.src[i-1].rec || s.row != g.src[i-1].row+1 {
@@ -84,7 +98,6 @@ func newGatherPlan(parts []gatherPart) *gatherPlan {
 			g.spans = append(g.spans, span{s.rec, s.row, 1})
 		}
 	}
-	return g
 }
 
 // newPermutePlan is the plan of all of w's rows in order, a permutation of
