@@ -21,6 +21,11 @@ type File struct {
 	URL string
 	// Rel is the key the plan's fingerprint uses for the file. Default: URL.
 	Rel string
+	// Object, if its Size is positive, is what the store said of the file
+	// in an earlier plan (Fragment.Source.Object), kept by the caller:
+	// planning then does not ask the store again, which saves a request
+	// per file. Default: the store is asked.
+	Object storage.Object
 	// Format reads the file. Default: the first of PlanOptions.Formats
 	// whose Match accepts the URL, else the first.
 	Format Format
@@ -80,14 +85,22 @@ func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset,
 	g.SetLimit(opts.Concurrency)
 	for i, file := range files {
 		g.Go(func() error {
-			srcs, err := res.Resolve(gctx, file.URL, nil)
-			if err != nil {
-				return fmt.Errorf("formats: %w", err)
+			var s storage.Source
+			if file.Object.Size > 0 {
+				var err error
+				if s, err = res.Known(gctx, file.URL, file.Object); err != nil {
+					return fmt.Errorf("formats: %w", err)
+				}
+			} else {
+				srcs, err := res.Resolve(gctx, file.URL, nil)
+				if err != nil {
+					return fmt.Errorf("formats: %w", err)
+				}
+				if len(srcs) != 1 {
+					return fmt.Errorf("formats: %s names %d objects, not one file", file.URL, len(srcs))
+				}
+				s = srcs[0]
 			}
-			if len(srcs) != 1 {
-				return fmt.Errorf("formats: %s names %d objects, not one file", file.URL, len(srcs))
-			}
-			s := srcs[0]
 			format := file.Format
 			if format == nil {
 				if format = pickFormat(opts.Formats, s.Object.Key); format == nil {

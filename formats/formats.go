@@ -29,6 +29,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
@@ -721,6 +722,10 @@ func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, me
 			b.Release()
 			return fmt.Errorf("filter %s: %w", flt, err)
 		}
+		if keepsAll(keep, b.NumRows()) {
+			keep.Release() // the batch goes on as it is: no copy
+			continue
+		}
 		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, keep, compute.DefaultFilterOptions())
 		keep.Release()
 		b.Release()
@@ -739,6 +744,15 @@ func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, me
 		return nil
 	}
 	return yield(b)
+}
+
+// keepsAll reports whether a filter's answer keeps every one of n rows (a
+// wrong length is left to the filter kernel's error).
+func keepsAll(keep *array.Boolean, n int64) bool {
+	if keep.NullN() > 0 || int64(keep.Len()) != n {
+		return false
+	}
+	return bitutil.CountSetBits(keep.Data().Buffers()[1].Bytes(), keep.Data().Offset(), keep.Len()) == keep.Len()
 }
 
 // Close releases the buckets the plan opened.
