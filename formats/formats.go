@@ -119,6 +119,8 @@ type Fragment struct {
 	// inspect and mapColumns are File.Inspect and File.Columns.
 	inspect    []string
 	mapColumns func(*arrow.Schema) (map[string]string, error)
+	// evolve is what File.Convert and File.Defaults give, else nil.
+	evolve *evolution
 	// fileStarts[u] is the file row unit u starts at (len(Units)+1
 	// entries), where the driver knows its counts.
 	fileStarts []int64

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
@@ -92,6 +93,7 @@ type Table struct {
 	eqFields  []string // dataset columns equality deletes read
 	tableLoc  string
 	names     ice.NameMapping // the table's name mapping, parsed once
+	defaults  map[string]scalar.Scalar
 }
 
 // Open opens the table whose metadata lies at location: a metadata JSON
@@ -196,6 +198,9 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 	}
 	if t.arrow, err = table.SchemaToArrowSchema(t.schema, nil, true, false); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: schema: %w", metaLoc, err)
+	}
+	if t.defaults, err = initialDefaults(t.schema, t.arrow); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	start := time.Now()
 	fio := &fileIO{ctx: ctx, res: res, loc: t.loc}
@@ -314,11 +319,13 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 			return nil, fmt.Errorf("iceberg: %s is a %s file, which no format given reads", pf.Path, pf.Format)
 		}
 		files[i] = formats.File{
-			URL:     t.loc.url(pf.Path),
-			Rel:     strings.TrimPrefix(pf.Path, t.tableLoc),
-			Format:  drv,
-			Inspect: t.fileNames(po.Columns),
-			Columns: t.mapColumns,
+			URL:      t.loc.url(pf.Path),
+			Rel:      strings.TrimPrefix(pf.Path, t.tableLoc),
+			Format:   drv,
+			Inspect:  t.fileNames(po.Columns),
+			Columns:  t.mapColumns,
+			Convert:  convertColumn,
+			Defaults: t.defaults,
 		}
 		if len(pf.Deleted) > 0 {
 			files[i].Mask = &formats.RowMask{Deleted: pf.Deleted}
