@@ -306,8 +306,18 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 	if len(fmts) == 0 {
 		fmts = t.opts.Formats
 	}
-	files := make([]formats.File, len(t.plan.Files))
-	for i, pf := range t.plan.Files {
+	planned := t.plan.Files
+	if po.Filter != nil {
+		// Files whose bounds or partition rule the filter out are never
+		// opened; the filter still applies to the rows of the others.
+		var kept []plannedFile
+		for _, i := range t.prune(po.Filter, planned) {
+			kept = append(kept, planned[i])
+		}
+		planned = kept
+	}
+	files := make([]formats.File, len(planned))
+	for i, pf := range planned {
 		var drv formats.Format
 		for _, f := range append(slices.Clone(fmts), t.opts.Formats...) {
 			if strings.EqualFold(f.Name(), pf.Format) {
@@ -344,14 +354,14 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 		}
 	}
 	known := t.knownObjects(ctx)
-	for i, pf := range t.plan.Files {
+	for i, pf := range planned {
 		files[i].Object = known[pf.Path]
 	}
 	d, err := formats.PlanFiles(ctx, files, po)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", t.Version(), err)
 	}
-	if known == nil {
+	if known == nil && len(planned) == len(t.plan.Files) {
 		t.keepObjects(ctx, d)
 	}
 	d.Version = t.Version()
