@@ -175,4 +175,10 @@ func TestSchemaEvolution(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// A filter on the added column: the older file has no statistics of
+	// it and is not pruned; its rows pass by their initial default.
+	ids := streamRows(t, stream.Options{Plan: it.Plan, Columns: []string{"id"}, Filter: "flag = true AND id >= 0"})
+	if len(ids) != 15 {
+		t.Errorf("flag = true kept %d rows, want 15 (10 by default, 5 written): %v", len(ids), ids)
+	}
 }

@@ -149,15 +149,9 @@ func (t *Table) columnStats(pf *plannedFile, column string) (filter.Stats, bool)
 			}
 		}
 	}
-	if !known {
-		// No statistics of the column: a file written before it was added
-		// (its rows read null or the initial default), or a writer that
-		// kept none. Partitions say nothing of it either then.
-		return filter.Stats{}, false
-	}
 	spec := t.meta.PartitionSpecByID(int(pf.SpecID))
 	if spec == nil {
-		return s, true
+		return s, known
 	}
 	for _, pv := range pf.Partition {
 		var part *ice.PartitionField
@@ -173,6 +167,8 @@ func (t *Table) columnStats(pf *plannedFile, column string) (filter.Stats, bool)
 		if _, void := part.Transform.(ice.VoidTransform); void {
 			continue
 		}
+		// A partition of the column: the file was written with it.
+		known = true
 		if pv.Null {
 			// Every transform but void maps null, and only null, to null.
 			s.Nulls, s.Min, s.Max, s.MayContain = s.Rows, nil, nil, nil
@@ -200,7 +196,10 @@ func (t *Table) columnStats(pf *plannedFile, column string) (filter.Stats, bool)
 			return !got.Valid || got.Val.Equals(lit)
 		}
 	}
-	return s, true
+	// Without statistics or a partition of the column, nothing is known:
+	// a file written before the column was added (its rows read null or
+	// the initial default), or by a writer that kept no statistics.
+	return s, known
 }
 
 // narrow is the tighter of a bound and b: the greater (sign 1) or lesser
