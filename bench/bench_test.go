@@ -331,6 +331,9 @@ func TestMain(m *testing.M) {
 	if benchDir != "" {
 		os.RemoveAll(benchDir)
 	}
+	if icebergData.dir != "" {
+		os.RemoveAll(icebergData.dir)
+	}
 	os.Exit(code)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats/storage"
@@ -21,6 +22,11 @@ type File struct {
 	URL string
 	// Rel is the key the plan's fingerprint uses for the file. Default: URL.
 	Rel string
+	// Object, if its Size is positive, is what the store said of the file
+	// in an earlier plan (Fragment.Source.Object), kept by the caller:
+	// planning then does not ask the store again, which saves a request
+	// per file. Default: the store is asked.
+	Object storage.Object
 	// Format reads the file. Default: the first of PlanOptions.Formats
 	// whose Match accepts the URL, else the first.
 	Format Format
@@ -39,6 +45,31 @@ type File struct {
 	// dataset column the map lacks reads as null from this file (a column
 	// added after the file was written). Default (nil): the same names.
 	Columns func(file *arrow.Schema) (map[string]string, error)
+	// Convert, if set, is asked for each column whose type in the file
+	// differs from the dataset's beyond what planning widens (a table's
+	// nested fields renamed, added or promoted by field id since the file
+	// was written), with the file's field and the dataset's: it returns
+	// what turns the column as the file holds it into the dataset's type
+	// (exactly), or an error if it cannot. Default (nil): such a column is
+	// a schema mismatch.
+	Convert func(file, want arrow.Field) (Converter, error)
+	// Defaults, if set, are the values dataset columns this file lacks
+	// read as (a table's initial defaults of columns added after the file
+	// was written), each of the column's type in PlanOptions.Schema. A
+	// column it does not name reads as null. Default: none.
+	Defaults map[string]scalar.Scalar
+}
+
+// Converter turns a column as a file holds it into the dataset's type,
+// allocating from mem what it must.
+type Converter func(a arrow.Array, mem memory.Allocator) (arrow.Array, error)
+
+// evolution is a fragment's File.Convert and File.Defaults, and the
+// converters planning found for its columns.
+type evolution struct {
+	convert  func(file, want arrow.Field) (Converter, error)
+	defaults map[string]scalar.Scalar
+	converts map[string]Converter // by dataset column
 }
 
 // PlanFiles plans a dataset from files a caller listed, each with its own
@@ -80,14 +111,22 @@ func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset,
 	g.SetLimit(opts.Concurrency)
 	for i, file := range files {
 		g.Go(func() error {
-			srcs, err := res.Resolve(gctx, file.URL, nil)
-			if err != nil {
-				return fmt.Errorf("formats: %w", err)
+			var s storage.Source
+			if file.Object.Size > 0 {
+				var err error
+				if s, err = res.Known(gctx, file.URL, file.Object); err != nil {
+					return fmt.Errorf("formats: %w", err)
+				}
+			} else {
+				srcs, err := res.Resolve(gctx, file.URL, nil)
+				if err != nil {
+					return fmt.Errorf("formats: %w", err)
+				}
+				if len(srcs) != 1 {
+					return fmt.Errorf("formats: %s names %d objects, not one file", file.URL, len(srcs))
+				}
+				s = srcs[0]
 			}
-			if len(srcs) != 1 {
-				return fmt.Errorf("formats: %s names %d objects, not one file", file.URL, len(srcs))
-			}
-			s := srcs[0]
 			format := file.Format
 			if format == nil {
 				if format = pickFormat(opts.Formats, s.Object.Key); format == nil {
@@ -103,6 +142,9 @@ func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset,
 				frags[i].fileCols = map[string]string{} // filled once the schema is known
 				frags[i].inspect = file.Inspect
 				frags[i].mapColumns = file.Columns
+			}
+			if file.Convert != nil || file.Defaults != nil {
+				frags[i].evolve = &evolution{convert: file.Convert, defaults: file.Defaults, converts: map[string]Converter{}}
 			}
 			return nil
 		})
@@ -181,6 +223,19 @@ func unifyMapped(frags []*Fragment, columns []string, schema *arrow.Schema) (*ar
 			}
 			got := f.Schema.Field(fi[0])
 			nullable = nullable || got.Nullable
+			if e := f.evolve; e != nil && e.convert != nil && !arrow.TypeEqual(got.Type, want.Type) {
+				if _, ok := widen(got.Type, want.Type); !ok {
+					conv, err := e.convert(got, want)
+					if err != nil {
+						return nil, fmt.Errorf("formats: %s: %w: column %q: %w", f.URL, ErrSchema, name, err)
+					}
+					if conv != nil {
+						// Read as the file holds it, converted after.
+						e.converts[name] = conv
+						got.Type = want.Type
+					}
+				}
+			}
 			if typ == nil {
 				typ, from = got.Type, f.URL
 				continue
@@ -222,6 +277,9 @@ func (f *Fragment) fileRead(read *arrow.Schema) *arrow.Schema {
 		if !ok {
 			continue
 		}
+		if f.evolve != nil && f.evolve.converts[fl.Name] != nil {
+			fl.Type = f.Schema.Field(f.Schema.FieldIndices(fc)[0]).Type
+		}
 		fl.Name = fc
 		out = append(out, fl)
 	}
@@ -252,9 +310,29 @@ func (d *Dataset) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator)
 			}
 			cols[i] = b.Column(at)
 			at++
+			if f.evolve != nil && f.evolve.converts[fl.Name] != nil {
+				c, err := f.evolve.converts[fl.Name](cols[i], mem)
+				if err != nil {
+					return nil, fmt.Errorf("%w: column %q: %w", ErrSchema, fl.Name, err)
+				}
+				if !arrow.TypeEqual(c.DataType(), fl.Type) {
+					c.Release()
+					return nil, fmt.Errorf("%w: column %q converts to %s, not %s", ErrSchema, fl.Name, c.DataType(), fl.Type)
+				}
+				made = append(made, c)
+				cols[i] = c
+			}
 			continue
 		}
-		c := array.MakeArrayOfNull(mem, fl.Type, int(n))
+		var c arrow.Array
+		if def, ok := f.evolve.defaultOf(fl.Name); ok {
+			var err error
+			if c, err = defaultArray(def, fl.Type, int(n), mem); err != nil {
+				return nil, fmt.Errorf("%w: default of column %q: %w", ErrSchema, fl.Name, err)
+			}
+		} else {
+			c = array.MakeArrayOfNull(mem, fl.Type, int(n))
+		}
 		made = append(made, c)
 		cols[i] = c
 	}
@@ -262,4 +340,25 @@ func (d *Dataset) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator)
 		return nil, fmt.Errorf("%w: the batch has %d columns, the read wants %d", ErrCorrupt, b.NumCols(), at)
 	}
 	return array.NewRecordBatch(d.read, cols, n), nil
+}
+
+// defaultOf is the default of a column the file lacks, if it has one.
+func (e *evolution) defaultOf(column string) (scalar.Scalar, bool) {
+	if e == nil || e.defaults == nil {
+		return nil, false
+	}
+	sc, ok := e.defaults[column]
+	return sc, ok && sc != nil && sc.IsValid()
+}
+
+// defaultArray is n copies of def, of type typ (def's, or a widening of
+// it).
+func defaultArray(def scalar.Scalar, typ arrow.DataType, n int, mem memory.Allocator) (arrow.Array, error) {
+	if !arrow.TypeEqual(def.DataType(), typ) {
+		var err error
+		if def, err = def.CastTo(typ); err != nil {
+			return nil, err
+		}
+	}
+	return scalar.MakeArrayFromScalar(def, n, mem)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
@@ -118,6 +119,8 @@ type Fragment struct {
 	// inspect and mapColumns are File.Inspect and File.Columns.
 	inspect    []string
 	mapColumns func(*arrow.Schema) (map[string]string, error)
+	// evolve is what File.Convert and File.Defaults give, else nil.
+	evolve *evolution
 	// fileStarts[u] is the file row unit u starts at (len(Units)+1
 	// entries), where the driver knows its counts.
 	fileStarts []int64
@@ -721,6 +724,10 @@ func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, me
 			b.Release()
 			return fmt.Errorf("filter %s: %w", flt, err)
 		}
+		if keepsAll(keep, b.NumRows()) {
+			keep.Release() // the batch goes on as it is: no copy
+			continue
+		}
 		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, keep, compute.DefaultFilterOptions())
 		keep.Release()
 		b.Release()
@@ -739,6 +746,15 @@ func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, me
 		return nil
 	}
 	return yield(b)
+}
+
+// keepsAll reports whether a filter's answer keeps every one of n rows (a
+// wrong length is left to the filter kernel's error).
+func keepsAll(keep *array.Boolean, n int64) bool {
+	if keep.NullN() > 0 || int64(keep.Len()) != n {
+		return false
+	}
+	return bitutil.CountSetBits(keep.Data().Buffers()[1].Bytes(), keep.Data().Offset(), keep.Len()) == keep.Len()
 }
 
 // Close releases the buckets the plan opened.

@@ -100,6 +100,8 @@ func widerOf(narrow, wide arrow.DataType) (arrow.DataType, bool) {
 		return wide, true
 	case nf > 0 && wf > nf:
 		return wide, true
+	case isDecimalPromotion(narrow, wide):
+		return wide, true
 	case narrow.ID() == arrow.STRING && wide.ID() == arrow.LARGE_STRING,
 		narrow.ID() == arrow.BINARY && wide.ID() == arrow.LARGE_BINARY:
 		return wide, true
@@ -116,4 +118,21 @@ func fieldNames(s *arrow.Schema) string {
 		names = append(names[:12], "…")
 	}
 	return strings.Join(names, ", ")
+}
+
+// isDecimalPromotion reports whether wide holds every value of narrow: a
+// decimal of the same scale and a greater precision (Iceberg's decimal
+// promotion), in as many bytes or more.
+func isDecimalPromotion(narrow, wide arrow.DataType) bool {
+	n, ok1 := narrow.(arrow.DecimalType)
+	w, ok2 := wide.(arrow.DecimalType)
+	if !ok1 || !ok2 {
+		return false
+	}
+	nw, _ := narrow.(arrow.FixedWidthDataType)
+	ww, _ := wide.(arrow.FixedWidthDataType)
+	if nw == nil || ww == nil || ww.BitWidth() < nw.BitWidth() {
+		return false
+	}
+	return n.GetScale() == w.GetScale() && w.GetPrecision() > n.GetPrecision()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	ice "github.com/apache/iceberg-go"
@@ -21,11 +22,115 @@ import (
 )
 
 // eqSet is one equality delete file, read: the keys of the rows it
-// deletes, over its columns (by their current names).
+// deletes, over its columns (by their current names). A file over one
+// integer-like column (the common id key) keeps its keys as integers and
+// one over one string or binary column as their bytes, which rows look up
+// without building a key; other files keep the generic encoding of
+// appendKey.
 type eqSet struct {
 	path    string
 	columns []string
-	keys    map[string]struct{}
+	kind    keyKind
+	keys    map[string]struct{} // keyGeneric: appendKey's encoding; keyBytes: the bytes
+	ints    intKeys             // keyInts
+	null    bool                // keyInts, keyBytes: a null key deletes null rows
+}
+
+type keyKind uint8
+
+const (
+	keyGeneric keyKind = iota
+	keyInts
+	keyBytes
+)
+
+// kindOf is the key kind of a delete file over columns of these types.
+func kindOf(types []arrow.DataType) keyKind {
+	if len(types) != 1 {
+		return keyGeneric
+	}
+	switch types[0].ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32,
+		arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
+		return keyInts
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY:
+		return keyBytes
+	}
+	return keyGeneric
+}
+
+// add adds a key in appendKey's encoding.
+func (s *eqSet) add(key []byte, ints *[]int64) {
+	switch {
+	case s.kind == keyGeneric:
+		s.keys[string(key)] = struct{}{}
+	case key[0] == 0:
+		s.null = true
+	case s.kind == keyInts:
+		*ints = append(*ints, int64(binary.LittleEndian.Uint64(key[1:])))
+	default:
+		_, n := binary.Uvarint(key[1:])
+		s.keys[string(key[1+n:])] = struct{}{}
+	}
+}
+
+// hasKey reports whether the set holds a key in appendKey's encoding.
+func (s *eqSet) hasKey(key []byte) bool {
+	switch {
+	case s.kind == keyGeneric:
+		_, ok := s.keys[string(key)]
+		return ok
+	case key[0] == 0:
+		return s.null
+	case s.kind == keyInts:
+		return key[0] == 2 && s.ints.has(int64(binary.LittleEndian.Uint64(key[1:])))
+	case key[0] == 4:
+		_, n := binary.Uvarint(key[1:])
+		_, ok := s.keys[string(key[1+n:])]
+		return ok
+	}
+	return false
+}
+
+// intKeys is a set of integers: a bitmap over their span where that is
+// at most a few hundred bits a key (ids deleted here and there), else a
+// map.
+type intKeys struct {
+	lo, hi int64
+	bits   []uint64
+	m      map[int64]struct{}
+}
+
+func newIntKeys(vs []int64) intKeys {
+	if len(vs) == 0 {
+		return intKeys{lo: 1, hi: 0} // holds nothing
+	}
+	k := intKeys{lo: slices.Min(vs), hi: slices.Max(vs)}
+	if span := uint64(k.hi) - uint64(k.lo); span < 256*uint64(len(vs)) && span < 1<<34 {
+		k.bits = make([]uint64, span/64+1)
+		for _, v := range vs {
+			d := uint64(v) - uint64(k.lo)
+			k.bits[d/64] |= 1 << (d % 64)
+		}
+		return k
+	}
+	k.m = make(map[int64]struct{}, len(vs))
+	for _, v := range vs {
+		k.m[v] = struct{}{}
+	}
+	return k
+}
+
+func (k *intKeys) has(v int64) bool {
+	if v < k.lo || v > k.hi {
+		return false
+	}
+	if k.bits != nil {
+		d := uint64(v) - uint64(k.lo)
+		return k.bits[d/64]&(1<<(d%64)) != 0
+	}
+	_, ok := k.m[v]
+	return ok
 }
 
 // loadEqualityDeletes reads every equality delete file the plan names.
@@ -76,10 +181,16 @@ func (t *Table) readEqualityDeletes(ctx context.Context, e eqDeleteFile) (*eqSet
 	if err != nil {
 		return nil, err
 	}
+	var types []arrow.DataType
+	for _, f := range sub.Fields() {
+		types = append(types, f.Type)
+	}
+	s.kind = kindOf(types)
+	var ints []int64
 	file := formats.File{
 		URL: t.loc.url(e.Path),
 		Columns: func(file *arrow.Schema) (map[string]string, error) {
-			m, err := mapByID(t.schema, t.meta.NameMapping(), file)
+			m, err := mapByID(t.schema, t.names, file)
 			if err != nil {
 				return nil, err
 			}
@@ -98,10 +209,13 @@ func (t *Table) readEqualityDeletes(ctx context.Context, e eqDeleteFile) (*eqSet
 			for c := range int(b.NumCols()) {
 				key = appendKey(key, b.Column(c), r)
 			}
-			s.keys[string(key)] = struct{}{}
+			s.add(key, &ints)
 		}
 		return nil
 	})
+	if s.kind == keyInts {
+		s.ints = newIntKeys(ints)
+	}
 	return s, err
 }
 
@@ -141,35 +255,114 @@ func (f *eqFilter) String() string {
 // Keep is false for the rows a delete file holds.
 func (f *eqFilter) Keep(ctx context.Context, b arrow.RecordBatch) (*array.Boolean, error) {
 	n := int(b.NumRows())
-	bld := array.NewBooleanBuilder(memory.DefaultAllocator)
-	defer bld.Release()
-	bld.Reserve(n)
-	cols := make([][]arrow.Array, len(f.sets))
-	for i, s := range f.sets {
+	buf := memory.NewResizableBuffer(memory.DefaultAllocator)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	keep := buf.Bytes()
+	for i := range keep {
+		keep[i] = 0xff
+	}
+	var cols []arrow.Array
+	var key []byte
+	for _, s := range f.sets {
+		cols = cols[:0]
 		for _, c := range s.columns {
 			idx := b.Schema().FieldIndices(c)
 			if len(idx) == 0 {
+				buf.Release()
 				return nil, fmt.Errorf("%w: the batch lacks column %q", formats.ErrSchema, c)
 			}
-			cols[i] = append(cols[i], b.Column(idx[0]))
+			cols = append(cols, b.Column(idx[0]))
 		}
-	}
-	var key []byte
-	for r := range n {
-		keep := true
-		for i, s := range f.sets {
+		if s.drop(cols[0], keep) {
+			continue
+		}
+		for r := range n {
+			if !bitutil.BitIsSet(keep, r) {
+				continue
+			}
 			key = key[:0]
-			for _, c := range cols[i] {
+			for _, c := range cols {
 				key = appendKey(key, c, r)
 			}
-			if _, hit := s.keys[string(key)]; hit {
-				keep = false
-				break
+			if s.hasKey(key) {
+				bitutil.ClearBit(keep, r)
 			}
 		}
-		bld.UnsafeAppend(keep)
 	}
-	return bld.NewBooleanArray(), nil
+	data := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	buf.Release()
+	defer data.Release()
+	return array.NewBooleanData(data), nil
+}
+
+// drop clears the keep bits of the rows of a (the set's one column) whose
+// key the set holds, where the set's kind and a's type have a fast path;
+// false where they have none.
+func (s *eqSet) drop(a arrow.Array, keep []byte) bool {
+	switch s.kind {
+	case keyInts:
+		switch a := a.(type) {
+		case *array.Int64:
+			dropInts(s, a, a.Int64Values(), keep)
+		case *array.Int32:
+			dropInts(s, a, a.Int32Values(), keep)
+		case *array.Int16:
+			dropInts(s, a, a.Int16Values(), keep)
+		case *array.Int8:
+			dropInts(s, a, a.Int8Values(), keep)
+		case *array.Date32:
+			dropInts(s, a, a.Date32Values(), keep)
+		case *array.Timestamp:
+			dropInts(s, a, a.TimestampValues(), keep)
+		case *array.Time64:
+			dropInts(s, a, a.Time64Values(), keep)
+		default:
+			return false
+		}
+		return true
+	case keyBytes:
+		switch a := a.(type) {
+		case *array.String:
+			for r := range a.Len() {
+				if a.IsNull(r) {
+					if s.null {
+						bitutil.ClearBit(keep, r)
+					}
+				} else if _, hit := s.keys[a.Value(r)]; hit {
+					bitutil.ClearBit(keep, r)
+				}
+			}
+		case *array.Binary:
+			for r := range a.Len() {
+				if a.IsNull(r) {
+					if s.null {
+						bitutil.ClearBit(keep, r)
+					}
+				} else if _, hit := s.keys[string(a.Value(r))]; hit {
+					bitutil.ClearBit(keep, r)
+				}
+			}
+		default:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+func dropInts[T int8 | int16 | int32 | int64 | arrow.Date32 | arrow.Timestamp | arrow.Time64](s *eqSet, a arrow.Array, vs []T, keep []byte) {
+	nulls := a.NullN() > 0
+	for r, v := range vs {
+		if nulls && a.IsNull(r) {
+			if s.null {
+				bitutil.ClearBit(keep, r)
+			}
+			continue
+		}
+		if s.ints.has(int64(v)) {
+			bitutil.ClearBit(keep, r)
+		}
+	}
 }
 
 // appendKey appends an encoding of row r of a to key in which values

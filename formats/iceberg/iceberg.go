@@ -14,7 +14,9 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"path"
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
@@ -89,6 +92,8 @@ type Table struct {
 	planned   time.Duration
 	eqFields  []string // dataset columns equality deletes read
 	tableLoc  string
+	names     ice.NameMapping // the table's name mapping, parsed once
+	defaults  map[string]scalar.Scalar
 }
 
 // Open opens the table whose metadata lies at location: a metadata JSON
@@ -187,11 +192,15 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		opts.Formats = []formats.Format{parquet.Format{}}
 	}
 	t := &Table{meta: meta, metaLoc: metaLoc, loc: newLocator(opts.Rewrite), opts: opts, res: res, schema: meta.CurrentSchema(), tableLoc: strings.TrimSuffix(meta.Location(), "/") + "/"}
+	t.names = meta.NameMapping()
 	if t.snap, err = pick(meta, opts); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	if t.arrow, err = table.SchemaToArrowSchema(t.schema, nil, true, false); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: schema: %w", metaLoc, err)
+	}
+	if t.defaults, err = initialDefaults(t.schema, t.arrow); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	start := time.Now()
 	fio := &fileIO{ctx: ctx, res: res, loc: t.loc}
@@ -297,8 +306,18 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 	if len(fmts) == 0 {
 		fmts = t.opts.Formats
 	}
-	files := make([]formats.File, len(t.plan.Files))
-	for i, pf := range t.plan.Files {
+	planned := t.plan.Files
+	if po.Filter != nil {
+		// Files whose bounds or partition rule the filter out are never
+		// opened; the filter still applies to the rows of the others.
+		var kept []plannedFile
+		for _, i := range t.prune(po.Filter, planned) {
+			kept = append(kept, planned[i])
+		}
+		planned = kept
+	}
+	files := make([]formats.File, len(planned))
+	for i, pf := range planned {
 		var drv formats.Format
 		for _, f := range append(slices.Clone(fmts), t.opts.Formats...) {
 			if strings.EqualFold(f.Name(), pf.Format) {
@@ -310,11 +329,13 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 			return nil, fmt.Errorf("iceberg: %s is a %s file, which no format given reads", pf.Path, pf.Format)
 		}
 		files[i] = formats.File{
-			URL:     t.loc.url(pf.Path),
-			Rel:     strings.TrimPrefix(pf.Path, t.tableLoc),
-			Format:  drv,
-			Inspect: t.fileNames(po.Columns),
-			Columns: t.mapColumns,
+			URL:      t.loc.url(pf.Path),
+			Rel:      strings.TrimPrefix(pf.Path, t.tableLoc),
+			Format:   drv,
+			Inspect:  t.fileNames(po.Columns),
+			Columns:  t.mapColumns,
+			Convert:  convertColumn,
+			Defaults: t.defaults,
 		}
 		if len(pf.Deleted) > 0 {
 			files[i].Mask = &formats.RowMask{Deleted: pf.Deleted}
@@ -332,12 +353,67 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Data
 			}
 		}
 	}
+	known := t.knownObjects(ctx)
+	for i, pf := range planned {
+		files[i].Object = known[pf.Path]
+	}
 	d, err := formats.PlanFiles(ctx, files, po)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", t.Version(), err)
 	}
+	if known == nil && len(planned) == len(t.plan.Files) {
+		t.keepObjects(ctx, d)
+	}
 	d.Version = t.Version()
 	return d, nil
+}
+
+// knownObjects are the data files as the store described them when the
+// snapshot was last planned with this plan cache (kept by keepObjects),
+// by path, or nil. Manifests record file sizes too, but not every
+// writer's are right, and a wrong one would fail the footer's read.
+func (t *Table) knownObjects(ctx context.Context) map[string]storage.Object {
+	c := t.opts.Cache
+	if c == nil {
+		return nil
+	}
+	b, err := c.Get(ctx, t.objectsKey())
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	var objs map[string]storage.Object
+	if gob.NewDecoder(bytes.NewReader(b)).Decode(&objs) != nil {
+		return nil
+	}
+	for _, pf := range t.plan.Files {
+		if objs[pf.Path].Size <= 0 {
+			return nil // not this plan's, or damaged: the store is asked
+		}
+	}
+	return objs
+}
+
+// keepObjects keeps what the store said of the data files while d was
+// planned, so that the next plan from the cache need not ask again.
+func (t *Table) keepObjects(ctx context.Context, d *formats.Dataset) {
+	c := t.opts.Cache
+	if c == nil || len(d.Fragments) != len(t.plan.Files) {
+		return
+	}
+	objs := make(map[string]storage.Object, len(d.Fragments))
+	for i, f := range d.Fragments {
+		o := f.Source.Object
+		o.Key = "" // the plan's paths name the files
+		objs[t.plan.Files[i].Path] = o
+	}
+	var buf bytes.Buffer
+	if gob.NewEncoder(&buf).Encode(objs) == nil {
+		_ = c.Set(ctx, t.objectsKey(), buf.Bytes()) // a failed set costs the next plan a stat per file
+	}
+}
+
+func (t *Table) objectsKey() []byte {
+	return append(t.cacheKey(), "\x00objects"...)
 }
 
 func (t *Table) columnNames() []string {
@@ -381,7 +457,7 @@ const fieldIDKey = "PARQUET:field_id"
 // id; a file written without ids maps by the table's name mapping, else by
 // the names of the current schema.
 func (t *Table) mapColumns(file *arrow.Schema) (map[string]string, error) {
-	return mapByID(t.schema, t.meta.NameMapping(), file)
+	return mapByID(t.schema, t.names, file)
 }
 
 func mapByID(schema *ice.Schema, nm ice.NameMapping, file *arrow.Schema) (map[string]string, error) {

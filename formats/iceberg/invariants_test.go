@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -305,9 +307,30 @@ func TestPlanCache(t *testing.T) {
 		if tbl.Stats().PositionDeleted != 25 {
 			t.Errorf("open %d: %d rows position-deleted, want 25", i, tbl.Stats().PositionDeleted)
 		}
-		rows = append(rows, streamRows(t, stream.Options{Plan: tbl.Plan, PlanCache: cache}))
+		var stats atomic.Int64
+		so := storage.Options{Wrap: func(b storage.Bucket) storage.Bucket { return &statCounting{Bucket: b, n: &stats} }}
+		rows = append(rows, streamRows(t, stream.Options{Plan: tbl.Plan, PlanCache: cache, Storage: so}))
 		tbl.Close()
+		// The data files' sizes and times are kept with the plan: a plan
+		// from the cache asks the store nothing of them (the damaged
+		// entries of the third open include them).
+		if n := stats.Load(); (n == 0) != (i == 1) {
+			t.Errorf("plan %d stat the data files %d times", i, n)
+		}
 	}
 	sameRows(t, "from the cache", rows[1], rows[0])
 	sameRows(t, "after a damaged entry", rows[2], rows[0])
+}
+
+// statCounting counts the stats of Parquet files.
+type statCounting struct {
+	storage.Bucket
+	n *atomic.Int64
+}
+
+func (b *statCounting) Stat(ctx context.Context, key string) (storage.Object, error) {
+	if strings.HasSuffix(key, ".parquet") {
+		b.n.Add(1)
+	}
+	return b.Bucket.Stat(ctx, key)
 }

@@ -42,6 +42,11 @@ type plannedFile struct {
 	Deleted []int64
 	// EqDeletes index tablePlan.EqDeletes: the equality deletes that apply.
 	EqDeletes []int
+	// SpecID, Partition and Stats are the file's partition and column
+	// statistics, for pruning by a row filter.
+	SpecID    int32
+	Partition []partValue
+	Stats     []colStats
 }
 
 // eqDeleteFile is one equality delete file.
@@ -54,7 +59,7 @@ type eqDeleteFile struct {
 
 // planVersion changes when tablePlan's encoding does, so that old cache
 // entries miss.
-const planVersion = "sluice-iceberg-plan-1"
+const planVersion = "sluice-iceberg-plan-2"
 
 func (t *Table) cacheKey() []byte {
 	return fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.snap.SnapshotID)
@@ -113,7 +118,8 @@ func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, erro
 	posFiles := map[string]ice.DataFile{}
 	for _, task := range tasks {
 		df := task.File
-		pf := plannedFile{Path: df.FilePath(), Format: strings.ToLower(string(df.FileFormat())), Size: df.FileSizeBytes(), Records: df.Count()}
+		pf := plannedFile{Path: df.FilePath(), Format: strings.ToLower(string(df.FileFormat())), Size: df.FileSizeBytes(), Records: df.Count(), SpecID: df.SpecID()}
+		pf.Stats, pf.Partition = fileMetrics(df, t.meta.PartitionSpecByID(int(df.SpecID())), t.schema)
 		for _, e := range task.EqualityDeleteFiles {
 			i, ok := eqIndex[e.FilePath()]
 			if !ok {

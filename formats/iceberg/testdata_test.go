@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(killChildEnv) != "" {
+		os.Exit(killChild()) // a child of TestKillResume
+	}
 	goleak.VerifyTestMain(m)
 }
 

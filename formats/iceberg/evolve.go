@@ -1,0 +1,360 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+	ice "github.com/apache/iceberg-go"
+
+	"github.com/sluicedata/sluice/formats"
+)
+
+// convertColumn is formats.File.Convert for the table's data files: a
+// nested column written under an older schema is read into the current
+// one by field id, at every depth: struct fields matched by id (renamed
+// ones keep their data, added ones read as null, dropped ones go),
+// list elements and map keys and values converted in place, primitives
+// promoted (int to long, float to double, decimal precision).
+func convertColumn(file, want arrow.Field) (formats.Converter, error) {
+	conv, err := converter(file.Type, want.Type)
+	if err != nil || conv == nil {
+		return nil, err
+	}
+	return func(a arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+		d, err := conv(a.Data(), mem)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Release()
+		return array.MakeFromData(d), nil
+	}, nil
+}
+
+// dataConverter converts one array's data (whole, at its offset); nil
+// where the types agree.
+type dataConverter func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error)
+
+func converter(file, want arrow.DataType) (dataConverter, error) {
+	if arrow.TypeEqual(file, want) {
+		return nil, nil
+	}
+	switch want := want.(type) {
+	case *arrow.StructType:
+		f, ok := file.(*arrow.StructType)
+		if !ok {
+			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
+		}
+		from := make([]int, want.NumFields()) // file child of each wanted one, or -1
+		subs := make([]dataConverter, want.NumFields())
+		for i, wf := range want.Fields() {
+			from[i] = matchField(f, wf)
+			if from[i] < 0 {
+				continue
+			}
+			var err error
+			if subs[i], err = converter(f.Field(from[i]).Type, wf.Type); err != nil {
+				return nil, fmt.Errorf("field %q: %w", wf.Name, err)
+			}
+		}
+		return structConverter(want, from, subs), nil
+	case *arrow.MapType:
+		f, ok := file.(*arrow.MapType)
+		if !ok {
+			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
+		}
+		entries, err := entriesConverter(f, want)
+		if err != nil {
+			return nil, err
+		}
+		return listConverter(want, entries), nil
+	case *arrow.ListType:
+		f, ok := file.(*arrow.ListType)
+		if !ok {
+			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
+		}
+		elem, err := converter(f.Elem(), want.Elem())
+		if err != nil {
+			return nil, fmt.Errorf("list element: %w", err)
+		}
+		return listConverter(want, elem), nil
+	case *arrow.LargeListType:
+		f, ok := file.(*arrow.LargeListType)
+		if !ok {
+			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
+		}
+		elem, err := converter(f.Elem(), want.Elem())
+		if err != nil {
+			return nil, fmt.Errorf("list element: %w", err)
+		}
+		return listConverter(want, elem), nil
+	}
+	if !promotes(file, want) {
+		return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
+	}
+	return func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error) {
+		a := array.MakeFromData(d)
+		defer a.Release()
+		out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), a, compute.SafeCastOptions(want))
+		if err != nil {
+			return nil, err
+		}
+		defer out.Release()
+		od := out.Data()
+		od.Retain()
+		return od, nil
+	}, nil
+}
+
+// promotes reports whether Iceberg's type promotions read file as want.
+func promotes(file, want arrow.DataType) bool {
+	switch {
+	case file.ID() == arrow.INT32 && want.ID() == arrow.INT64,
+		file.ID() == arrow.FLOAT32 && want.ID() == arrow.FLOAT64:
+		return true
+	}
+	f, ok1 := file.(arrow.DecimalType)
+	w, ok2 := want.(arrow.DecimalType)
+	return ok1 && ok2 && f.GetScale() == w.GetScale() && w.GetPrecision() >= f.GetPrecision()
+}
+
+// matchField is the index of the file's field that is wf: by field id
+// where both carry one, else by name; -1 if none.
+func matchField(file *arrow.StructType, wf arrow.Field) int {
+	if id, ok := wf.Metadata.GetValue(fieldIDKey); ok {
+		for i, f := range file.Fields() {
+			if fid, ok := f.Metadata.GetValue(fieldIDKey); ok {
+				if fid == id {
+					return i
+				}
+				continue
+			}
+			if f.Name == wf.Name {
+				return i
+			}
+		}
+		return -1
+	}
+	if i, ok := file.FieldIdx(wf.Name); ok {
+		return i
+	}
+	return -1
+}
+
+// structConverter builds want's struct from the file's children from[i]
+// (converted by subs[i]), nulls where from[i] < 0, keeping the struct's
+// own validity and offset.
+func structConverter(want *arrow.StructType, from []int, subs []dataConverter) dataConverter {
+	return func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error) {
+		n := d.Offset() + d.Len() // children are read at the struct's offset
+		children := make([]arrow.ArrayData, len(from))
+		defer func() {
+			for _, c := range children {
+				if c != nil {
+					c.Release()
+				}
+			}
+		}()
+		for i, j := range from {
+			if j < 0 {
+				nulls := array.MakeArrayOfNull(mem, want.Field(i).Type, n)
+				children[i] = nulls.Data()
+				children[i].Retain()
+				nulls.Release()
+				continue
+			}
+			c := d.Children()[j]
+			if subs[i] == nil {
+				c.Retain()
+				children[i] = c
+				continue
+			}
+			var err error
+			if children[i], err = subs[i](c, mem); err != nil {
+				return nil, fmt.Errorf("field %q: %w", want.Field(i).Name, err)
+			}
+		}
+		return array.NewData(want, d.Len(), []*memory.Buffer{d.Buffers()[0]}, children, d.NullN(), d.Offset()), nil
+	}
+}
+
+// entriesConverter converts a map's entries (a struct of key and value)
+// by position.
+func entriesConverter(file, want *arrow.MapType) (dataConverter, error) {
+	key, err := converter(file.KeyType(), want.KeyType())
+	if err != nil {
+		return nil, fmt.Errorf("map key: %w", err)
+	}
+	item, err := converter(file.ItemType(), want.ItemType())
+	if err != nil {
+		return nil, fmt.Errorf("map value: %w", err)
+	}
+	return structConverter(want.Elem().(*arrow.StructType), []int{0, 1}, []dataConverter{key, item}), nil
+}
+
+// listConverter relabels a list (or map) as want, its values converted by
+// elem: the offsets and validity stay.
+func listConverter(want arrow.DataType, elem dataConverter) dataConverter {
+	return func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error) {
+		child := d.Children()[0]
+		if elem != nil {
+			var err error
+			if child, err = elem(child, mem); err != nil {
+				return nil, err
+			}
+			defer child.Release()
+		}
+		return array.NewData(want, d.Len(), d.Buffers(), []arrow.ArrayData{child}, d.NullN(), d.Offset()), nil
+	}
+}
+
+// initialDefaults are the initial defaults of the current schema's
+// top-level columns (v3: the value a column added after a file was
+// written reads as in that file), as Arrow scalars of the columns' types.
+func initialDefaults(schema *ice.Schema, as *arrow.Schema) (map[string]scalar.Scalar, error) {
+	var out map[string]scalar.Scalar
+	for i, f := range schema.Fields() {
+		if f.InitialDefault == nil {
+			continue
+		}
+		sc, err := defaultScalar(f, as.Field(i).Type)
+		if err != nil {
+			return nil, fmt.Errorf("initial default of column %q (%v): %w", f.Name, f.InitialDefault, err)
+		}
+		if out == nil {
+			out = map[string]scalar.Scalar{}
+		}
+		out[f.Name] = sc
+	}
+	return out, nil
+}
+
+// defaultScalar turns a field's initial default, as iceberg-go holds it
+// (a value of the spec's JSON single-value form, or a typed value), into
+// an Arrow scalar of typ.
+func defaultScalar(f ice.NestedField, typ arrow.DataType) (scalar.Scalar, error) {
+	lit, err := defaultLiteral(f.InitialDefault, f.Type)
+	if err != nil {
+		return nil, err
+	}
+	switch l := lit.(type) {
+	case ice.BoolLiteral:
+		return scalar.NewBooleanScalar(bool(l)), nil
+	case ice.Int32Literal:
+		return scalar.NewInt32Scalar(int32(l)), nil
+	case ice.Int64Literal:
+		return scalar.NewInt64Scalar(int64(l)), nil
+	case ice.Float32Literal:
+		return scalar.NewFloat32Scalar(float32(l)), nil
+	case ice.Float64Literal:
+		return scalar.NewFloat64Scalar(float64(l)), nil
+	case ice.StringLiteral:
+		return scalar.NewStringScalar(string(l)), nil
+	case ice.DateLiteral:
+		return scalar.NewDate32Scalar(arrow.Date32(l)), nil
+	case ice.TimeLiteral:
+		return scalar.NewTime64Scalar(arrow.Time64(l), typ), nil
+	case ice.TimestampLiteral:
+		return scalar.NewTimestampScalar(arrow.Timestamp(l), typ), nil
+	case ice.TimestampNsLiteral:
+		return scalar.NewTimestampScalar(arrow.Timestamp(l), typ), nil
+	case ice.DecimalLiteral:
+		if _, ok := typ.(*arrow.Decimal128Type); ok {
+			return scalar.NewDecimal128Scalar(l.Val, typ), nil
+		}
+	case ice.BinaryLiteral:
+		return scalar.NewBinaryScalar(memory.NewBufferBytes(l), typ), nil
+	case ice.FixedLiteral:
+		if _, ok := typ.(*arrow.FixedSizeBinaryType); ok {
+			return scalar.NewFixedSizeBinaryScalar(memory.NewBufferBytes(l), typ), nil
+		}
+	}
+	return nil, fmt.Errorf("a %s default read as %s is not supported", f.Type, typ)
+}
+
+// defaultLiteral reads a default value as iceberg-go leaves it: parsed
+// from the metadata's JSON (a bool, a number, a string), or typed where
+// the table was evolved in this process.
+func defaultLiteral(v any, typ ice.Type) (ice.Literal, error) {
+	switch v := v.(type) {
+	case ice.Literal:
+		return v.To(typ)
+	case bool:
+		return ice.NewLiteral(v).To(typ)
+	case string:
+		switch typ.(type) {
+		case ice.BinaryType, ice.FixedType:
+			b, err := hex.DecodeString(v) // the spec writes bytes as hex
+			if err != nil {
+				return nil, err
+			}
+			return ice.BinaryLiteral(b).To(typ)
+		}
+		return ice.StringLiteral(v).To(typ)
+	case []byte:
+		return ice.BinaryLiteral(v).To(typ)
+	case ice.Decimal:
+		return ice.DecimalLiteral(v).To(typ)
+	case float64:
+		switch typ.(type) {
+		case ice.Float32Type, ice.Float64Type:
+			return ice.NewLiteral(v).To(typ)
+		}
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			return nil, fmt.Errorf("%v is not an exact integer", v)
+		}
+		return integerLiteral(int64(v), typ)
+	case float32:
+		return ice.NewLiteral(v).To(typ)
+	case int:
+		return integerLiteral(int64(v), typ)
+	case int32:
+		return integerLiteral(int64(v), typ)
+	case int64:
+		return integerLiteral(v, typ)
+	case ice.Date:
+		return integerLiteral(int64(v), typ)
+	case ice.Time:
+		return integerLiteral(int64(v), typ)
+	case ice.Timestamp:
+		return integerLiteral(int64(v), typ)
+	case ice.TimestampNano:
+		return integerLiteral(int64(v), typ)
+	}
+	return nil, fmt.Errorf("a default of Go type %T", v)
+}
+
+// integerLiteral is v as a literal of an integer-backed type: int and long
+// as numbers, date as days, time and timestamps in their units.
+func integerLiteral(v int64, typ ice.Type) (ice.Literal, error) {
+	switch typ.(type) {
+	case ice.Int32Type:
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("%d overflows int", v)
+		}
+		return ice.Int32Literal(v), nil
+	case ice.Int64Type:
+		return ice.Int64Literal(v), nil
+	case ice.DateType:
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("%d overflows date", v)
+		}
+		return ice.DateLiteral(v), nil
+	case ice.TimeType:
+		return ice.TimeLiteral(v), nil
+	case ice.TimestampType, ice.TimestampTzType:
+		return ice.TimestampLiteral(v), nil
+	case ice.TimestampNsType, ice.TimestampTzNsType:
+		return ice.TimestampNsLiteral(v), nil
+	case ice.Float32Type, ice.Float64Type:
+		return ice.NewLiteral(float64(v)).To(typ)
+	}
+	return nil, fmt.Errorf("the number %s as %s", strconv.FormatInt(v, 10), typ)
+}
