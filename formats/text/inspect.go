@@ -127,6 +127,11 @@ func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) 
 			m.bounds = append(m.bounds, at)
 		}
 		m.bounds = append(m.bounds, fr.Size)
+		if !f.opts.Count { // the counting pass scans the file itself
+			if err := f.settleCuts(ctx, fr, m); err != nil {
+				return err
+			}
+		}
 	}
 	fr.Units = make([]formats.Unit, len(m.bounds)-1)
 	for i := range fr.Units {
