@@ -1,6 +1,7 @@
 package text
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,12 +91,21 @@ func validCuts(cached, planned []int64) bool {
 // or after it (the file's end if none): ranges then own exactly the
 // records that start in them, as in a read of the whole file.
 func (f *Format) scanCuts(ctx context.Context, fr *formats.Fragment, bounds []int64) ([]int64, error) {
-	start, size := bounds[0], fr.Size
-	src := &source{r: io.NewSectionReader(fr.Source.ReaderAt(ctx), start, size-start), base: start, step: 1 << 20}
-	t := &tokenizer{src: src, d: f.dialect()}
 	out := make([]int64, len(bounds))
 	copy(out, bounds)
-	cut := 1 // the next bound to settle; the first and last stay
+	start, cut, err := f.quoteFree(ctx, fr, bounds, out)
+	if err != nil || cut >= len(bounds)-1 {
+		return out, err
+	}
+	return f.tokenCuts(ctx, fr, bounds, out, start, cut)
+}
+
+// tokenCuts settles the cuts from cut on with the tokenizer, reading from
+// start, a record boundary.
+func (f *Format) tokenCuts(ctx context.Context, fr *formats.Fragment, bounds, out []int64, start int64, cut int) ([]int64, error) {
+	size := fr.Size
+	src := &source{r: io.NewSectionReader(fr.Source.ReaderAt(ctx), start, size-start), base: start, step: 1 << 20}
+	t := &tokenizer{src: src, d: f.dialect()}
 	for n := 0; cut < len(bounds)-1; n++ {
 		if n&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -118,4 +128,75 @@ func (f *Format) scanCuts(ctx context.Context, fr *formats.Fragment, bounds []in
 		out[cut] = size // no record starts at or after it
 	}
 	return out, nil
+}
+
+// quoteFreeBlock is the bytes quoteFree reads at a time (a variable so
+// that tests can make blocks end everywhere).
+var quoteFreeBlock = 1 << 20
+
+// quoteFree settles the cuts that lie in the stretch of the file from its
+// first record that holds no quote byte, block by block: there every line
+// start is a record start (or a blank or comment line's, which a range
+// skips as a read of the whole file does), so a cut moves to the first line
+// start at or after it with no tokenizing. It returns the line start at
+// which the tokenizer must take over (a record boundary: the last line
+// start before the first block holding a quote) and the next cut to settle.
+func (f *Format) quoteFree(ctx context.Context, fr *formats.Fragment, bounds, out []int64) (int64, int, error) {
+	block := quoteFreeBlock
+	ra := fr.Source.ReaderAt(ctx)
+	at, cut, last := bounds[0], 1, len(bounds)-1
+	buf := make([]byte, block)
+	for cut < last && at < fr.Size {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		n, err := ra.ReadAt(buf[:min(int64(block), fr.Size-at)], at)
+		if n < int(min(int64(block), fr.Size-at)) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, 0, fmt.Errorf("read bytes [%d, %d): %w", at, at+int64(len(buf)), err)
+		}
+		b := buf[:n]
+		if bytes.IndexByte(b, f.opts.Quote) >= 0 {
+			return at, cut, nil
+		}
+		eof := at+int64(n) >= fr.Size
+		// next is where the following block starts: after the last line
+		// end in this one, whose bytes are all known.
+		next := int64(-1)
+		if eof {
+			next = fr.Size
+		} else if i := bytes.LastIndexAny(b[:n-1], "\n\r"); i >= 0 {
+			next = at + int64(i) + 1
+			if b[i] == '\r' && b[i+1] == '\n' { // i < n-1: the byte after is in the block
+				next++
+			}
+		}
+		// Every cut up to next is settled here: next, a line start, is at
+		// or after its first line start. A cut past next may be too,
+		// where its line start is known.
+		for cut < last && (bounds[cut] < at+int64(n) || bounds[cut] <= next) {
+			if bounds[cut] <= at {
+				// at is a line start and every cut before it is settled.
+				out[cut] = at
+				cut++
+				continue
+			}
+			x := lineStart(b, int(bounds[cut]-at), eof)
+			if x < 0 || (next >= 0 && at+int64(x) > next) {
+				break // its line start lies past what this block knows
+			}
+			out[cut] = at + int64(x)
+			cut++
+		}
+		if next < 0 || next <= at {
+			return at, cut, nil // a line longer than a block: the tokenizer reads on
+		}
+		at = next
+	}
+	for ; cut < last && at >= fr.Size; cut++ {
+		out[cut] = fr.Size
+	}
+	return at, cut, nil
 }

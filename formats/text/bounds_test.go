@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,5 +152,45 @@ func TestCutsCached(t *testing.T) {
 	f := ds.Fragments[0]
 	if len(f.Units) != 1 || !strings.Contains(Whole(f), "not closed") {
 		t.Fatalf("%d units, Whole %q; want one unit and why", len(f.Units), Whole(f))
+	}
+}
+
+// TestCutsQuoteFreeBlocks reads random CSV files cut into small ranges,
+// with the quote-free scan's blocks made small enough to end anywhere (in
+// a CRLF, in a long line, before the first quote): each range read on its
+// own, the ranges together give what a read of the whole file gives.
+func TestCutsQuoteFreeBlocks(t *testing.T) {
+	defer func(b int) { quoteFreeBlock = b }(quoteFreeBlock)
+	r := rand.New(rand.NewPCG(5, 6))
+	ends := []string{"\n", "\r\n", "\r"}
+	for trial := range 300 {
+		var sb strings.Builder
+		sb.WriteString("a,b\n")
+		end := ends[r.IntN(3)]
+		quoteAt := r.IntN(60) // the record from which quoted line ends may come
+		for i := range 40 + r.IntN(40) {
+			switch k := r.IntN(10); {
+			case k == 0:
+				sb.WriteString(end) // a blank line
+			case k == 1:
+				sb.WriteString("# comment" + end)
+			case k == 2:
+				fmt.Fprintf(&sb, "%d,%s%s", i, strings.Repeat("w", r.IntN(80)), end)
+			case k == 3 && i >= quoteAt:
+				fmt.Fprintf(&sb, "%d,\"q%s%d,x%sz\"%s", i, end, i, end, end)
+			default:
+				fmt.Fprintf(&sb, "%d,v%d%s", i, i, end)
+			}
+		}
+		body := sb.String()
+		dir := write(t, map[string]string{"a.csv": body})
+		o := Options{Comment: '#', SampleRecords: 3, Schema: arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.BinaryTypes.String}}, nil)}
+		want, err := readAll(t, o, nil, dir)
+		quoteFreeBlock = 1 + r.IntN(64)
+		o.UnitBytes = int64(1 + r.IntN(50))
+		got, gotErr := readAll(t, o, nil, dir)
+		if (err == nil) != (gotErr == nil) || (err == nil && got.String() != want.String()) {
+			t.Fatalf("trial %d (block %d, unit %d): whole %v, cut %v\n%q\ngot\n%s\nwant\n%s", trial, quoteFreeBlock, o.UnitBytes, err, gotErr, body, got, want)
+		}
 	}
 }
