@@ -16,9 +16,9 @@ import (
 //
 //	offset  size  field
 //	0       4     magic "SLCK"
-//	4       2     format version, big-endian uint16 (StateVersion when written here)
+//	4       2     format version, big-endian uint16 (the oldest that holds the state, see Encode)
 //	6       4     payload length n, big-endian uint32
-//	10      n     payload: the state as a msgpack map (see encodeV1)
+//	10      n     payload: the state as a msgpack map (see encodePayload)
 //	10+n    4     CRC-32C (Castagnoli) of bytes [0, 10+n), big-endian
 //
 // Only the payload's layout changes with the format version; the frame around
@@ -37,14 +37,18 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // formatReaders holds, by format version, the function that turns a payload
 // of that version into the current State. A reader for an old version decodes
 // its own layout and then upgrades it, so that every version ever written
-// stays readable: when the layout changes, StateVersion goes up, encodeV1's
-// successor is written, and decodeV1 stays here followed by an upgrade step.
+// stays readable: when the layout changes, StateVersion goes up, the new
+// layout is written, and the old reader stays here followed by an upgrade
+// step. Version 2 added Skipped; a version 1 state has none.
 var formatReaders = map[int]func(payload []byte) (State, error){
 	1: decodeV1,
+	2: decodeV2,
 }
 
-// Encode returns st in the current format version, framed and checksummed.
-// It refuses a state that fails Validate, so that whatever is written can be
+// Encode returns st framed and checksummed, in the oldest format version
+// that holds it: version 1 unless a split counts skipped rows, so that a
+// job without bad rows writes states that older builds still read. It
+// refuses a state that fails Validate, so that whatever is written can be
 // read back.
 func Encode(st State) ([]byte, error) {
 	if err := st.Validate(); err != nil {
@@ -54,7 +58,11 @@ func Encode(st State) ([]byte, error) {
 	buf.Grow(frameHeader + 128 + 24*len(st.Cursors) + 16*len(st.Columns) + len(st.Plan) + len(st.Fingerprint))
 	buf.WriteString(magic)
 	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
-	if err := encodeV1(&buf, &st); err != nil {
+	version := 1
+	if st.hasSkipped() {
+		version = 2
+	}
+	if err := encodePayload(&buf, &st, version); err != nil {
 		return nil, fmt.Errorf("checkpoint: encode state: %w", err)
 	}
 	b := buf.Bytes()
@@ -62,7 +70,7 @@ func Encode(st State) ([]byte, error) {
 	if uint64(n) > math.MaxUint32 {
 		return nil, fmt.Errorf("checkpoint: encode state: payload of %d bytes is too large", n)
 	}
-	binary.BigEndian.PutUint16(b[4:], StateVersion)
+	binary.BigEndian.PutUint16(b[4:], uint16(version))
 	binary.BigEndian.PutUint32(b[6:], uint32(n))
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
@@ -120,6 +128,9 @@ func decode(b []byte, readers map[int]func([]byte) (State, error), newest int) (
 		return State{}, err
 	}
 	st.Version = StateVersion
+	if !st.hasSkipped() {
+		st.Skipped = nil // all zero reads as none, as it is written
+	}
 	if err := st.Validate(); err != nil {
 		return State{}, corruptWrap(err, "invalid contents")
 	}
@@ -136,7 +147,24 @@ var v1Fields = [...]string{
 	"world_size", "rank", "cursors", "next",
 }
 
-func encodeV1(w io.Writer, st *State) error {
+// Version 2 payload: version 1's fields and "skipped", an array of one
+// count per split.
+var v2Fields = [...]string{
+	"version", "fingerprint", "plan", "columns", "seed", "epoch", "shuffle",
+	"clump_size", "shuffle_window", "num_splits", "drop_remainder",
+	"world_size", "rank", "cursors", "next", "skipped",
+}
+
+// fieldCount is the number of fields of a version's payload.
+func fieldCount(version int) int {
+	if version >= 2 {
+		return len(v2Fields)
+	}
+	return len(v1Fields)
+}
+
+// encodePayload writes st as a payload of version (1 or 2).
+func encodePayload(w io.Writer, st *State, version int) error {
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
 	e.Reset(w)
@@ -148,10 +176,10 @@ func encodeV1(w io.Writer, st *State) error {
 			first = err
 		}
 	}
-	put(e.EncodeMapLen(len(v1Fields)))
+	put(e.EncodeMapLen(fieldCount(version)))
 	key := func(k string) { put(e.EncodeString(k)) }
 	key("version")
-	put(e.EncodeInt(StateVersion))
+	put(e.EncodeInt(int64(version)))
 	key("fingerprint")
 	put(e.EncodeString(st.Fingerprint))
 	key("plan")
@@ -189,6 +217,13 @@ func encodeV1(w io.Writer, st *State) error {
 	}
 	key("next")
 	put(e.EncodeInt(int64(st.Next)))
+	if version >= 2 {
+		key("skipped")
+		put(e.EncodeArrayLen(len(st.Skipped)))
+		for _, n := range st.Skipped {
+			put(e.EncodeInt(n))
+		}
+	}
 	return first
 }
 
@@ -197,8 +232,13 @@ func encodeV1(w io.Writer, st *State) error {
 // before the slice is made, so a few bytes cannot claim millions of cursors.
 const minCursorBytes = 4
 
-func decodeV1(p []byte) (State, error) {
-	r := &payloadReader{br: bytes.NewReader(p)}
+func decodeV1(p []byte) (State, error) { return decodePayload(p, 1) }
+
+func decodeV2(p []byte) (State, error) { return decodePayload(p, 2) }
+
+// decodePayload reads a payload of version (1 or 2).
+func decodePayload(p []byte, version int) (State, error) {
+	r := &payloadReader{br: bytes.NewReader(p), version: version}
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads from it
 	// directly without buffering ahead; that keeps br.Len() the exact count
 	// of undecoded bytes, which every length check below relies on.
@@ -210,10 +250,10 @@ func decodeV1(p []byte) (State, error) {
 	if err != nil {
 		return State{}, corruptWrap(err, "payload is not a msgpack map")
 	}
-	if n != len(v1Fields) {
-		return State{}, corrupt("payload has %d fields, version 1 has %d", n, len(v1Fields))
+	if want := fieldCount(version); n != want {
+		return State{}, corrupt("payload has %d fields, version %d has %d", n, version, want)
 	}
-	var seen [len(v1Fields)]bool
+	var seen [len(v2Fields)]bool
 	var keyBuf [32]byte
 	for range n {
 		k, err := r.bytes(field{name: "map key", index: -1}, keyBuf[:])
@@ -221,14 +261,14 @@ func decodeV1(p []byte) (State, error) {
 			return State{}, err
 		}
 		i := fieldIndex(k)
-		if i < 0 {
-			return State{}, corrupt("unknown field %q in a version 1 payload", k)
+		if i < 0 || i >= fieldCount(version) {
+			return State{}, corrupt("unknown field %q in a version %d payload", k, version)
 		}
 		if seen[i] {
 			return State{}, corrupt("field %q appears twice", k)
 		}
 		seen[i] = true
-		if err := r.field(field{name: v1Fields[i], index: -1}, &st); err != nil {
+		if err := r.field(field{name: v2Fields[i], index: -1}, &st); err != nil {
 			return State{}, err
 		}
 	}
@@ -238,8 +278,10 @@ func decodeV1(p []byte) (State, error) {
 	return st, nil
 }
 
+// fieldIndex is k's index in v2Fields (whose first fields are v1Fields'),
+// or -1.
 func fieldIndex(k []byte) int {
-	for i, f := range v1Fields {
+	for i, f := range v2Fields {
 		if f == string(k) {
 			return i
 		}
@@ -250,8 +292,9 @@ func fieldIndex(k []byte) int {
 // payloadReader decodes msgpack values with every declared length checked
 // against the bytes left before anything of that length is allocated.
 type payloadReader struct {
-	br *bytes.Reader
-	d  *msgpack.Decoder
+	br      *bytes.Reader
+	d       *msgpack.Decoder
+	version int
 }
 
 // field names a value in errors; it is formatted only when an error is
@@ -276,8 +319,8 @@ func (r *payloadReader) field(k field, st *State) (err error) {
 	switch k.name {
 	case "version":
 		var v int
-		if v, err = r.int(k); err == nil && v != 1 {
-			err = corrupt("field version is %d in a version 1 payload", v)
+		if v, err = r.int(k); err == nil && v != r.version {
+			err = corrupt("field version is %d in a version %d payload", v, r.version)
 		}
 	case "fingerprint":
 		st.Fingerprint, err = r.str(k, r.br.Len())
@@ -307,6 +350,8 @@ func (r *payloadReader) field(k field, st *State) (err error) {
 		st.Cursors, err = r.cursors()
 	case "next":
 		st.Next, err = r.int(k)
+	case "skipped":
+		st.Skipped, err = r.int64s(k)
 	}
 	return err
 }

@@ -139,7 +139,7 @@ func TestDecodeDamage(t *testing.T) {
 
 func TestDecodeNewerVersion(t *testing.T) {
 	_, err := Decode(frame(7, []byte{0x80}))
-	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 1)"
+	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 2)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -289,7 +289,7 @@ func hostilePayloads(t testing.TB) map[string]hostile {
 func TestDecodeHostilePayloads(t *testing.T) {
 	for name, h := range hostilePayloads(t) {
 		t.Run(name, func(t *testing.T) {
-			st, err := Decode(frame(StateVersion, h.payload))
+			st, err := Decode(frame(1, h.payload))
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), h.want) {
 				t.Fatalf("got %+v, %v; want ErrCorrupt saying %q", st, err, h.want)
 			}
@@ -297,7 +297,7 @@ func TestDecodeHostilePayloads(t *testing.T) {
 	}
 	// The helper itself must produce something decodable when unmodified,
 	// or the cases above would pass for the wrong reason.
-	if _, err := Decode(frame(StateVersion, v1Payload(t, testState(0, 2, 4), nil, -1))); err != nil {
+	if _, err := Decode(frame(1, v1Payload(t, testState(0, 2, 4), nil, -1))); err != nil {
 		t.Fatalf("unmodified v1Payload: %v", err)
 	}
 }
@@ -314,7 +314,7 @@ func TestDecodeHugeDeclaredLengthAllocatesLittle(t *testing.T) {
 		"plan":    {0x8f, 0xa4, 'p', 'l', 'a', 'n', 0xdb, 0x7f, 0xff, 0xff, 0xff},
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := frame(StateVersion, append(p, make([]byte, 16)...))
+			in := frame(1, append(p, make([]byte, 16)...))
 			const runs = 200
 			var before, after runtime.MemStats
 			runtime.GC()
@@ -340,7 +340,7 @@ func TestDecodeHugeDeclaredLengthAllocatesLittle(t *testing.T) {
 // in a correct frame: random bytes almost never pass the checksum, and
 // without the second form the fuzzer would never reach the msgpack decoder.
 func FuzzDecode(f *testing.F) {
-	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64)} {
+	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4)} {
 		b := mustEncode(f, st)
 		f.Add(b)
 		f.Add(b[frameHeader : len(b)-frameCRC])
@@ -354,7 +354,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(frame(9, []byte{0x80}))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, b := range [][]byte{in, frame(StateVersion, in)} {
+		for _, b := range [][]byte{in, frame(1, in), frame(2, in)} {
 			// decode, not Decode: Decode's recover would hide a panic.
 			st, err := decode(b, formatReaders, StateVersion)
 			if err != nil {

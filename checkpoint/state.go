@@ -17,7 +17,7 @@ import (
 
 // StateVersion is the version of the State layout written by this code.
 // Encodings of older versions are upgraded on decode where that is possible.
-const StateVersion = 1
+const StateVersion = 2
 
 // ErrMismatch is wrapped by every error that refuses a state because it was
 // taken from another dataset, order or step.
@@ -57,6 +57,13 @@ type State struct {
 	// Next is the rank's round-robin position: the index, among the splits
 	// the rank owns in ascending order, of the split its next batch comes from.
 	Next int `msgpack:"next" json:"next"`
+	// Skipped counts, per split (len NumSplits, or nil for none), the rows
+	// left out as bad (a text format's BadRowsSkip) in the windows the
+	// consumer finished, over every epoch of the job so far: a window is
+	// counted once it is finished, so one resumed in its middle is read
+	// again and counted then, never twice. Added in version 2; a state
+	// without skipped rows is still written as version 1.
+	Skipped []int64 `msgpack:"skipped" json:"skipped,omitempty"`
 }
 
 // Cursor is how far the consumer got in one split this epoch: a window and
@@ -72,6 +79,7 @@ func (s *State) Owns(split int) bool {
 func (s State) Clone() State {
 	s.Columns = slices.Clone(s.Columns)
 	s.Cursors = slices.Clone(s.Cursors)
+	s.Skipped = slices.Clone(s.Skipped)
 	return s
 }
 
@@ -101,7 +109,7 @@ func (s *State) Validate() error {
 			return fmt.Errorf("checkpoint: state cursor %d is negative", i)
 		}
 	}
-	return nil
+	return s.validateSkipped()
 }
 
 // Merge combines the states that all ranks of one job saved at the same step
@@ -154,6 +162,7 @@ func Merge(states ...State) (State, error) {
 		return State{}, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}
 	out.Cursors = cursors
+	out.Skipped = mergeSkipped(world, states)
 	return out, nil
 }
 

@@ -223,6 +223,12 @@ type Read struct {
 	BatchRows int
 	// Mem allocates the batches.
 	Mem memory.Allocator
+	// Skipped, if set, is told of rows the driver leaves out because they
+	// do not fit the schema (a text format's BadRowsSkip), so that a
+	// stream can count them. A driver reports each such row of the read
+	// once, from the goroutine running Decode, and reads that cut one
+	// unit in rows report its rows once between them.
+	Skipped func(rows int64)
 }
 
 // Filter is a row predicate over a dataset's columns.
@@ -637,6 +643,10 @@ func (d *Dataset) request(f *Fragment, r Range, batchRows int, mem memory.Alloca
 
 // ReadFetched decodes what Fetch fetched, as Read does.
 func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+	return d.readFetched(ctx, fe, batchRows, mem, yield, nil)
+}
+
+func (d *Dataset) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error, skipped func(int64)) error {
 	f := d.Fragments[fe.frag]
 	if batchRows <= 0 {
 		batchRows = 8192
@@ -658,7 +668,9 @@ func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, m
 	}
 	err = guard(f.URL, fe.rng.String(), func() error {
 		next := fr.Start // the file row the next batch starts at
-		for b, err := range f.format.Decode(ctx, f, fe.data, d.request(f, fr, batchRows, mem)) {
+		rq := d.request(f, fr, batchRows, mem)
+		rq.Skipped = skipped
+		for b, err := range f.format.Decode(ctx, f, fe.data, rq) {
 			if err != nil {
 				return err
 			}

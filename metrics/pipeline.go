@@ -25,8 +25,8 @@
 //   - transform time: wall time of transform calls, summed over their goroutines.
 //   - consumer wait: time the training loop spent blocked waiting for the next batch, that is
 //     time training lost to data.
-//   - rows and batches consumed, rows not yet read (unscanned), and bytes and requests read,
-//     per storage backend.
+//   - rows and batches consumed, rows not yet read (unscanned), bad rows skipped, and bytes and
+//     requests read, per storage backend.
 //
 // The stream reports these to a [Pipeline]. Queue depths are integrated over time, and a
 // [Snapshot] holds, besides the counters, their integrals over the Pipeline's last window
@@ -92,6 +92,7 @@ type Pipeline struct {
 
 	consumedRows    atomic.Int64
 	consumedBatches atomic.Int64
+	skippedRows     atomic.Int64
 
 	// Times are kept as nanoseconds so they can be added atomically; an int64 holds 292 years.
 	fetchNanos        atomic.Int64
@@ -184,6 +185,14 @@ func (p *Pipeline) AddConsumed(rows, batches int64) {
 	}
 	if batches > 0 {
 		p.consumedBatches.Add(batches)
+	}
+}
+
+// AddSkipped counts rows left out as bad (a text format's BadRowsSkip) in windows the consumer
+// finished. Negative amounts are ignored.
+func (p *Pipeline) AddSkipped(rows int64) {
+	if rows > 0 {
+		p.skippedRows.Add(rows)
 	}
 }
 
@@ -281,6 +290,7 @@ func (p *Pipeline) Snapshot() Snapshot {
 	s.PrefetchQueueCapacity = int(p.prefetchCap.Load())
 	s.ConsumedRows = p.consumedRows.Load()
 	s.ConsumedBatches = p.consumedBatches.Load()
+	s.SkippedRows = p.skippedRows.Load()
 	s.FetchSeconds = time.Duration(p.fetchNanos.Load()).Seconds()
 	s.TransformSeconds = time.Duration(p.transformNanos.Load()).Seconds()
 	s.ConsumerWaitSeconds = time.Duration(p.consumerWaitNanos.Load()).Seconds()

@@ -272,6 +272,7 @@ func TestSnapshotJSON(t *testing.T) {
 		"elapsed_seconds":         4.0,
 		"consumed_rows":           100.0,
 		"consumed_batches":        1.0,
+		"skipped_rows":            0.0,
 		"consumer_wait_seconds":   1.0,
 		"data_stall_fraction":     0.25,
 		"rows_per_second":         25.0,

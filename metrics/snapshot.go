@@ -51,6 +51,10 @@ type Snapshot struct {
 	// ConsumedRows and ConsumedBatches count what the consumer took in the interval.
 	ConsumedRows    int64 `json:"consumed_rows"`
 	ConsumedBatches int64 `json:"consumed_batches"`
+	// SkippedRows counts rows left out as bad (a text format's BadRowsSkip) in the windows the
+	// consumer finished in the interval: each such row once per epoch, and a window resumed in
+	// its middle when it is finished, never twice.
+	SkippedRows int64 `json:"skipped_rows"`
 
 	// FetchSeconds is time spent fetching (I/O) and decoding (CPU) windows in the interval,
 	// in seconds summed over the goroutines of both stages: with four of them busy all the
@@ -140,6 +144,7 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 	d.ElapsedSeconds -= prev.ElapsedSeconds
 	d.ConsumedRows -= prev.ConsumedRows
 	d.ConsumedBatches -= prev.ConsumedBatches
+	d.SkippedRows -= prev.SkippedRows
 	d.FetchSeconds -= prev.FetchSeconds
 	d.TransformSeconds -= prev.TransformSeconds
 	d.ConsumerWaitSeconds -= prev.ConsumerWaitSeconds
@@ -255,7 +260,16 @@ func (s Snapshot) String() string {
 		s.Diagnosis(), s.RowsPerSecond, 100*s.DataStallFraction,
 		queue(s.Recent.RawQueueItems, s.RawQueueCapacity, s.RawQueueBytes),
 		queue(s.Recent.PrefetchQueueItems, s.PrefetchQueueCapacity, s.PrefetchQueueBytes),
-		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows)
+		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows) + skippedNote(s.SkippedRows)
+}
+
+// skippedNote is the health line's mention of bad rows skipped: nothing when there were none,
+// which is the common case and keeps the line short.
+func skippedNote(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d bad rows skipped", n)
 }
 
 func queue(mean float64, capacity int, bytes int64) string {

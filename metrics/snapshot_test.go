@@ -11,6 +11,7 @@ func TestSince(t *testing.T) {
 	p, advance := newWithWindow(2 * time.Second)
 	p.SetCapacity(8, 4)
 	p.AddConsumed(1000, 4)
+	p.AddSkipped(9)
 	p.AddFetch(3 * time.Second)
 	p.AddTransform(time.Second)
 	p.AddConsumerWait(time.Second)
@@ -20,6 +21,7 @@ func TestSince(t *testing.T) {
 	prev := p.Snapshot()
 
 	p.AddConsumed(300, 1)
+	p.AddSkipped(4)
 	p.AddFetch(1500 * time.Millisecond)
 	p.AddRead("s3", 100, 1)
 	p.AddRead("file", 10, 2) // a backend first seen in the interval
@@ -45,6 +47,7 @@ func TestSince(t *testing.T) {
 		PrefetchQueueItemSeconds: got.PrefetchQueueItemSeconds, // checked below, as floats add up inexactly
 		ConsumedRows:             300,
 		ConsumedBatches:          1,
+		SkippedRows:              4,
 		FetchSeconds:             1.5,
 		TransformSeconds:         0,
 		ConsumerWaitSeconds:      0.5,

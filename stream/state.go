@@ -23,6 +23,7 @@ func (d *Dataset) StateDict() State {
 	st.Rank = d.opts.Rank
 	st.Cursors = slices.Clone(d.cursors)
 	st.Next = d.next
+	st.Skipped = d.skippedState()
 	return st
 }
 
@@ -89,5 +90,6 @@ func (d *Dataset) LoadStateDict(st State) error {
 		cursors[s] = st.Cursors[s]
 	}
 	d.moveTo(ep, cursors, next)
+	d.loadSkipped(&st)
 	return nil
 }

@@ -66,6 +66,10 @@ type Dataset struct {
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
+	// skips holds decoded windows' bad rows until their split counts them
+	// in skipped (skipped.go).
+	skips   skipCounts
+	skipped []int64
 	// rand serves Take and Locate (take.go).
 	rand taker
 }
@@ -182,6 +186,7 @@ func (d *Dataset) startEpoch(e int64) error {
 // held.
 func (d *Dataset) moveTo(ep *plan.Epoch, cursors []plan.Cursor, next int) {
 	d.kept.drop()
+	d.skips.reset()
 	d.ep, d.cursors, d.next = ep, cursors, next
 	d.opts.Metrics.SetUnscannedRows(d.unscanned())
 	d.opts.Metrics.SetRefetchBytes(overlap(d.data.Fragments, ep, d.opts.Rank, d.opts.WorldSize).RankBytes)
@@ -811,6 +816,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			// Taking the batch is what moves the state: a state taken in the
 			// loop body resumes after this batch.
 			d.mu.Lock()
+			skipped := d.finish(r.plan.Split, r.plan.After.Window)
 			d.cursors[r.plan.Split] = r.plan.After
 			d.next = r.plan.Next
 			d.mu.Unlock()
@@ -820,6 +826,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 				}
 			}
 			m.AddConsumed(r.plan.Rows, 1)
+			m.AddSkipped(skipped)
 			m.SetUnscannedRows(d.unscannedNow())
 			if !yield(r.val, nil) {
 				// Let the stages finish what they started, so that the next
@@ -836,6 +843,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			return
 		}
 		d.mu.Lock()
+		m.AddSkipped(d.finishEpoch())
 		err := d.startEpoch(ep.Epoch + 1)
 		d.mu.Unlock()
 		if err != nil {
@@ -938,9 +946,10 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 	w := &window{ref: r}
 	w.refs.n = 1
 	segments := make([]int64, 0, len(f.pieces))
+	var skipped int64
 	for _, p := range f.pieces {
 		before := w.rows
-		err := d.data.ReadFetched(ctx, p, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
+		bad, err := d.data.ReadFetchedSkips(ctx, p, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
 			w.starts = append(w.starts, w.rows)
 			w.rows += b.NumRows()
@@ -951,6 +960,7 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 			w.release()
 			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 		}
+		skipped += bad
 		segments = append(segments, w.rows-before)
 	}
 	if wd.Rows >= 0 && w.rows != wd.Rows {
@@ -967,6 +977,7 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 		}
 	}
+	d.skips.record(r, skipped)
 	return w, nil
 }
 

@@ -241,6 +241,10 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if err := out.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
+	if k := ds.SkippedRows(); k > 0 {
+		// On stderr, so that stdout stays the rows alone.
+		fmt.Fprintf(e.stderr, "cat: %d bad rows skipped (--skip-bad-rows)\n", k)
+	}
 	return nil
 }
 

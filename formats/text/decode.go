@@ -108,6 +108,11 @@ func (f *Format) scanWith(ctx context.Context, fr *formats.Fragment, buf formats
 	if after != nil {
 		after(sc)
 	}
+	if err == nil && r.Skipped != nil && limit >= 0 {
+		if n := m.ownedSkips(r.Range); n > 0 {
+			r.Skipped(n)
+		}
+	}
 	return sc.rows, err
 }
 
@@ -130,6 +135,7 @@ type scanner struct {
 	// if set, are unit bounds a record must not hold a line end past
 	// (else cutsOK is cleared): the counting pass scans a file whole.
 	onRow  func(at int64)
+	onBad  func(at int64) // told where each skipped bad record starts
 	at     int64
 	cuts   []int64
 	cutsOK bool
@@ -170,6 +176,14 @@ func (s *scanner) done() bool { return s.limit >= 0 && s.rows >= s.limit }
 func (s *scanner) bad(at string, err error) error {
 	if s.f.opts.BadRows == BadRowsSkip {
 		s.f.skipped.Add(1)
+		if s.onBad != nil {
+			s.onBad(s.at)
+		}
+		if s.r.Skipped != nil && s.limit < 0 {
+			// A read of whole units reports its own bad rows; one in rows
+			// reports its units' from the counting pass (ownedSkips).
+			s.r.Skipped(1)
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: %w: %s: %s: %w", ErrBadRow, formats.ErrCorrupt, s.fr.URL, at, err)
@@ -290,6 +304,7 @@ func (s *scanner) records(fe *fetched, first, end int) error {
 				if linesKnown {
 					line = lineBase + t.consumed + 1
 				}
+				s.at = src.base + int64(t.pos)
 				if berr := s.bad(where(m.comp, line, recNo, se.off), err); berr != nil {
 					return berr
 				}

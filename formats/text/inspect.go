@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -39,6 +40,9 @@ type meta struct {
 	sampleErr error
 	// rowStarts[i] is the file row unit i starts at, once counted.
 	rowStarts []int64
+	// unitSkipped[i] is the bad rows the counting pass skipped in unit i
+	// (BadRowsSkip), for reads in rows to report (ownedSkips).
+	unitSkipped []int64
 }
 
 // Whole says why a plain CSV or JSON Lines file is read as one unit ("" if
@@ -123,6 +127,11 @@ func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) 
 			m.bounds = append(m.bounds, at)
 		}
 		m.bounds = append(m.bounds, fr.Size)
+		if !f.opts.Count { // the counting pass scans the file itself
+			if err := f.settleCuts(ctx, fr, m); err != nil {
+				return err
+			}
+		}
 	}
 	fr.Units = make([]formats.Unit, len(m.bounds)-1)
 	for i := range fr.Units {
@@ -445,11 +454,12 @@ func (f *Format) countAll(ctx context.Context, frags []*formats.Fragment) error 
 	for _, fr := range frags {
 		g.Go(func() error {
 			m := fr.Meta.(*meta)
-			key := fr.CacheKey("text-count/" + f.fingerprint(fr))
-			var counts []int64
+			key := fr.CacheKey("text-count2/" + f.fingerprint(fr))
+			var cached unitCounts
 			if c := fr.Cache(); c != nil {
-				if v, err := c.Get(gctx, key); err == nil && json.Unmarshal(v, &counts) == nil && len(counts) == len(fr.Units) {
-					return f.setCounts(fr, m, counts)
+				if v, err := c.Get(gctx, key); err == nil && json.Unmarshal(v, &cached) == nil && cached.fits(len(fr.Units)) {
+					m.unitSkipped = cached.Skipped
+					return f.setCounts(fr, m, cached.Rows)
 				}
 			}
 			counts, err := f.count(gctx, fr)
@@ -457,7 +467,7 @@ func (f *Format) countAll(ctx context.Context, frags []*formats.Fragment) error 
 				return fmt.Errorf("%s: counting pass: %w", fr.URL, err)
 			}
 			if c := fr.Cache(); c != nil {
-				if v, err := json.Marshal(counts); err == nil {
+				if v, err := json.Marshal(unitCounts{Rows: counts, Skipped: m.unitSkipped}); err == nil {
 					_ = c.Set(gctx, key, v) // a cache that fails costs a recount, no more
 				}
 			}
@@ -506,9 +516,15 @@ func (f *Format) count(ctx context.Context, fr *formats.Fragment) ([]int64, erro
 		}
 		counts[u]++
 	}
-	ok, err := f.scanWhole(ctx, fr, fe, r, boundariesOnly, onRow, cuts)
+	skipped := make([]int64, len(fr.Units))
+	onBad := func(at int64) { skipped[m.unitOf(at)]++ }
+	ok, err := f.scanWhole(ctx, fr, fe, r, boundariesOnly, onRow, onBad, cuts)
 	if err != nil {
 		return nil, err
+	}
+	m.unitSkipped = nil
+	if slices.ContainsFunc(skipped, func(n int64) bool { return n > 0 }) {
+		m.unitSkipped = skipped
 	}
 	if !ok {
 		var total int64
@@ -519,6 +535,13 @@ func (f *Format) count(ctx context.Context, fr *formats.Fragment) ([]int64, erro
 		m.whole = "the counting pass found a quoted line end past the start of a byte range"
 		m.bounds = []int64{0, fr.Size}
 		fr.Units = []formats.Unit{{Rows: -1, Bytes: fr.Size}}
+		if m.unitSkipped != nil {
+			var bad int64
+			for _, n := range m.unitSkipped {
+				bad += n
+			}
+			m.unitSkipped = []int64{bad}
+		}
 		return []int64{total}, nil
 	}
 	return counts, nil
@@ -526,10 +549,10 @@ func (f *Format) count(ctx context.Context, fr *formats.Fragment) ([]int64, erro
 
 // scanWhole counts the rows of r, telling onRow where each starts, and
 // reports whether no record holds a line end past one of cuts.
-func (f *Format) scanWhole(ctx context.Context, fr *formats.Fragment, fe formats.Buffer, r *formats.Read, boundariesOnly bool, onRow func(int64), cuts []int64) (bool, error) {
+func (f *Format) scanWhole(ctx context.Context, fr *formats.Fragment, fe formats.Buffer, r *formats.Read, boundariesOnly bool, onRow, onBad func(int64), cuts []int64) (bool, error) {
 	ok := true
 	_, err := f.scanWith(ctx, fr, fe, r, boundariesOnly, nil, func(s *scanner) {
-		s.onRow, s.cuts, s.cutsOK = onRow, cuts, true
+		s.onRow, s.onBad, s.cuts, s.cutsOK = onRow, onBad, cuts, true
 	}, func(s *scanner) { ok = s.cutsOK })
 	return ok, err
 }

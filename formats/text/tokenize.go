@@ -176,13 +176,23 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			t.consumed++
 			continue
 		case t.d.comment != 0 && c == t.d.comment:
-			j := bytes.IndexByte(buf[t.pos:], '\n')
+			// A comment ends at a line end, a lone carriage return
+			// included, as a record does.
+			j := bytes.IndexAny(buf[t.pos:], "\r\n")
 			if j < 0 {
 				if !atEOF {
 					return false, errNeedMore
 				}
 				t.pos = len(buf)
 				continue
+			}
+			if buf[t.pos+j] == '\r' {
+				if t.pos+j+1 >= len(buf) && !atEOF {
+					return false, errNeedMore
+				}
+				if t.pos+j+1 < len(buf) && buf[t.pos+j+1] == '\n' {
+					j++
+				}
 			}
 			t.pos += j + 1
 			t.consumed++

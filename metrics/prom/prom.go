@@ -33,6 +33,7 @@ import (
 //	prefetch_queue_capacity_items      gauge    configured bound of the prefetch queue (0: unknown)
 //	consumed_rows_total                counter  rows taken by the consumer
 //	consumed_batches_total             counter  batches taken by the consumer
+//	skipped_rows_total                 counter  bad rows left out of finished windows (BadRowsSkip)
 //	fetch_seconds_total                counter  seconds in fetch and decode, summed over goroutines
 //	transform_seconds_total            counter  seconds cutting and transforming batches, summed over goroutines
 //	consumer_wait_seconds_total        counter  seconds the training loop waited for a batch
@@ -82,6 +83,8 @@ func NewCollector(p *metrics.Pipeline, constLabels prometheus.Labels) prometheus
 				func(s *metrics.Snapshot) float64 { return float64(s.ConsumedRows) }),
 			counter("consumed_batches_total", "Batches taken by the consumer.",
 				func(s *metrics.Snapshot) float64 { return float64(s.ConsumedBatches) }),
+			counter("skipped_rows_total", "Rows left out as bad (a text format's BadRowsSkip) in the windows the consumer finished.",
+				func(s *metrics.Snapshot) float64 { return float64(s.SkippedRows) }),
 			counter("fetch_seconds_total", "Time spent fetching and decoding windows, summed over their goroutines, in seconds.",
 				func(s *metrics.Snapshot) float64 { return s.FetchSeconds }),
 			counter("transform_seconds_total", "Time spent cutting batches and in the transform function, summed over transform goroutines, in seconds.",

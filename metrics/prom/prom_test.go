@@ -37,6 +37,8 @@ func busyPipeline() (*metrics.Pipeline, string) {
 	p.SetPrefetchQueue(1, 250000)
 	time.Sleep(10 * time.Second)
 	p.AddConsumed(5000, 10)
+	p.AddSkipped(12)
+	p.AddSkipped(-3) // ignored: a counter never goes down
 	p.AddFetch(12 * time.Second)
 	p.AddTransform(3500 * time.Millisecond)
 	p.AddConsumerWait(2500 * time.Millisecond)
@@ -93,6 +95,9 @@ sluice_read_requests_total{backend="s3",stream="train"} 5
 # HELP sluice_refetch_bytes Stored bytes of the epoch this rank fetches although another rank fetches them too (row groups cut by a split boundary, without a page index).
 # TYPE sluice_refetch_bytes gauge
 sluice_refetch_bytes{stream="train"} 0
+# HELP sluice_skipped_rows_total Rows left out as bad (a text format's BadRowsSkip) in the windows the consumer finished.
+# TYPE sluice_skipped_rows_total counter
+sluice_skipped_rows_total{stream="train"} 12
 # HELP sluice_transform_seconds_total Time spent cutting batches and in the transform function, summed over transform goroutines, in seconds.
 # TYPE sluice_transform_seconds_total counter
 sluice_transform_seconds_total{stream="train"} 3.5
@@ -159,8 +164,8 @@ func TestCollectorBeforeAnyRead(t *testing.T) {
 	// Before the first read there is no backend, so no read series, and the rest are zero.
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(metrics.New(), nil))
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 16 {
-		t.Errorf("gathered %d series (err %v), want the 16 without a backend label", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 17 {
+		t.Errorf("gathered %d series (err %v), want the 17 without a backend label", n, err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
 		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)

@@ -1,0 +1,121 @@
+package stream
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/sluicedata/sluice/plan"
+)
+
+// Bad rows a driver leaves out (a text format's BadRowsSkip) are counted
+// per split, in the metrics and in the state, when the consumer finishes
+// the window that held them: the window is the unit a resumed stream
+// reads again, so a window finished before a state was taken is in its
+// count and one the state resumes in the middle of is counted once it is
+// finished after the resume, never twice. Which rows are bad depends on
+// the data alone, so every epoch and every world size counts the same.
+
+// skipCounts holds the bad rows of each decoded window whose count has not
+// yet gone to its split: windows are decoded ahead of the consumer, in any
+// order, by several goroutines. Only windows with bad rows have an entry.
+type skipCounts struct {
+	mu sync.Mutex
+	m  map[plan.WindowRef]int64
+}
+
+// record notes window r's bad rows; decoding the same window again (after
+// a stop or an error) notes the same number.
+func (k *skipCounts) record(r plan.WindowRef, n int64) {
+	if n <= 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[plan.WindowRef]int64{}
+	}
+	k.m[r] = n
+}
+
+// take removes window r's count and returns it.
+func (k *skipCounts) take(r plan.WindowRef) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := k.m[r]
+	delete(k.m, r)
+	return n
+}
+
+// reset forgets every window: the position moved to another epoch or
+// state, whose windows are read again.
+func (k *skipCounts) reset() {
+	k.mu.Lock()
+	k.m = nil
+	k.mu.Unlock()
+}
+
+// finish counts the bad rows of split's windows that the consumer finishes
+// by moving its cursor to window end (exclusive): every window from the
+// cursor's, all decoded, since the schedule read each to cut the batch.
+// It returns the rows added. d.mu is held.
+func (d *Dataset) finish(split, end int) int64 {
+	var n int64
+	for w := d.cursors[split].Window; w < end; w++ {
+		n += d.skips.take(plan.WindowRef{Split: split, Window: w})
+	}
+	if n > 0 {
+		if d.skipped == nil {
+			d.skipped = make([]int64, d.opts.NumSplits)
+		}
+		d.skipped[split] += n
+	}
+	return n
+}
+
+// finishEpoch counts the windows left at the end of an epoch the consumer
+// read to its end: those of trailing batches with no rows, which no taken
+// batch moved the cursor past. d.mu is held.
+func (d *Dataset) finishEpoch() int64 {
+	var n int64
+	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+		n += d.finish(s, len(d.ep.Windows[s]))
+	}
+	return n
+}
+
+// SkippedRows is how many rows this rank's splits left out as bad (a text
+// format's BadRowsSkip) in the windows the consumer finished, over every
+// epoch of the job: a state carries it (State.Skipped), so a resumed job
+// counts on from where its state was taken. The metrics' SkippedRows
+// counts the same rows for the process only.
+func (d *Dataset) SkippedRows() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var n int64
+	for _, k := range d.skipped {
+		n += k
+	}
+	return n
+}
+
+// skippedState is State.Skipped for this rank: nil while no split counted
+// any. d.mu is held.
+func (d *Dataset) skippedState() []int64 {
+	if !slices.ContainsFunc(d.skipped, func(n int64) bool { return n > 0 }) {
+		return nil
+	}
+	return slices.Clone(d.skipped)
+}
+
+// loadSkipped takes the counts of this rank's splits from st. d.mu is
+// held.
+func (d *Dataset) loadSkipped(st *State) {
+	d.skipped = nil
+	if st.Skipped == nil {
+		return
+	}
+	d.skipped = make([]int64, d.opts.NumSplits)
+	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+		d.skipped[s] = st.Skipped[s]
+	}
+}
