@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 )
 
 // MixStore keeps the states of mixes of datasets (stream.Mixed) as Store
@@ -59,31 +58,7 @@ func (s *store) SaveMix(ctx context.Context, run string, step int64, rank int, s
 	if err != nil {
 		return fmt.Errorf("checkpoint: save mix %s: %w", where, trimPrefix(err))
 	}
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	where += " in " + s.name
-	if err := s.b.Put(ctx, s.keys.RankKey(run, step, rank), b); err != nil {
-		return fmt.Errorf("checkpoint: save mix %s: %w", where, err)
-	}
-	marker := s.keys.MarkerKey(run, step)
-	if marker == "" {
-		return nil
-	}
-	ranks, _, err := s.listStep(ctx, run, step)
-	if err != nil {
-		return fmt.Errorf("checkpoint: save mix %s: list step: %w", where, err)
-	}
-	for r := range st.WorldSize {
-		if _, ok := slices.BinarySearch(ranks, r); !ok {
-			return nil // a rank still to come writes the marker
-		}
-	}
-	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
-		return fmt.Errorf("checkpoint: save mix %s: write completion marker: %w", where, err)
-	}
-	return nil
+	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, b)
 }
 
 // LoadMix implements MixStore.
@@ -168,26 +143,7 @@ func (s *store) RetainMix(ctx context.Context, run string, keep int) error {
 		}
 		infos[i] = StepInfo{Step: step, Complete: err == nil}
 	}
-	oldest, ok := pickRetained(infos, keep)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, step := range steps {
-		if step >= oldest {
-			break
-		}
-		if keys, err = s.stepKeys(ctx, run, step, keys); err != nil {
-			break
-		}
-	}
-	if err == nil && len(keys) > 0 {
-		err = s.b.Delete(ctx, keys)
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: retain mix run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
-	}
-	return nil
+	return s.retain(ctx, "mix run", run, infos, keep)
 }
 
 // assessMix reads everything stored for a step of a mix's run and merges

@@ -264,13 +264,20 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	if err != nil {
 		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
 	}
+	return s.put(ctx, "save", run, step, rank, st.WorldSize, b)
+}
+
+// put stores the encoded state of one rank (of a dataset or a mix, as verb
+// says in errors) and, in a layout with markers, writes the step's marker
+// if every rank of world is now there.
+func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, b []byte) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
 	where := fmt.Sprintf("run %q step %d rank %d in %s", run, step, rank, s.name)
 	if err := s.b.Put(ctx, s.keys.RankKey(run, step, rank), b); err != nil {
-		return fmt.Errorf("checkpoint: save %s: %w", where, err)
+		return fmt.Errorf("checkpoint: %s %s: %w", verb, where, err)
 	}
 	marker := s.keys.MarkerKey(run, step)
 	if marker == "" {
@@ -278,15 +285,15 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	}
 	ranks, _, err := s.listStep(ctx, run, step)
 	if err != nil {
-		return fmt.Errorf("checkpoint: save %s: list step: %w", where, err)
+		return fmt.Errorf("checkpoint: %s %s: list step: %w", verb, where, err)
 	}
-	for r := range st.WorldSize {
+	for r := range world {
 		if _, ok := slices.BinarySearch(ranks, r); !ok {
 			return nil // a rank still to come writes the marker
 		}
 	}
-	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(st.WorldSize)+"\n")); err != nil {
-		return fmt.Errorf("checkpoint: save %s: write completion marker: %w", where, err)
+	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(world)+"\n")); err != nil {
+		return fmt.Errorf("checkpoint: %s %s: write completion marker: %w", verb, where, err)
 	}
 	return nil
 }
@@ -443,11 +450,21 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 	if err != nil {
 		return err
 	}
+	return s.retain(ctx, "run", run, infos, keep)
+}
+
+// retain deletes, in one call to the backend, every step of infos older
+// than the oldest of the newest keep complete ones. kind names the run in
+// errors ("run" or "mix run").
+func (s *store) retain(ctx context.Context, kind, run string, infos []StepInfo, keep int) error {
 	oldest, ok := pickRetained(infos, keep)
 	if !ok {
 		return nil
 	}
-	var keys []string
+	var (
+		keys []string
+		err  error
+	)
 	for _, info := range infos {
 		if info.Step >= oldest {
 			break
@@ -460,7 +477,7 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 		err = s.b.Delete(ctx, keys)
 	}
 	if err != nil {
-		return fmt.Errorf("checkpoint: retain run %q: delete steps before %d in %s: %w", run, oldest, s.name, err)
+		return fmt.Errorf("checkpoint: retain %s %q: delete steps before %d in %s: %w", kind, run, oldest, s.name, err)
 	}
 	return nil
 }
