@@ -231,9 +231,10 @@ type MixWalk struct {
 	counts []int64
 	start  []int64
 	// dues is, per source, when its next row is due (math.MaxInt64 once it
-	// has given all it may), kept so a step costs one division, not one per
-	// source.
-	dues []int64
+	// has given all it may), kept so a step costs no division: rems holds
+	// the remainder of the division that gave each due time, and a row
+	// moves them on by mixScale's quotient and remainder by the weight.
+	dues, rems []int64
 }
 
 // Walk starts a walk of mixed split s in epoch at position from.
@@ -264,10 +265,7 @@ func (w *MixWalk) Next() (MixRow, bool) {
 		return MixRow{}, false
 	}
 	if w.dues == nil {
-		w.dues = make([]int64, len(w.t.w))
-		for k := range w.dues {
-			w.dues[k] = w.nextDue(k)
-		}
+		w.startDues()
 	}
 	best, bestDue := -1, int64(math.MaxInt64)
 	for k, d := range w.dues {
@@ -280,7 +278,7 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	}
 	j := w.counts[best]
 	w.counts[best]++
-	w.dues[best] = w.nextDue(best)
+	w.advance(best)
 	w.pos++
 	if !w.m.o.Repeat {
 		return MixRow{Source: best, Pass: w.epoch, Offset: j}, true
@@ -296,10 +294,7 @@ func (w *MixWalk) Next() (MixRow, bool) {
 // that takes each source's rows in order.
 func (w *MixWalk) NextSources(dst []int) int {
 	if w.dues == nil {
-		w.dues = make([]int64, len(w.t.w))
-		for k := range w.dues {
-			w.dues[k] = w.nextDue(k)
-		}
+		w.startDues()
 	}
 	n := 0
 	for ; n < len(dst) && w.pos < w.end; n++ {
@@ -313,20 +308,42 @@ func (w *MixWalk) NextSources(dst []int) int {
 			break
 		}
 		w.counts[best]++
-		w.dues[best] = w.nextDue(best)
+		w.advance(best)
 		w.pos++
 		dst[n] = best
 	}
 	return n
 }
 
-// nextDue is when source k's next row is due, or math.MaxInt64 if it has
-// given all it may.
-func (w *MixWalk) nextDue(k int) int64 {
-	if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
-		return math.MaxInt64
+// startDues sets when each source's next row is due, dividing once.
+func (w *MixWalk) startDues() {
+	w.dues = make([]int64, len(w.t.w))
+	w.rems = make([]int64, len(w.t.w))
+	for k := range w.dues {
+		if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
+			w.dues[k] = math.MaxInt64
+			continue
+		}
+		// due's numerator, as t.due divides it.
+		num := w.counts[k]*mixScale + w.t.phase[k] + w.t.w[k] - 1
+		w.dues[k], w.rems[k] = num/w.t.w[k], num%w.t.w[k]
 	}
-	return w.t.due(k, w.counts[k])
+}
+
+// advance moves source k's due time on to its next row, after the walk took
+// one (counts[k] already counts it): t.due(k, counts[k]) without dividing,
+// or math.MaxInt64 if the source has given all it may.
+func (w *MixWalk) advance(k int) {
+	if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
+		w.dues[k] = math.MaxInt64
+		return
+	}
+	wk := w.t.w[k]
+	w.dues[k] += mixScale / wk
+	if w.rems[k] += mixScale % wk; w.rems[k] >= wk {
+		w.rems[k] -= wk
+		w.dues[k]++
+	}
 }
 
 // Pos is the walk's position.

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -263,6 +264,53 @@ func TestMixErrors(t *testing.T) {
 	} {
 		if _, err := NewMix(c.o, c.rows); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v %v: error %v, want one saying %q", c.o, c.rows, err, c.want)
+		}
+	}
+}
+
+// TestMixWalkDues: the due times a walk carries from row to row, without a
+// division, are the ones timeline.due divides out, for random weights
+// (1 to the whole scale), phases, caps and starting counts.
+func TestMixWalkDues(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 0xd0e5))
+	for trial := range 2000 {
+		n := 1 + r.IntN(4)
+		tl := timeline{w: make([]int64, n), phase: make([]int64, n), caps: make([]int64, n)}
+		counts := make([]int64, n)
+		for k := range n {
+			switch r.IntN(3) {
+			case 0:
+				tl.w[k] = 1 + r.Int64N(16)
+			case 1:
+				tl.w[k] = mixScale - r.Int64N(16)
+			default:
+				tl.w[k] = 1 + r.Int64N(mixScale)
+			}
+			tl.phase[k] = r.Int64N(mixScale)
+			tl.caps[k] = -1
+			counts[k] = r.Int64N(1 << 30)
+			if r.IntN(3) == 0 {
+				tl.caps[k] = counts[k] + r.Int64N(50)
+			}
+		}
+		w := &MixWalk{t: tl, counts: counts}
+		w.startDues()
+		for step := range 200 {
+			for k := range n {
+				want := int64(math.MaxInt64)
+				if c := tl.caps[k]; c < 0 || w.counts[k] < c {
+					want = tl.due(k, w.counts[k])
+				}
+				if w.dues[k] != want {
+					t.Fatalf("trial %d step %d source %d (weight %d, phase %d, count %d): due %d, want %d", trial, step, k, tl.w[k], tl.phase[k], w.counts[k], w.dues[k], want)
+				}
+			}
+			k := r.IntN(n)
+			if w.dues[k] == math.MaxInt64 {
+				continue
+			}
+			w.counts[k]++
+			w.advance(k)
 		}
 	}
 }
