@@ -516,3 +516,48 @@ func TestCorruptFiles(t *testing.T) {
 		t.Fatalf("got %v, want ErrCorrupt naming part-00.arrow and batch 0", err)
 	}
 }
+
+// otherFormat is the Arrow driver under another name and extension: a second
+// format for a folder, without a second driver.
+type otherFormat struct{ arrowfile.Format }
+
+func (otherFormat) Name() string          { return "other" }
+func (otherFormat) Match(key string) bool { return strings.HasSuffix(key, ".other") }
+
+// TestOneFormatPerListing: a folder holding files of two formats (a
+// schema.json beside Parquet files, say) is refused, naming both, rather
+// than read as one dataset; a glob of one format, or a driver list that
+// does not know the stray file, reads it.
+func TestOneFormatPerListing(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := writeLayout(t, [][]int{{10}, {10}, {10}})
+	if err := os.WriteFile(filepath.Join(dir, "schema.other"), []byte(`{"fields": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	both := []formats.Format{arrowfile.Format{}, otherFormat{}}
+	_, err := formats.Plan(ctx, []string{dir}, formats.PlanOptions{Formats: both})
+	if err == nil {
+		t.Fatal("a folder of two formats was planned")
+	}
+	for _, want := range []string{"holds files of 2 formats", "arrow (3 files, such as part-00.arrow)", "other (1 file, schema.other)", "glob"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	for _, o := range []struct {
+		url string
+		fs  []formats.Format
+	}{
+		{filepath.Join(dir, "*.arrow"), both},
+		{dir, []formats.Format{arrowfile.Format{}}},
+	} {
+		d, err := formats.Plan(ctx, []string{o.url}, formats.PlanOptions{Formats: o.fs})
+		if err != nil {
+			t.Fatalf("Plan(%s): %v", o.url, err)
+		}
+		if n := len(d.Fragments); n != 3 {
+			t.Fatalf("Plan(%s) has %d files, want 3", o.url, n)
+		}
+		d.Close()
+	}
+}
