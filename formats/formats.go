@@ -338,9 +338,6 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 		if err != nil {
 			return nil, fmt.Errorf("formats: %w", err)
 		}
-		if err := oneFormat(u, srcs, opts.Formats); err != nil {
-			return nil, err
-		}
 		for _, s := range srcs {
 			if seen[s.URL] {
 				continue // named twice (a directory and a glob): read once
@@ -801,50 +798,6 @@ func guard(url, part string, fn func() error) (err error) {
 // oneLine joins the lines of s.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-}
-
-// oneFormat refuses a directory, prefix or glob that expands to files of
-// more than one format. Such a listing is nearly always a dataset with
-// something beside it (a schema.json or dataset_info.json next to Parquet
-// files, an Iceberg table's metadata), and reading the stray files as rows
-// would fail later on their schema, or worse, unify with it.
-func oneFormat(u string, srcs []storage.Source, fs []Format) error {
-	if len(srcs) < 2 {
-		return nil
-	}
-	type group struct {
-		name  string
-		n     int
-		first string
-	}
-	var groups []*group
-	byName := map[string]*group{}
-	for _, s := range srcs {
-		f := pickFormat(fs, s.Object.Key)
-		if f == nil {
-			continue
-		}
-		g := byName[f.Name()]
-		if g == nil {
-			g = &group{name: f.Name(), first: s.Rel}
-			byName[g.name] = g
-			groups = append(groups, g)
-		}
-		g.n++
-	}
-	if len(groups) < 2 {
-		return nil
-	}
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		noun := "files, such as"
-		if g.n == 1 {
-			noun = "file,"
-		}
-		parts[i] = fmt.Sprintf("%s (%d %s %s)", g.name, g.n, noun, g.first)
-	}
-	return fmt.Errorf("formats: %s holds files of %d formats, %s: a dataset is read in one format; name the files of one with a glob, or move the others away",
-		u, len(groups), strings.Join(parts, ", "))
 }
 
 func pickFormat(fs []Format, key string) Format {
