@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,28 +97,10 @@ func (s *store) LatestMix(ctx context.Context, run string) (int64, error) {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
-	steps, err := s.listSteps(ctx, run)
-	if err != nil {
-		return 0, err
-	}
-	var damaged error
-	for _, step := range slices.Backward(steps) {
+	return s.newest(ctx, "mix run", run, func(step int64) error {
 		_, err := s.assessMix(ctx, run, step)
-		if err == nil {
-			return step, nil
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return 0, cerr
-		}
-		if !skippable(err) {
-			return 0, err
-		}
-		damaged = cmp.Or(damaged, damage(err))
-	}
-	if damaged != nil {
-		return 0, fmt.Errorf("checkpoint: mix run %q has no complete step left that can be read: %w", run, damaged)
-	}
-	return 0, fmt.Errorf("checkpoint: mix run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
+		return err
+	})
 }
 
 // RetainMix implements MixStore.

@@ -340,6 +340,28 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
+	return s.newest(ctx, "run", run, func(step int64) error {
+		if s.keys.MarkerKey(run, step) != "" {
+			w, err := s.readMarker(ctx, run, step)
+			if err != nil {
+				return err
+			}
+			if w == 0 {
+				return ErrIncomplete // never finished: no need to read its states
+			}
+		}
+		info, _, err := s.assess(ctx, run, step)
+		if err == nil && !info.Complete {
+			err = ErrIncomplete
+		}
+		return err
+	})
+}
+
+// newest returns the newest step of a run that judge finds complete (nil),
+// passing over steps it finds incomplete, corrupt or inconsistent. kind
+// names the run in errors ("run" or "mix run").
+func (s *store) newest(ctx context.Context, kind, run string, judge func(step int64) error) (int64, error) {
 	steps, err := s.listSteps(ctx, run)
 	if err != nil {
 		return 0, err
@@ -349,21 +371,8 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 	// which is not the same as never having saved one.
 	var damaged error
 	for _, step := range slices.Backward(steps) {
-		if s.keys.MarkerKey(run, step) != "" {
-			w, err := s.readMarker(ctx, run, step)
-			if err != nil {
-				if skippable(err) {
-					damaged = cmp.Or(damaged, damage(err))
-					continue // a damaged marker: fall back as for a damaged state
-				}
-				return 0, err
-			}
-			if w == 0 {
-				continue
-			}
-		}
-		info, _, err := s.assess(ctx, run, step)
-		if info.Complete {
+		err := judge(step)
+		if err == nil {
 			return step, nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
@@ -375,9 +384,9 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 		damaged = cmp.Or(damaged, damage(err))
 	}
 	if damaged != nil {
-		return 0, fmt.Errorf("checkpoint: run %q has no complete step left that can be read: %w", run, damaged)
+		return 0, fmt.Errorf("checkpoint: %s %q has no complete step left that can be read: %w", kind, run, damaged)
 	}
-	return 0, fmt.Errorf("checkpoint: run %q has no complete step: %w", run, trimPrefix(ErrNotFound))
+	return 0, fmt.Errorf("checkpoint: %s %q has no complete step: %w", kind, run, trimPrefix(ErrNotFound))
 }
 
 // damage returns err if it says a step was saved and then damaged (corrupt,
