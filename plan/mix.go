@@ -230,11 +230,33 @@ type MixWalk struct {
 	end    int64
 	counts []int64
 	start  []int64
-	// dues is, per source, when its next row is due (math.MaxInt64 once it
-	// has given all it may), kept so a step costs no division: rems holds
-	// the remainder of the division that gave each due time, and a row
-	// moves them on by mixScale's quotient and remainder by the weight.
-	dues, rems []int64
+	// clocks say, per source, when its next row is due; made on the first
+	// step.
+	clocks []clock
+}
+
+// clock is when a source's next row is due, kept so that a step costs no
+// division: rem holds the remainder of the division that gave the due
+// time, and a row moves them on by mixScale's quotient q and remainder r by
+// the weight w. left is the rows the source may still give.
+type clock struct {
+	due, rem int64
+	q, r, w  int64
+	left     int64
+}
+
+// tick moves the clock past the row it had due: t.due of the next one,
+// without dividing, or math.MaxInt64 if the source has given all it may.
+func (c *clock) tick() {
+	if c.left--; c.left == 0 {
+		c.due = math.MaxInt64
+		return
+	}
+	c.due += c.q
+	if c.rem += c.r; c.rem >= c.w {
+		c.rem -= c.w
+		c.due++
+	}
 }
 
 // Walk starts a walk of mixed split s in epoch at position from.
@@ -264,13 +286,13 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	if w.pos >= w.end {
 		return MixRow{}, false
 	}
-	if w.dues == nil {
-		w.startDues()
+	if w.clocks == nil {
+		w.startClocks()
 	}
 	best, bestDue := -1, int64(math.MaxInt64)
-	for k, d := range w.dues {
-		if d < bestDue {
-			best, bestDue = k, d
+	for k, c := range w.clocks {
+		if c.due < bestDue {
+			best, bestDue = k, c.due
 		}
 	}
 	if best < 0 {
@@ -278,7 +300,7 @@ func (w *MixWalk) Next() (MixRow, bool) {
 	}
 	j := w.counts[best]
 	w.counts[best]++
-	w.advance(best)
+	w.clocks[best].tick()
 	w.pos++
 	if !w.m.o.Repeat {
 		return MixRow{Source: best, Pass: w.epoch, Offset: j}, true
@@ -292,57 +314,75 @@ func (w *MixWalk) Next() (MixRow, bool) {
 // split's epoch), writing each row's source into dst, and returns how many
 // it moved past: Next without the rows' passes and offsets, for a reader
 // that takes each source's rows in order.
+//
+// It sweeps time instead of looking for the earliest due row at each step:
+// a source's rows are at least one time unit apart (no weight exceeds
+// mixScale), so at each time every source has at most one row due, and
+// taking the due ones in source order is the merge's order. Which sources
+// are due follows the weights' periodic pattern, which a core predicts,
+// where choosing the earliest of them at every row it does not.
 func (w *MixWalk) NextSources(dst []int) int {
-	if w.dues == nil {
-		w.startDues()
+	if w.clocks == nil {
+		w.startClocks()
 	}
+	clocks, counts := w.clocks, w.counts
+	want := min(int64(len(dst)), w.end-w.pos)
 	n := 0
-	for ; n < len(dst) && w.pos < w.end; n++ {
-		best, bestDue := -1, int64(math.MaxInt64)
-		for k, d := range w.dues {
-			if d < bestDue {
-				best, bestDue = k, d
+	T := w.earliest()
+	for int64(n) < want && T != math.MaxInt64 {
+		took := false
+		for k := range clocks {
+			c := &clocks[k]
+			if c.due != T {
+				continue
 			}
+			if int64(n) == want {
+				// Stopped inside time T: the next call finds the rest of
+				// T's rows due first.
+				break
+			}
+			c.tick()
+			counts[k]++
+			dst[n] = k
+			n++
+			took = true
 		}
-		if best < 0 {
-			break
+		if took {
+			T++
+		} else {
+			T = w.earliest()
 		}
-		w.counts[best]++
-		w.advance(best)
-		w.pos++
-		dst[n] = best
 	}
+	w.pos += int64(n)
 	return n
 }
 
-// startDues sets when each source's next row is due, dividing once.
-func (w *MixWalk) startDues() {
-	w.dues = make([]int64, len(w.t.w))
-	w.rems = make([]int64, len(w.t.w))
-	for k := range w.dues {
-		if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
-			w.dues[k] = math.MaxInt64
-			continue
-		}
-		// due's numerator, as t.due divides it.
-		num := w.counts[k]*mixScale + w.t.phase[k] + w.t.w[k] - 1
-		w.dues[k], w.rems[k] = num/w.t.w[k], num%w.t.w[k]
+// earliest is the earliest time a source has a row due, math.MaxInt64 if
+// none has.
+func (w *MixWalk) earliest() int64 {
+	T := int64(math.MaxInt64)
+	for _, c := range w.clocks {
+		T = min(T, c.due)
 	}
+	return T
 }
 
-// advance moves source k's due time on to its next row, after the walk took
-// one (counts[k] already counts it): t.due(k, counts[k]) without dividing,
-// or math.MaxInt64 if the source has given all it may.
-func (w *MixWalk) advance(k int) {
-	if c := w.t.caps[k]; c >= 0 && w.counts[k] >= c {
-		w.dues[k] = math.MaxInt64
-		return
-	}
-	wk := w.t.w[k]
-	w.dues[k] += mixScale / wk
-	if w.rems[k] += mixScale % wk; w.rems[k] >= wk {
-		w.rems[k] -= wk
-		w.dues[k]++
+// startClocks sets when each source's next row is due, dividing once.
+func (w *MixWalk) startClocks() {
+	w.clocks = make([]clock, len(w.t.w))
+	for k, wk := range w.t.w {
+		c := clock{q: mixScale / wk, r: mixScale % wk, w: wk, left: math.MaxInt64}
+		if cp := w.t.caps[k]; cp >= 0 {
+			c.left = cp - w.counts[k]
+		}
+		if c.left <= 0 {
+			c.due = math.MaxInt64
+		} else {
+			// due's numerator, as t.due divides it.
+			num := w.counts[k]*mixScale + w.t.phase[k] + wk - 1
+			c.due, c.rem = num/wk, num%wk
+		}
+		w.clocks[k] = c
 	}
 }
 

@@ -52,6 +52,10 @@ type gatherPlan struct {
 	// order): the gather can then read its sources in order and write at
 	// random, which a core does faster than the reverse.
 	inv []int32
+	// used, where known, is the rows [lo, hi) of each record batch the
+	// gather takes, all of them (a mix's runs): variable-width values
+	// then need no pass to size their bytes.
+	used [][2]int32
 }
 
 // minRun is the mean run length from which gathering by runs beats
@@ -73,9 +77,10 @@ func newGatherPlan(parts []gatherPart) *gatherPlan {
 }
 
 // newSourcePlan is the plan of rows whose sources are already known (a
-// mix's, put together from its sources' runs).
-func newSourcePlan(recs []arrow.RecordBatch, src []source) *gatherPlan {
-	g := &gatherPlan{recs: recs, n: len(src), src: src}
+// mix's, put together from its sources' runs); used, if not nil, is the
+// rows of each record batch that src takes (see gatherPlan).
+func newSourcePlan(recs []arrow.RecordBatch, src []source, used [][2]int32) *gatherPlan {
+	g := &gatherPlan{recs: recs, n: len(src), src: src, used: used}
 	g.findRuns()
 	return g
 }
@@ -397,6 +402,9 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 	var zero O
 	offBuf.Resize((g.n + 1) * sizeOf(zero))
 	out := cast(offBuf.Bytes())
+	if g.used != nil && g.spans == nil && g.inv == nil {
+		return gatherVarUsed(dt, in, g, mem, offBuf, out, offs, data)
+	}
 	var total O
 	if g.spans != nil {
 		at := 0
@@ -434,8 +442,10 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 	}
 	out[g.n] = total
 	valBuf := memory.NewResizableBuffer(mem)
+	// Room past the end for a short value's 32-byte move (below).
+	valBuf.Reserve(int(total) + 32)
 	valBuf.Resize(int(total))
-	vals := valBuf.Bytes()
+	vals := valBuf.Buf()
 	switch {
 	case g.spans != nil:
 		row := 0
@@ -455,11 +465,63 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 			at += p.Len()
 		}
 	default:
+		// Values are written in output order, so a short value can move
+		// as one 32-byte block, its overshoot overwritten by the values
+		// after it (the last one's falls in the room reserved past the
+		// end): a copy call per value of a few bytes costs several times
+		// the move.
 		for i, s := range g.src {
-			o := offs[s.rec]
-			copy(vals[out[i]:out[i+1]], data[s.rec][o[s.row]:o[s.row+1]])
+			o, src := offs[s.rec], data[s.rec]
+			a, b, at := o[s.row], o[s.row+1], out[i]
+			if b-a <= 32 && int(a)+32 <= len(src) {
+				*(*[16]byte)(vals[at : at+16]) = [16]byte(src[a : a+16])
+				*(*[16]byte)(vals[at+16 : at+32]) = [16]byte(src[a+16 : a+32])
+				continue
+			}
+			copy(vals[at:out[i+1]], src[a:b])
 		}
 	}
+	valid, nulls := validity(in, g, mem)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
+	offBuf.Release()
+	valBuf.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	return d
+}
+
+// gatherVarUsed is gatherVar row by row where the rows each record batch
+// gives are known: their bytes size the values up front, and one pass
+// writes each row's offset and bytes.
+func gatherVarUsed[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator, offBuf *memory.Buffer, out []O, offs [][]O, data [][]byte) arrow.ArrayData {
+	var size O
+	for k, u := range g.used {
+		if u[1] > u[0] {
+			size += offs[k][u[1]] - offs[k][u[0]]
+		}
+	}
+	valBuf := memory.NewResizableBuffer(mem)
+	valBuf.Reserve(int(size) + 32) // room for the last value's 32-byte move
+	valBuf.Resize(int(size))
+	vals := valBuf.Buf()
+	var total O
+	for i, s := range g.src {
+		o, src := offs[s.rec], data[s.rec]
+		a, b := o[s.row], o[s.row+1]
+		out[i] = total
+		// Values are written in output order, so a short one moves as
+		// 32 bytes, its overshoot overwritten by the values after it: a
+		// copy call per value of a few bytes costs several times that.
+		if b-a <= 32 && int(a)+32 <= len(src) {
+			*(*[16]byte)(vals[total : total+16]) = [16]byte(src[a : a+16])
+			*(*[16]byte)(vals[total+16 : total+32]) = [16]byte(src[a+16 : a+32])
+		} else {
+			copy(vals[total:total+b-a], src[a:b])
+		}
+		total += b - a
+	}
+	out[g.n] = total
 	valid, nulls := validity(in, g, mem)
 	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
 	offBuf.Release()

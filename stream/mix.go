@@ -200,6 +200,8 @@ type mixJob struct {
 	// src says, per row of the batch, which part and row of it the row is;
 	// nil where the batch is the parts in order (a batch of one source).
 	src []source
+	// used is the rows of each part that src takes.
+	used [][2]int32
 }
 
 func (j *mixJob) release() {
@@ -266,7 +268,7 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			nx := next % max(len(owned), 1)
 			srcOf := make([]int, m.o.BatchSize)
 			counts := make([]int64, len(m.sources))
-			runs := make([]source, len(m.sources))
+			runs := make([]cutRun, len(m.sources))
 			for {
 				var j *mixJob
 				for range owned {
@@ -377,7 +379,7 @@ func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch 
 // cut fills job j: it walks the job's positions, takes each source's rows
 // from its lane as runs of consecutive rows, and, where the job mixes
 // sources, says where each row of the batch is among the runs.
-func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, at []source) error {
+func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf []int, counts []int64, at []cutRun) error {
 	n := int(j.to - j.from)
 	clear(counts)
 	if got := w.NextSources(srcOf[:n]); got != n {
@@ -387,34 +389,64 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 		counts[k]++
 	}
 	used := 0
+	for _, c := range counts {
+		if c > 0 {
+			used++
+		}
+	}
 	for k, c := range counts {
 		if c == 0 {
 			continue
 		}
-		used++
 		l := lanes[[2]int{j.split, k}]
 		if l == nil {
 			return fmt.Errorf("internal error: source %d has no rows in the split", k)
 		}
-		at[k] = source{rec: int32(len(j.parts))}
 		var err error
-		if j.parts, err = l.take(c, j.parts); err != nil {
+		if used == 1 {
+			j.parts, err = l.take(c, j.parts)
+		} else {
+			j.parts, at[k], err = l.takeWhole(c, j.parts)
+		}
+		if err != nil {
 			return fmt.Errorf("source %d: %w", k, err)
 		}
 	}
 	if used > 1 {
-		// Each source's rows are its parts' rows in order.
 		j.src = make([]source, n)
-		for i, k := range srcOf[:n] {
-			p := &at[k]
-			if int64(p.row) == j.parts[p.rec].NumRows() {
-				p.rec, p.row = p.rec+1, 0
-			}
-			j.src[i] = *p
-			p.row++
-		}
+		j.used = runSources(j.src, srcOf[:n], at, j.parts)
 	}
 	return nil
+}
+
+// runSources fills src with where each row of a batch is among the runs
+// parts, given each row's source in srcOf and where each source's rows
+// begin in at: each source's rows are its parts' rows in order. It returns
+// the rows [lo, hi) of each part the batch takes.
+func runSources(src []source, srcOf []int, at []cutRun, parts []arrow.RecordBatch) [][2]int32 {
+	used := make([][2]int32, len(parts))
+	for i, k := range srcOf {
+		p := &at[k]
+		if p.left == 0 {
+			p.rec++
+			p.row, p.left = 0, int32(parts[p.rec].NumRows())
+		}
+		src[i] = source{p.rec, p.row}
+		u := &used[p.rec]
+		if u[1] == 0 {
+			u[0] = p.row
+		}
+		u[1] = p.row + 1
+		p.row++
+		p.left--
+	}
+	return used
+}
+
+// cutRun is where a source's next row is among a job's parts: part rec, row
+// row, and left rows of the part after it.
+type cutRun struct {
+	rec, row, left int32
 }
 
 // build puts one batch together from its runs: the one run as it is, runs
@@ -429,7 +461,7 @@ func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error)
 	case j.src == nil:
 		return concat(m.schema, j.parts, mem)
 	}
-	return interleave(ctx, m.schema, j.parts, j.src, mem)
+	return interleave(ctx, m.schema, j.parts, j.src, j.used, mem)
 }
 
 // MixState is a mix's position; see checkpoint.MixState. A

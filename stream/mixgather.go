@@ -13,7 +13,7 @@ import (
 // nothing is searched and the reads stay in cache; runs long enough move as
 // one copy each, as in a window's gather. Column types without a fast path
 // go through gatherWindow.
-func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, mem memory.Allocator) (arrow.RecordBatch, error) {
+func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, used [][2]int32, mem memory.Allocator) (arrow.RecordBatch, error) {
 	for _, f := range schema.Fields() {
 		switch dt := f.Type; {
 		case dt.ID() == arrow.BOOL, dt.ID() == arrow.STRING, dt.ID() == arrow.BINARY,
@@ -22,7 +22,7 @@ func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordB
 			return interleaveSlow(ctx, schema, parts, src, mem)
 		}
 	}
-	return gatherBy(ctx, schema, newSourcePlan(parts, src), mem)
+	return gatherBy(ctx, schema, newSourcePlan(parts, src, used), mem)
 }
 
 // interleaveSlow is interleave through gatherWindow, for column types the

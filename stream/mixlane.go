@@ -133,6 +133,43 @@ func (l *mixLane) take(n int64, out []arrow.RecordBatch) ([]arrow.RecordBatch, e
 	return out, nil
 }
 
+// takeWhole is take for a batch that interleaves sources: it appends the
+// lane's batches that hold its next n rows whole (a reference each, the
+// caller's), and returns where the rows begin in them: the first batch
+// appended, the row in it, and the rows of it from there. Slicing would
+// cost a record, arrays and their data per run, more than the gather
+// that reads them by row number anyway.
+func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBatch, cutRun, error) {
+	at := cutRun{rec: -1}
+	for n > 0 {
+		if l.cur == nil || l.off == l.cur.NumRows() {
+			if l.cur != nil {
+				l.cur.Release()
+				l.cur = nil
+			}
+			b, err, ok := l.next()
+			if err != nil {
+				return out, at, err
+			}
+			if !ok {
+				return out, at, fmt.Errorf("internal error: the source ran out %d rows short", n)
+			}
+			b.Retain()
+			l.cur, l.off = b, 0
+			continue
+		}
+		if at.rec < 0 {
+			at = cutRun{rec: int32(len(out)), row: int32(l.off), left: int32(l.cur.NumRows() - l.off)}
+		}
+		k := min(n, l.cur.NumRows()-l.off)
+		l.cur.Retain()
+		out = append(out, l.cur)
+		l.off += k
+		n -= k
+	}
+	return out, at, nil
+}
+
 // close stops the lane's pipeline (waiting for what it has in flight) and
 // releases what it holds.
 func (l *mixLane) close() {
