@@ -242,6 +242,14 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			}
 		}
 		m.mu.Unlock()
+		if err == nil {
+			// Every lane's pipeline starts at once (see prime).
+			var wg sync.WaitGroup
+			for _, l := range lanes {
+				wg.Go(l.prime)
+			}
+			wg.Wait()
+		}
 		defer func() {
 			// The producer has returned (Map waits for it), so the lanes
 			// are no one else's now.
@@ -352,18 +360,21 @@ type mixBuilt struct {
 // offset follow from the closed-form counts. m.mu is held.
 func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch int64, s int, cursor int64, perSource int) error {
 	counts := m.mix.Counts(epoch, s, cursor)
+	end := m.mix.Counts(epoch, s, m.mix.Len(epoch, s))
 	start := m.mix.Start(epoch, s)
 	for k, src := range m.sources {
 		r := m.rows[k][s]
-		if r == 0 {
-			continue
+		if r == 0 || end[k] == counts[k] {
+			continue // the rest of the epoch takes nothing of it
 		}
-		pass, q := epoch, counts[k]
+		// The rows it gives: from counts[k] to end[k] of its rows in the
+		// mix, in its passes.
+		pass, q, lastPass, last := epoch, counts[k], epoch, end[k]-1
 		if !m.o.NoRepeat {
-			g := start[k] + counts[k]
-			pass, q = g/r, g%r
+			g, gEnd := start[k]+counts[k], start[k]+end[k]
+			pass, q, lastPass, last = g/r, g%r, (gEnd-1)/r, (gEnd-1)%r
 		}
-		l, err := newLane(ctx, src.Dataset, s, pass, q, perSource, !m.o.NoRepeat)
+		l, err := newLane(ctx, src.Dataset, s, pass, q, lastPass, last, perSource)
 		if err != nil {
 			for _, l := range lanes {
 				l.close()

@@ -19,22 +19,29 @@ import (
 // consumer does, and owns the one split: it is rank s of a world of
 // NumSplits.
 type mixLane struct {
-	d      *Dataset
-	repeat bool
-	next   func() (arrow.RecordBatch, error, bool)
-	stop   func()
-	cur    arrow.RecordBatch // a reference of our own; nil before the first
-	off    int64             // rows of cur already taken
+	d *Dataset
+	// The lane gives the rows of its split from offset q of pass first
+	// through offset last of pass lastPass: what the mix takes of the
+	// source in one of its epochs, and no more is read.
+	split           int
+	first, lastPass int64
+	last            int64
+	next            func() (arrow.RecordBatch, error, bool)
+	stop            func()
+	cur             arrow.RecordBatch // a reference of our own; nil before the first
+	off             int64             // rows of cur already taken
+	primed          *pull             // the first pull, made by prime; nil once taken
 }
 
 // laneBatchRows is the fewest rows of a lane's batches.
 const laneBatchRows = 8192
 
-// newLane makes source d's lane of split s, starting at offset q of the
-// split's order in epoch pass. lanes is how many lanes of d the mix runs at
-// once: d's concurrency and prefetch bounds are shared out among them, so
-// that the mix holds what d alone would.
-func newLane(ctx context.Context, d *Dataset, s int, pass, q int64, lanes int, repeat bool) (*mixLane, error) {
+// newLane makes source d's lane of split s, giving the rows from offset q of
+// the split's order in epoch pass through offset last of epoch lastPass.
+// lanes is how many lanes of d the mix runs at once: d's concurrency and
+// prefetch bounds are shared out among them, so that the mix holds what d
+// alone would.
+func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, lanes int) (*mixLane, error) {
 	o := d.opts
 	co := o
 	co.Rank, co.WorldSize = s, o.NumSplits
@@ -53,18 +60,37 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q int64, lanes int, r
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)
 	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
-	ep, err := plan.NewEpoch(d.chunks, co.order(), pass)
+	l := &mixLane{d: c, split: s, first: pass, lastPass: lastPass, last: last}
+	ep, err := l.epoch(pass)
 	if err != nil {
-		return nil, fmt.Errorf("epoch %d: %w", pass, err)
+		return nil, err
 	}
 	cursors := make([]plan.Cursor, o.NumSplits)
 	if cursors[s], err = cursorAt(ep, s, q); err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
 	c.moveTo(ep, cursors, 0)
-	l := &mixLane{d: c, repeat: repeat}
 	l.next, l.stop = iter.Pull2(l.batches(ctx))
 	return l, nil
+}
+
+// epoch is the source's epoch pass as the lane reads it: in its last pass,
+// the split's windows end with the one that holds the last row the lane
+// gives. Past it, the pipeline would read ahead (and decode) windows of
+// which the mix takes nothing this epoch.
+func (l *mixLane) epoch(pass int64) (*plan.Epoch, error) {
+	ep, err := plan.NewEpoch(l.d.chunks, l.d.opts.order(), pass)
+	if err != nil {
+		return nil, fmt.Errorf("epoch %d: %w", pass, err)
+	}
+	if pass == l.lastPass {
+		w, _, err := ep.Seek(l.split, l.last)
+		if err != nil {
+			return nil, fmt.Errorf("epoch %d: %w", pass, err)
+		}
+		ep.Windows[l.split] = ep.Windows[l.split][:w.Window+1]
+	}
+	return ep, nil
 }
 
 // cursorAt is the cursor of split s after its first q rows.
@@ -79,29 +105,78 @@ func cursorAt(ep *plan.Epoch, s int, q int64) (plan.Cursor, error) {
 	return plan.Cursor{Window: w.Window, Offset: within, Rows: q}, nil
 }
 
-// batches is the lane's rows: the rest of its pass, then (with repeat) the
-// passes after, each the source's next epoch.
+// batches is the lane's rows: the rest of its first pass, then the passes
+// after, each the source's next epoch, through its last.
 func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for {
-			n := 0
+		for pass := l.first; pass <= l.lastPass; pass++ {
+			if pass > l.first {
+				ep, err := l.epoch(pass)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				l.d.mu.Lock()
+				l.d.moveTo(ep, make([]plan.Cursor, l.d.opts.NumSplits), 0)
+				l.d.mu.Unlock()
+			}
 			for b, err := range l.d.Batches(ctx) {
 				if err != nil {
 					yield(nil, err)
 					return
 				}
-				n++
 				if !yield(b, nil) {
 					return
 				}
 			}
-			// A pass with no batch at all is an empty split: repeating it
-			// would spin for ever.
-			if !l.repeat || (n == 0 && l.d.Splits()[l.d.opts.Rank].Rows == 0) {
-				return
-			}
 		}
 	}
+}
+
+// prime pulls the lane's first batch, which starts its pipeline. A lane's
+// pipeline starts on its first pull, and the mix's first batch needs every
+// lane's: pulled one after another, the lanes would read their first
+// windows one after another, so the mix primes them all at once.
+func (l *mixLane) prime() {
+	b, err, ok := l.next()
+	if ok && err == nil {
+		b.Retain() // the pipeline's until the next pull: hold it
+	}
+	l.primed = &pull{b, err, ok}
+}
+
+// pull is a batch a lane was given by its pipeline.
+type pull struct {
+	b   arrow.RecordBatch
+	err error
+	ok  bool
+}
+
+// load moves the lane on to its next batch, the primed one first; want is
+// the rows still wanted, for the error where there are none.
+func (l *mixLane) load(want int64) error {
+	if l.cur != nil {
+		l.cur.Release()
+		l.cur = nil
+	}
+	p := l.primed
+	if p != nil {
+		l.primed = nil
+	} else {
+		b, err, ok := l.next()
+		if ok && err == nil {
+			b.Retain() // the pipeline's until the next pull: hold it
+		}
+		p = &pull{b, err, ok}
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if !p.ok {
+		return fmt.Errorf("internal error: the source ran out %d rows short", want)
+	}
+	l.cur, l.off = p.b, 0
+	return nil
 }
 
 // take appends zero-copy slices holding the lane's next n rows to out; the
@@ -109,20 +184,9 @@ func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, erro
 func (l *mixLane) take(n int64, out []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
 	for n > 0 {
 		if l.cur == nil || l.off == l.cur.NumRows() {
-			if l.cur != nil {
-				l.cur.Release()
-				l.cur = nil
-			}
-			b, err, ok := l.next()
-			if err != nil {
+			if err := l.load(n); err != nil {
 				return out, err
 			}
-			if !ok {
-				return out, fmt.Errorf("internal error: the source ran out %d rows short", n)
-			}
-			// The batch is the pipeline's until the next pull: hold it.
-			b.Retain()
-			l.cur, l.off = b, 0
 			continue
 		}
 		k := min(n, l.cur.NumRows()-l.off)
@@ -143,19 +207,9 @@ func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBat
 	at := cutRun{rec: -1}
 	for n > 0 {
 		if l.cur == nil || l.off == l.cur.NumRows() {
-			if l.cur != nil {
-				l.cur.Release()
-				l.cur = nil
-			}
-			b, err, ok := l.next()
-			if err != nil {
+			if err := l.load(n); err != nil {
 				return out, at, err
 			}
-			if !ok {
-				return out, at, fmt.Errorf("internal error: the source ran out %d rows short", n)
-			}
-			b.Retain()
-			l.cur, l.off = b, 0
 			continue
 		}
 		if at.rec < 0 {
@@ -177,6 +231,10 @@ func (l *mixLane) close() {
 		l.cur.Release()
 		l.cur = nil
 	}
+	if p := l.primed; p != nil && p.ok && p.err == nil {
+		p.b.Release()
+	}
+	l.primed = nil
 	l.stop()
 	l.d.Close()
 }
