@@ -72,6 +72,24 @@ type Dataset struct {
 	skipped []int64
 	// rand serves Take and Locate (take.go).
 	rand taker
+	// recycled is what shuffled windows are decoded into (recycle.go);
+	// made on first need. noRecycle turns it off (tests compare).
+	recycled  atomic.Pointer[recycler]
+	noRecycle bool
+}
+
+// decodeAllocator is what window w of ep is decoded into: recycled
+// buffers where the window is permuted (its decoded buffers are the
+// pipeline's alone), the user's allocator otherwise.
+func (d *Dataset) decodeAllocator() memory.Allocator {
+	if !d.opts.Shuffle || d.noRecycle {
+		return d.opts.Allocator
+	}
+	if r := d.recycled.Load(); r != nil {
+		return r
+	}
+	d.recycled.CompareAndSwap(nil, newRecycler(d.opts.Allocator))
+	return d.recycled.Load()
 }
 
 // Open plans the dataset (every footer read once, concurrently) and checks
@@ -207,6 +225,9 @@ func (d *Dataset) unscanned() int64 {
 func (d *Dataset) Close() error {
 	d.kept.drop()
 	d.rand.cache.drop()
+	if r := d.recycled.Load(); r != nil {
+		r.release()
+	}
 	if d.shared { // a consumer of StreamingSplit: the files are its parent's
 		return nil
 	}
@@ -947,9 +968,10 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 	w.refs.n = 1
 	segments := make([]int64, 0, len(f.pieces))
 	var skipped int64
+	mem := d.decodeAllocator()
 	for _, p := range f.pieces {
 		before := w.rows
-		bad, err := d.data.ReadFetchedSkips(ctx, p, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
+		bad, err := d.data.ReadFetchedSkips(ctx, p, d.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
 			w.starts = append(w.starts, w.rows)
 			w.rows += b.NumRows()
@@ -972,6 +994,11 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
 	}
 	if order := ep.RowOrder(r, segments); order != nil {
+		if rc, ok := mem.(*recycler); ok {
+			// A round of decoders, each with a window's decoded buffers,
+			// pages and scratch: what the next round reuses.
+			rc.fit(2 * int64(d.opts.ReadConcurrency) * w.bytes)
+		}
 		if err := w.permute(ctx, d.data.Schema, order, d.opts.Allocator); err != nil {
 			w.release()
 			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)

@@ -1,0 +1,180 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/formats/text"
+)
+
+// The recycler hands out zeroed buffers of the size asked, keeps freed ones
+// by size up to its bound, zeroes what Reallocate adds, and gives back to
+// the allocator underneath everything it holds on release.
+func TestRecycler(t *testing.T) {
+	under := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	r := newRecycler(under)
+	r.fit(1 << 20)
+	a := r.Allocate(1000)
+	if len(a) != 1000 || cap(a) != 1024 {
+		t.Fatalf("Allocate(1000): len %d cap %d", len(a), cap(a))
+	}
+	for i := range a {
+		a[i] = 0xff
+	}
+	r.Free(a)
+	b := r.Allocate(600) // same class: the buffer a was
+	if &b[0] != &a[0] {
+		t.Fatal("a freed buffer of the class was not reused")
+	}
+	for i, x := range b {
+		if x != 0 {
+			t.Fatalf("reused buffer byte %d is %#x, want zero", i, x)
+		}
+	}
+	b[599] = 7
+	b = r.Reallocate(900, b)
+	if b[599] != 7 {
+		t.Fatal("Reallocate lost a byte")
+	}
+	for i, x := range b[600:] {
+		if x != 0 {
+			t.Fatalf("Reallocate byte %d is %#x, want zero", 600+i, x)
+		}
+	}
+	c := r.Reallocate(5000, b) // a larger class: b goes to the pool
+	if c[599] != 7 || len(c) != 5000 {
+		t.Fatal("Reallocate to another class lost the bytes")
+	}
+	r.Free(c)
+	// Past the bound, freed buffers go back underneath.
+	big := r.Allocate(1 << 20)
+	r.Free(big)
+	if r.held > r.limit {
+		t.Fatalf("holds %d bytes, bound %d", r.held, r.limit)
+	}
+	r.release()
+	r.Free(r.Allocate(100)) // after release: straight through
+	under.AssertSize(t, 0)
+}
+
+// A shuffled epoch decoded into recycled buffers is exactly the epoch
+// decoded into fresh ones (NaN equal to NaN, no tolerance), batch for
+// batch, over every file of the shared test data up to 1 MiB that opens:
+// Parquet of other writers (every column type and encoding they hold), ORC,
+// CSV and JSON; small windows so that every file has several, three
+// decoders, and two epochs, the second decoding into the first's buffers.
+func TestRecycledDecodeIsExact(t *testing.T) {
+	var files, texts []string
+	for _, dir := range []string{"../../shared/testdata/parquet-testing/data", "../../shared/testdata/real", "../../shared/testdata/orc", "../../shared/testdata/text"} {
+		filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+			switch ext := filepath.Ext(path); {
+			case err != nil || e.IsDir():
+			case ext == ".parquet" || ext == ".orc":
+				files = append(files, path)
+			case ext == ".csv" || ext == ".json" || ext == ".jsonl":
+				texts = append(texts, path)
+			}
+			return nil
+		})
+	}
+	// The text corpus is hundreds of DuckDB's small CSV and JSON cases: a
+	// spread of 60 of them covers its decoders without its minutes under
+	// -race.
+	for i := 0; i < len(texts); i += max(1, len(texts)/60) {
+		files = append(files, texts[i])
+	}
+	if len(files) == 0 {
+		t.Fatal("no Parquet files in ../../shared/testdata")
+	}
+	ctx := context.Background()
+	// Two epochs' batches, held: the second run's are compared to them.
+	epochs := func(ds *Dataset, each func(arrow.RecordBatch) error) error {
+		for range 2 {
+			for b, err := range ds.Batches(ctx) {
+				if err != nil {
+					return err
+				}
+				if err := each(b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	compared := 0
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() > 1<<20 {
+			continue // the larger files add time under -race, not types
+		}
+		o := Options{URLs: []string{f}, Shuffle: true, Seed: 7, ShuffleWindow: 256, BatchSize: 100, ReadConcurrency: 3, ReadBatchSize: 100}
+		switch filepath.Ext(f) {
+		case ".orc":
+			o.Formats = []formats.Format{orc.Format{}}
+		case ".csv":
+			o.Formats = []formats.Format{text.New(text.CSV, text.Options{})}
+		case ".json":
+			o.Formats = []formats.Format{text.New(text.JSON, text.Options{})}
+		case ".jsonl":
+			o.Formats = []formats.Format{text.New(text.JSONLines, text.Options{})}
+		}
+		fresh, err := Open(ctx, o)
+		if err != nil {
+			continue // a file sluice refuses, with its own tests
+		}
+		if n := fresh.Splits()[0].Rows; n > 100_000 {
+			fresh.Close() // ORC's 1.9M-row demo files: seconds, and no new types
+			continue
+		}
+		fresh.noRecycle = true
+		var want []arrow.RecordBatch
+		err = epochs(fresh, func(b arrow.RecordBatch) error {
+			b.Retain()
+			want = append(want, b)
+			return nil
+		})
+		fresh.Close()
+		if err != nil {
+			for _, b := range want {
+				b.Release()
+			}
+			continue
+		}
+		recycled, err := Open(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		err = epochs(recycled, func(b arrow.RecordBatch) error {
+			if i >= len(want) || !array.RecordApproxEqual(b, want[i], array.WithNaNsEqual(true), array.WithAbsTolerance(0)) {
+				return fmt.Errorf("batch %d differs from the one decoded into fresh buffers", i)
+			}
+			i++
+			return nil
+		})
+		recycled.Close()
+		for _, b := range want {
+			b.Release()
+		}
+		if err == nil && i != len(want) {
+			err = fmt.Errorf("%d batches, fresh buffers gave %d", i, len(want))
+		}
+		if err != nil {
+			t.Fatalf("%s: recycled: %v", f, err)
+		}
+		compared++
+	}
+	if compared < len(files)/4 {
+		t.Fatalf("compared %d of %d files", compared, len(files))
+	}
+	t.Logf("%d of %d files compared", compared, len(files))
+}
