@@ -17,31 +17,31 @@ import (
 // table_shuffled_all from 0.73 to 0.89 of sequential; sequential barely
 // moves). Recycled, the decoding allocates almost nothing new.
 //
-// Buffers are kept by power-of-two size, each one aligned as the Go
-// allocator aligns them, and handed out zeroed as it hands them out (Arrow
-// code counts on that). What a recycler holds is bounded by limit bytes;
-// past it, freed buffers go back to the allocator underneath, as does
-// everything held on drain.
+// Buffers are kept by size class, each one aligned as the Go allocator
+// aligns them, and handed out zeroed as it hands them out (Arrow code counts
+// on that). Classes are eighths of a power of two, so a buffer is at most
+// an eighth larger than asked (whole powers of two would waste up to half
+// of the decoded window, and show as peak heap). What a recycler holds is
+// bounded by limit bytes; past it, freed buffers go back to the allocator
+// underneath, as does everything held on release.
 type recycler struct {
 	under memory.Allocator
 	limit int64 // set by fit
 
 	mu    sync.Mutex
 	held  int64
-	free  [maxClass + 1][][]byte
+	free  map[int][][]byte // by class size
 	drain bool
 }
 
-// Size classes: 64 bytes (class 6) to 256 MiB (class 28); larger buffers
-// are not kept.
+// Buffers from 64 bytes to 256 MiB are kept; others pass through.
 const (
-	minClass = 6
-	maxClass = 28
-	align    = 64
+	minKept = 64
+	maxKept = 256 << 20
 )
 
 func newRecycler(under memory.Allocator) *recycler {
-	return &recycler{under: under}
+	return &recycler{under: under, free: map[int][][]byte{}}
 }
 
 // fit raises the bound to n bytes: the decoded windows of one round of
@@ -52,24 +52,25 @@ func (r *recycler) fit(n int64) {
 	r.mu.Unlock()
 }
 
-// class is the size class of a buffer of n bytes: the least c with
-// 1<<c >= n, at least minClass.
-func class(n int) int {
-	if n <= 1<<minClass {
-		return minClass
+// classSize is the size class of a buffer of n bytes: n rounded up to an
+// eighth of the power of two above it.
+func classSize(n int) int {
+	if n <= minKept {
+		return minKept
 	}
-	return bits.Len(uint(n - 1))
+	step := 1 << max(bits.Len(uint(n-1))-3, 0)
+	return (n + step - 1) &^ (step - 1)
 }
 
 func (r *recycler) Allocate(size int) []byte {
-	c := class(size)
-	if c > maxClass {
+	c := classSize(size)
+	if c > maxKept {
 		return r.under.Allocate(size)
 	}
 	r.mu.Lock()
-	if k := len(r.free[c]); k > 0 {
-		b := r.free[c][k-1]
-		r.free[c] = r.free[c][:k-1]
+	if list := r.free[c]; len(list) > 0 {
+		b := list[len(list)-1]
+		r.free[c] = list[:len(list)-1]
 		r.held -= int64(cap(b))
 		r.mu.Unlock()
 		b = b[:size]
@@ -77,8 +78,8 @@ func (r *recycler) Allocate(size int) []byte {
 		return b
 	}
 	r.mu.Unlock()
-	b := r.under.Allocate(1 << c)
-	return b[: size : 1<<c]
+	b := r.under.Allocate(c)
+	return b[:size:c]
 }
 
 func (r *recycler) Reallocate(size int, b []byte) []byte {
@@ -97,21 +98,21 @@ func (r *recycler) Reallocate(size int, b []byte) []byte {
 }
 
 func (r *recycler) Free(b []byte) {
-	c := class(cap(b))
-	if cap(b) != 1<<c || c > maxClass || cap(b) == 0 {
+	c := cap(b)
+	if c == 0 || c > maxKept || classSize(c) != c {
 		// Not one of ours: a buffer of another size came from the
-		// allocator underneath (or Allocate(0)).
+		// allocator underneath.
 		r.under.Free(b)
 		return
 	}
 	r.mu.Lock()
-	if r.drain || r.held+int64(cap(b)) > r.limit {
+	if r.drain || r.held+int64(c) > r.limit {
 		r.mu.Unlock()
-		r.under.Free(b[:cap(b)])
+		r.under.Free(b[:c])
 		return
 	}
 	r.free[c] = append(r.free[c], b[:0])
-	r.held += int64(cap(b))
+	r.held += int64(c)
 	r.mu.Unlock()
 }
 
@@ -121,12 +122,12 @@ func (r *recycler) release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drain = true
-	for c := range r.free {
-		for _, b := range r.free[c] {
-			r.under.Free(b[:cap(b)])
+	for c, list := range r.free {
+		for _, b := range list {
+			r.under.Free(b[:c])
 		}
-		r.free[c] = nil
 	}
+	clear(r.free)
 	r.held = 0
 }
 
