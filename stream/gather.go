@@ -471,16 +471,29 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 		// end): a copy call per value of a few bytes costs several times
 		// the move.
 		for i, s := range g.src {
-			o, src := offs[s.rec], data[s.rec]
-			a, b, at := o[s.row], o[s.row+1], out[i]
-			if b-a <= 32 && int(a)+32 <= len(src) {
-				*(*[16]byte)(vals[at : at+16]) = [16]byte(src[a : a+16])
-				*(*[16]byte)(vals[at+16 : at+32]) = [16]byte(src[a+16 : a+32])
-				continue
-			}
-			copy(vals[at:out[i+1]], src[a:b])
+			o := offs[s.rec]
+			putValue(vals, data[s.rec], out[i], o[s.row], o[s.row+1])
 		}
 	}
+	return varData(dt, in, g, mem, offBuf, valBuf)
+}
+
+// putValue writes src[a:b] at vals[at:]. Values are written in output
+// order, so a short one moves as 32 bytes, its overshoot overwritten by the
+// values after it (the last one's falls in room reserved past the end): a
+// copy call per value of a few bytes costs several times that.
+func putValue[O int32 | int64](vals, src []byte, at, a, b O) {
+	if b-a <= 32 && int(a)+32 <= len(src) {
+		*(*[16]byte)(vals[at : at+16]) = [16]byte(src[a : a+16])
+		*(*[16]byte)(vals[at+16 : at+32]) = [16]byte(src[a+16 : a+32])
+		return
+	}
+	copy(vals[at:at+b-a], src[a:b])
+}
+
+// varData is the string or binary column of the gathered offsets and
+// values, with its nulls; it takes over both buffers.
+func varData(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator, offBuf, valBuf *memory.Buffer) arrow.ArrayData {
 	valid, nulls := validity(in, g, mem)
 	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
 	offBuf.Release()
@@ -507,29 +520,14 @@ func gatherVarUsed[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *
 	vals := valBuf.Buf()
 	var total O
 	for i, s := range g.src {
-		o, src := offs[s.rec], data[s.rec]
+		o := offs[s.rec]
 		a, b := o[s.row], o[s.row+1]
 		out[i] = total
-		// Values are written in output order, so a short one moves as
-		// 32 bytes, its overshoot overwritten by the values after it: a
-		// copy call per value of a few bytes costs several times that.
-		if b-a <= 32 && int(a)+32 <= len(src) {
-			*(*[16]byte)(vals[total : total+16]) = [16]byte(src[a : a+16])
-			*(*[16]byte)(vals[total+16 : total+32]) = [16]byte(src[a+16 : a+32])
-		} else {
-			copy(vals[total:total+b-a], src[a:b])
-		}
+		putValue(vals, data[s.rec], total, a, b)
 		total += b - a
 	}
 	out[g.n] = total
-	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, g.n, []*memory.Buffer{valid, offBuf, valBuf}, nil, nulls, 0)
-	offBuf.Release()
-	valBuf.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	return d
+	return varData(dt, in, g, mem, offBuf, valBuf)
 }
 
 func sizeOf[O int32 | int64](O) int {
