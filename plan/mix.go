@@ -314,13 +314,6 @@ func (w *MixWalk) Next() (MixRow, bool) {
 // split's epoch), writing each row's source into dst, and returns how many
 // it moved past: Next without the rows' passes and offsets, for a reader
 // that takes each source's rows in order.
-//
-// It sweeps time instead of looking for the earliest due row at each step:
-// a source's rows are at least one time unit apart (no weight exceeds
-// mixScale), so at each time every source has at most one row due, and
-// taking the due ones in source order is the merge's order. Which sources
-// are due follows the weights' periodic pattern, which a core predicts,
-// where choosing the earliest of them at every row it does not.
 func (w *MixWalk) NextSources(dst []int) int {
 	if w.clocks == nil {
 		w.startClocks()
@@ -328,43 +321,22 @@ func (w *MixWalk) NextSources(dst []int) int {
 	clocks, counts := w.clocks, w.counts
 	want := min(int64(len(dst)), w.end-w.pos)
 	n := 0
-	T := w.earliest()
-	for int64(n) < want && T != math.MaxInt64 {
-		took := false
+	for ; int64(n) < want; n++ {
+		best, bestDue := -1, int64(math.MaxInt64)
 		for k := range clocks {
-			c := &clocks[k]
-			if c.due != T {
-				continue
+			if d := clocks[k].due; d < bestDue {
+				best, bestDue = k, d
 			}
-			if int64(n) == want {
-				// Stopped inside time T: the next call finds the rest of
-				// T's rows due first.
-				break
-			}
-			c.tick()
-			counts[k]++
-			dst[n] = k
-			n++
-			took = true
 		}
-		if took {
-			T++
-		} else {
-			T = w.earliest()
+		if best < 0 {
+			break
 		}
+		clocks[best].tick()
+		counts[best]++
+		dst[n] = best
 	}
 	w.pos += int64(n)
 	return n
-}
-
-// earliest is the earliest time a source has a row due, math.MaxInt64 if
-// none has.
-func (w *MixWalk) earliest() int64 {
-	T := int64(math.MaxInt64)
-	for _, c := range w.clocks {
-		T = min(T, c.due)
-	}
-	return T
 }
 
 // startClocks sets when each source's next row is due, dividing once.
