@@ -283,25 +283,12 @@ func (m *Mix) Walk(epoch int64, split int, from int64) (*MixWalk, error) {
 // Next returns the row at the walk's position and moves past it; false at
 // the end of the split's epoch.
 func (w *MixWalk) Next() (MixRow, bool) {
-	if w.pos >= w.end {
+	var one [1]int
+	if w.NextSources(one[:]) == 0 {
 		return MixRow{}, false
 	}
-	if w.clocks == nil {
-		w.startClocks()
-	}
-	best, bestDue := -1, int64(math.MaxInt64)
-	for k, c := range w.clocks {
-		if c.due < bestDue {
-			best, bestDue = k, c.due
-		}
-	}
-	if best < 0 {
-		return MixRow{}, false
-	}
-	j := w.counts[best]
-	w.counts[best]++
-	w.clocks[best].tick()
-	w.pos++
+	best := one[0]
+	j := w.counts[best] - 1 // the row just taken
 	if !w.m.o.Repeat {
 		return MixRow{Source: best, Pass: w.epoch, Offset: j}, true
 	}

@@ -19,23 +19,37 @@ func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordB
 		case dt.ID() == arrow.BOOL, dt.ID() == arrow.STRING, dt.ID() == arrow.BINARY,
 			dt.ID() == arrow.LARGE_STRING, dt.ID() == arrow.LARGE_BINARY, fixedWidth(dt):
 		default:
-			return interleaveSlow(ctx, schema, parts, src, mem)
+			return interleaveSlow(ctx, schema, parts, src, used, mem)
 		}
 	}
 	return gatherBy(ctx, schema, newSourcePlan(parts, src, used), mem)
 }
 
 // interleaveSlow is interleave through gatherWindow, for column types the
-// word and string paths do not cover.
-func interleaveSlow(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, mem memory.Allocator) (arrow.RecordBatch, error) {
-	w := &window{recs: parts, starts: make([]int64, len(parts))}
+// word and string paths do not cover. Its window is only the rows the batch
+// takes of each part (used): the gather concatenates the window, and a
+// part is a lane's whole batch, many times the batch's rows.
+func interleaveSlow(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, used [][2]int32, mem memory.Allocator) (arrow.RecordBatch, error) {
+	w := &window{recs: make([]arrow.RecordBatch, len(parts)), starts: make([]int64, len(parts))}
+	defer func() {
+		for _, r := range w.recs {
+			r.Release()
+		}
+	}()
+	first := make([]int64, len(parts))
 	for i, p := range parts {
+		lo, hi := int64(0), p.NumRows()
+		if used != nil {
+			lo, hi = int64(used[i][0]), int64(max(used[i][1], used[i][0]))
+		}
+		first[i] = lo
+		w.recs[i] = p.NewSlice(lo, hi)
 		w.starts[i] = w.rows
-		w.rows += p.NumRows()
+		w.rows += hi - lo
 	}
 	idx := make([]int32, len(src))
 	for i, s := range src {
-		idx[i] = int32(w.starts[s.rec]) + s.row
+		idx[i] = int32(w.starts[s.rec] + int64(s.row) - first[s.rec])
 	}
 	out, err := gatherWindow(ctx, schema, w, idx, mem)
 	if w.whole != nil {

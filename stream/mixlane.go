@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/plan"
 )
 
@@ -43,19 +42,9 @@ const laneBatchRows = 8192
 // alone would.
 func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, lanes int) (*mixLane, error) {
 	o := d.opts
-	co := o
+	co := o.sharedOut(lanes)
 	co.Rank, co.WorldSize = s, o.NumSplits
 	co.Epoch = pass
-	co.FetchConcurrency = max(1, o.FetchConcurrency/lanes)
-	co.ReadConcurrency = max(1, o.ReadConcurrency/lanes)
-	co.TransformConcurrency = max(1, o.TransformConcurrency/lanes)
-	co.PrefetchBatches = max(1, o.PrefetchBatches/lanes)
-	co.PrefetchWindows = max(1, o.PrefetchWindows/lanes)
-	co.PrefetchBytes = o.PrefetchBytes / int64(lanes)
-	if o.PrefetchBytes > 0 {
-		co.PrefetchBytes = max(1, co.PrefetchBytes)
-	}
-	co.Metrics = metrics.New()
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)

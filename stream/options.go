@@ -276,3 +276,22 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	}
 	return o, nil
 }
+
+// sharedOut is o for one of n pipelines run at once over one dataset (a
+// StreamingSplit consumer, a mix's lane): the concurrency and read-ahead
+// bounds are divided among them, none below one, so that together they hold
+// what one pipeline would; each gets metrics of its own.
+func (o Options) sharedOut(n int) Options {
+	co := o
+	co.FetchConcurrency = max(1, o.FetchConcurrency/n)
+	co.ReadConcurrency = max(1, o.ReadConcurrency/n)
+	co.TransformConcurrency = max(1, o.TransformConcurrency/n)
+	co.PrefetchBatches = max(1, o.PrefetchBatches/n)
+	co.PrefetchWindows = max(1, o.PrefetchWindows/n)
+	co.PrefetchBytes = o.PrefetchBytes / int64(n)
+	if o.PrefetchBytes > 0 {
+		co.PrefetchBytes = max(1, co.PrefetchBytes)
+	}
+	co.Metrics = metrics.New()
+	return co
+}

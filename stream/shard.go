@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/plan"
 )
 
@@ -51,19 +50,9 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 	}
 	out := make([]*Dataset, n)
 	for i := range n {
-		co := o
+		co := o.sharedOut(n)
 		co.Rank = o.Rank + i*o.WorldSize
 		co.WorldSize = world
-		co.FetchConcurrency = max(1, o.FetchConcurrency/n)
-		co.ReadConcurrency = max(1, o.ReadConcurrency/n)
-		co.TransformConcurrency = max(1, o.TransformConcurrency/n)
-		co.PrefetchBatches = max(1, o.PrefetchBatches/n)
-		co.PrefetchWindows = max(1, o.PrefetchWindows/n)
-		co.PrefetchBytes = o.PrefetchBytes / int64(n)
-		if o.PrefetchBytes > 0 {
-			co.PrefetchBytes = max(1, co.PrefetchBytes)
-		}
-		co.Metrics = metrics.New()
 		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
 		cursors := make([]plan.Cursor, o.NumSplits)
 		for _, s := range plan.Owned(o.NumSplits, co.Rank, world) {

@@ -78,7 +78,7 @@ type Dataset struct {
 	noRecycle bool
 }
 
-// decodeAllocator is what window w of ep is decoded into: recycled
+// decodeAllocator is what windows are decoded into: recycled
 // buffers where the window is permuted (its decoded buffers are the
 // pipeline's alone), the user's allocator otherwise.
 func (d *Dataset) decodeAllocator() memory.Allocator {
