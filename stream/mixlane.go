@@ -40,9 +40,9 @@ const laneBatchRows = 8192
 // lanes is how many lanes of d the mix runs at once: d's concurrency and
 // prefetch bounds are shared out among them, so that the mix holds what d
 // alone would.
-func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, lanes int) (*mixLane, error) {
+func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, part float64) (*mixLane, error) {
 	o := d.opts
-	co := o.sharedOut(lanes)
+	co := o.sharedOut(part)
 	co.Rank, co.WorldSize = s, o.NumSplits
 	co.Epoch = pass
 	// The mix cuts runs off the lane's batches, so their size is free:

@@ -277,18 +277,22 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	return o, nil
 }
 
-// sharedOut is o for one of n pipelines run at once over one dataset (a
-// StreamingSplit consumer, a mix's lane): the concurrency and read-ahead
-// bounds are divided among them, none below one, so that together they hold
-// what one pipeline would; each gets metrics of its own.
-func (o Options) sharedOut(n int) Options {
+// sharedOut is o for a pipeline given part of o's budget (a StreamingSplit
+// consumer, one of n, gets 1/n; a mix's lane its source's share of the mix
+// over the splits it runs at once): the concurrency and read-ahead bounds
+// are scaled by part, none below one, so that the pipelines together hold
+// what one would; each gets metrics of its own.
+func (o Options) sharedOut(part float64) Options {
+	// The nudge keeps n × 1/k a whole n/k where floating point falls
+	// just short of it.
+	scale := func(n int) int { return max(1, int(float64(n)*part+1e-9)) }
 	co := o
-	co.FetchConcurrency = max(1, o.FetchConcurrency/n)
-	co.ReadConcurrency = max(1, o.ReadConcurrency/n)
-	co.TransformConcurrency = max(1, o.TransformConcurrency/n)
-	co.PrefetchBatches = max(1, o.PrefetchBatches/n)
-	co.PrefetchWindows = max(1, o.PrefetchWindows/n)
-	co.PrefetchBytes = o.PrefetchBytes / int64(n)
+	co.FetchConcurrency = scale(o.FetchConcurrency)
+	co.ReadConcurrency = scale(o.ReadConcurrency)
+	co.TransformConcurrency = scale(o.TransformConcurrency)
+	co.PrefetchBatches = scale(o.PrefetchBatches)
+	co.PrefetchWindows = scale(o.PrefetchWindows)
+	co.PrefetchBytes = int64(float64(o.PrefetchBytes)*part + 1e-9)
 	if o.PrefetchBytes > 0 {
 		co.PrefetchBytes = max(1, co.PrefetchBytes)
 	}

@@ -50,7 +50,7 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 	}
 	out := make([]*Dataset, n)
 	for i := range n {
-		co := o.sharedOut(n)
+		co := o.sharedOut(1 / float64(n))
 		co.Rank = o.Rank + i*o.WorldSize
 		co.WorldSize = world
 		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
