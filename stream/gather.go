@@ -265,6 +265,21 @@ func takeParts(ctx context.Context, col int, parts []gatherPart, mem memory.Allo
 	return array.Concatenate(got, mem)
 }
 
+// gathersFast reports whether every column of schema is gathered by a
+// path of gatherBy's own, one that writes every byte of the buffers it
+// makes (but for the bits past the last row of a bitmap's last byte).
+func gathersFast(schema *arrow.Schema) bool {
+	for _, f := range schema.Fields() {
+		switch dt := f.Type; {
+		case dt.ID() == arrow.BOOL, dt.ID() == arrow.STRING, dt.ID() == arrow.BINARY,
+			dt.ID() == arrow.LARGE_STRING, dt.ID() == arrow.LARGE_BINARY, fixedWidth(dt):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // fixedWidth reports whether dt stores each value in whole bytes of one
 // buffer, with no children or dictionary.
 func fixedWidth(dt arrow.DataType) bool {

@@ -476,16 +476,13 @@ type cutRun struct {
 	rec, row, left int32
 }
 
-// build puts one batch together from its runs: the one run as it is, runs
-// of one source concatenated, or the rows of several interleaved in the
-// mix's order.
+// build puts one batch together from its runs: runs of one source
+// concatenated, or the rows of several interleaved in the mix's order.
 func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error) {
 	mem := m.sources[0].Dataset.opts.Allocator
-	switch {
-	case j.src == nil && len(j.parts) == 1:
-		j.parts[0].Retain()
-		return j.parts[0], nil
-	case j.src == nil:
+	if j.src == nil {
+		// Copied even where one part: a lane's batches are slices of
+		// recycled buffers, which the batches the mix hands out never are.
 		return concat(m.schema, j.parts, mem)
 	}
 	return interleave(ctx, m.schema, j.parts, j.src, j.used, mem)

@@ -14,13 +14,8 @@ import (
 // one copy each, as in a window's gather. Column types without a fast path
 // go through gatherWindow.
 func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, used [][2]int32, mem memory.Allocator) (arrow.RecordBatch, error) {
-	for _, f := range schema.Fields() {
-		switch dt := f.Type; {
-		case dt.ID() == arrow.BOOL, dt.ID() == arrow.STRING, dt.ID() == arrow.BINARY,
-			dt.ID() == arrow.LARGE_STRING, dt.ID() == arrow.LARGE_BINARY, fixedWidth(dt):
-		default:
-			return interleaveSlow(ctx, schema, parts, src, used, mem)
-		}
+	if !gathersFast(schema) {
+		return interleaveSlow(ctx, schema, parts, src, used, mem)
 	}
 	return gatherBy(ctx, schema, newSourcePlan(parts, src, used), mem)
 }

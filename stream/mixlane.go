@@ -48,7 +48,7 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)
-	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
+	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true, recyclePermuted: true, noRecycle: d.noRecycle}
 	l := &mixLane{d: c, split: s, first: pass, lastPass: lastPass, last: last}
 	ep, err := l.epoch(pass)
 	if err != nil {

@@ -62,7 +62,12 @@ func classSize(n int) int {
 	return (n + step - 1) &^ (step - 1)
 }
 
-func (r *recycler) Allocate(size int) []byte {
+func (r *recycler) Allocate(size int) []byte { return r.allocate(size, true) }
+
+func (r *recycler) Reallocate(size int, b []byte) []byte { return r.reallocate(size, b, true) }
+
+// allocate hands out a buffer of size bytes, zeroed if zero is set.
+func (r *recycler) allocate(size int, zero bool) []byte {
 	c := classSize(size)
 	if c > maxKept {
 		return r.under.Allocate(size)
@@ -74,7 +79,9 @@ func (r *recycler) Allocate(size int) []byte {
 		r.held -= int64(cap(b))
 		r.mu.Unlock()
 		b = b[:size]
-		clear(b)
+		if zero {
+			clear(b)
+		}
 		return b
 	}
 	r.mu.Unlock()
@@ -82,20 +89,29 @@ func (r *recycler) Allocate(size int) []byte {
 	return b[:size:c]
 }
 
-func (r *recycler) Reallocate(size int, b []byte) []byte {
+func (r *recycler) reallocate(size int, b []byte, zero bool) []byte {
 	if cap(b) >= size {
 		old := len(b)
 		b = b[:size]
-		if size > old {
+		if size > old && zero {
 			clear(b[old:])
 		}
 		return b
 	}
-	nb := r.Allocate(size)
+	nb := r.allocate(size, zero)
 	copy(nb, b)
 	r.Free(b)
 	return nb
 }
+
+// unzeroed is r for buffers whose every byte their writer sets (a
+// gather's output through its fast paths): zeroing them first would
+// write each byte twice.
+type unzeroed struct{ *recycler }
+
+func (u unzeroed) Allocate(size int) []byte { return u.allocate(size, false) }
+
+func (u unzeroed) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b, false) }
 
 func (r *recycler) Free(b []byte) {
 	c := cap(b)
@@ -131,4 +147,7 @@ func (r *recycler) release() {
 	r.held = 0
 }
 
-var _ memory.Allocator = (*recycler)(nil)
+var (
+	_ memory.Allocator = (*recycler)(nil)
+	_ memory.Allocator = unzeroed{}
+)

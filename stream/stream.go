@@ -76,6 +76,10 @@ type Dataset struct {
 	// made on first need. noRecycle turns it off (tests compare).
 	recycled  atomic.Pointer[recycler]
 	noRecycle bool
+	// recyclePermuted: shuffled windows are permuted into recycled
+	// buffers too, the window's rows being the pipeline's alone after it
+	// (a mix's lane: the mix copies every row it takes).
+	recyclePermuted bool
 }
 
 // decodeAllocator is what windows are decoded into: recycled
@@ -994,12 +998,23 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
 	}
 	if order := ep.RowOrder(r, segments); order != nil {
+		out := d.opts.Allocator
 		if rc, ok := mem.(*recycler); ok {
 			// A round of decoders, each with a window's decoded buffers,
 			// pages and scratch: what the next round reuses.
-			rc.fit(2 * int64(d.opts.ReadConcurrency) * w.bytes)
+			n := 2 * int64(d.opts.ReadConcurrency)
+			if d.recyclePermuted {
+				// And the permuted windows: those read ahead, and the
+				// one being taken.
+				n += int64(d.opts.PrefetchWindows) + 1
+				out = rc
+				if gathersFast(d.data.Schema) {
+					out = unzeroed{rc}
+				}
+			}
+			rc.fit(n * w.bytes)
 		}
-		if err := w.permute(ctx, d.data.Schema, order, d.opts.Allocator); err != nil {
+		if err := w.permute(ctx, d.data.Schema, order, out); err != nil {
 			w.release()
 			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
 		}
