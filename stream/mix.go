@@ -29,10 +29,11 @@ import (
 // A mix reads each source the way Batches reads a dataset: split s of
 // source k is streamed by the source's own pipeline (windows read whole,
 // shuffled rows gathered out of them), pass after pass, in a lane of its
-// own (mixlane.go). The mixer decides, for each batch, how many rows each
-// source gives it (plan.Mix's closed-form counts), cuts runs of that many
-// consecutive rows off the sources' lanes and gathers them into the mix's
-// order. Each source's own options (concurrency, prefetch bounds) are
+// own (mixlane.go). The mixer decides, for each chunk of a split (several
+// batches), how many rows each source gives it (plan.Mix's closed-form
+// counts), cuts runs of that many consecutive rows off the sources' lanes,
+// gathers them into the mix's order, and hands the chunk out as batches
+// sliced off it. Each source's own options (concurrency, prefetch bounds) are
 // shared out among its lanes, each lane given the source's share of the
 // mix over the rank's mixed splits (see share).
 
@@ -74,11 +75,12 @@ type MixOptions struct {
 	// Rank and WorldSize: rank r takes the mixed splits s with s mod
 	// WorldSize == r. Defaults 0 and 1.
 	Rank, WorldSize int
-	// Concurrency is the number of batches put together at once out of
-	// the runs the sources give them. Default max(2, GOMAXPROCS).
+	// Concurrency is the number of chunks (8,192 rows of a split, or one
+	// batch where batches are larger) put together at once out of the
+	// runs the sources give them. Default max(2, GOMAXPROCS).
 	Concurrency int
-	// Prefetch is the batches put together ahead of the consumer. Default
-	// 2 × Concurrency.
+	// Prefetch is the batches put together ahead of the consumer, counted
+	// in whole chunks, one at least. Default 2 × Concurrency.
 	Prefetch int
 }
 
@@ -190,13 +192,12 @@ func (m *Mixed) SplitRows(epoch int64, split int) int64 {
 	return m.mix.Len(epoch, split)
 }
 
-// mixJob is one batch of the mix: positions [from, to) of one mixed split,
-// the runs of rows each source gives it (cut from the sources' lanes, in
-// source order), and where taking it leaves the position.
+// mixJob is one chunk of the mix: positions [from, to) of one mixed
+// split, and the runs of rows each source gives it (cut from the sources'
+// lanes, in source order).
 type mixJob struct {
 	split    int
 	from, to int64
-	next     int
 	parts    []arrow.RecordBatch
 	// src says, per row of the batch, which part and row of it the row is;
 	// nil where the batch is the parts in order (a batch of one source).
@@ -267,71 +268,126 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			return
 		}
 
-		// The rank's batches, round-robin over its mixed splits: for each,
-		// the walk says from which source each row comes, and each source's
-		// rows are the next ones of its lane. This runs on one goroutine, in
-		// order; the lanes' pipelines read ahead on their own, and the
-		// batches are put together concurrently.
-		plans := func(yield func(*mixJob, error) bool) {
+		// A split's chunks start at its cursor and hold whole batches, so
+		// no batch spans two.
+		batch := int64(m.o.BatchSize)
+		chunk := batch * max(1, chunkRows/batch)
+		// order walks the rank's batches, round-robin over its mixed
+		// splits, from the position.
+		order := func(yield func(mixStep) bool) {
 			at := slices.Clone(cursors)
 			nx := next % max(len(owned), 1)
-			srcOf := make([]int, m.o.BatchSize)
-			counts := make([]int64, len(m.sources))
-			runs := make([]cutRun, len(m.sources))
 			for {
-				var j *mixJob
+				found := false
 				for range owned {
 					s := owned[nx]
 					nx = (nx + 1) % len(owned)
 					if at[s] < lens[s] {
-						j = &mixJob{split: s, from: at[s], to: min(at[s]+int64(m.o.BatchSize), lens[s]), next: nx}
+						from := at[s]
+						at[s] = min(from+batch, lens[s])
+						if !yield(mixStep{s, from, at[s], nx}) {
+							return
+						}
+						found = true
 						break
 					}
 				}
-				if j == nil {
+				if !found {
 					return
 				}
-				if err := m.cut(j, walks[j.split], lanes, srcOf, counts, runs); err != nil {
+			}
+		}
+
+		// The chunks, in the order the batches first need them: for each,
+		// the walk says from which source each row comes, and each source's
+		// rows are the next ones of its lane. This runs on one goroutine, in
+		// order; the lanes' pipelines read ahead on their own, and the
+		// chunks are put together concurrently.
+		plans := func(yield func(*mixJob, error) bool) {
+			end := slices.Clone(cursors) // per split: where its last chunk ends
+			srcOf := make([]int, chunk)
+			counts := make([]int64, len(m.sources))
+			runs := make([]cutRun, len(m.sources))
+			for b := range order {
+				s := b.split
+				if b.from < end[s] {
+					continue
+				}
+				j := &mixJob{split: s, from: b.from, to: min(b.from+chunk, lens[s])}
+				end[s] = j.to
+				if err := m.cut(j, walks[s], lanes, srcOf, counts, runs); err != nil {
 					j.release()
 					yield(nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err))
 					return
 				}
-				at[j.split] = j.to
 				if !yield(j, nil) {
 					return
 				}
 			}
 		}
-		built := prefetch.Map(ctx, plans, prefetch.Stage[*mixJob, mixBuilt]{
+		built := prefetch.Map(ctx, plans, prefetch.Stage[*mixJob, *mixChunk]{
 			Name:        "mix",
 			Concurrency: m.o.Concurrency,
-			Ahead:       m.o.Prefetch,
-			Fn: func(ctx context.Context, j *mixJob) (mixBuilt, error) {
+			Ahead:       max(1, int(int64(m.o.Prefetch)*batch/chunk)),
+			Fn: func(ctx context.Context, j *mixJob) (*mixChunk, error) {
 				defer j.release()
 				out, err := m.build(ctx, j)
 				if err != nil {
-					return mixBuilt{}, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err)
+					return nil, fmt.Errorf("stream: mix epoch %d split %d rows [%d, %d): %w", epoch, j.split, j.from, j.to, err)
 				}
-				return mixBuilt{split: j.split, to: j.to, next: j.next, rec: out}, nil
+				return &mixChunk{split: j.split, from: j.from, to: j.to, rec: out}, nil
 			},
 			ReleaseIn:  func(j *mixJob) { j.release() },
-			ReleaseOut: func(b mixBuilt) { b.rec.Release() },
+			ReleaseOut: func(c *mixChunk) { c.rec.Release() },
 		})
-		for r, err := range built {
-			if err != nil {
-				var ie *prefetch.ItemError
-				for errors.As(err, &ie) {
-					err = ie.Err
-				}
-				yield(nil, err)
-				return
+		nextChunk, stopChunks := iter.Pull2(built)
+		defer stopChunks()
+		cur := map[int]*mixChunk{} // per split: the chunk its batches come from
+		defer func() {
+			for _, c := range cur {
+				c.rec.Release()
 			}
+		}()
+		for st := range order {
+			s, from, to := st.split, st.from, st.to
+			c := cur[s]
+			if c == nil || from >= c.to {
+				if c != nil {
+					c.rec.Release()
+					delete(cur, s)
+				}
+				got, err, ok := nextChunk()
+				if err != nil {
+					var ie *prefetch.ItemError
+					for errors.As(err, &ie) {
+						err = ie.Err
+					}
+					yield(nil, err)
+					return
+				}
+				if !ok {
+					if err := ctx.Err(); err != nil {
+						yield(nil, err)
+					} else {
+						yield(nil, fmt.Errorf("stream: mix epoch %d split %d: internal error: no chunk holds rows [%d, %d)", epoch, s, from, to))
+					}
+					return
+				}
+				if got.split != s || got.from != from {
+					got.rec.Release()
+					yield(nil, fmt.Errorf("stream: mix epoch %d split %d: internal error: a chunk of split %d from row %d where rows from %d were due", epoch, s, got.split, got.from, from))
+					return
+				}
+				c = got
+				cur[s] = c
+			}
+			b := c.rec.NewSlice(from-c.from, to-c.from)
 			m.mu.Lock()
-			m.cursors[r.split] = r.to
-			m.next = r.next
+			m.cursors[s] = to
+			m.next = st.next
 			m.mu.Unlock()
-			ok := yield(r.rec, nil)
-			r.rec.Release()
+			ok := yield(b, nil)
+			b.Release()
 			if !ok {
 				return
 			}
@@ -348,12 +404,26 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 	}
 }
 
-// mixBuilt is a batch of the mix and where taking it leaves the position.
-type mixBuilt struct {
-	split int
-	to    int64
-	next  int
-	rec   arrow.RecordBatch
+// chunkRows is about the rows of a chunk: the mix puts its rows together
+// a chunk of several batches at a time, and hands out each batch as a
+// slice of its chunk, as a shuffled dataset slices its permuted windows:
+// per batch, the hand-offs between goroutines and the making of a batch's
+// buffers and plan cost as much again as the copy of 1,024 rows.
+var chunkRows int64 = 8192 // a variable for tests
+
+// mixChunk is the rows [from, to) of a mixed split.
+type mixChunk struct {
+	split    int
+	from, to int64
+	rec      arrow.RecordBatch
+}
+
+// mixStep is a batch of the rank's order: rows [from, to) of a split, and
+// the round-robin position after it.
+type mixStep struct {
+	split    int
+	from, to int64
+	next     int
 }
 
 // openLanes opens the lanes of mixed split s, each source's where the mix's

@@ -201,6 +201,31 @@ func TestMixResume(t *testing.T) {
 	}
 }
 
+// TestMixChunks: the chunks a mix puts its batches together in do not
+// show: with chunks of two batches (so that each split has many, and
+// batches of the four splits come from chunks made in turn), a mix
+// delivers the rows it delivers with chunks larger than a split, and
+// broken off mid-chunk, saved and resumed, goes on where it stopped.
+func TestMixChunks(t *testing.T) {
+	src := mixSources(t, 4, 0.6, 0.3, 0.1)
+	o := MixOptions{Seed: 8, BatchSize: 50, StartEpoch: 1}
+	whole := mixRows(t, newMix(t, src, o), -1)
+	defer func(n int64) { chunkRows = n }(chunkRows)
+	chunkRows = 100
+	if got := mixRows(t, newMix(t, src, o), -1); !slices.Equal(got, whole) {
+		t.Fatalf("chunks of 100 rows: %d rows differ from the %d of one chunk a split", len(got), len(whole))
+	}
+	m := newMix(t, src, o)
+	head := mixRows(t, m, 13) // 13 batches over 4 splits: mid-chunk
+	m2 := newMix(t, src, o)
+	if err := m2.LoadStateDict(m.StateDict()); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(head, mixRows(t, m2, -1)...); !slices.Equal(got, whole) {
+		t.Fatalf("resumed mid-chunk: %d rows differ from the uninterrupted %d", len(got), len(whole))
+	}
+}
+
 func cmpMixRow(a, b mixRow) int {
 	if a.src != b.src {
 		return a.src - b.src
