@@ -511,17 +511,29 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 	}
 	if used > 1 {
 		j.src = make([]source, n)
-		j.used = runSources(j.src, srcOf[:n], at, j.parts)
+		j.used = runSources(j.src, srcOf[:n], at, counts, j.parts)
 	}
 	return nil
 }
 
 // runSources fills src with where each row of a batch is among the runs
-// parts, given each row's source in srcOf and where each source's rows
-// begin in at: each source's rows are its parts' rows in order. It returns
-// the rows [lo, hi) of each part the batch takes.
-func runSources(src []source, srcOf []int, at []cutRun, parts []arrow.RecordBatch) [][2]int32 {
+// parts, given each row's source in srcOf, the rows each source gives in
+// counts and where each source's rows begin in at: each source's rows are
+// its parts' rows in order. It returns the rows [lo, hi) of each part the
+// batch takes.
+func runSources(src []source, srcOf []int, at []cutRun, counts []int64, parts []arrow.RecordBatch) [][2]int32 {
 	used := make([][2]int32, len(parts))
+	for k, c := range counts {
+		for p := at[k]; c > 0; p.left = 0 { // each part to its end but the last
+			if p.left == 0 {
+				p.rec++
+				p.row, p.left = 0, int32(parts[p.rec].NumRows())
+			}
+			n := min(c, int64(p.left))
+			used[p.rec] = [2]int32{p.row, p.row + int32(n)}
+			c -= n
+		}
+	}
 	for i, k := range srcOf {
 		p := &at[k]
 		if p.left == 0 {
@@ -529,11 +541,6 @@ func runSources(src []source, srcOf []int, at []cutRun, parts []arrow.RecordBatc
 			p.row, p.left = 0, int32(parts[p.rec].NumRows())
 		}
 		src[i] = source{p.rec, p.row}
-		u := &used[p.rec]
-		if u[1] == 0 {
-			u[0] = p.row
-		}
-		u[1] = p.row + 1
 		p.row++
 		p.left--
 	}

@@ -116,9 +116,9 @@ func TestMixSourceError(t *testing.T) {
 	}
 }
 
-// BenchmarkInterleave is the mix's own work per batch, apart from the
-// sources' pipelines: the walk's sources for 1,024 rows of three sources
-// weighted 2:1:1, and the batch put together from runs of the lanes' rows
+// BenchmarkInterleave is the mix's own work per chunk, apart from the
+// sources' pipelines: the walk's sources for 8,192 rows of three sources
+// weighted 2:1:1, and the chunk put together from runs of the lanes' rows
 // (bench-shaped columns: int64, int64, float64, a 10-20 byte string).
 func BenchmarkInterleave(b *testing.B) {
 	mem := memory.NewGoAllocator()
@@ -151,7 +151,7 @@ func BenchmarkInterleave(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const batch = 1024
+	const batch = 8192 // a chunk
 	srcOf := make([]int, batch)
 	off := make([]int64, 3)
 	var rows int64
@@ -175,7 +175,7 @@ func BenchmarkInterleave(b *testing.B) {
 			off[k] += c
 		}
 		src := make([]source, batch)
-		used := runSources(src, srcOf, at, parts)
+		used := runSources(src, srcOf, at, counts, parts)
 		out, err := interleave(context.Background(), schema, parts, src, used, mem)
 		if err != nil {
 			b.Fatal(err)
@@ -283,7 +283,11 @@ func TestInterleaveRows(t *testing.T) {
 		r.Shuffle(len(srcOf), func(i, j int) { srcOf[i], srcOf[j] = srcOf[j], srcOf[i] })
 		start := slices.Clone(at)
 		src := make([]source, len(srcOf))
-		used := runSources(src, srcOf, at, parts)
+		counts := make([]int64, sources)
+		for _, k := range srcOf {
+			counts[k]++
+		}
+		used := runSources(src, srcOf, at, counts, parts)
 		out, err := interleave(context.Background(), schema, parts, src, used, mem)
 		if err != nil {
 			t.Fatal(err)
