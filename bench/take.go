@@ -212,10 +212,11 @@ func (e *env) mixScenario(ctx context.Context) error {
 	// CPU per row, summed over the runs: on a loaded machine it says what
 	// mixing costs where wall-clock rates swing with the neighbours.
 	var mixCPU, singleCPU, mixRows, singleRows float64
-	// A run is a third of a second: on a shared machine one neighbour's
-	// burst decides a best of three, so the scenario takes at least seven
-	// pairs, each a single-source run then a mixed one.
-	pairs := max(e.cfg.Reps, 7)
+	// A run is a quarter of a second: on a shared machine one neighbour's
+	// burst decides a best of three, so the scenario takes at least eleven
+	// pairs, each a single-source run then a mixed one (seven left the
+	// median pair swinging from 0.76 to 0.96 between runs of one build).
+	pairs := max(e.cfg.Reps, 11)
 	for i := range pairs {
 		runtime.GC()
 		s, err := singleRun()
