@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,12 +70,21 @@ func TestRecycler(t *testing.T) {
 	under.AssertSize(t, 0)
 }
 
-// A shuffled epoch decoded into recycled buffers is exactly the epoch
-// decoded into fresh ones (NaN equal to NaN, no tolerance), batch for
-// batch, over every file of the shared test data up to 1 MiB that opens:
-// Parquet of other writers (every column type and encoding they hold), ORC,
-// CSV and JSON; small windows so that every file has several, three
-// decoders, and two epochs, the second decoding into the first's buffers.
+// twoEpochs hands each batch of two epochs of batches to each.
+func twoEpochs(ctx context.Context, batches func(context.Context) iter.Seq2[arrow.RecordBatch, error], each func(arrow.RecordBatch) error) error {
+	for range 2 {
+		for b, err := range batches(ctx) {
+			if err != nil {
+				return err
+			}
+			if err := each(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // recycleCorpus is the options of a shuffled read of each small file of
 // ../../shared/testdata that sluice opens: Parquet, ORC, and a spread of
 // the text cases.
@@ -123,21 +133,17 @@ func recycleCorpus(t *testing.T) []Options {
 	return out
 }
 
+// A shuffled epoch decoded into recycled buffers is exactly the epoch
+// decoded into fresh ones (NaN equal to NaN, no tolerance), batch for
+// batch, over every file of the shared test data up to 1 MiB that opens:
+// Parquet of other writers (every column type and encoding they hold), ORC,
+// CSV and JSON; small windows so that every file has several, three
+// decoders, and two epochs, the second decoding into the first's buffers.
 func TestRecycledDecodeIsExact(t *testing.T) {
 	ctx := context.Background()
 	// Two epochs' batches, held: the second run's are compared to them.
 	epochs := func(ds *Dataset, each func(arrow.RecordBatch) error) error {
-		for range 2 {
-			for b, err := range ds.Batches(ctx) {
-				if err != nil {
-					return err
-				}
-				if err := each(b); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return twoEpochs(ctx, ds.Batches, each)
 	}
 	corpus := recycleCorpus(t)
 	compared := 0
@@ -229,17 +235,7 @@ func TestRecycledMixIsExact(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for range 2 {
-			for b, err := range m.Batches(ctx) {
-				if err != nil {
-					return err
-				}
-				if err := each(b); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return twoEpochs(ctx, m.Batches, each)
 	}
 	corpus := recycleCorpus(t)
 	compared := 0
