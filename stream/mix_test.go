@@ -226,6 +226,33 @@ func TestMixChunks(t *testing.T) {
 	}
 }
 
+// TestMixUnshuffled: sources read in storage order give their rows in that
+// order, pass after pass; chunks of one source (the larger one's, once the
+// smaller has given its one pass) are handed out as the lane's batches.
+func TestMixUnshuffled(t *testing.T) {
+	src := mixSources(t, 1, 0.9, 0.1, 0)[:2]
+	for i, s := range src {
+		o := s.Dataset.opts
+		o.Shuffle = false
+		src[i].Dataset = open(t, o)
+	}
+	defer func(n int64) { chunkRows = n }(chunkRows)
+	chunkRows = 64 // a chunk a batch: the last ones all of source 1
+	m := newMix(t, src, MixOptions{Seed: 4, BatchSize: 64, NoRepeat: true})
+	next := make([]int64, 2)
+	for _, r := range mixRows(t, m, -1) {
+		if r.id != next[r.src] {
+			t.Fatalf("source %d gave id %d where %d was next", r.src, r.id, next[r.src])
+		}
+		next[r.src]++
+	}
+	for k, n := range next {
+		if n != mixSizes[k] {
+			t.Errorf("source %d gave %d rows of its %d", k, n, mixSizes[k])
+		}
+	}
+}
+
 func cmpMixRow(a, b mixRow) int {
 	if a.src != b.src {
 		return a.src - b.src

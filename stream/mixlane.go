@@ -37,9 +37,8 @@ const laneBatchRows = 8192
 
 // newLane makes source d's lane of split s, giving the rows from offset q of
 // the split's order in epoch pass through offset last of epoch lastPass.
-// lanes is how many lanes of d the mix runs at once: d's concurrency and
-// prefetch bounds are shared out among them, so that the mix holds what d
-// alone would.
+// part is the part of d's concurrency and read-ahead bounds the lane gets
+// (see Mixed.share).
 func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, part float64) (*mixLane, error) {
 	o := d.opts
 	co := o.sharedOut(part)
@@ -212,6 +211,11 @@ func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBat
 	}
 	return out, at, nil
 }
+
+// recycles reports whether the lane's batches are slices of recycled
+// buffers (a shuffled source's permuted windows), which no batch the mix
+// hands out may be.
+func (l *mixLane) recycles() bool { return l.d.opts.Shuffle && !l.d.noRecycle }
 
 // close stops the lane's pipeline (waiting for what it has in flight) and
 // releases what it holds.
