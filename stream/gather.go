@@ -78,10 +78,12 @@ func newGatherPlan(parts []gatherPart) *gatherPlan {
 
 // newSourcePlan is the plan of rows whose sources are already known (a
 // mix's, put together from its sources' runs); used, if not nil, is the
-// rows of each record batch that src takes (see gatherPlan).
-func newSourcePlan(recs []arrow.RecordBatch, src []source, used [][2]int32) *gatherPlan {
+// rows of each record batch that src takes (see gatherPlan), and runs the
+// runs of consecutive rows of one record batch in src, counted as src was
+// made.
+func newSourcePlan(recs []arrow.RecordBatch, src []source, used [][2]int32, runs int) *gatherPlan {
 	g := &gatherPlan{recs: recs, n: len(src), src: src, used: used}
-	g.findRuns()
+	g.spansOf(runs)
 	return g
 }
 
@@ -93,6 +95,12 @@ func (g *gatherPlan) findRuns() {
 			runs++
 		}
 	}
+	g.spansOf(runs)
+}
+
+// spansOf sets spans, given that src holds runs runs, if they are long
+// enough to pay.
+func (g *gatherPlan) spansOf(runs int) {
 	if runs*minRun <= len(g.src) {
 		g.spans = make([]span, 0, runs)
 		for i, s := range g.src {

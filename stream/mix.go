@@ -207,6 +207,8 @@ type mixJob struct {
 	src []source
 	// used is the rows of each part that src takes.
 	used [][2]int32
+	// runs is the runs of consecutive rows of one part in src.
+	runs int
 	// shared: the parts may be handed out as they are (they are not
 	// slices of recycled buffers).
 	shared bool
@@ -217,7 +219,15 @@ func (j *mixJob) release() {
 		p.Release()
 	}
 	j.parts = nil
+	if j.src != nil {
+		sources.Put(&j.src)
+		j.src = nil
+	}
 }
+
+// sources keeps chunks' src slices: a chunk's is 64 KiB, and made and
+// zeroed afresh for each chunk it cost about 2 ns a row.
+var sources sync.Pool
 
 // Batches streams the rest of the current epoch of the mix as Arrow record
 // batches, in this rank's order. A batch is valid until the loop body
@@ -517,8 +527,12 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 		}
 	}
 	if used > 1 {
-		j.src = make([]source, n)
-		j.used = runSources(j.src, srcOf[:n], at, counts, j.parts)
+		if p, ok := sources.Get().(*[]source); ok && cap(*p) >= n {
+			j.src = (*p)[:n]
+		} else {
+			j.src = make([]source, n)
+		}
+		j.used, j.runs = runSources(j.src, srcOf[:n], at, counts, j.parts)
 	}
 	return nil
 }
@@ -527,8 +541,8 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 // parts, given each row's source in srcOf, the rows each source gives in
 // counts and where each source's rows begin in at: each source's rows are
 // its parts' rows in order. It returns the rows [lo, hi) of each part the
-// batch takes.
-func runSources(src []source, srcOf []int, at []cutRun, counts []int64, parts []arrow.RecordBatch) [][2]int32 {
+// batch takes, and the runs of consecutive rows of one part in src.
+func runSources(src []source, srcOf []int, at []cutRun, counts []int64, parts []arrow.RecordBatch) ([][2]int32, int) {
 	used := make([][2]int32, len(parts))
 	for k, c := range counts {
 		for p := at[k]; c > 0; p.left = 0 { // each part to its end but the last
@@ -541,17 +555,22 @@ func runSources(src []source, srcOf []int, at []cutRun, counts []int64, parts []
 			c -= n
 		}
 	}
+	runs, last := 0, source{rec: -1}
 	for i, k := range srcOf {
 		p := &at[k]
 		if p.left == 0 {
 			p.rec++
 			p.row, p.left = 0, int32(parts[p.rec].NumRows())
 		}
-		src[i] = source{p.rec, p.row}
+		s := source{p.rec, p.row}
+		if s.rec != last.rec || s.row != last.row+1 {
+			runs++
+		}
+		src[i], last = s, s
 		p.row++
 		p.left--
 	}
-	return used
+	return used, runs
 }
 
 // cutRun is where a source's next row is among a job's parts: part rec, row
@@ -572,7 +591,7 @@ func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error)
 	case j.src == nil:
 		return concat(m.schema, j.parts, mem)
 	}
-	return interleave(ctx, m.schema, j.parts, j.src, j.used, mem)
+	return interleave(ctx, m.schema, j.parts, j.src, j.used, j.runs, mem)
 }
 
 // MixState is a mix's position; see checkpoint.MixState. A

@@ -9,15 +9,16 @@ import (
 
 // interleave builds the batch whose row i is row src[i].row of
 // parts[src[i].rec]: the mix's rows put together from the runs its sources
-// gave. The runs are read in order, so unlike a shuffled window's gather
-// nothing is searched and the reads stay in cache; runs long enough move as
-// one copy each, as in a window's gather. Column types without a fast path
-// go through gatherWindow.
-func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, used [][2]int32, mem memory.Allocator) (arrow.RecordBatch, error) {
+// gave (runs of them in src, counted as src was made). The runs are read in
+// order, so unlike a shuffled window's gather nothing is searched and the
+// reads stay in cache; runs long enough move as one copy each, as in a
+// window's gather. Column types without a fast path go through
+// gatherWindow.
+func interleave(ctx context.Context, schema *arrow.Schema, parts []arrow.RecordBatch, src []source, used [][2]int32, runs int, mem memory.Allocator) (arrow.RecordBatch, error) {
 	if !gathersFast(schema) {
 		return interleaveSlow(ctx, schema, parts, src, used, mem)
 	}
-	return gatherBy(ctx, schema, newSourcePlan(parts, src, used), mem)
+	return gatherBy(ctx, schema, newSourcePlan(parts, src, used, runs), mem)
 }
 
 // interleaveSlow is interleave through gatherWindow, for column types the

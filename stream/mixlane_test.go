@@ -175,8 +175,8 @@ func BenchmarkInterleave(b *testing.B) {
 			off[k] += c
 		}
 		src := make([]source, batch)
-		used := runSources(src, srcOf, at, counts, parts)
-		out, err := interleave(context.Background(), schema, parts, src, used, mem)
+		used, runs := runSources(src, srcOf, at, counts, parts)
+		out, err := interleave(context.Background(), schema, parts, src, used, runs, mem)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -287,8 +287,17 @@ func TestInterleaveRows(t *testing.T) {
 		for _, k := range srcOf {
 			counts[k]++
 		}
-		used := runSources(src, srcOf, at, counts, parts)
-		out, err := interleave(context.Background(), schema, parts, src, used, mem)
+		used, runs := runSources(src, srcOf, at, counts, parts)
+		want := 0
+		for i, s := range src {
+			if i == 0 || s.rec != src[i-1].rec || s.row != src[i-1].row+1 {
+				want++
+			}
+		}
+		if runs != want {
+			t.Fatalf("trial %d: runSources counted %d runs, src holds %d", trial, runs, want)
+		}
+		out, err := interleave(context.Background(), schema, parts, src, used, runs, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
