@@ -219,8 +219,8 @@ func (j *mixJob) release() {
 		p.Release()
 	}
 	j.parts = nil
-	if j.src != nil {
-		sources.Put(&j.src)
+	if src := j.src; src != nil {
+		sources.Put(&src)
 		j.src = nil
 	}
 }
