@@ -29,7 +29,10 @@ import (
 // leaves the merge to the others.
 
 // mixScale is what the weights are scaled to sum to.
-const mixScale = 1 << 20
+const (
+	mixShift = 20
+	mixScale = 1 << mixShift
+)
 
 // streamMix draws the mix's phases, apart from the streams of order.go.
 const streamMix = 3
@@ -305,30 +308,109 @@ func (w *MixWalk) NextSources(dst []int) int {
 	if w.clocks == nil {
 		w.startClocks()
 	}
+	want := int(min(int64(len(dst)), w.end-w.pos))
+	n := w.nextDue(dst[:want], true)
+	if n < want && want-n > len(w.clocks) {
+		n += w.sweep(dst[n:want])
+	}
+	n += w.nextDue(dst[n:want], false)
+	w.pos += int64(n)
+	return n
+}
+
+// nextDue writes into dst the sources of the next rows, the earliest due
+// first: all of them, or, with thisTime, only those due at the time of the
+// first (rows due at one time go in source order, and a call may stop
+// among them). It returns how many it wrote.
+func (w *MixWalk) nextDue(dst []int, thisTime bool) int {
 	clocks, counts := w.clocks, w.counts
-	want := min(int64(len(dst)), w.end-w.pos)
 	n := 0
-	for ; int64(n) < want; n++ {
+	first := int64(-1)
+	for ; n < len(dst); n++ {
 		best, bestDue := -1, int64(math.MaxInt64)
 		for k := range clocks {
 			if d := clocks[k].due; d < bestDue {
 				best, bestDue = k, d
 			}
 		}
-		if best < 0 {
+		if best < 0 || thisTime && first >= 0 && bestDue != first {
 			break
 		}
+		first = bestDue
 		clocks[best].tick()
 		counts[best]++
 		dst[n] = best
 	}
-	w.pos += int64(n)
+	return n
+}
+
+// sweep writes the sources of the next rows into dst, leaving room for the
+// rows of one time unit, where no source has a cap (with one, it writes
+// nothing): time runs on one unit at a time, and source k has a row due at
+// time T where (T*W_k - F_k) passes a multiple of mixScale, which an
+// accumulator per source says with an addition and a shift, no division
+// and no branch (the earliest-due search costs a mispredicted branch on
+// most rows). The rows of the time before have all been taken (nextDue
+// finished it), so each source's accumulator starts at (T-1)*W_k - F_k
+// modulo mixScale for the first time T still to come, and the clocks are
+// set again from the counts at the end.
+func (w *MixWalk) sweep(dst []int) int {
+	type acc struct{ a, w, n int64 }
+	var inline [4]acc
+	accs := inline[:0]
+	T := int64(math.MaxInt64)
+	for k, c := range w.clocks {
+		if w.t.caps[k] >= 0 {
+			return 0
+		}
+		T = min(T, c.due)
+	}
+	for k, c := range w.clocks {
+		// ((T-1)*W - F) mod mixScale, without overflow.
+		a := ((T-1)%mixScale*c.w - w.t.phase[k]) % mixScale
+		if a < 0 {
+			a += mixScale
+		}
+		accs = append(accs, acc{a: a, w: c.w})
+	}
+	n, room := 0, len(dst)-len(accs)
+	if len(accs) <= 4 && len(dst) >= 4 {
+		var a, wk [4]int64
+		for k, x := range accs {
+			a[k], wk[k] = x.a, x.w
+		}
+		var after [4]int64
+		var units int64
+		n, after, units = sweep4(dst, a, wk)
+		for k, x := range accs {
+			// What the accumulator gained is the rows due times mixScale.
+			accs[k].n = (units*x.w + x.a - after[k]) / mixScale
+		}
+		room = -1
+	}
+	for n <= room {
+		for k := range accs {
+			x := &accs[k]
+			a := x.a + x.w
+			e := a >> mixShift // 1 where a multiple of mixScale was passed
+			x.a = a & (mixScale - 1)
+			x.n += e
+			dst[n] = k
+			n += int(e)
+		}
+	}
+	for k := range accs {
+		w.counts[k] += accs[k].n
+	}
+	w.startClocks()
 	return n
 }
 
 // startClocks sets when each source's next row is due, dividing once.
 func (w *MixWalk) startClocks() {
-	w.clocks = make([]clock, len(w.t.w))
+	if len(w.clocks) != len(w.t.w) {
+		w.clocks = make([]clock, len(w.t.w))
+	}
 	for k, wk := range w.t.w {
 		c := clock{q: mixScale / wk, r: mixScale % wk, w: wk, left: math.MaxInt64}
 		if cp := w.t.caps[k]; cp >= 0 {
@@ -473,4 +555,37 @@ func (m *Mix) start(epoch int64, split int) []int64 {
 	}
 	m.starts[split] = st
 	return st[epoch]
+}
+
+// sweep4 is sweep's loop for at most four sources, their accumulators in
+// registers (the loop over a slice of them costs twice as much); sources
+// past the walk's have weight 0 and never have a row due. It returns the
+// rows written, the accumulators after and the time units passed.
+func sweep4(dst []int, a, w [4]int64) (int, [4]int64, int64) {
+	a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+	w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+	n, room, units := 0, len(dst)-4, int64(0)
+	for ; n <= room; units++ {
+		a0 += w0
+		e0 := a0 >> mixShift
+		a0 &= mixScale - 1
+		a1 += w1
+		e1 := a1 >> mixShift
+		a1 &= mixScale - 1
+		a2 += w2
+		e2 := a2 >> mixShift
+		a2 &= mixScale - 1
+		a3 += w3
+		e3 := a3 >> mixShift
+		a3 &= mixScale - 1
+		dst[n] = 0
+		n += int(e0)
+		dst[n] = 1
+		n += int(e1)
+		dst[n] = 2
+		n += int(e2)
+		dst[n] = 3
+		n += int(e3)
+	}
+	return n, [4]int64{a0, a1, a2, a3}, units
 }

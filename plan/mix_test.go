@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -311,6 +312,68 @@ func TestMixWalkDues(t *testing.T) {
 			}
 			w.counts[k]++
 			w.clocks[k].tick()
+		}
+	}
+}
+
+// TestMixSweep: NextSources, in buffers of any size, gives the sources the
+// earliest-due walk gives one row at a time, from any position, for one to
+// six sources of extreme and random weights: the sweep's loop of four
+// registers, its loop over more sources, and the row-by-row steps at the
+// ends of buffers and where sources have caps (without Repeat).
+func TestMixSweep(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 0x5eed))
+	for trial := range 3000 {
+		n := 1 + r.IntN(6)
+		o := MixOrder{Seed: r.Uint64(), Repeat: r.IntN(4) > 0, NumSplits: 1}
+		rows := make([][]int64, n)
+		for k := range rows {
+			switch r.IntN(4) {
+			case 0:
+				o.Weights = append(o.Weights, 1e-7) // 1 after scaling
+			case 1:
+				o.Weights = append(o.Weights, 1e3)
+			default:
+				o.Weights = append(o.Weights, r.Float64())
+			}
+			rows[k] = []int64{1 << 40}
+			if !o.Repeat {
+				rows[k] = []int64{1 + r.Int64N(4000)}
+			}
+		}
+		m, err := NewMix(o, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch := r.Int64N(5)
+		from := r.Int64N(min(m.Len(epoch, 0), 1<<30))
+		got, err := m.Walk(epoch, 0, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := m.Walk(epoch, 0, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one [1]int
+		for taken := from; taken < from+3000; {
+			buf := make([]int, 1+r.IntN(400))
+			g := got.NextSources(buf)
+			for i, k := range buf[:g] {
+				if want.NextSources(one[:]) != 1 || one[0] != k {
+					t.Fatalf("trial %d (%+v, rows %v, epoch %d, from %d): row %d is of source %d, the row-by-row walk's of %d", trial, o, rows, epoch, from, taken+int64(i), k, one[0])
+				}
+			}
+			if g == 0 {
+				if want.NextSources(one[:]) != 0 {
+					t.Fatalf("trial %d: the walk ended at %d, the row-by-row walk goes on", trial, taken)
+				}
+				break
+			}
+			taken += int64(g)
+			if !slices.Equal(got.counts, want.counts) {
+				t.Fatalf("trial %d after row %d: counts %v, the row-by-row walk's %v", trial, taken, got.counts, want.counts)
+			}
 		}
 	}
 }
