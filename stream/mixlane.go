@@ -38,8 +38,9 @@ const laneBatchRows = 8192
 // newLane makes source d's lane of split s, giving the rows from offset q of
 // the split's order in epoch pass through offset last of epoch lastPass.
 // part is the part of d's concurrency and read-ahead bounds the lane gets
-// (see Mixed.share).
-func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, part float64) (*mixLane, error) {
+// (see Mixed.share); decoding is the mix's decode slots, shared by its
+// lanes.
+func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, part float64, decoding chan struct{}) (*mixLane, error) {
 	o := d.opts
 	co := o.sharedOut(part)
 	co.Rank, co.WorldSize = s, o.NumSplits
@@ -47,7 +48,7 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)
-	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true, recyclePermuted: true, noRecycle: d.noRecycle}
+	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true, recyclePermuted: true, noRecycle: d.noRecycle, decoding: decoding}
 	l := &mixLane{d: c, split: s, first: pass, lastPass: lastPass, last: last}
 	ep, err := l.epoch(pass)
 	if err != nil {

@@ -80,6 +80,10 @@ type Dataset struct {
 	// buffers too, the window's rows being the pipeline's alone after it
 	// (a mix's lane: the mix copies every row it takes).
 	recyclePermuted bool
+	// decoding, where set, is shared with other pipelines (a mix's lanes):
+	// a window's decode holds one of its slots while it runs, so that the
+	// pipelines together decode no more windows at once than it has slots.
+	decoding chan struct{}
 }
 
 // decodeAllocator is what windows are decoded into: recycled
@@ -679,6 +683,14 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					w := f.kept
 					f.kept = nil // handed on
 					return w, nil
+				}
+				if d.decoding != nil {
+					select {
+					case d.decoding <- struct{}{}:
+						defer func() { <-d.decoding }()
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
 				}
 				w, err := d.decodeWindow(ctx, ep, f)
 				if err == nil {
