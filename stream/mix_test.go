@@ -226,6 +226,35 @@ func TestMixChunks(t *testing.T) {
 	}
 }
 
+// TestMixDecodeSlots: a mix's lanes share as many decode slots as its most
+// concurrent source has decoders; twelve lanes (three sources, four
+// splits) sharing one slot give the rows they give sharing three, and
+// neither waits on the other for ever.
+func TestMixDecodeSlots(t *testing.T) {
+	var whole []mixRow
+	for _, rc := range []int{1, 3} {
+		var src []MixSource
+		for k, rows := range []int{3000, 1000, 500} {
+			dir := writeDataset(t, synth.Spec{Files: 2, RowsPerFile: rows / 2, RowGroupRows: 125, StringBytes: 8 + 4*k, Seed: uint64(k)})
+			o := checkedOptions(t, dir)
+			o.Columns = []string{"id", "s"}
+			o.Shuffle, o.Seed, o.NumSplits, o.ShuffleWindow = true, uint64(10+k), 4, 400
+			o.ReadConcurrency = max(1, rc-k) // 1, 1, 1 and 3, 2, 1: the most is what counts
+			src = append(src, MixSource{Dataset: open(t, o), Weight: []float64{0.5, 0.3, 0.2}[k]})
+		}
+		m := newMix(t, src, MixOptions{Seed: 3, BatchSize: 64})
+		if got := m.decodeSlots(); got != rc {
+			t.Fatalf("sources of ReadConcurrency up to %d: %d decode slots", rc, got)
+		}
+		rows := mixRows(t, m, -1)
+		if whole == nil {
+			whole = rows
+		} else if !slices.Equal(rows, whole) {
+			t.Fatalf("with %d slots: %d rows differ from the %d with one", rc, len(rows), len(whole))
+		}
+	}
+}
+
 // TestMixUnshuffled: sources read in storage order give their rows in that
 // order, pass after pass; chunks of one source (the larger one's, once the
 // smaller has given its one pass) are handed out as the lane's batches.
