@@ -482,8 +482,8 @@ func (m *Mixed) openLanes(ctx context.Context, lanes map[[2]int]*mixLane, epoch 
 // Each lane has decoders of its own (its share of its source's), and
 // there are more lanes than cores; left to run at once, they take turns
 // on the cores mid-window, each turn finding the caches full of another
-// window's columns, and an epoch of the bench's three sources cost about
-// 3% more CPU than with the slots (alternated runs).
+// window's columns: an epoch of the bench's three sources cost 1-3% more
+// CPU and about 2% more time than with the slots (alternated runs).
 func (m *Mixed) decodeSlots() int {
 	n := 1
 	for _, s := range m.sources {

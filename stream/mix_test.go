@@ -228,8 +228,8 @@ func TestMixChunks(t *testing.T) {
 
 // TestMixDecodeSlots: a mix's lanes share as many decode slots as its most
 // concurrent source has decoders; twelve lanes (three sources, four
-// splits) sharing one slot give the rows they give sharing three, and
-// neither waits on the other for ever.
+// splits) sharing one slot give the rows they give sharing three, and no
+// lane waits for a slot for ever.
 func TestMixDecodeSlots(t *testing.T) {
 	var whole []mixRow
 	for _, rc := range []int{1, 3} {
