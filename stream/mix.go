@@ -221,14 +221,14 @@ func (j *mixJob) release() {
 	}
 	j.parts = nil
 	if src := j.src; src != nil {
-		sources.Put(&src)
+		chunkSources.Put(&src)
 		j.src = nil
 	}
 }
 
-// sources keeps chunks' src slices: a chunk's is 64 KiB, and made and
+// chunkSources keeps chunks' src slices: a chunk's is 64 KiB, and made and
 // zeroed afresh for each chunk it cost about 2 ns a row.
-var sources sync.Pool
+var chunkSources sync.Pool
 
 // Batches streams the rest of the current epoch of the mix as Arrow record
 // batches, in this rank's order. A batch is valid until the loop body
@@ -545,7 +545,7 @@ func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, srcOf
 		}
 	}
 	if used > 1 {
-		if p, ok := sources.Get().(*[]source); ok && cap(*p) >= n {
+		if p, ok := chunkSources.Get().(*[]source); ok && cap(*p) >= n {
 			j.src = (*p)[:n]
 		} else {
 			j.src = make([]source, n)
