@@ -324,3 +324,22 @@ func TestInterleaveRows(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneWindows: a lane's read-ahead is its part of its source's
+// rounded to the nearest window, one at least: the half-weight lane of a
+// source reading 3 windows ahead reads 2 (rounded down it read 1, and the
+// mix waited on its decoder).
+func TestLaneWindows(t *testing.T) {
+	for _, c := range []struct {
+		windows int
+		part    float64
+		want    int
+	}{
+		{3, 0.5, 2}, {3, 0.25, 1}, {3, 1, 3}, {3, 1.0 / 3, 1}, {3, 0.01, 1},
+		{17, 0.5, 9}, {17, 0.25, 4}, {17, 0.125, 2}, {10, 0.3, 3}, {10, 0.35, 4}, {1, 0.5, 1},
+	} {
+		if got := laneWindows(c.windows, c.part); got != c.want {
+			t.Errorf("laneWindows(%d, %v) = %d, want %d", c.windows, c.part, got, c.want)
+		}
+	}
+}
