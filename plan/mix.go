@@ -430,6 +430,12 @@ func (w *MixWalk) startClocks() {
 // Pos is the walk's position.
 func (w *MixWalk) Pos() int64 { return w.pos }
 
+// Taken appends to dst, for each source, the rows of it the split's epoch
+// holds before the walk's position: what NextSources moved past, per
+// source, is Taken after it less Taken before, at the cost of a copy
+// rather than a count of every row.
+func (w *MixWalk) Taken(dst []int64) []int64 { return append(dst, w.counts...) }
+
 // Len is the rows of mixed split s in an epoch.
 func (m *Mix) Len(epoch int64, split int) int64 {
 	t := m.timeline(epoch, split)

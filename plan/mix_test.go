@@ -358,11 +358,23 @@ func TestMixSweep(t *testing.T) {
 		var one [1]int
 		for taken := from; taken < from+3000; {
 			buf := make([]int, 1+r.IntN(400))
+			before := got.Taken(nil)
 			g := got.NextSources(buf)
+			after := got.Taken(nil)
+			gave := make([]int64, n)
 			for i, k := range buf[:g] {
 				if want.NextSources(one[:]) != 1 || one[0] != k {
 					t.Fatalf("trial %d (%+v, rows %v, epoch %d, from %d): row %d is of source %d, the row-by-row walk's of %d", trial, o, rows, epoch, from, taken+int64(i), k, one[0])
 				}
+				gave[k]++
+			}
+			for k := range gave {
+				if after[k]-before[k] != gave[k] {
+					t.Fatalf("trial %d after row %d: Taken moved by %d for source %d, NextSources gave %d of its rows", trial, taken+int64(g), after[k]-before[k], k, gave[k])
+				}
+			}
+			if closed := m.Counts(epoch, 0, taken+int64(g)); !slices.Equal(got.Taken(nil), closed) {
+				t.Fatalf("trial %d after row %d: Taken %v, the closed-form counts %v", trial, taken+int64(g), got.Taken(nil), closed)
 			}
 			if g == 0 {
 				if want.NextSources(one[:]) != 0 {
