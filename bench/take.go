@@ -216,15 +216,31 @@ func (e *env) mixScenario(ctx context.Context) error {
 	// burst decides a best of three, so the scenario takes at least eleven
 	// pairs, each a single-source run then a mixed one (seven left the
 	// median pair swinging from 0.76 to 0.96 between runs of one build).
+	//
+	// Each measured run follows an unmeasured one of its own kind, as an
+	// epoch follows an epoch in a training job. A run that follows one of
+	// the other kind pays for the heap that one left: run straight after a
+	// single-source epoch, a mixed one spent 30-50 ms more system time
+	// (page faults: 21-25 thousand against the single source's 7-12
+	// thousand), which it does not spend after a mixed epoch, in blocks of
+	// its own kind or in a process of its own (CPU ratio 0.86-0.91 with
+	// the runs alternated, 0.91-0.95 with each after its own kind; see the
+	// README).
 	pairs := max(e.cfg.Reps, 11)
-	for i := range pairs {
+	warm := func(run func() (measurement, error)) (measurement, error) {
 		runtime.GC()
-		s, err := singleRun()
+		if _, err := run(); err != nil {
+			return measurement{}, err
+		}
+		runtime.GC()
+		return run()
+	}
+	for i := range pairs {
+		s, err := warm(singleRun)
 		if err != nil {
 			return fmt.Errorf("single source: %w", err)
 		}
-		runtime.GC()
-		m, err := mixRun()
+		m, err := warm(mixRun)
 		if err != nil {
 			return fmt.Errorf("mix: %w", err)
 		}
@@ -239,7 +255,7 @@ func (e *env) mixScenario(ctx context.Context) error {
 		}
 	}
 	r := e.result("mix_3sources", sample{m: best, rates: mixed, baseline: bestSingle.rowsPerSec()})
-	r.set("options", "3 shuffled sources (1/2, 1/4, 1/4 of the files) weighted by size, MixLargest with repetition, one epoch; the single source: all files, Shuffle, Seed 42")
+	r.set("options", "3 shuffled sources (1/2, 1/4, 1/4 of the files) weighted by size, MixLargest with repetition, one epoch; the single source: all files, Shuffle, Seed 42; each measured run follows an unmeasured one of its own kind")
 	r.set("single_rows_per_s", bestSingle.rowsPerSec())
 	r.set("single_runs_rows_per_s", roundAll(single))
 	r.set("ratio_vs_single", best.rowsPerSec()/bestSingle.rowsPerSec())
