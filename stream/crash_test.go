@@ -23,7 +23,7 @@ import (
 	"github.com/sluicedata/sluice/internal/synth"
 )
 
-var soak = flag.Int("soak", 0, "crash test: SIGKILL the child this many times instead of 20")
+var soak = flag.Int("soak", 0, "crash test: SIGKILL the child this many times instead of 20; value matrix and FuzzValueOptions seeds: run this many cases instead of a minute's")
 
 // The crash test's child, run as this test binary with crashChildEnv set:
 // it streams a shuffled dataset through Map with prefetch, checkpoints every
@@ -266,3 +266,7 @@ func readCrashLog(t *testing.T, path string) (entries []crashEntry, start int64,
 	}
 	return entries, start, done
 }
+
+// SoakCases is -soak for the value matrix (values_test.go, an external
+// test package): the number of cases to run instead of a minute's.
+func SoakCases() int { return *soak }

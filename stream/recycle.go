@@ -24,13 +24,24 @@ import (
 // of the decoded window, and show as peak heap). What a recycler holds is
 // bounded by limit bytes; past it, freed buffers go back to the allocator
 // underneath, as does everything held on release.
+//
+// A buffer is handed out with its capacity equal to its length: the class's
+// spare bytes stay the recycler's. Arrow code reads a buffer's capacity as
+// room it owns (the compute kernels' buffer builders append into cap(b)
+// without asking the allocator), so a buffer with spare capacity is one that
+// Arrow writes past its length into, and a later Reallocate (which zeroes
+// the bytes it adds) wipes what it wrote: strings of "\x00" and out-of-range
+// slices in filtered, shuffled reads. The recycler remembers each buffer it
+// handed out by its first byte, which is how Free and Reallocate find its
+// class again.
 type recycler struct {
 	under memory.Allocator
 	limit int64 // set by fit
 
 	mu    sync.Mutex
 	held  int64
-	free  map[int][][]byte // by class size
+	free  map[int][][]byte // by class size; each len == cap == class
+	out   map[*byte][]byte // handed out, by first byte: the whole class buffer
 	drain bool
 }
 
@@ -41,7 +52,7 @@ const (
 )
 
 func newRecycler(under memory.Allocator) *recycler {
-	return &recycler{under: under, free: map[int][][]byte{}}
+	return &recycler{under: under, free: map[int][][]byte{}, out: map[*byte][]byte{}}
 }
 
 // fit raises the bound to n bytes: the decoded windows of one round of
@@ -69,34 +80,61 @@ func (r *recycler) Reallocate(size int, b []byte) []byte { return r.reallocate(s
 // allocate hands out a buffer of size bytes, zeroed if zero is set.
 func (r *recycler) allocate(size int, zero bool) []byte {
 	c := classSize(size)
-	if c > maxKept {
+	if size == 0 || c > maxKept {
+		// An empty buffer has no first byte to know it by.
 		return r.under.Allocate(size)
 	}
 	r.mu.Lock()
+	var whole []byte
+	reused := false
 	if list := r.free[c]; len(list) > 0 {
-		b := list[len(list)-1]
+		whole = list[len(list)-1]
 		r.free[c] = list[:len(list)-1]
-		r.held -= int64(cap(b))
-		r.mu.Unlock()
-		b = b[:size]
-		if zero {
-			clear(b)
-		}
-		return b
+		r.held -= int64(c)
+		reused = true
 	}
 	r.mu.Unlock()
-	b := r.under.Allocate(c)
-	return b[:size:c]
+	if whole == nil {
+		whole = r.under.Allocate(c)
+		if cap(whole) > c {
+			whole = whole[:c:c]
+		}
+	}
+	r.mu.Lock()
+	r.out[&whole[0]] = whole
+	r.mu.Unlock()
+	b := whole[:size:size]
+	if zero && reused {
+		clear(b)
+	}
+	return b
+}
+
+// ours returns the whole class buffer b was handed out as, if it was, and
+// forgets it if forget is set.
+func (r *recycler) ours(b []byte, forget bool) ([]byte, bool) {
+	if cap(b) == 0 {
+		return nil, false
+	}
+	p := &b[:1][0]
+	r.mu.Lock()
+	whole, ok := r.out[p]
+	if ok && forget {
+		delete(r.out, p)
+	}
+	r.mu.Unlock()
+	return whole, ok
 }
 
 func (r *recycler) reallocate(size int, b []byte, zero bool) []byte {
-	if cap(b) >= size {
-		old := len(b)
-		b = b[:size]
-		if size > old && zero {
-			clear(b[old:])
+	if whole, ok := r.ours(b, false); ok && size > 0 && size <= cap(whole) {
+		// The class has room: the same buffer, its new length its
+		// capacity again.
+		nb := whole[:size:size]
+		if size > len(b) && zero {
+			clear(nb[len(b):])
 		}
-		return b
+		return nb
 	}
 	nb := r.allocate(size, zero)
 	copy(nb, b)
@@ -114,20 +152,21 @@ func (u unzeroed) Allocate(size int) []byte { return u.allocate(size, false) }
 func (u unzeroed) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b, false) }
 
 func (r *recycler) Free(b []byte) {
-	c := cap(b)
-	if c == 0 || c > maxKept || classSize(c) != c {
-		// Not one of ours: a buffer of another size came from the
-		// allocator underneath.
+	whole, ok := r.ours(b, true)
+	if !ok {
+		// Not one of ours: an empty buffer or one past the largest
+		// class, from the allocator underneath.
 		r.under.Free(b)
 		return
 	}
+	c := len(whole)
 	r.mu.Lock()
 	if r.drain || r.held+int64(c) > r.limit {
 		r.mu.Unlock()
-		r.under.Free(b[:c])
+		r.under.Free(whole)
 		return
 	}
-	r.free[c] = append(r.free[c], b[:0])
+	r.free[c] = append(r.free[c], whole)
 	r.held += int64(c)
 	r.mu.Unlock()
 }
@@ -138,9 +177,9 @@ func (r *recycler) release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drain = true
-	for c, list := range r.free {
+	for _, list := range r.free {
 		for _, b := range list {
-			r.under.Free(b[:c])
+			r.under.Free(b)
 		}
 	}
 	clear(r.free)

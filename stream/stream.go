@@ -1009,7 +1009,9 @@ func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWi
 		w.release()
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
 	}
-	if order := ep.RowOrder(r, segments); order != nil {
+	if order := ep.RowOrder(r, segments); order != nil && w.rows > 0 {
+		// A window the filter emptied has nothing to put in order (and no
+		// batch to concatenate for the gathers that work on one).
 		out := d.opts.Allocator
 		if rc, ok := mem.(*recycler); ok {
 			// A round of decoders, each with a window's decoded buffers,
