@@ -465,9 +465,10 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 	}
 	out[g.n] = total
 	valBuf := memory.NewResizableBuffer(mem)
-	// Room past the end for a short value's 32-byte move (below).
+	// Room past the end for a short value's 32-byte move (below), kept
+	// when there are no bytes at all (Resize would give it back).
 	valBuf.Reserve(int(total) + 32)
-	valBuf.Resize(int(total))
+	valBuf.ResizeNoShrink(int(total))
 	vals := valBuf.Buf()
 	switch {
 	case g.spans != nil:
@@ -539,7 +540,7 @@ func gatherVarUsed[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *
 	}
 	valBuf := memory.NewResizableBuffer(mem)
 	valBuf.Reserve(int(size) + 32) // room for the last value's 32-byte move
-	valBuf.Resize(int(size))
+	valBuf.ResizeNoShrink(int(size))
 	vals := valBuf.Buf()
 	var total O
 	for i, s := range g.src {

@@ -189,3 +189,51 @@ func benchmarkPermute(b *testing.B, clump int) {
 
 func BenchmarkPermute(b *testing.B)        { benchmarkPermute(b, 1) }
 func BenchmarkPermuteClump16(b *testing.B) { benchmarkPermute(b, 16) }
+
+// A gather row by row whose rows hold no string bytes at all (every one
+// null or empty) from record batches that do hold long strings: each value
+// is moved as a 32-byte block into room reserved past the end, and with no
+// bytes to keep that room must not be given back first (it was: Resize to
+// zero freed the buffer, and the first move panicked).
+func TestGatherVarNoBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	sb := b.Field(0).(*array.StringBuilder)
+	for i := range 64 {
+		switch i % 3 {
+		case 0:
+			sb.AppendNull()
+		case 1:
+			sb.Append("")
+		default:
+			sb.Append(fmt.Sprintf("a long string of more than thirty-two bytes, row %d", i))
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	var src []source
+	for row := int32(0); row < 60; row++ {
+		if row%3 != 2 {
+			src = append(src, source{rec: 0, row: row})
+		}
+	}
+	for _, used := range [][][2]int32{nil, {{0, 60}}} {
+		// One run per row (no spans): the row-by-row gathers, without and
+		// with the rows known up front.
+		g := newSourcePlan([]arrow.RecordBatch{rec}, src, used, len(src))
+		got, err := gatherBy(context.Background(), schema, g, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := got.Column(0).(*array.String)
+		for i := range col.Len() {
+			if want := src[i].row%3 == 0; col.IsNull(i) != want || col.Value(i) != "" {
+				t.Fatalf("row %d: null %v %q, want null %v and empty", i, col.IsNull(i), col.Value(i), want)
+			}
+		}
+		got.Release()
+	}
+}
