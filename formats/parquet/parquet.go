@@ -82,9 +82,13 @@ type parquetMeta struct {
 	leaves map[string][]int
 	// starts[i] is the first row of row group i; starts[len] is the total.
 	starts []int64
-	// maxChunk is the largest selected column chunk: no page of it can be
-	// larger, so Read caps arrow-go's compressed page size there instead of
-	// letting a corrupt page header make it allocate up to 64 MiB.
+	// maxChunk is the largest column chunk that lies inside the file: no
+	// page can be larger, so Read caps arrow-go's compressed page size there
+	// instead of letting a corrupt page header make it allocate up to 64 MiB.
+	// Every column's chunks count, not only the selected ones': a read may
+	// decode columns that were not selected when the file was inspected (a
+	// filter's, or a table format's projection planned apart from it), and a
+	// cap from the others refused their pages as too large.
 	maxChunk int64
 	// index caches the offset indexes of row groups read in part.
 	index offsetIndexes
@@ -179,6 +183,11 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 			if err := checkPageIndex(rg, c); err != nil {
 				return fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, i, c, err)
 			}
+			if cc, err := rg.ColumnChunk(c); err == nil {
+				if size := cc.TotalCompressedSize(); size >= 0 && size <= f.Size {
+					meta.maxChunk = max(meta.maxChunk, size)
+				}
+			}
 		}
 		var bytes int64
 		for _, leaf := range selLeaves {
@@ -195,7 +204,6 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 				return fmt.Errorf("%w: row group %d column %d: chunk at %d+%d lies outside the file's %d bytes", formats.ErrCorrupt, i, leaf, start, size, f.Size)
 			}
 			bytes += size
-			meta.maxChunk = max(meta.maxChunk, size)
 		}
 		_, _, paged := offsetIndexRange(rg)
 		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged}

@@ -43,6 +43,29 @@ func Record(mem memory.Allocator, cols []Column, from, n int64) arrow.RecordBatc
 	return b.NewRecordBatch()
 }
 
+// RecordOf is the rows of ids [from, from+n) as schema lays them out: its
+// fields name columns of All, and their types may be any a column's values
+// convert to (another writer's schema for the same columns, an Iceberg
+// table's, say).
+func RecordOf(mem memory.Allocator, schema *arrow.Schema, from, n int64) (arrow.RecordBatch, error) {
+	cols := make([]Column, schema.NumFields())
+	for i, f := range schema.Fields() {
+		c, ok := ByName(f.Name)
+		if !ok {
+			return nil, fmt.Errorf("valuecheck: no column %q", f.Name)
+		}
+		cols[i] = c
+	}
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for id := from; id < from+n; id++ {
+		for i, c := range cols {
+			appendValue(b.Field(i), c.Value(id))
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
 func appendValue(b array.Builder, v any) {
 	if v == nil {
 		b.AppendNull()
