@@ -7,12 +7,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 func TestMain(m *testing.M) {
@@ -88,6 +90,12 @@ func consume(t testing.TB, ds *Dataset, limit int) ([]taken, State) {
 			}
 		}
 		prev = st
+		if valueData(b.Schema()) {
+			// The value harness's data: every value its row's.
+			if _, err := vc.Batch(b, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 		ids := slices.Clone(b.Column(0).(*array.Int64).Int64Values())
 		out = append(out, taken{split: moved, ids: ids})
 		if limit > 0 && len(out) == limit {
@@ -95,6 +103,17 @@ func consume(t testing.TB, ds *Dataset, limit int) ([]taken, State) {
 		}
 	}
 	return out, ds.StateDict()
+}
+
+// valueData reports whether every column of s is one of the value
+// harness's (internal/valuecheck), so that consume checks every value.
+func valueData(s *arrow.Schema) bool {
+	for _, f := range s.Fields() {
+		if _, ok := vc.ByName(f.Name); !ok {
+			return false
+		}
+	}
+	return s.NumFields() > 1
 }
 
 // bySplit concatenates the ids each split delivered, in order.

@@ -3,73 +3,41 @@ package stream
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/internal/orcwrite"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 // The stream's guarantees over ORC files: stripes are units with exact
 // counts, and splits cut stripes, which reads start at row groups.
 
-var orcSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
-}, nil)
-
-// writeORCDataset writes files of the given row counts in stripes of 700
-// rows and row groups of 96, ids numbering all rows in order, and returns
-// the directory and the row count.
+// writeORCDataset writes files of the given row counts of the value
+// harness's data (internal/valuecheck: id, i32 and text, every value a
+// function of the id) in stripes of 700 rows and row groups of 96, ids
+// numbering all rows in order, and returns the directory and the row count.
 func writeORCDataset(t testing.TB, sizes []int) (string, int64) {
 	t.Helper()
 	dir := t.TempDir()
-	mem := memory.NewGoAllocator()
 	var id int64
 	for i, n := range sizes {
-		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%02d.orc", i)))
+		err := vc.WriteORC(filepath.Join(dir, fmt.Sprintf("part-%02d.orc", i)), vc.Pick(orcColumns...), id, int64(n),
+			orcwrite.Options{StripeRows: 700, RowIndexStride: 96, Compression: orcwrite.Zlib, BlockSize: 2 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := orcwrite.New(fh, orcSchema, orcwrite.Options{StripeRows: 700, RowIndexStride: 96, Compression: orcwrite.Zlib, BlockSize: 2 << 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewRecordBuilder(mem, orcSchema)
-		for range n {
-			b.Field(0).(*array.Int64Builder).Append(id)
-			b.Field(1).(*array.Int64Builder).Append(id % 10)
-			if id%13 == 0 {
-				b.Field(2).AppendNull()
-			} else {
-				b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("row %d", id))
-			}
-			id++
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		err = w.Write(rec)
-		rec.Release()
-		if err == nil {
-			err = w.Close()
-		}
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		id += int64(n)
 	}
 	return dir, id
 }
+
+var orcColumns = []string{"id", "i32", "text"}
 
 var orcSizes = []int{0, 2500, 701, 1, 3100, 64}
 
@@ -79,7 +47,7 @@ func orcOptions(t testing.TB, dir string) Options {
 	return Options{
 		URLs:          []string{dir},
 		Formats:       []formats.Format{orc.Format{}},
-		Columns:       []string{"id", "label", "s"},
+		Columns:       orcColumns,
 		BatchSize:     64,
 		ShuffleWindow: 500,
 		ChunkBytes:    2 << 10,

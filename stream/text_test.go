@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/plan"
 )
 
@@ -26,25 +27,28 @@ import (
 // byte ranges, gzip files read whole, a JSON array file, with empty files
 // and records of very different lengths, ids numbering all rows in order.
 
+// writeText writes the value harness's data (internal/valuecheck: id, i32
+// and text, strings of 0 to 200 bytes that CSV and JSON must escape) as
+// CSV files with empty ones among them, gzip files read whole, JSON Lines
+// and a JSON array file, ids numbering all rows in order, and returns the
+// directory and the row count.
 func writeText(t testing.TB) (string, int64) {
 	t.Helper()
 	dir := t.TempDir()
-	r := rand.New(rand.NewPCG(21, 22))
+	cols := vc.Pick(textColumns...)
 	var id int64
 	rows := func(n int, csv bool) []byte {
 		var b bytes.Buffer
+		var err error
 		if csv {
-			b.WriteString("id,label,s\n")
+			err = vc.CSV(&b, cols, id, int64(n), true)
+		} else {
+			err = vc.JSONLines(&b, cols, id, int64(n))
 		}
-		for range n {
-			pad := strings.Repeat("w", r.IntN(120))
-			if csv {
-				fmt.Fprintf(&b, "%d,%d,\"%s, %d\"\n", id, id%10, pad, id)
-			} else {
-				fmt.Fprintf(&b, "{\"id\":%d,\"label\":%d,\"s\":\"%s\"}\n", id, id%10, pad)
-			}
-			id++
+		if err != nil {
+			t.Fatal(err)
 		}
+		id += int64(n)
 		return b.Bytes()
 	}
 	put := func(name string, data []byte) {
@@ -80,13 +84,15 @@ func writeText(t testing.TB) (string, int64) {
 	return dir, id
 }
 
+var textColumns = []string{"id", "i32", "text"}
+
 func textOptions(t testing.TB, dir string, count bool) Options {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	return Options{
 		URLs:          []string{dir},
 		Formats:       text.All(text.Options{UnitBytes: 2 << 10, Count: count}),
-		Columns:       []string{"id", "label"},
+		Columns:       textColumns,
 		BatchSize:     64,
 		ShuffleWindow: 500,
 		ChunkBytes:    4 << 10,
@@ -239,6 +245,7 @@ func TestTextSkipBadRowsExactlyOnce(t *testing.T) {
 		for rank := range world {
 			o := textOptions(t, dir, false)
 			o.Formats = text.All(schema)
+			o.Columns = []string{"id", "label"}
 			o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 4, world, rank
 			bs, _ := consume(t, open(t, o), -1)
 			bySplit(bs, got)

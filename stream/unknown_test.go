@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/arrowfile"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/plan"
 )
 
@@ -43,14 +44,19 @@ func ipcLayout() [][]int {
 	return files
 }
 
-// writeIPC writes the layout's files, ids numbering all rows in order, and
-// returns the directory and the row count.
+// writeIPC writes the layout's files of the value harness's data
+// (internal/valuecheck: id, i32 and text), ids numbering all rows in
+// order, and returns the directory and the row count.
 func writeIPC(t testing.TB, files [][]int) (string, int64) {
 	t.Helper()
 	dir := t.TempDir()
 	var id int64
 	for i, batches := range files {
-		if err := arrowfile.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%02d.arrow", i)), id, batches); err != nil {
+		sizes := make([]int64, len(batches))
+		for j, n := range batches {
+			sizes[j] = int64(n)
+		}
+		if err := vc.WriteArrowBatches(filepath.Join(dir, fmt.Sprintf("part-%02d.arrow", i)), vc.Pick(ipcColumns...), id, sizes); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range batches {
@@ -59,6 +65,8 @@ func writeIPC(t testing.TB, files [][]int) (string, int64) {
 	}
 	return dir, id
 }
+
+var ipcColumns = []string{"id", "i32", "text"}
 
 // ipcOptions streams dir through the IPC driver with a checked allocator.
 // Chunks are small (a few units each) so that splits and shuffles have
@@ -69,7 +77,7 @@ func ipcOptions(t testing.TB, dir string, hide bool) Options {
 	return Options{
 		URLs:          []string{dir},
 		Formats:       []formats.Format{arrowfile.Format{HideCounts: hide}},
-		Columns:       []string{"id", "label"},
+		Columns:       ipcColumns,
 		BatchSize:     64,
 		ShuffleWindow: 500,
 		ChunkBytes:    4 << 10,
@@ -351,6 +359,7 @@ func TestIPCMixedWithParquet(t *testing.T) {
 		options := func() Options {
 			o := ipcOptions(t, dir, true)
 			o.Formats = []formats.Format{parquet.Format{}, arrowfile.Format{HideCounts: true}}
+			o.Columns = []string{"id", "label"} // the synthetic Parquet files' columns
 			o.Shuffle, o.NumSplits = shuffle, 4
 			return o
 		}

@@ -122,15 +122,15 @@ func TestValueProbeCases(t *testing.T) {
 		if err := vc.WriteParquet(path, cols, 0, n, vc.Parquet{}); err != nil {
 			t.Fatal(err)
 		}
-		for _, flt := range []string{"tag <> 's7'", "x > 0.5"} {
+		for _, flt := range []string{"tag <> 's7'", "unit > 0.5"} {
 			o := stream.Options{URLs: []string{path}, Columns: []string{"id", "tag"}, Filter: flt, Shuffle: true, Seed: 1}
-			if flt == "x > 0.5" {
+			if flt == "unit > 0.5" {
 				// The string read only by the filter, x selected.
-				if err := vc.WriteParquet(path, vc.Pick("id", "tag", "x"), 0, n, vc.Parquet{}); err != nil {
+				if err := vc.WriteParquet(path, vc.Pick("id", "tag", "unit"), 0, n, vc.Parquet{}); err != nil {
 					t.Fatal(err)
 				}
-				o.Columns = []string{"id", "x"}
-				o.Filter = "x > 0.5 AND tag <> 's7'"
+				o.Columns = []string{"id", "unit"}
+				o.Filter = "unit > 0.5 AND tag <> 's7'"
 			}
 			probeEpoch(t, ctx, o, n)
 		}
@@ -158,7 +158,7 @@ func probeEpoch(t *testing.T, ctx context.Context, o stream.Options, n int64) {
 		}
 	}
 	switch o.Filter {
-	case "x > 0.5 AND tag <> 's7'":
+	case "unit > 0.5 AND tag <> 's7'":
 		keep = func(id int64) bool { return vc.X(id) > 0.5 && vc.Tag(id) != "s7" }
 	case "id BETWEEN 60000 AND 170000 AND NOT (tag = 's7')":
 		keep = func(id int64) bool { return id >= 60000 && id <= 170000 && vc.Tag(id) != "s7" }

@@ -43,10 +43,10 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true},
 		ice.NestedField{ID: 2, Name: "i32", Type: ice.PrimitiveTypes.Int32},
-		ice.NestedField{ID: 3, Name: "x", Type: ice.PrimitiveTypes.Float64},
+		ice.NestedField{ID: 3, Name: "unit", Type: ice.PrimitiveTypes.Float64},
 		ice.NestedField{ID: 4, Name: "f64", Type: ice.PrimitiveTypes.Float64},
 		ice.NestedField{ID: 5, Name: "b", Type: ice.PrimitiveTypes.Bool},
-		ice.NestedField{ID: 6, Name: "s", Type: ice.PrimitiveTypes.String},
+		ice.NestedField{ID: 6, Name: "text", Type: ice.PrimitiveTypes.String},
 		ice.NestedField{ID: 7, Name: "tag", Type: ice.PrimitiveTypes.String},
 		ice.NestedField{ID: 8, Name: "dec", Type: ice.DecimalTypeOf(18, 4)},
 		ice.NestedField{ID: 9, Name: "date", Type: ice.PrimitiveTypes.Date},
@@ -133,7 +133,7 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 	set := matrix.Set{Datasets: []matrix.Dataset{{
 		Name:    "iceberg-deletes",
 		Plan:    tbl.Plan,
-		Columns: []string{"id", "i32", "x", "f64", "b", "s", "tag", "dec", "date", "ts", "tstz", "lst", "st", "mp"},
+		Columns: []string{"id", "i32", "unit", "f64", "b", "text", "tag", "dec", "date", "ts", "tstz", "lst", "st", "mp"},
 		Rows:    n,
 		Deleted: func(id int64) bool { return id%50 == 7 || id%50 == 13 },
 		// Equality deletes are applied while reading: counts are not
@@ -145,7 +145,7 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 	// page sizes by the selected chunks and refused the filter's pages as
 	// corrupt ("compressed page size 6569 exceeds configured limit 1786").
 	ctx := context.Background()
-	ds, err := stream.Open(ctx, stream.Options{Plan: tbl.Plan, Columns: []string{"id", "b"}, Filter: "s IS NULL OR x < 0.25"})
+	ds, err := stream.Open(ctx, stream.Options{Plan: tbl.Plan, Columns: []string{"id", "b"}, Filter: "text IS NULL OR unit < 0.25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +164,9 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 	}
 	ds.Close()
 	var want []int64
-	sCol, _ := vc.ByName("s")
+	textCol, _ := vc.ByName("text")
 	for id := range int64(n) {
-		if !set.Datasets[0].Deleted(id) && (sCol.Value(id) == nil || vc.X(id) < 0.25) {
+		if !set.Datasets[0].Deleted(id) && (textCol.Value(id) == nil || vc.X(id) < 0.25) {
 			want = append(want, id)
 		}
 	}

@@ -52,7 +52,7 @@ func nullEvery(n, at int64, v func(int64) any) func(int64) any {
 	}
 }
 
-// Text is the string of row id: 0 to 200 bytes, of one-, two-, three- and
+// Text is the string of row id (column "text"): 0 to 200 bytes, of one-, two-, three- and
 // four-byte UTF-8 runes, commas, quotes and a backslash among them (what a
 // CSV or JSON writer must escape), different in every row.
 func Text(id int64) string {
@@ -86,7 +86,7 @@ func lastRune(s string) (rune, int) {
 // Parquet writers, and the filters' string column.
 func Tag(id int64) string { return fmt.Sprintf("s%d", id%1000) }
 
-// X is a finite float in [0, 1), the filters' float column.
+// X is a finite float in [0, 1), column "unit": the filters' float column.
 func X(id int64) float64 { return float64(mix(id)>>11) / (1 << 53) }
 
 var special64 = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), math.MaxFloat64, math.SmallestNonzeroFloat64}
@@ -117,9 +117,9 @@ var All = []Column{
 		}
 		return math.Float64frombits(mix(id)&0x3fffffffffffffff | 0x2000000000000000)
 	}},
-	{"x", arrow.PrimitiveTypes.Float64, func(id int64) any { return X(id) }},
+	{"unit", arrow.PrimitiveTypes.Float64, func(id int64) any { return X(id) }},
 	{"b", arrow.FixedWidthTypes.Boolean, nullEvery(5, 1, func(id int64) any { return mix(id)&1 == 1 })},
-	{"s", arrow.BinaryTypes.String, nullEvery(17, 5, func(id int64) any { return Text(id) })},
+	{"text", arrow.BinaryTypes.String, nullEvery(17, 5, func(id int64) any { return Text(id) })},
 	{"tag", arrow.BinaryTypes.String, func(id int64) any { return Tag(id) }},
 	{"bin", arrow.BinaryTypes.Binary, nullEvery(31, 6, func(id int64) any {
 		b := make([]byte, id%41)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -220,6 +221,20 @@ func WriteORC(path string, cols []Column, from, n int64, o orcwrite.Options) err
 // WriteArrow writes the rows of ids [from, from+n) of cols to path as an
 // Arrow IPC file of batches of batchRows rows.
 func WriteArrow(path string, cols []Column, from, n, batchRows int64) error {
+	var sizes []int64
+	for at := int64(0); at < n; at += batchRows {
+		sizes = append(sizes, min(batchRows, n-at))
+	}
+	return WriteArrowBatches(path, cols, from, sizes)
+}
+
+// WriteArrowBatches writes consecutive ids from from to path as an Arrow
+// IPC file of batches of the given sizes (empty ones too).
+func WriteArrowBatches(path string, cols []Column, from int64, sizes []int64) error {
+	var n int64
+	for _, k := range sizes {
+		n += k
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -234,8 +249,10 @@ func WriteArrow(path string, cols []Column, from, n, batchRows int64) error {
 	// IPC file format requires.
 	all := Record(mem, cols, from, n)
 	defer all.Release()
-	for at := int64(0); at < n; at += batchRows {
-		rec := all.NewSlice(at, min(at+batchRows, n))
+	at := int64(0)
+	for _, k := range sizes {
+		rec := all.NewSlice(at, at+k)
+		at += k
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -254,13 +271,48 @@ func WriteArrow(path string, cols []Column, from, n, batchRows int64) error {
 // TextColumns are the columns a CSV or JSON file carries as written: what a
 // reader that infers types from text gets back value for value (int64
 // integers, finite float64s, booleans, strings).
-var TextColumns = []string{"id", "i32", "x", "b", "s", "tag"}
+var TextColumns = []string{"id", "i32", "unit", "b", "text", "tag"}
 
 // WriteCSV writes the rows of ids [from, from+n) of cols to path with a
-// header: strings quoted (so that an empty string is not a null), nulls
-// as empty unquoted fields, floats in the shortest form that reads back.
+// header (see CSV).
 func WriteCSV(path string, cols []Column, from, n int64) error {
-	return writeText(path, cols, from, n, func(w *bufio.Writer, id int64) error {
+	return writeFile(path, func(w io.Writer) error { return CSV(w, cols, from, n, true) })
+}
+
+// WriteJSONL writes the rows of ids [from, from+n) of cols to path (see
+// JSONLines).
+func WriteJSONL(path string, cols []Column, from, n int64) error {
+	return writeFile(path, func(w io.Writer) error { return JSONLines(w, cols, from, n) })
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// CSV writes the rows of ids [from, from+n) of cols to w, after a header
+// if header is set: strings quoted (so that an empty string is not a null),
+// nulls as empty unquoted fields, floats in the shortest form that reads
+// back exactly.
+func CSV(out io.Writer, cols []Column, from, n int64, header bool) error {
+	w := bufio.NewWriter(out)
+	if header {
+		for i, c := range cols {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(c.Name)
+		}
+		w.WriteByte('\n')
+	}
+	for id := from; id < from+n; id++ {
 		for i, c := range cols {
 			if i > 0 {
 				w.WriteByte(',')
@@ -283,22 +335,16 @@ func WriteCSV(path string, cols []Column, from, n int64) error {
 				return fmt.Errorf("valuecheck: column %s: %T has no CSV form here", c.Name, v)
 			}
 		}
-		return w.WriteByte('\n')
-	}, func(w *bufio.Writer) {
-		for i, c := range cols {
-			if i > 0 {
-				w.WriteByte(',')
-			}
-			w.WriteString(c.Name)
-		}
 		w.WriteByte('\n')
-	})
+	}
+	return w.Flush()
 }
 
-// WriteJSONL writes the rows of ids [from, from+n) of cols to path, one
-// object a line, nulls as JSON nulls, binaries in base64.
-func WriteJSONL(path string, cols []Column, from, n int64) error {
-	return writeText(path, cols, from, n, func(w *bufio.Writer, id int64) error {
+// JSONLines writes the rows of ids [from, from+n) of cols to w, one object
+// a line, nulls as JSON nulls, binaries in base64.
+func JSONLines(out io.Writer, cols []Column, from, n int64) error {
+	w := bufio.NewWriter(out)
+	for id := from; id < from+n; id++ {
 		w.WriteByte('{')
 		for i, c := range cols {
 			if i > 0 {
@@ -321,28 +367,6 @@ func WriteJSONL(path string, cols []Column, from, n int64) error {
 			w.Write(j)
 		}
 		w.WriteString("}\n")
-		return nil
-	}, nil)
-}
-
-func writeText(path string, cols []Column, from, n int64, row func(*bufio.Writer, int64) error, header func(*bufio.Writer)) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
 	}
-	w := bufio.NewWriter(f)
-	if header != nil {
-		header(w)
-	}
-	for id := from; id < from+n; id++ {
-		if err := row(w, id); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return w.Flush()
 }

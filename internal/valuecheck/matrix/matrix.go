@@ -116,7 +116,7 @@ func allColumns() []string {
 }
 
 // orcColumns are the columns the ORC writer writes.
-var orcColumns = []string{"id", "i32", "i64", "f32", "f64", "x", "b", "s", "tag", "bin"}
+var orcColumns = []string{"id", "i32", "i64", "f32", "f64", "unit", "b", "text", "tag", "bin"}
 
 // valueData writes the matrix's datasets into a temporary directory.
 func Write(t testing.TB) Set {
@@ -210,16 +210,16 @@ func colValue(name string, id int64) any {
 var Filters = []Filter{
 	{"", func(int64) bool { return true }},
 	{"tag <> 's7'", func(id int64) bool { return vc.Tag(id) != "s7" }},
-	{"x > 0.5", func(id int64) bool { return vc.X(id) > 0.5 }},
+	{"unit > 0.5", func(id int64) bool { return vc.X(id) > 0.5 }},
 	{"id BETWEEN 600 AND 3100 AND NOT (tag = 's7')", func(id int64) bool { return id >= 600 && id <= 3100 && vc.Tag(id) != "s7" }},
 	{"tag IN ('s1', 's22', 's333', 's999')", func(id int64) bool {
 		t := vc.Tag(id)
 		return t == "s1" || t == "s22" || t == "s333" || t == "s999"
 	}},
 	{"i32 > 0", func(id int64) bool { v := colValue("i32", id); return v != nil && v.(int64) > 0 }},
-	{"s IS NULL OR x < 0.25", func(id int64) bool { return colValue("s", id) == nil || vc.X(id) < 0.25 }},
-	{"b = true AND s <> ''", func(id int64) bool {
-		b, s := colValue("b", id), colValue("s", id)
+	{"text IS NULL OR unit < 0.25", func(id int64) bool { return colValue("text", id) == nil || vc.X(id) < 0.25 }},
+	{"b = true AND text <> ''", func(id int64) bool {
+		b, s := colValue("b", id), colValue("text", id)
 		return b != nil && b.(bool) && s != nil && s.(string) != ""
 	}},
 }
@@ -311,9 +311,9 @@ func Draw(vs Set, r Chooser) *Case {
 	switch c.mode {
 	case "rows", "matrices":
 		// The typed outputs take plain types only.
-		cols = []string{"id", "i32", "x", "b", "s", "tag"}
+		cols = []string{"id", "i32", "unit", "b", "text", "tag"}
 		if c.mode == "matrices" {
-			cols = []string{"id", "x"}
+			cols = []string{"id", "unit"}
 		}
 	}
 	if c.mode == "matrices" || r.IntN(4) != 0 {
