@@ -147,6 +147,51 @@ func TestValueProbeCases(t *testing.T) {
 		NumSplits: 24, BatchSize: 37, Epoch: 1}, 200_000)
 }
 
+// TestValueProbeMix is the probe's mix: two shuffled Parquet sources of
+// ids and lists of strings, 50,000 rows each (one row's tag came as "t0"
+// where "t475" was written) and 5,000 (a panic), NumSplits 2, weights
+// 0.6 and 0.4: every value of every row of two epochs is its row's.
+func TestValueProbeMix(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int64{5_000, 50_000} {
+		var srcs []stream.MixSource
+		for k, w := range []float64{0.6, 0.4} {
+			dir := filepath.Join(t.TempDir(), fmt.Sprint(k))
+			if err := mkdir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := vc.WriteParquet(filepath.Join(dir, "a.parquet"), vc.Pick("id", "lst"), int64(k)*n, n, vc.Parquet{}); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := stream.Open(ctx, stream.Options{URLs: []string{dir}, Shuffle: true, Seed: uint64(k + 1), NumSplits: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			srcs = append(srcs, stream.MixSource{Dataset: ds, Weight: w})
+		}
+		m, err := stream.Mix(srcs, stream.MixOptions{Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for range 2 {
+			for b, err := range m.Batches(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := vc.Batch(b, []string{"id", "lst"}); err != nil {
+					t.Fatalf("%d rows a source: %v", n, err)
+				}
+				rows += int(b.NumRows())
+			}
+		}
+		if rows == 0 {
+			t.Fatal("the mix gave no rows")
+		}
+	}
+}
+
 // probeEpoch reads two epochs of o and checks every value and that every
 // row passing the filter comes once in each.
 func probeEpoch(t *testing.T, ctx context.Context, o stream.Options, n int64) {
