@@ -154,6 +154,15 @@ var All = []Column{
 		}
 		return out
 	})},
+	// tags: one to three strings a row, no nulls (a list column as people
+	// write tags; the arrow take kernel's paths for it differ from lst's).
+	{"tags", arrow.ListOf(arrow.BinaryTypes.String), func(id int64) any {
+		out := make([]any, 1+id%3)
+		for j := range out {
+			out[j] = fmt.Sprintf("t%d", (id+int64(j))%1000)
+		}
+		return out
+	}},
 	{"st", arrow.StructOf(
 		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true},
