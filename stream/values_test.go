@@ -150,8 +150,8 @@ func TestValueProbeCases(t *testing.T) {
 // TestValueProbeMix is the probe's mix: two shuffled Parquet sources of
 // ids and lists of strings, 50,000 rows each (one row's tag came as "t0"
 // where "t475" was written) and 5,000 (a panic), NumSplits 2, weights
-// 0.6 and 0.4: every value of every row of two epochs is its row's. (It panics with the recycler as it was, whose buffers had spare
-// capacity.)
+// 0.6 and 0.4: every value of every row of two epochs is its row's (it
+// panics with the recycler as it was, whose buffers had spare capacity).
 func TestValueProbeMix(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int64{5_000, 50_000} {
