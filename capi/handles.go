@@ -354,8 +354,15 @@ func mergeStates(states [][]byte, mix bool) ([]byte, error) {
 
 // rankFromEnv is stream.RankFromEnv as JSON; no launcher is rank 0 of 1
 // with an empty launcher name.
-func rankFromEnv() ([]byte, error) {
-	p, err := stream.RankFromEnv(stream.LaunchOptions{})
+func rankFromEnv(envJSON []byte) ([]byte, error) {
+	var env map[string]string
+	if err := json.Unmarshal(envJSON, &env); err != nil {
+		return nil, usageErr("environment: %v", err)
+	}
+	p, err := stream.RankFromEnv(stream.LaunchOptions{Getenv: func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}})
 	if errors.Is(err, stream.ErrNoLauncher) {
 		p, err = stream.Placement{Rank: 0, WorldSize: 1, LocalRank: -1, LocalWorldSize: -1}, nil
 	}

@@ -284,12 +284,14 @@ func sluice_take(id C.int64_t, epoch C.int64_t, positions *C.int64_t, count C.in
 
 // sluice_rank_from_env returns, as JSON in *out (freed with sluice_free),
 // where the launcher placed this process (stream.RankFromEnv: torchrun,
-// Slurm, Open MPI, Kubernetes), or {"launcher": ""} when none did.
+// Slurm, Open MPI, Kubernetes), or {"launcher": ""} when none did. env is
+// the environment as a JSON object: the caller's, since the Go runtime's
+// copy is the one it had when the library was loaded.
 //
 //export sluice_rank_from_env
-func sluice_rank_from_env(out **C.char) (e *C.char) {
+func sluice_rank_from_env(env *C.char, out **C.char) (e *C.char) {
 	defer guard(&e)
-	b, err := rankFromEnv()
+	b, err := rankFromEnv([]byte(C.GoString(env)))
 	if err != nil {
 		return cerr(err)
 	}

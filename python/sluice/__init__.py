@@ -328,5 +328,5 @@ def rank_from_env():
     Job) placed this process: a dict with rank and world_size; rank 0 of 1
     and launcher '' when none did."""
     p = ctypes.c_void_p()
-    _lib.call("sluice_rank_from_env", ctypes.byref(p))
+    _lib.call("sluice_rank_from_env", json.dumps(dict(os.environ)).encode(), ctypes.byref(p))
     return json.loads(_lib.take_string(p))

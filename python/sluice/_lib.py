@@ -102,7 +102,7 @@ def _declare(l):
         "sluice_metrics": ([i64, vpp], vp),
         "sluice_set_epoch": ([i64, i64], vp),
         "sluice_take": ([i64, i64, i64p, i64, vp], vp),
-        "sluice_rank_from_env": ([vpp], vp),
+        "sluice_rank_from_env": ([ctypes.c_char_p, vpp], vp),
     }
     for name, (args, res) in sigs.items():
         f = getattr(l, name)
