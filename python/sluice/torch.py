@@ -114,6 +114,13 @@ class IterableDataset(torch.utils.data.IterableDataset):
         else:
             self._ds.load_state_dict(state)
 
+    @property
+    def epoch(self):
+        """The epoch the next batch comes from (opens the dataset in this
+        process: with DataLoader workers, ask before they start only with a
+        spawn or forkserver start)."""
+        return self._open().epoch
+
     def set_epoch(self, epoch):
         self._options["epoch"] = epoch
         if self._ds is not None:
