@@ -1,4 +1,6 @@
 import os
+import signal
+import time
 
 import pytest
 
@@ -92,7 +94,18 @@ def test_used_from_a_forked_child(data):
             pass
         del b  # must not call into the parent's Go runtime
         os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    # Calling into the copied Go runtime hangs: a regression must fail, not
+    # hang the suite.
+    deadline = time.time() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung calling into the parent's Go runtime")
+        time.sleep(0.05)
     assert os.WEXITSTATUS(status) == 0
     assert len(next(iter(ds))["id"]) > 0  # the parent is unharmed
 
