@@ -3,6 +3,8 @@
 #
 #   scripts/python.sh          install what is missing, build, run the tests
 #   scripts/python.sh build    build python/sluice/libsluice.so only
+#   scripts/python.sh install  build, and make `import sluice` work in $py
+#                              (a .pth file in its user site-packages naming python/)
 #
 # Python, NumPy, pytest and PyTorch are Debian's (/usr/bin/python3 and its
 # python3-numpy, python3-pytest, python3-torch), installed with apt-get
@@ -30,10 +32,25 @@ build() {
 	echo "$want" >"$stamp"
 }
 
-if [[ ${1:-} == build ]]; then
+case ${1:-} in
+build)
 	build
 	exit 0
-fi
+	;;
+install)
+	build
+	site=$("$py" -m site --user-site)
+	mkdir -p "$site"
+	echo "$PWD/python" >"$site/sluice.pth"
+	echo "python.sh: $py imports sluice from $PWD/python ($site/sluice.pth)" >&2
+	exit 0
+	;;
+"") ;;
+*)
+	echo "usage: scripts/python.sh [build|install]" >&2
+	exit 2
+	;;
+esac
 
 need=()
 "$py" -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
