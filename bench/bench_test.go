@@ -67,6 +67,8 @@ func TestHarnessTiny(t *testing.T) {
 			switch {
 			case slices.Contains(objectStoreLines, name), slices.Contains(sharedPlanLines, name):
 				want = "run " + scratch.Setup
+			case slices.Contains(pythonLines, name):
+				want = "run " + pythonSetup
 			case slices.Contains(scalingLines, name):
 				want = "run on " + strings.TrimPrefix(strings.Split(name, "_")[1], "p") + " cores or more"
 			}
@@ -104,6 +106,7 @@ func TestHarnessTiny(t *testing.T) {
 		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
+		"python_numpy", "python_torch", "python_dataloader_workers",
 	} {
 		if byName[name] == nil {
 			t.Errorf("no line for scenario %s", name)

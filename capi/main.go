@@ -1,0 +1,300 @@
+//go:build cgo
+
+// Command capi is sluice's C ABI, built as a shared library for the Python
+// package (python/) and any other language with a C FFI:
+//
+//	go build -buildmode=c-shared -o libsluice.so ./capi
+//
+// Datasets and mixes are named by int64 handles. Every function returns
+// NULL on success or an error as a C string "kind\tmessage" that the caller
+// frees with sluice_free; kinds are listed in errors.go. No Go panic crosses
+// the boundary: each call recovers and reports kind "internal". Batches are
+// Arrow C Data Interface arrays (a struct array of the columns); the schema
+// is exported once per handle. An exported array shares the batch's
+// buffers, which stay alive until the caller calls the array's release
+// callback.
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+)
+
+func main() {}
+
+// abiVersion changes whenever a signature or the meaning of a value does:
+// the Python package refuses a library of another version.
+const abiVersion = 1
+
+//export sluice_abi_version
+func sluice_abi_version() C.int64_t { return abiVersion }
+
+// cerr turns err into the C error string, or NULL.
+func cerr(err error) *C.char {
+	if err == nil {
+		return nil
+	}
+	return C.CString(kindOf(err) + "\t" + err.Error())
+}
+
+// guard recovers a panic into *out: every exported function defers it.
+func guard(out **C.char) {
+	if r := recover(); r != nil {
+		*out = cerr(panicErr(r))
+	}
+}
+
+//export sluice_free
+func sluice_free(p unsafe.Pointer) { C.free(p) }
+
+//export sluice_open
+func sluice_open(opts *C.char, out *C.int64_t) (e *C.char) {
+	defer guard(&e)
+	id, err := openDataset([]byte(C.GoString(opts)))
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.int64_t(id)
+	return nil
+}
+
+//export sluice_mix
+func sluice_mix(opts *C.char, out *C.int64_t) (e *C.char) {
+	defer guard(&e)
+	id, err := openMix([]byte(C.GoString(opts)))
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.int64_t(id)
+	return nil
+}
+
+//export sluice_close
+func sluice_close(id C.int64_t) (e *C.char) {
+	defer guard(&e)
+	return cerr(closeHandle(int64(id)))
+}
+
+// sluice_schema fills schema (a zeroed struct ArrowSchema) with the schema
+// of every batch, as a struct of the columns.
+//
+//export sluice_schema
+func sluice_schema(id C.int64_t, schema unsafe.Pointer) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	cdata.ExportArrowSchema(h.schema(), (*cdata.CArrowSchema)(schema))
+	return nil
+}
+
+// sluice_next waits up to timeout_ms for the next batch. On one it fills
+// array (a zeroed struct ArrowArray) and sets *status to 1; at the end of
+// the epoch it sets 0 (the next call starts the next epoch); when none came
+// in time, 2 (call again: the caller gets control back to handle signals).
+//
+//export sluice_next
+func sluice_next(id C.int64_t, array unsafe.Pointer, timeoutMs C.int64_t, status *C.int) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	b, err := h.next(time.Duration(timeoutMs) * time.Millisecond)
+	switch {
+	case err == errNotReady:
+		*status = 2
+		return nil
+	case err != nil:
+		return cerr(err)
+	case b == nil:
+		*status = 0
+		return nil
+	}
+	exportBatch(b, array)
+	*status = 1
+	return nil
+}
+
+// exportBatch hands b to the caller, who owns it from here: the export
+// holds its own references, released by the array's release callback.
+func exportBatch(b arrow.RecordBatch, array unsafe.Pointer) {
+	defer b.Release()
+	cdata.ExportArrowRecordBatch(b, (*cdata.CArrowArray)(array), nil)
+}
+
+// sluice_stop ends a running iteration and every goroutine of it, keeping
+// the position (the batches received).
+//
+//export sluice_stop
+func sluice_stop(id C.int64_t) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	h.stopIter()
+	return nil
+}
+
+// sluice_state returns the position as encoded bytes (checkpoint.Encode,
+// or EncodeMix for a mix) in *out, *n bytes, freed with sluice_free.
+//
+//export sluice_state
+func sluice_state(id C.int64_t, out *unsafe.Pointer, n *C.int64_t) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	b, err := h.state()
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CBytes(b)
+	*n = C.int64_t(len(b))
+	return nil
+}
+
+//export sluice_load_state
+func sluice_load_state(id C.int64_t, buf unsafe.Pointer, n C.int64_t) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	return cerr(h.loadState(C.GoBytes(buf, C.int(n))))
+}
+
+// sluice_merge_states merges the encoded states of all ranks of one step
+// (checkpoint.Merge, or MergeMix where mix is nonzero) into one that
+// resumes at any world size dividing NumSplits.
+//
+//export sluice_merge_states
+func sluice_merge_states(bufs *unsafe.Pointer, lens *C.int64_t, count C.int64_t, mix C.int, out *unsafe.Pointer, n *C.int64_t) (e *C.char) {
+	defer guard(&e)
+	ps := unsafe.Slice(bufs, int(count))
+	ls := unsafe.Slice(lens, int(count))
+	states := make([][]byte, len(ps))
+	for i := range ps {
+		states[i] = C.GoBytes(ps[i], C.int(ls[i]))
+	}
+	b, err := mergeStates(states, mix != 0)
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CBytes(b)
+	*n = C.int64_t(len(b))
+	return nil
+}
+
+// sluice_info returns JSON about the handle (epoch, fingerprint, splits,
+// rank) in *out, freed with sluice_free.
+//
+//export sluice_info
+func sluice_info(id C.int64_t, out **C.char) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	b, err := json.Marshal(h.info())
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CString(string(b))
+	return nil
+}
+
+// sluice_metrics returns the dataset's metrics snapshot as JSON in *out,
+// freed with sluice_free.
+//
+//export sluice_metrics
+func sluice_metrics(id C.int64_t, out **C.char) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	if h.ds == nil {
+		return cerr(usageErr("sluice: a mix has no metrics of its own; ask its sources"))
+	}
+	b, err := json.Marshal(h.ds.Metrics().Snapshot())
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CString(string(b))
+	return nil
+}
+
+// sluice_set_epoch moves to the start of an epoch.
+//
+//export sluice_set_epoch
+func sluice_set_epoch(id C.int64_t, epoch C.int64_t) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	if h.ds == nil {
+		return cerr(usageErr("sluice: set_epoch of a mix: load a state instead"))
+	}
+	h.stopIter()
+	return cerr(h.ds.SetEpoch(int64(epoch)))
+}
+
+// sluice_take fills array with the rows at the given positions of an
+// epoch's order (stream.Dataset.Take).
+//
+//export sluice_take
+func sluice_take(id C.int64_t, epoch C.int64_t, positions *C.int64_t, count C.int64_t, array unsafe.Pointer) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	if h.ds == nil {
+		return cerr(usageErr("sluice: take from a mix is not supported: take from its sources"))
+	}
+	pos := make([]int64, int(count))
+	if count > 0 {
+		for i, p := range unsafe.Slice(positions, int(count)) {
+			pos[i] = int64(p)
+		}
+	}
+	b, err := h.ds.Take(context.Background(), int64(epoch), pos)
+	if err != nil {
+		return cerr(err)
+	}
+	exportBatch(b, array)
+	return nil
+}
+
+// sluice_rank_from_env returns, as JSON in *out (freed with sluice_free),
+// where the launcher placed this process (stream.RankFromEnv: torchrun,
+// Slurm, Open MPI, Kubernetes), or {"launcher": ""} when none did. env is
+// the environment as a JSON object: the caller's, since the Go runtime's
+// copy is the one it had when the library was loaded.
+//
+//export sluice_rank_from_env
+func sluice_rank_from_env(env *C.char, out **C.char) (e *C.char) {
+	defer guard(&e)
+	b, err := rankFromEnv([]byte(C.GoString(env)))
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CString(string(b))
+	return nil
+}

@@ -1,0 +1,147 @@
+//go:build cgo
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/stream"
+)
+
+// openOptions are stream.Options under the Python package's names. The
+// Python side checks names and types before calling; this decoder refuses
+// unknown fields too, so that a caller of the C ABI other than the Python
+// package gets the same guarantee.
+type openOptions struct {
+	URLs                 []string `json:"urls"`
+	Columns              []string `json:"columns"`
+	Filter               string   `json:"filter"`
+	BatchSize            int      `json:"batch_size"`
+	Shuffle              bool     `json:"shuffle"`
+	Seed                 uint64   `json:"seed"`
+	Epoch                int64    `json:"epoch"`
+	ClumpSize            int      `json:"clump_size"`
+	ShuffleWindow        int      `json:"shuffle_window"`
+	ChunkBytes           int64    `json:"chunk_bytes"`
+	NumSplits            int      `json:"num_splits"`
+	DropRemainder        bool     `json:"drop_remainder"`
+	Rank                 int      `json:"rank"`
+	WorldSize            int      `json:"world_size"`
+	FetchConcurrency     int      `json:"fetch_concurrency"`
+	ReadConcurrency      int      `json:"read_concurrency"`
+	TransformConcurrency int      `json:"transform_concurrency"`
+	PrefetchBatches      int      `json:"prefetch_batches"`
+	PrefetchWindows      int      `json:"prefetch_windows"`
+	PrefetchBytes        int64    `json:"prefetch_bytes"`
+	ReadBatchSize        int      `json:"read_batch_size"`
+	TakeCacheBytes       int64    `json:"take_cache_bytes"`
+	PlanConcurrency      int      `json:"plan_concurrency"`
+	// Text (CSV, JSON) files, as the CLI's flags of the same names.
+	Delimiter   string   `json:"delimiter"`
+	NoHeader    bool     `json:"no_header"`
+	NullStrings []string `json:"null_strings"`
+	CountRows   bool     `json:"count_rows"`
+	SkipBadRows bool     `json:"skip_bad_rows"`
+}
+
+// mixOptions are stream.MixOptions and the sources, by handle.
+type mixOptions struct {
+	Sources     []mixSource `json:"sources"`
+	Epoch       string      `json:"epoch"`
+	Rows        int64       `json:"rows"`
+	NoRepeat    bool        `json:"no_repeat"`
+	Seed        uint64      `json:"seed"`
+	StartEpoch  int64       `json:"start_epoch"`
+	BatchSize   int         `json:"batch_size"`
+	Rank        int         `json:"rank"`
+	WorldSize   int         `json:"world_size"`
+	Concurrency int         `json:"concurrency"`
+	Prefetch    int         `json:"prefetch"`
+}
+
+type mixSource struct {
+	Dataset int64   `json:"dataset"`
+	Weight  float64 `json:"weight"`
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and
+// trailing data.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usageErr("options: %v", err)
+	}
+	if dec.More() {
+		return usageErr("options: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// streamOptions maps o to stream.Options. The formats are the CLI's: Parquet
+// and ORC by file name, then CSV and JSON.
+func (o openOptions) streamOptions() (stream.Options, error) {
+	if len(o.Delimiter) > 1 {
+		return stream.Options{}, usageErr("option delimiter %q is more than one byte", o.Delimiter)
+	}
+	to := text.Options{NoHeader: o.NoHeader, NullStrings: o.NullStrings, Count: o.CountRows}
+	if o.Delimiter != "" {
+		to.Delimiter = o.Delimiter[0]
+	}
+	if o.SkipBadRows {
+		to.BadRows = text.BadRowsSkip
+	}
+	fs := append([]formats.Format{parquet.Format{}, orc.Format{}}, text.All(to)...)
+	return stream.Options{
+		URLs:                 slices.Clone(o.URLs),
+		Columns:              slices.Clone(o.Columns),
+		Filter:               o.Filter,
+		BatchSize:            o.BatchSize,
+		Shuffle:              o.Shuffle,
+		Seed:                 o.Seed,
+		Epoch:                o.Epoch,
+		ClumpSize:            o.ClumpSize,
+		ShuffleWindow:        o.ShuffleWindow,
+		ChunkBytes:           o.ChunkBytes,
+		NumSplits:            o.NumSplits,
+		DropRemainder:        o.DropRemainder,
+		Rank:                 o.Rank,
+		WorldSize:            o.WorldSize,
+		FetchConcurrency:     o.FetchConcurrency,
+		ReadConcurrency:      o.ReadConcurrency,
+		TransformConcurrency: o.TransformConcurrency,
+		PrefetchBatches:      o.PrefetchBatches,
+		PrefetchWindows:      o.PrefetchWindows,
+		PrefetchBytes:        o.PrefetchBytes,
+		ReadBatchSize:        o.ReadBatchSize,
+		TakeCacheBytes:       o.TakeCacheBytes,
+		PlanConcurrency:      o.PlanConcurrency,
+		Formats:              fs,
+	}, nil
+}
+
+// mixEpoch parses the mix's epoch rule.
+func mixEpoch(s string) (plan.MixEpoch, error) {
+	switch s {
+	case "", "largest":
+		return plan.MixLargest, nil
+	case "smallest":
+		return plan.MixSmallest, nil
+	case "rows":
+		return plan.MixRows, nil
+	}
+	return 0, usageErr("mix option epoch %q is none of largest, smallest, rows", s)
+}
+
+// usageErr is an error of kind usage.
+func usageErr(format string, args ...any) error {
+	return &kindError{kind: "usage", err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,201 @@
+// Command gen writes the Python tests' datasets and, for each, the values
+// the Go API streams from it, so that the tests compare what Python
+// receives with what a Go user would. It lives in testdata so that
+// ./... never builds it; the tests build it by path.
+//
+//	gen DIR
+//
+// writes DIR/numbers (exampledata: id, label, x, s), DIR/types (one file
+// with a column of each type the Go side hands out) and DIR/types.json
+// (its rows as stream.Batches delivers them, shuffled with seed 7 in
+// batches of 100, 4 splits).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicedata/sluice/examples/exampledata"
+	"github.com/sluicedata/sluice/stream"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gen DIR")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string) error {
+	if err := exampledata.Write(filepath.Join(dir, "numbers"), exampledata.Spec{Files: 4, RowsPerFile: 5000, RowGroupRows: 500, Seed: 1}); err != nil {
+		return err
+	}
+	if err := exampledata.Write(filepath.Join(dir, "other"), exampledata.Spec{Files: 2, RowsPerFile: 3000, RowGroupRows: 500, Seed: 2}); err != nil {
+		return err
+	}
+	if err := writeTypes(filepath.Join(dir, "types")); err != nil {
+		return err
+	}
+	return dumpTypes(dir)
+}
+
+const typesRows = 1000
+
+var typesSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "i8", Type: arrow.PrimitiveTypes.Int8},
+	{Name: "i16", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "i32", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "u32", Type: arrow.PrimitiveTypes.Uint32},
+	{Name: "f32", Type: arrow.PrimitiveTypes.Float32},
+	{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "d", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+}, nil)
+
+// writeTypes writes one file whose every value is a function of its row id.
+func writeTypes(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, typesSchema)
+	defer b.Release()
+	for i := range typesRows {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.Int8Builder).Append(int8(i % 256))
+		b.Field(2).(*array.Int16Builder).Append(int16(i*37 - 5000))
+		b.Field(3).(*array.Int32Builder).Append(int32(i * 100003))
+		b.Field(4).(*array.Uint32Builder).Append(uint32(4000000000 - i))
+		b.Field(5).(*array.Float32Builder).Append(float32(i) / 8)
+		switch i % 7 {
+		case 0:
+			b.Field(6).(*array.Float64Builder).Append(math.NaN())
+		case 3:
+			b.Field(6).AppendNull()
+		default:
+			b.Field(6).(*array.Float64Builder).Append(float64(i) * -1.5)
+		}
+		if i%5 == 0 {
+			b.Field(7).AppendNull()
+		} else {
+			b.Field(7).(*array.BooleanBuilder).Append(i%3 == 0)
+		}
+		if i%4 == 0 {
+			b.Field(8).AppendNull()
+		} else {
+			b.Field(8).(*array.StringBuilder).Append(fmt.Sprintf("row %d é", i))
+		}
+		if i%2 == 0 {
+			b.Field(9).AppendNull()
+		} else {
+			b.Field(9).(*array.Int64Builder).Append(int64(i) << 33)
+		}
+		if i%9 == 0 {
+			b.Field(10).AppendNull()
+		} else {
+			b.Field(10).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() + int64(i)*1_000_001))
+		}
+		b.Field(11).(*array.Date32Builder).Append(arrow.Date32(19000 + i))
+		lb := b.Field(12).(*array.ListBuilder)
+		if i%6 == 0 {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			for k := range i % 4 {
+				lb.ValueBuilder().(*array.Int64Builder).Append(int64(i*10 + k))
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(filepath.Join(dir, "part-00000.parquet"))
+	if err != nil {
+		return err
+	}
+	w, err := pqarrow.NewFileWriter(typesSchema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(128)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// dumpTypes streams the types dataset with the Go API and writes its rows
+// as JSON: NaN as "NaN", timestamps and dates as their integers.
+func dumpTypes(dir string) error {
+	ctx := context.Background()
+	d, err := stream.Open(ctx, stream.Options{URLs: []string{filepath.Join(dir, "types")}, BatchSize: 100, Shuffle: true, Seed: 7, NumSplits: 4})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var rows []map[string]any
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			return err
+		}
+		for r := range int(rec.NumRows()) {
+			row := map[string]any{}
+			for c, f := range rec.Schema().Fields() {
+				row[f.Name] = value(rec.Column(c), r)
+			}
+			rows = append(rows, row)
+		}
+	}
+	out, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "types.json"), out, 0o644)
+}
+
+func value(a arrow.Array, r int) any {
+	if a.IsNull(r) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.Float64:
+		if v := a.Value(r); math.IsNaN(v) {
+			return "NaN"
+		}
+		return a.Value(r)
+	case *array.Float32:
+		return a.Value(r)
+	case *array.Timestamp:
+		return int64(a.Value(r))
+	case *array.Date32:
+		return int64(a.Value(r))
+	case *array.List:
+		lo, hi := a.ValueOffsets(r)
+		vals := make([]any, 0, hi-lo)
+		for k := lo; k < hi; k++ {
+			vals = append(vals, value(a.ListValues(), int(k)))
+		}
+		return vals
+	default:
+		return a.GetOneForMarshal(r)
+	}
+}

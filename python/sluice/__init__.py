@@ -1,0 +1,332 @@
+"""sluice from Python: the Go core's datasets, streamed as NumPy arrays,
+torch tensors or pyarrow record batches, with exact resume.
+
+    ds = sluice.Dataset("data/", columns=["x", "label"], batch_size=1024,
+                        shuffle=True, seed=1, num_splits=8)
+    for batch in ds:                  # the rest of this epoch
+        x = batch["x"]                # a NumPy array over the batch's memory
+        state = ds.state_dict()       # resumes after this batch
+
+Options are Go's stream.Options under Python names (see the README). The
+library (libsluice.so, built from ../capi) is loaded on first use.
+"""
+
+import ctypes
+import json
+import os
+import time
+import weakref
+
+import numpy as np
+
+from . import _arrow, _lib, _options
+from .errors import (  # noqa: F401
+    BusyError, CancelledError, ClosedError, CorruptError, EmptyError, ForkError,
+    InternalError, MismatchError, NotFoundError, PositionError, SchemaError,
+    SluiceError, UsageError, VersionError)
+
+__all__ = [
+    "Dataset", "Mix", "Batch", "merge_states", "rank_from_env",
+    "SluiceError", "UsageError", "MismatchError", "CorruptError", "SchemaError", "NotFoundError",
+    "EmptyError", "PositionError", "BusyError", "VersionError", "ClosedError", "CancelledError",
+    "InternalError", "ForkError",
+]
+
+# How long one call waits in Go for a batch before Python gets control back
+# to run signal handlers (Ctrl-C), then asks again.
+_POLL_MS = 100
+
+_STATE_FORMAT = 1
+
+
+class Batch(dict):
+    """A batch: column name to values. ``validity`` maps the name of each
+    column that has nulls in this batch to a bool array (True: a value);
+    ``num_rows`` is its length."""
+
+    __slots__ = ("validity", "num_rows")
+
+    def __init__(self, cols, validity, num_rows):
+        super().__init__(cols)
+        self.validity = validity
+        self.num_rows = num_rows
+
+
+def _to_torch(values, pin):
+    import torch
+    if not isinstance(values, np.ndarray):
+        if isinstance(values, dict):
+            return {k: _to_torch(v, pin) for k, v in values.items()}
+        return values
+    if values.dtype == object:
+        return values
+    if values.dtype.kind in "Mm":
+        values = values.view(np.int64)
+    elif values.dtype == np.uint16:
+        values = values.astype(np.int32)
+    elif values.dtype == np.uint32:
+        values = values.astype(np.int64)
+    elif values.dtype == np.uint64:
+        return values  # torch has no uint64 in every version we support
+    t = torch.from_numpy(values)
+    return t.pin_memory() if pin else t
+
+
+class _Source:
+    """What Dataset and Mix share: a handle, iteration, state, close."""
+
+    _kind = None
+
+    def __init__(self, as_torch, pin_memory):
+        self._h = None
+        self._pid = os.getpid()
+        if not isinstance(as_torch, bool):
+            raise UsageError("sluice: option as_torch must be a bool")
+        if not isinstance(pin_memory, bool):
+            raise UsageError("sluice: option pin_memory must be a bool")
+        if pin_memory and not as_torch:
+            raise UsageError("sluice: option pin_memory needs as_torch=True")
+        self._as_torch = as_torch
+        self._pin = pin_memory
+        self._fields = None
+        self._pa_schema = None
+
+    def _init_schema(self):
+        s = _arrow.ArrowSchema()
+        _lib.call("sluice_schema", self._h, ctypes.byref(s))
+        try:
+            self._fields = _arrow.Field(s).children
+        finally:
+            _arrow.release_schema(s)
+
+    def _handle(self):
+        if self._pid != os.getpid() or _lib.forked():
+            raise ForkError(_lib.FORK_MESSAGE)
+        if self._h is None:
+            raise ClosedError("sluice: the %s is closed" % self._kind)
+        return self._h
+
+    @property
+    def column_names(self):
+        return [f.name for f in self._fields]
+
+    def _next_array(self, arr):
+        """Fill arr with the next batch; False at the end of the epoch."""
+        st = ctypes.c_int()
+        f = _lib.lib().sluice_next
+        h = self._handle()
+        while True:
+            _lib.check(f(h, ctypes.byref(arr), _POLL_MS, ctypes.byref(st)))
+            if st.value != 2:
+                return st.value == 1
+
+    def _batch(self, owner):
+        a = owner.array
+        cols, valid = {}, {}
+        for i, fld in enumerate(self._fields):
+            v, ok = _arrow.convert(fld, owner, a.children[i].contents)
+            if self._as_torch:
+                v = _to_torch(v, self._pin)
+            cols[fld.name] = v
+            if ok is not None:
+                valid[fld.name] = ok
+        return Batch(cols, valid, a.length)
+
+    def _iterate(self, make):
+        self._handle()
+        try:
+            while True:
+                out = make()
+                if out is None:
+                    return
+                yield out
+        except BaseException:
+            # A break, an error or Ctrl-C: end every goroutine of the
+            # iteration; the position stays after the last batch received.
+            if self._h is not None and not _lib.forked() and self._pid == os.getpid():
+                _lib.call("sluice_stop", self._h)
+            raise
+
+    def __iter__(self):
+        """The rest of the current epoch, batch by batch; the next iteration
+        goes on with the next epoch."""
+        def make():
+            owner = _arrow.Owner()
+            if not self._next_array(owner.array):
+                return None
+            return self._batch(owner)
+        return self._iterate(make)
+
+    def arrow_batches(self):
+        """As iteration, as pyarrow.RecordBatch (needs pyarrow); the batch
+        owns the memory, which goes back to Go when pyarrow releases it."""
+        import pyarrow as pa
+        if self._pa_schema is None:
+            s = _arrow.ArrowSchema()
+            _lib.call("sluice_schema", self._handle(), ctypes.byref(s))
+            self._pa_schema = pa.Schema._import_from_c(ctypes.addressof(s))
+
+        def make():
+            arr = _arrow.ArrowArray()
+            if not self._next_array(arr):
+                return None
+            return pa.RecordBatch._import_from_c(ctypes.addressof(arr), self._pa_schema)
+        return self._iterate(make)
+
+    def state_dict(self):
+        """The position, as plain Python values (torch.save stores them):
+        the batches received so far, never those read ahead."""
+        p, n = ctypes.c_void_p(), ctypes.c_int64()
+        _lib.call("sluice_state", self._handle(), ctypes.byref(p), ctypes.byref(n))
+        return {"format": _STATE_FORMAT, "kind": self._kind, "state": _lib.take_bytes(p, n.value)}
+
+    def load_state_dict(self, state):
+        """Move to a position state_dict returned (or merge_states merged).
+        A state of another dataset raises MismatchError naming the field."""
+        b = _state_bytes(state, self._kind)
+        _lib.call("sluice_load_state", self._handle(), b, len(b))
+
+    def info(self):
+        p = ctypes.c_void_p()
+        _lib.call("sluice_info", self._handle(), ctypes.byref(p))
+        return json.loads(_lib.take_string(p))
+
+    @property
+    def epoch(self):
+        """The epoch the next batch comes from."""
+        return self.info()["epoch"]
+
+    def close(self):
+        """End every goroutine and release the files. A second close raises
+        ClosedError."""
+        h = self._handle()
+        _lib.call("sluice_close", h)
+        self._h = None
+        self._finalizer.detach()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._h is not None:
+            self.close()
+
+    def _register(self, h):
+        self._h = h
+        self._finalizer = weakref.finalize(self, _close_quietly, h, os.getpid())
+
+
+def _close_quietly(h, pid):
+    if pid == os.getpid() and not _lib.forked():
+        try:
+            _lib.call("sluice_close", h)
+        except SluiceError:
+            pass
+
+
+def _state_bytes(state, kind):
+    if isinstance(state, (bytes, bytearray)):
+        return bytes(state)
+    if not isinstance(state, dict) or "state" not in state:
+        raise UsageError("sluice: a state is a dict that state_dict() returned, not %s" % type(state).__name__)
+    if state.get("format") != _STATE_FORMAT:
+        raise VersionError("sluice: state format %r is not %d" % (state.get("format"), _STATE_FORMAT))
+    if state.get("kind") != kind:
+        raise MismatchError("sluice: field kind: the state is a %s's, not a %s's" % (state.get("kind"), kind))
+    b = state["state"]
+    if not isinstance(b, (bytes, bytearray)):
+        raise UsageError("sluice: state['state'] must be bytes")
+    return bytes(b)
+
+
+class Dataset(_Source):
+    """A dataset: Parquet, ORC, CSV or JSON files under urls, streamed in an
+    exact, elastic, resumable order. Options are stream.Options under Python
+    names; as_torch gives torch tensors (torch.from_numpy, no copy) and
+    pin_memory pins them."""
+
+    _kind = "dataset"
+
+    def __init__(self, urls, *, as_torch=False, pin_memory=False, **options):
+        super().__init__(as_torch, pin_memory)
+        opts = _options.check(_options.DATASET, options)
+        opts["urls"] = _options.urls(urls)
+        self.options = dict(opts)
+        h = ctypes.c_int64()
+        _lib.call("sluice_open", json.dumps(opts).encode(), ctypes.byref(h))
+        self._register(h.value)
+        self._init_schema()
+
+    def set_epoch(self, epoch):
+        """Move to the start of an epoch."""
+        epoch = _options._int(0)("epoch", epoch)
+        _lib.call("sluice_set_epoch", self._handle(), epoch)
+
+    def take(self, positions, epoch=None):
+        """The rows at these positions of an epoch's order (default: the
+        current epoch), as one Batch."""
+        if epoch is None:
+            epoch = self.epoch
+        pos = np.ascontiguousarray(positions, dtype=np.int64)
+        if pos.ndim != 1:
+            raise UsageError("sluice: take positions must be one-dimensional")
+        owner = _arrow.Owner()
+        _lib.call("sluice_take", self._handle(), int(epoch),
+                  pos.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), len(pos), ctypes.byref(owner.array))
+        return self._batch(owner)
+
+    def metrics(self):
+        """The pipeline's metrics snapshot (queue depths, times, bytes) as a
+        dict; see the README's Metrics section."""
+        p = ctypes.c_void_p()
+        _lib.call("sluice_metrics", self._handle(), ctypes.byref(p))
+        return json.loads(_lib.take_string(p))
+
+
+class Mix(_Source):
+    """A weighted mix of datasets (Go's stream.Mix): sources is a list of
+    (Dataset, weight). The sources stay open while the mix is."""
+
+    _kind = "mix"
+
+    def __init__(self, sources, *, as_torch=False, pin_memory=False, **options):
+        super().__init__(as_torch, pin_memory)
+        opts = _options.check(_options.MIX, options, "mix option")
+        if not isinstance(sources, (list, tuple)) or not sources:
+            raise UsageError("sluice: mix sources must be a non-empty list of (Dataset, weight)")
+        srcs = []
+        for i, s in enumerate(sources):
+            if not (isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[0], Dataset)
+                    and isinstance(s[1], (int, float)) and not isinstance(s[1], bool)):
+                raise UsageError("sluice: mix source %d must be a (Dataset, weight) pair" % i)
+            srcs.append({"dataset": s[0]._handle(), "weight": float(s[1])})
+        opts["sources"] = srcs
+        self._sources = [s[0] for s in sources]
+        h = ctypes.c_int64()
+        _lib.call("sluice_mix", json.dumps(opts).encode(), ctypes.byref(h))
+        self._register(h.value)
+        self._init_schema()
+
+
+def merge_states(states):
+    """Merge the states of all ranks of one step into one that resumes at
+    any world size dividing num_splits (Go's checkpoint.Merge)."""
+    if not states:
+        raise UsageError("sluice: merge_states of no states")
+    kind = states[0].get("kind") if isinstance(states[0], dict) else "dataset"
+    bufs = [_state_bytes(s, kind) for s in states]
+    n = len(bufs)
+    ptrs = (ctypes.c_void_p * n)(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in bufs])
+    lens = (ctypes.c_int64 * n)(*[len(b) for b in bufs])
+    p, m = ctypes.c_void_p(), ctypes.c_int64()
+    _lib.call("sluice_merge_states", ptrs, lens, n, 1 if kind == "mix" else 0, ctypes.byref(p), ctypes.byref(m))
+    return {"format": _STATE_FORMAT, "kind": kind, "state": _lib.take_bytes(p, m.value)}
+
+
+def rank_from_env():
+    """Where the launcher (torchrun, Slurm, Open MPI, a Kubernetes indexed
+    Job) placed this process: a dict with rank and world_size; rank 0 of 1
+    and launcher '' when none did."""
+    p = ctypes.c_void_p()
+    _lib.call("sluice_rank_from_env", json.dumps(dict(os.environ)).encode(), ctypes.byref(p))
+    return json.loads(_lib.take_string(p))

@@ -1,0 +1,104 @@
+"""Exceptions for the Go side's error kinds.
+
+Every error the library returns carries a kind; ``from_kind`` turns it into
+the class below, so ``except sluice.MismatchError`` catches a state of
+another dataset whatever wording the message has.
+"""
+
+
+class SluiceError(Exception):
+    """Base of every error sluice raises; ``kind`` is the Go side's kind."""
+
+    kind = "error"
+
+
+class UsageError(SluiceError, ValueError, TypeError):
+    """A bad option, argument or call order (checked before Go is called
+    where Python can tell)."""
+
+    kind = "usage"
+
+
+class MismatchError(SluiceError, ValueError):
+    """A state taken from another dataset, order or world size; the message
+    names the field that differs."""
+
+    kind = "mismatch"
+
+
+class CorruptError(SluiceError, ValueError):
+    """Corrupt or unreadable data, or state bytes that are not a state."""
+
+    kind = "corrupt"
+
+
+class SchemaError(SluiceError, ValueError):
+    """Files whose schemas differ, or a filter that does not fit them."""
+
+    kind = "schema"
+
+
+class NotFoundError(SluiceError, FileNotFoundError):
+    """A URL that names no data."""
+
+    kind = "not_found"
+
+
+class EmptyError(SluiceError, ValueError):
+    """A dataset with no rows."""
+
+    kind = "empty"
+
+
+class PositionError(SluiceError, IndexError):
+    """A take position outside the epoch."""
+
+    kind = "position"
+
+
+class BusyError(SluiceError, RuntimeError):
+    """A second iteration of one dataset at once."""
+
+    kind = "busy"
+
+
+class VersionError(SluiceError, ValueError):
+    """A state written by a newer sluice."""
+
+    kind = "version"
+
+
+class ClosedError(SluiceError, ValueError):
+    """A dataset used after close()."""
+
+    kind = "closed"
+
+
+class CancelledError(SluiceError):
+    """An operation cancelled (by close(), or Ctrl-C)."""
+
+    kind = "cancelled"
+
+
+class InternalError(SluiceError, RuntimeError):
+    """A bug on the Go side (a panic caught at the boundary)."""
+
+    kind = "internal"
+
+
+class ForkError(SluiceError, RuntimeError):
+    """The library used in a process forked after it was loaded: the Go
+    runtime's threads do not survive fork()."""
+
+    kind = "fork"
+
+
+_KINDS = {c.kind: c for c in (
+    SluiceError, UsageError, MismatchError, CorruptError, SchemaError, NotFoundError,
+    EmptyError, PositionError, BusyError, VersionError, ClosedError, CancelledError,
+    InternalError, ForkError)}
+
+
+def from_kind(kind, message):
+    """The exception for a Go error of this kind."""
+    return _KINDS.get(kind, SluiceError)(message)

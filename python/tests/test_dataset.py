@@ -1,0 +1,224 @@
+import io
+import json
+import math
+import os
+import random
+
+import numpy as np
+import pytest
+
+import sluice
+
+
+def ids_of(ds):
+    return [int(i) for b in ds for i in b["id"]]
+
+
+def test_values_equal_the_go_apis(data):
+    # The same rows in the same order as Go's stream.Batches with the same
+    # options, every type the Go side hands out.
+    want = json.load(open(data / "types.json"))
+    ds = sluice.Dataset(str(data / "types"), batch_size=100, shuffle=True, seed=7, num_splits=4)
+    got = []
+    for b in ds:
+        assert b.num_rows <= 100
+        for i in range(b.num_rows):
+            got.append({k: (None if k in b.validity and not b.validity[k][i] else v[i]) for k, v in b.items()})
+    assert len(got) == len(want) == 1000
+    for g, w in zip(got, want):
+        for k, wv in w.items():
+            gv = g[k]
+            if wv is None:
+                assert gv is None, (k, g["id"])
+            elif wv == "NaN":
+                assert math.isnan(gv), (k, g["id"])
+            elif k == "ts":
+                assert gv == np.datetime64(wv, "us"), (k, g["id"])
+            elif k == "d":
+                assert gv == np.datetime64(wv, "D"), (k, g["id"])
+            elif k == "l":
+                assert list(gv) == wv, (k, g["id"])
+            else:
+                assert gv == wv, (k, g["id"], gv, wv)
+    # dtypes as Arrow's, not widened
+    b = next(iter(sluice.Dataset(str(data / "types"), batch_size=10)))
+    assert b["i8"].dtype == np.int8 and b["i16"].dtype == np.int16 and b["u32"].dtype == np.uint32
+    assert b["f32"].dtype == np.float32 and b["ts"].dtype == np.dtype("datetime64[us]")
+    assert b["b"].dtype == bool and b["s"].dtype == object
+
+
+def test_fixed_width_columns_are_not_copied(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id", "x", "s"], batch_size=256)
+    b = next(iter(ds))
+    for k in ("id", "x"):
+        a = b[k]
+        assert not a.flags.owndata
+        base = a
+        while isinstance(base, np.ndarray):
+            base = base.base
+        assert type(base).__name__ == "_View", k  # the batch's memory, not a copy
+    assert b["s"].dtype == object
+
+
+def test_exactly_once_across_ranks(data):
+    for world in (1, 2, 4):
+        seen = []
+        for r in range(world):
+            seen += ids_of(sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=128, shuffle=True,
+                                          seed=3, num_splits=4, rank=r, world_size=world))
+        assert sorted(seen) == list(range(20000)), world
+
+
+def test_elastic_determinism(data):
+    # Each split's sequence is the same whatever the world size.
+    opts = dict(columns=["id"], batch_size=100, shuffle=True, seed=5, num_splits=4)
+    splits = [ids_of(sluice.Dataset(str(data / "numbers"), rank=s, world_size=4, **opts)) for s in range(4)]
+    owner = {i: s for s, ids in enumerate(splits) for i in ids}
+    for world in (1, 2):
+        for r in range(world):
+            got = ids_of(sluice.Dataset(str(data / "numbers"), rank=r, world_size=world, **opts))
+            for s in range(r, 4, world):
+                assert [i for i in got if owner[i] == s] == splits[s], (world, r, s)
+
+
+def run_from(ds, nbatches=None):
+    out = []
+    for n, b in enumerate(ds):
+        out.append([int(i) for i in b["id"]])
+        if nbatches is not None and n + 1 == nbatches:
+            break
+    return out
+
+
+def test_exact_resume_at_random_batches(data):
+    opts = dict(columns=["id", "x"], batch_size=97, shuffle=True, seed=11, clump_size=4, num_splits=4)
+    whole = run_from(sluice.Dataset(str(data / "numbers"), **opts))
+    rnd = random.Random(1)
+    for k in [1] + [rnd.randrange(2, len(whole)) for _ in range(4)]:
+        ds = sluice.Dataset(str(data / "numbers"), **opts)
+        first = run_from(ds, k)
+        st = ds.state_dict()
+        ds.close()
+        again = sluice.Dataset(str(data / "numbers"), **opts)
+        again.load_state_dict(st)
+        assert first + run_from(again) == whole, k
+
+
+def test_resume_at_another_world_size(data):
+    opts = dict(columns=["id"], batch_size=64, shuffle=True, seed=2, num_splits=4)
+    states, before = [], set()
+    for r in range(2):
+        ds = sluice.Dataset(str(data / "numbers"), rank=r, world_size=2, **opts)
+        for b in run_from(ds, 20 + r):
+            before.update(b)
+        states.append(ds.state_dict())
+    merged = sluice.merge_states(states)
+    for world in (1, 4):
+        after = []
+        for r in range(world):
+            ds = sluice.Dataset(str(data / "numbers"), rank=r, world_size=world, **opts)
+            ds.load_state_dict(merged)
+            after += [i for b in run_from(ds) for i in b]
+        assert not before & set(after)
+        assert sorted(list(before) + after) == list(range(20000)), world
+
+
+def test_torch_save_round_trip(data):
+    torch = pytest.importorskip("torch")
+    opts = dict(columns=["id"], batch_size=50, shuffle=True, seed=9)
+    ds = sluice.Dataset(str(data / "numbers"), **opts)
+    run_from(ds, 33)
+    buf = io.BytesIO()
+    torch.save({"loader": ds.state_dict()}, buf)
+    rest = run_from(ds)
+    buf.seek(0)
+    again = sluice.Dataset(str(data / "numbers"), **opts)
+    again.load_state_dict(torch.load(buf)["loader"])
+    assert run_from(again) == rest
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_ten_thousand_batches_resident_memory_flat(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id", "label", "x"], batch_size=128, shuffle=True, seed=1)
+    n = 0
+    for _ in range(3):  # warm up: the pipeline's buffers reach their size
+        for b in ds:
+            n += 1
+    start = rss_bytes()
+    while n < 10000 + 3 * 157:
+        for b in ds:
+            n += 1
+    grown = rss_bytes() - start
+    # A leaked batch holds 3 KiB here: 10,000 of them would be 30 MiB.
+    assert grown < 12 << 20, grown
+
+
+def test_torch_tensors_share_the_batch_memory(data):
+    torch = pytest.importorskip("torch")
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id", "x", "s"], batch_size=64, as_torch=True)
+    b = next(iter(ds))
+    assert isinstance(b["id"], torch.Tensor) and b["id"].dtype == torch.int64
+    assert b["x"].dtype == torch.float64
+    assert b["id"].tolist() == list(range(64))
+    assert list(b["s"][:1])  # strings stay an object array
+    ds2 = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=64)
+    a = next(iter(ds2))["id"]
+    t = torch.from_numpy(a)
+    assert t.data_ptr() == a.ctypes.data
+
+
+def test_pyarrow_batches(data):
+    pa = pytest.importorskip("pyarrow")
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id", "s"], batch_size=1000)
+    bs = list(ds.arrow_batches())
+    assert all(isinstance(b, pa.RecordBatch) for b in bs)
+    assert sum(b.num_rows for b in bs) == 20000
+
+
+def test_filter_take_mix(data):
+    # filter
+    all_rows = [b for b in sluice.Dataset(str(data / "numbers"), columns=["id", "label"], batch_size=1000)]
+    labels = np.concatenate([b["label"] for b in all_rows])
+    ids = np.concatenate([b["id"] for b in all_rows])
+    f = sluice.Dataset(str(data / "numbers"), columns=["id", "label"], filter="label = 3 AND id < 10000", batch_size=300)
+    got = np.concatenate([b["id"] for b in f])
+    assert sorted(got.tolist()) == sorted(ids[(labels == 3) & (ids < 10000)].tolist())
+    # take: the rows at positions of the epoch's order, as iteration delivers them
+    opts = dict(columns=["id"], batch_size=100, shuffle=True, seed=4, num_splits=4)
+    order = [i for b in run_from(sluice.Dataset(str(data / "numbers"), **opts)) for i in b]
+    ds = sluice.Dataset(str(data / "numbers"), **opts)
+    pos = [0, 19999, 5, 5, 12345]
+    assert ds.take(pos, epoch=0)["id"].tolist() == [order[p] for p in pos]
+    with pytest.raises(sluice.PositionError):
+        ds.take([20000], epoch=0)
+    # mix: both sources, at their weights, resumable
+    a = sluice.Dataset(str(data / "numbers"), columns=["id", "label"], shuffle=True, seed=1, num_splits=2)
+    b = sluice.Dataset(str(data / "other"), columns=["id", "label"], shuffle=True, seed=1, num_splits=2)
+    m = sluice.Mix([(a, 3), (b, 1)], batch_size=100, seed=5, epoch="smallest")
+    whole = run_from(m)
+    n = sum(len(x) for x in whole)
+    assert n > 0
+    m2 = sluice.Mix([(a, 3), (b, 1)], batch_size=100, seed=5, epoch="smallest")
+    first = run_from(m2, 17)
+    st = m2.state_dict()
+    m3 = sluice.Mix([(a, 3), (b, 1)], batch_size=100, seed=5, epoch="smallest")
+    m3.load_state_dict(st)
+    assert first + run_from(m3) == whole
+    with pytest.raises(sluice.UsageError, match="source of"):
+        a.close()  # an open mix reads it
+    for x in (m, m2, m3):
+        x.close()
+    a.close()
+    b.close()
+
+
+def test_metrics(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=1000)
+    run_from(ds, 5)
+    m = ds.metrics()
+    assert m["consumed_rows"] == 5000 and m["consumed_batches"] == 5
+    assert m["read_bytes"] > 0

@@ -1,0 +1,124 @@
+import os
+import signal
+import time
+
+import pytest
+
+import sluice
+from sluice import _lib
+
+
+def test_options_refused_before_go_is_called(data, monkeypatch):
+    def no_go(*a):
+        raise AssertionError("the Go side was called")
+    monkeypatch.setattr(_lib, "call", no_go)
+    with pytest.raises(sluice.UsageError, match="'batchsize'.*did you mean 'batch_size'"):
+        sluice.Dataset(str(data / "numbers"), batchsize=10)
+    with pytest.raises(sluice.UsageError, match="option batch_size must be an int"):
+        sluice.Dataset(str(data / "numbers"), batch_size="10")
+    with pytest.raises(sluice.UsageError, match="option shuffle must be a bool"):
+        sluice.Dataset(str(data / "numbers"), shuffle=1)
+    with pytest.raises(sluice.UsageError, match="option seed is -1"):
+        sluice.Dataset(str(data / "numbers"), seed=-1)
+    with pytest.raises(sluice.UsageError, match="option columns must be a list of str"):
+        sluice.Dataset(str(data / "numbers"), columns="id")
+    with pytest.raises(sluice.UsageError, match="num_splits 3 is not a multiple of world_size 2"):
+        sluice.Dataset(str(data / "numbers"), num_splits=3, world_size=2)
+    with pytest.raises(sluice.UsageError, match="rank 2 is outside world_size 2"):
+        sluice.Dataset(str(data / "numbers"), rank=2, world_size=2)
+    with pytest.raises(sluice.UsageError, match="urls"):
+        sluice.Dataset(3)
+    with pytest.raises(sluice.UsageError, match="unknown mix option 'weights'"):
+        sluice.Mix([], weights=[1])
+
+
+def test_every_go_error_kind_arrives_as_its_exception(data, tmp_path):
+    numbers = str(data / "numbers")
+    with pytest.raises(sluice.NotFoundError, match="no-such"):
+        sluice.Dataset(str(tmp_path / "no-such"))
+    with pytest.raises(sluice.UsageError, match="[Ff]ilter"):
+        sluice.Dataset(numbers, filter="label = = 3")
+    with pytest.raises(sluice.SchemaError):
+        sluice.Dataset(numbers, filter="s > 3")
+    ds = sluice.Dataset(numbers, columns=["id"], batch_size=100, shuffle=True, seed=1)
+    other = sluice.Dataset(numbers, columns=["id"], batch_size=100, shuffle=True, seed=2)
+    with pytest.raises(sluice.MismatchError, match="seed"):
+        other.load_state_dict(ds.state_dict())
+    with pytest.raises(sluice.CorruptError):
+        ds.load_state_dict({"format": 1, "kind": "dataset", "state": b"not a state at all"})
+    with pytest.raises(sluice.VersionError):
+        ds.load_state_dict({"format": 99, "kind": "dataset", "state": b""})
+    with pytest.raises(sluice.PositionError):
+        ds.take([-1])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.parquet").write_bytes(b"PAR1" + b"\0" * 100 + b"PAR1")
+    with pytest.raises(sluice.CorruptError, match="x.parquet"):
+        sluice.Dataset(str(bad))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(sluice.NotFoundError, match="empty"):
+        sluice.Dataset(str(tmp_path / "empty"))
+    ds.close()
+    other.close()
+
+
+def test_closed_twice_and_iterated_after_close(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"])
+    it = iter(ds)
+    next(it)
+    ds.close()
+    with pytest.raises(sluice.ClosedError):
+        ds.close()
+    with pytest.raises(sluice.ClosedError):
+        next(iter(ds))
+    with pytest.raises(sluice.ClosedError):
+        ds.state_dict()
+
+
+def test_used_from_a_forked_child(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"])
+    b = next(iter(ds))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            next(iter(ds))
+        except sluice.ForkError as e:
+            code = 0 if "spawn" in str(e) else 2
+        except BaseException:
+            code = 3
+        try:
+            sluice.Dataset(str(data / "numbers"))
+            code = 4
+        except sluice.ForkError:
+            pass
+        del b  # must not call into the parent's Go runtime
+        os._exit(code)
+    # Calling into the copied Go runtime hangs: a regression must fail, not
+    # hang the suite.
+    deadline = time.time() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung calling into the parent's Go runtime")
+        time.sleep(0.05)
+    assert os.WEXITSTATUS(status) == 0
+    assert len(next(iter(ds))["id"]) > 0  # the parent is unharmed
+
+
+def test_break_keeps_position_and_state_is_after_last_batch(data):
+    opts = dict(columns=["id"], batch_size=100)
+    ds = sluice.Dataset(str(data / "numbers"), **opts)
+    for n, b in enumerate(ds):
+        if n == 4:
+            break
+    st = ds.state_dict()
+    nxt = next(iter(ds))["id"]
+    assert nxt[0] == 500
+    again = sluice.Dataset(str(data / "numbers"), **opts)
+    again.load_state_dict(st)
+    assert next(iter(again))["id"][0] == 500
