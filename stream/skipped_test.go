@@ -47,6 +47,7 @@ func writeBadCSV(t *testing.T, count bool, tail int, block bool) (Options, []int
 	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "label", Type: arrow.PrimitiveTypes.Int64}}
 	o := textOptions(t, dir, false)
 	o.Formats = text.All(text.Options{UnitBytes: 1 << 10, BadRows: text.BadRowsSkip, Count: count, Schema: arrow.NewSchema(fields, nil)})
+	o.Columns = []string{"id", "label"}
 	o.Shuffle, o.NumSplits = true, 4
 	return o, good, bad
 }
