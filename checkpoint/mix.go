@@ -42,7 +42,7 @@ type MixState struct {
 	Taken [][]int64 `msgpack:"taken" json:"taken"`
 	// Epochs has, where not nil, each mixed split's epoch, as State.Epochs
 	// has a dataset's: states saved at an epoch's boundary merge, each
-	// split keeping its own rank's epoch. Epoch is the least of them.
+	// split keeping its own rank's epoch, Epoch the least of the ranks'.
 	Epochs []int64 `msgpack:"epochs" json:"epochs,omitempty"`
 	// Incarnation names the start of the job that saved the state, as
 	// State.Incarnation does.
@@ -62,10 +62,9 @@ func (s *MixState) SplitEpoch(split int) int64 {
 	return s.Epochs[split]
 }
 
-// SetEpochs sets each mixed split's epoch and Epoch to the least of those
-// the state speaks for, as State.SetEpochs does.
+// SetEpochs sets each mixed split's epoch, as State.SetEpochs does.
 func (s *MixState) SetEpochs(epochs []int64) {
-	s.Epoch, s.Epochs = canonicalEpochs(epochs, s.Owns)
+	s.Epochs = canonicalEpochs(epochs, s.Epoch, s.Owns)
 }
 
 // hasEpochs reports whether a split is in another epoch than Epoch.
@@ -158,6 +157,9 @@ func MergeMix(states ...MixState) (MixState, error) {
 	out.Rank, out.Next = -1, 0
 	seen := make([]bool, world)
 	epochs := make([]int64, first.NumSplits)
+	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return MixState{}, err

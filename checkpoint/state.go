@@ -68,8 +68,9 @@ type State struct {
 	// epoch its cursor counts rows of. Splits differ in epoch where ranks
 	// were merged at an epoch's boundary: a rank whose loop ended is in the
 	// next epoch while another still finishes the last, and each split
-	// resumes in its own. nil means every split is in Epoch. Entries are
-	// at least Epoch, the least of them Epoch, and those of splits the
+	// resumes in its own, while Epoch, the epoch a dataset that loads the
+	// state iterates first, is the least of the ranks'. nil means every
+	// split is in Epoch. No entry is before Epoch; those of splits the
 	// state does not speak for are Epoch. Added in version 3.
 	Epochs []int64 `msgpack:"epochs" json:"epochs,omitempty"`
 	// Incarnation names the start of the job that saved the state (see
@@ -138,48 +139,38 @@ func (s *State) hasEpochs() bool {
 }
 
 // SetEpochs sets each split's epoch (epochs has one per split, of which
-// those of the splits the state speaks for count) and Epoch to the least of
-// them, in the form Validate accepts: Epochs nil where all are equal.
+// those of the splits the state speaks for count; none before Epoch) in the
+// form Validate accepts: Epochs nil where every split is in Epoch, the
+// splits the state does not speak for in Epoch.
 func (s *State) SetEpochs(epochs []int64) {
-	s.Epoch, s.Epochs = canonicalEpochs(epochs, s.Owns)
+	s.Epochs = canonicalEpochs(epochs, s.Epoch, s.Owns)
 }
 
-// canonicalEpochs returns the least epoch of the splits owned and the
-// per-split epochs to keep: nil if every owned split is in the least, else
-// one per split with those not owned at the least.
-func canonicalEpochs(epochs []int64, owns func(int) bool) (int64, []int64) {
-	least, found := int64(0), false
-	for s, e := range epochs {
-		if owns(s) && (!found || e < least) {
-			least, found = e, true
-		}
-	}
+// canonicalEpochs returns the per-split epochs to keep: nil if every owned
+// split is in epoch, else one per split with those not owned in epoch.
+func canonicalEpochs(epochs []int64, epoch int64, owns func(int) bool) []int64 {
 	out := make([]int64, len(epochs))
 	differ := false
 	for s, e := range epochs {
-		out[s] = least
+		out[s] = epoch
 		if owns(s) {
 			out[s] = e
-			differ = differ || e != least
+			differ = differ || e != epoch
 		}
 	}
 	if !differ {
-		return least, nil
+		return nil
 	}
-	return least, out
+	return out
 }
 
-// validateEpochs checks Epochs: nil, or one per split, none before Epoch,
-// and Epoch among them.
+// validateEpochs checks Epochs: nil, or one per split, none before Epoch.
 func validateEpochs(epochs []int64, epoch int64, splits int, what string) error {
 	if epochs == nil {
 		return nil
 	}
 	if len(epochs) != splits {
 		return fmt.Errorf("checkpoint: %s has %d split epochs for num_splits %d", what, len(epochs), splits)
-	}
-	if !slices.Contains(epochs, epoch) {
-		return fmt.Errorf("checkpoint: %s epoch %d is none of its splits' epochs", what, epoch)
 	}
 	for i, e := range epochs {
 		if e < epoch {
@@ -259,6 +250,9 @@ func Merge(states ...State) (State, error) {
 	seen := make([]bool, world)
 	byRank := make([][]Cursor, world)
 	epochs := make([]int64, first.NumSplits)
+	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return State{}, err

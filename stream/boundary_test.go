@@ -207,6 +207,10 @@ func boundaryCase(t *testing.T, o Options, r *rand.Rand) {
 		if err := ds.LoadStateDict(st); err != nil {
 			t.Fatalf("world %d, stops %v, resumed at world %d: %v", w1, stops, w2, err)
 		}
+		if ds.Epoch() != st.Epoch {
+			// Every rank of the resumed job counts epochs from the same one.
+			t.Fatalf("rank %d of %d resumed at epoch %d, the state's is %d", rank, w2, ds.Epoch(), st.Epoch)
+		}
 		var out []epochBatch
 		advance(t, ds, -1, false, until, &out)
 		bySplitEpoch(out, got)
@@ -366,6 +370,9 @@ func TestMixMergeAtEpochBoundary(t *testing.T) {
 				m := newMix(t, src, ro)
 				if err := m.LoadStateDict(merged); err != nil {
 					t.Fatalf("world %d, stops %v, resumed at %d: %v", w1, stops, w2, err)
+				}
+				if m.Epoch() != merged.Epoch {
+					t.Fatalf("rank %d of %d resumed at epoch %d, the merge's is %d", rank, w2, m.Epoch(), merged.Epoch)
 				}
 				var out []mixEpochBatch
 				mixAdvance(t, m, -1, false, until, &out)

@@ -700,9 +700,9 @@ func (m *Mixed) taken(epochOf func(int) int64, cursors []int64, splits []int) []
 // the same world size, or a merged one (MergeMixStates) at any world size
 // that divides NumSplits. A state of another mix is refused (wrapping
 // checkpoint.ErrMismatch). Where the state's splits are in different
-// epochs (a merge at an epoch's boundary), the mix is at the least epoch of
-// its own splits, and each split in a later one resumes when it comes, as
-// Dataset.LoadStateDict does.
+// epochs (a merge at an epoch's boundary), the mix is at the state's Epoch,
+// the least of the ranks', and each split in a later one resumes when it
+// comes, as Dataset.LoadStateDict does.
 func (m *Mixed) LoadStateDict(st MixState) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -726,9 +726,8 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
 	owned := plan.Owned(m.splits, m.o.Rank, m.o.WorldSize)
-	e := st.SplitEpoch(owned[0])
+	e := st.Epoch
 	for _, s := range owned {
-		e = min(e, st.SplitEpoch(s))
 		if c, n := st.Cursors[s], m.mix.Len(st.SplitEpoch(s), s); c < 0 || c > n {
 			return bad("cursors", "split %d at %d of its %d rows in epoch %d", s, c, n, st.SplitEpoch(s))
 		}

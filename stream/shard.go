@@ -104,6 +104,9 @@ func JoinStates(states ...State) (State, error) {
 	out.Rank, out.WorldSize, out.Next = rank, rankWorld, 0
 	epochs := make([]int64, first.NumSplits)
 	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
+	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return State{}, err
 		}

@@ -68,8 +68,10 @@ func (d *Dataset) orderState() State {
 // of splits on a rank, which the world size already decides, restarts.
 //
 // Where the state's splits are in different epochs (a merge of ranks saved
-// at an epoch's boundary, State.Epochs), the dataset is at the least epoch
-// of its own splits: it delivers the rest of that epoch's splits, and each
+// at an epoch's boundary, State.Epochs), the dataset is at the state's
+// Epoch, the least of the ranks', whatever splits it owns, so that every
+// rank of the resumed job counts epochs alike: it delivers the rest of that
+// epoch's splits (nothing, where all its splits are further on), and each
 // split in a later epoch resumes where it stands when that epoch comes.
 func (d *Dataset) LoadStateDict(st State) error {
 	if err := st.Validate(); err != nil {
@@ -97,10 +99,7 @@ func (d *Dataset) LoadStateDict(st State) error {
 		next = 0
 	}
 	owned := plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize)
-	e := st.SplitEpoch(owned[0])
-	for _, s := range owned {
-		e = min(e, st.SplitEpoch(s))
-	}
+	e := st.Epoch
 	epochs := map[int64]*plan.Epoch{}
 	epochOf := func(e int64) (*plan.Epoch, error) {
 		if ep := epochs[e]; ep != nil {

@@ -455,9 +455,9 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 			}
 			v.Cursors = append(v.Cursors, cv)
 		}
-		epoch := first.Epoch
-		if len(epochs) > 0 {
-			epoch = slices.Min(epochs)
+		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
+		for _, st := range states {
+			epoch = min(epoch, st.Epoch)
 		}
 		v.setEpochs(epoch, epochs)
 		v.RowsTaken = &rows
@@ -622,9 +622,9 @@ func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore,
 			}
 			v.Splits = append(v.Splits, sv)
 		}
-		epoch := first.Epoch
-		if len(epochs) > 0 {
-			epoch = slices.Min(epochs)
+		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
+		for _, st := range states {
+			epoch = min(epoch, st.Epoch)
 		}
 		v.setEpochs(epoch, epochs)
 		v.RowsTaken = &rows
