@@ -178,3 +178,35 @@ func TestOpenBucketStoreURL(t *testing.T) {
 		t.Fatalf("error does not name the bucket: %v", err)
 	}
 }
+
+// TestBucketMarkerIncarnation: a step's marker names the incarnation whose
+// saver found every rank there, and a step counts only as that
+// incarnation's.
+func TestBucketMarkerIncarnation(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	s, err := checkpoint.OpenBucketStore(ctx, b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer storetest.CloseStore(t, s)
+	storetest.SaveStep(t, s, "r", 1, 2, 2, func(st *checkpoint.State) { st.Incarnation = "job-1" })
+	marker := "r/00000000000000000001/COMPLETE"
+	if m, _ := b.ReadAll(ctx, marker); string(m) != "2 job-1\n" {
+		t.Fatalf("marker holds %q", m)
+	}
+	for content, says := range map[string]string{
+		"2 job-0\n":   `marker is incarnation "job-0"'s`,
+		"2 a b\n":     "not a world size",
+		"2 caf\xc3\n": "not a world size",
+	} {
+		if err := b.WriteAll(ctx, marker, []byte(content), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.LoadStep(ctx, "r", 1)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Fatalf("marker %q: LoadStep gave %v", content, err)
+		}
+	}
+}

@@ -39,15 +39,19 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // its own layout and then upgrades it, so that every version ever written
 // stays readable: when the layout changes, StateVersion goes up, the new
 // layout is written, and the old reader stays here followed by an upgrade
-// step. Version 2 added Skipped; a version 1 state has none.
+// step. Version 2 added Skipped; a version 1 state has none. Version 3
+// added Epochs and Incarnation; a state before it has every split in Epoch
+// and no incarnation.
 var formatReaders = map[int]func(payload []byte) (State, error){
 	1: decodeV1,
 	2: decodeV2,
+	3: decodeV3,
 }
 
 // Encode returns st framed and checksummed, in the oldest format version
-// that holds it: version 1 unless a split counts skipped rows, so that a
-// job without bad rows writes states that older builds still read. It
+// that holds it: version 1 unless a split counts skipped rows (2) or splits
+// differ in epoch or the state names an incarnation (3), so that a job that
+// needs none of them writes states that older builds still read. It
 // refuses a state that fails Validate, so that whatever is written can be
 // read back.
 func Encode(st State) ([]byte, error) {
@@ -59,7 +63,10 @@ func Encode(st State) ([]byte, error) {
 	buf.WriteString(magic)
 	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
 	version := 1
-	if st.hasSkipped() {
+	switch {
+	case st.hasEpochs() || st.Incarnation != "":
+		version = 3
+	case st.hasSkipped():
 		version = 2
 	}
 	if err := encodePayload(&buf, &st, version); err != nil {
@@ -131,6 +138,9 @@ func decode(b []byte, readers map[int]func([]byte) (State, error), newest int) (
 	if !st.hasSkipped() {
 		st.Skipped = nil // all zero reads as none, as it is written
 	}
+	if !st.hasEpochs() {
+		st.Epochs = nil // every split in Epoch reads as none, as it is written
+	}
 	if err := st.Validate(); err != nil {
 		return State{}, corruptWrap(err, "invalid contents")
 	}
@@ -155,15 +165,27 @@ var v2Fields = [...]string{
 	"world_size", "rank", "cursors", "next", "skipped",
 }
 
+// Version 3 payload: version 2's fields, "epochs", an array of one epoch
+// per split or an empty one where every split is in "epoch", and
+// "incarnation", a string ("" for none).
+var v3Fields = [...]string{
+	"version", "fingerprint", "plan", "columns", "seed", "epoch", "shuffle",
+	"clump_size", "shuffle_window", "num_splits", "drop_remainder",
+	"world_size", "rank", "cursors", "next", "skipped", "epochs", "incarnation",
+}
+
 // fieldCount is the number of fields of a version's payload.
 func fieldCount(version int) int {
-	if version >= 2 {
+	switch {
+	case version >= 3:
+		return len(v3Fields)
+	case version == 2:
 		return len(v2Fields)
 	}
 	return len(v1Fields)
 }
 
-// encodePayload writes st as a payload of version (1 or 2).
+// encodePayload writes st as a payload of version (1 to 3).
 func encodePayload(w io.Writer, st *State, version int) error {
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
@@ -224,6 +246,19 @@ func encodePayload(w io.Writer, st *State, version int) error {
 			put(e.EncodeInt(n))
 		}
 	}
+	if version >= 3 {
+		key("epochs")
+		var epochs []int64
+		if st.hasEpochs() {
+			epochs = st.Epochs
+		}
+		put(e.EncodeArrayLen(len(epochs)))
+		for _, n := range epochs {
+			put(e.EncodeInt(n))
+		}
+		key("incarnation")
+		put(e.EncodeString(st.Incarnation))
+	}
 	return first
 }
 
@@ -236,7 +271,9 @@ func decodeV1(p []byte) (State, error) { return decodePayload(p, 1) }
 
 func decodeV2(p []byte) (State, error) { return decodePayload(p, 2) }
 
-// decodePayload reads a payload of version (1 or 2).
+func decodeV3(p []byte) (State, error) { return decodePayload(p, 3) }
+
+// decodePayload reads a payload of version (1 to 3).
 func decodePayload(p []byte, version int) (State, error) {
 	r := &payloadReader{br: bytes.NewReader(p), version: version}
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads from it
@@ -253,7 +290,7 @@ func decodePayload(p []byte, version int) (State, error) {
 	if want := fieldCount(version); n != want {
 		return State{}, corrupt("payload has %d fields, version %d has %d", n, version, want)
 	}
-	var seen [len(v2Fields)]bool
+	var seen [len(v3Fields)]bool
 	var keyBuf [32]byte
 	for range n {
 		k, err := r.bytes(field{name: "map key", index: -1}, keyBuf[:])
@@ -268,7 +305,7 @@ func decodePayload(p []byte, version int) (State, error) {
 			return State{}, corrupt("field %q appears twice", k)
 		}
 		seen[i] = true
-		if err := r.field(field{name: v2Fields[i], index: -1}, &st); err != nil {
+		if err := r.field(field{name: v3Fields[i], index: -1}, &st); err != nil {
 			return State{}, err
 		}
 	}
@@ -278,10 +315,10 @@ func decodePayload(p []byte, version int) (State, error) {
 	return st, nil
 }
 
-// fieldIndex is k's index in v2Fields (whose first fields are v1Fields'),
-// or -1.
+// fieldIndex is k's index in v3Fields (whose first fields are v2Fields',
+// whose first are v1Fields'), or -1.
 func fieldIndex(k []byte) int {
-	for i, f := range v2Fields {
+	for i, f := range v3Fields {
 		if f == string(k) {
 			return i
 		}
@@ -352,6 +389,10 @@ func (r *payloadReader) field(k field, st *State) (err error) {
 		st.Next, err = r.int(k)
 	case "skipped":
 		st.Skipped, err = r.int64s(k)
+	case "epochs":
+		st.Epochs, err = r.int64s(k)
+	case "incarnation":
+		st.Incarnation, err = r.str(k, MaxIncarnation)
 	}
 	return err
 }

@@ -139,7 +139,7 @@ func TestDecodeDamage(t *testing.T) {
 
 func TestDecodeNewerVersion(t *testing.T) {
 	_, err := Decode(frame(7, []byte{0x80}))
-	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 2)"
+	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 3)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -340,7 +340,12 @@ func TestDecodeHugeDeclaredLengthAllocatesLittle(t *testing.T) {
 // in a correct frame: random bytes almost never pass the checksum, and
 // without the second form the fuzzer would never reach the msgpack decoder.
 func FuzzDecode(f *testing.F) {
-	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4)} {
+	merged, err := Merge(testState(0, 2, 4), atBoundary(1, 2, 4))
+	if err != nil {
+		f.Fatal(err)
+	}
+	merged.Incarnation = "job-1"
+	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4), merged} {
 		b := mustEncode(f, st)
 		f.Add(b)
 		f.Add(b[frameHeader : len(b)-frameCRC])
@@ -354,7 +359,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(frame(9, []byte{0x80}))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, b := range [][]byte{in, frame(1, in), frame(2, in)} {
+		for _, b := range [][]byte{in, frame(1, in), frame(2, in), frame(3, in)} {
 			// decode, not Decode: Decode's recover would hide a panic.
 			st, err := decode(b, formatReaders, StateVersion)
 			if err != nil {

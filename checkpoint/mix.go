@@ -10,8 +10,10 @@ import (
 	"slices"
 )
 
-// MixStateVersion is the MixState layout written here.
-const MixStateVersion = 1
+// MixStateVersion is the newest MixState layout, written where a state
+// needs it: version 2 added Epochs and Incarnation, and a state with
+// neither is written as version 1, which older builds read.
+const MixStateVersion = 2
 
 // MixState is the position of a mix of datasets (stream.Mixed): the rows
 // each mixed split delivered this epoch and, per source and split, the rows
@@ -38,6 +40,36 @@ type MixState struct {
 	// Taken has, per source, one entry per split: the rows of that split of
 	// the source the mix has taken, across passes.
 	Taken [][]int64 `msgpack:"taken" json:"taken"`
+	// Epochs has, where not nil, each mixed split's epoch, as State.Epochs
+	// has a dataset's: states saved at an epoch's boundary merge, each
+	// split keeping its own rank's epoch, Epoch the least of the ranks'.
+	Epochs []int64 `msgpack:"epochs" json:"epochs,omitempty"`
+	// Incarnation names the start of the job that saved the state, as
+	// State.Incarnation does.
+	Incarnation string `msgpack:"incarnation" json:"incarnation,omitempty"`
+}
+
+// Owns reports whether the state speaks for mixed split s.
+func (s *MixState) Owns(split int) bool {
+	return s.Rank < 0 || (s.WorldSize > 0 && split%s.WorldSize == s.Rank)
+}
+
+// SplitEpoch is the epoch mixed split's cursor is in.
+func (s *MixState) SplitEpoch(split int) int64 {
+	if s.Epochs == nil {
+		return s.Epoch
+	}
+	return s.Epochs[split]
+}
+
+// SetEpochs sets each mixed split's epoch, as State.SetEpochs does.
+func (s *MixState) SetEpochs(epochs []int64) {
+	s.Epochs = canonicalEpochs(epochs, s.Epoch, s.Owns)
+}
+
+// hasEpochs reports whether a split is in another epoch than Epoch.
+func (s *MixState) hasEpochs() bool {
+	return slices.ContainsFunc(s.Epochs, func(e int64) bool { return e != s.Epoch })
 }
 
 // maxMixFingerprint bounds the fingerprint a decoded state may carry.
@@ -68,6 +100,12 @@ func (s *MixState) Validate() error {
 			return fmt.Errorf("checkpoint: mix state cursor %d is negative", i)
 		}
 	}
+	if err := validateEpochs(s.Epochs, s.Epoch, s.NumSplits, "mix state"); err != nil {
+		return err
+	}
+	if err := CheckIncarnation(s.Incarnation); err != nil {
+		return err
+	}
 	for k, t := range s.Taken {
 		if len(t) != s.NumSplits {
 			return fmt.Errorf("checkpoint: mix state source %d has %d cursors for num_splits %d", k, len(t), s.NumSplits)
@@ -84,6 +122,7 @@ func (s *MixState) Validate() error {
 // Clone returns a deep copy.
 func (s MixState) Clone() MixState {
 	s.Cursors = slices.Clone(s.Cursors)
+	s.Epochs = slices.Clone(s.Epochs)
 	s.Taken = slices.Clone(s.Taken)
 	for k := range s.Taken {
 		s.Taken[k] = slices.Clone(s.Taken[k])
@@ -93,7 +132,9 @@ func (s MixState) Clone() MixState {
 
 // MergeMix merges the states all ranks of a mix saved at one step into one
 // (Rank -1) that any world size dividing NumSplits resumes, as Merge does
-// for datasets' states. Every rank must be present exactly once.
+// for datasets' states: every rank present exactly once, all of one
+// incarnation, and ranks in different epochs (at an epoch's boundary)
+// merge, each split keeping its rank's epoch.
 func MergeMix(states ...MixState) (MixState, error) {
 	if len(states) == 0 {
 		return MixState{}, fmt.Errorf("checkpoint: merge of no mix states")
@@ -115,6 +156,10 @@ func MergeMix(states ...MixState) (MixState, error) {
 	out := first.Clone()
 	out.Rank, out.Next = -1, 0
 	seen := make([]bool, world)
+	epochs := make([]int64, first.NumSplits)
+	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return MixState{}, err
@@ -122,8 +167,8 @@ func MergeMix(states ...MixState) (MixState, error) {
 		switch {
 		case st.Fingerprint != first.Fingerprint:
 			return MixState{}, fmt.Errorf("%w: field fingerprint: rank %d's mix state is of another mix than rank %d's", ErrMismatch, st.Rank, first.Rank)
-		case st.Epoch != first.Epoch:
-			return MixState{}, fmt.Errorf("%w: field epoch: rank %d is at epoch %d, rank %d at %d", ErrMismatch, st.Rank, st.Epoch, first.Rank, first.Epoch)
+		case st.Incarnation != first.Incarnation:
+			return MixState{}, fmt.Errorf("%w: field incarnation: rank %d was saved by incarnation %q, rank %d by %q", ErrMismatch, st.Rank, st.Incarnation, first.Rank, first.Incarnation)
 		case st.Rank < 0 || st.WorldSize != world || st.NumSplits != first.NumSplits:
 			return MixState{}, fmt.Errorf("%w: field world_size: rank %d has world_size %d and %d splits, expected %d and %d", ErrMismatch, st.Rank, st.WorldSize, st.NumSplits, world, first.NumSplits)
 		case len(st.Taken) != len(first.Taken):
@@ -134,18 +179,21 @@ func MergeMix(states ...MixState) (MixState, error) {
 		seen[st.Rank] = true
 		for s := st.Rank; s < st.NumSplits; s += world {
 			out.Cursors[s] = st.Cursors[s]
+			epochs[s] = st.SplitEpoch(s)
 			for k := range out.Taken {
 				out.Taken[k][s] = st.Taken[k][s]
 			}
 		}
 	}
+	out.SetEpochs(epochs)
 	return out, nil
 }
 
 // A mix state is framed as a dataset's state is (see Encode), with its own
 // magic, so neither is ever read as the other: "SLMX", format version
 // (uint16), payload length (uint32), the state as JSON, CRC-32C of all
-// before it.
+// before it. The payload's "version" is the frame's: 1 without epochs and
+// incarnation, 2 with either.
 const mixMagic = "SLMX"
 
 // EncodeMix returns st framed and checksummed. It refuses a state that fails
@@ -153,6 +201,14 @@ const mixMagic = "SLMX"
 func EncodeMix(st MixState) ([]byte, error) {
 	if err := st.Validate(); err != nil {
 		return nil, err
+	}
+	version := 1
+	if st.hasEpochs() || st.Incarnation != "" {
+		version = 2
+	}
+	st.Version = version
+	if !st.hasEpochs() {
+		st.Epochs = nil
 	}
 	payload, err := json.Marshal(st)
 	if err != nil {
@@ -163,7 +219,7 @@ func EncodeMix(st MixState) ([]byte, error) {
 	}
 	b := make([]byte, 0, frameHeader+len(payload)+frameCRC)
 	b = append(b, mixMagic...)
-	b = binary.BigEndian.AppendUint16(b, MixStateVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(version))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
 	b = append(b, payload...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
@@ -200,10 +256,11 @@ func decodeMix(b []byte) (MixState, error) {
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[len(body):]); got != want {
 		return MixState{}, corrupt("mix state checksum %08x, stored %08x", got, want)
 	}
-	if v := int(binary.BigEndian.Uint16(b[4:])); v != MixStateVersion {
-		if v > MixStateVersion {
-			return MixState{}, &VersionError{Version: v, Max: MixStateVersion}
-		}
+	v := int(binary.BigEndian.Uint16(b[4:]))
+	switch {
+	case v > MixStateVersion:
+		return MixState{}, &VersionError{Version: v, Max: MixStateVersion}
+	case v < 1:
 		return MixState{}, corrupt("mix state format version %d is not one this build wrote", v)
 	}
 	var st MixState
@@ -214,6 +271,16 @@ func decodeMix(b []byte) (MixState, error) {
 	}
 	if dec.More() {
 		return MixState{}, corrupt("mix state payload has bytes after its state")
+	}
+	switch {
+	case st.Version != v:
+		return MixState{}, corrupt("mix state payload says version %d in a version %d frame", st.Version, v)
+	case v < 2 && (st.Epochs != nil || st.Incarnation != ""):
+		return MixState{}, corrupt("a version %d mix state holds epochs or an incarnation, which came in version 2", v)
+	}
+	st.Version = MixStateVersion
+	if !st.hasEpochs() {
+		st.Epochs = nil
 	}
 	if err := st.Validate(); err != nil {
 		return MixState{}, corruptWrap(err, "mix state")

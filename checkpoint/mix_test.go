@@ -93,17 +93,70 @@ func TestMergeMix(t *testing.T) {
 	}
 	other := b
 	other.Fingerprint = "another"
-	later := b
-	later.Epoch++
+	restarted := b
+	restarted.Incarnation = "b"
 	for name, states := range map[string][]checkpoint.MixState{
-		"one missing":   {a},
-		"twice":         {a, a},
-		"another mix":   {a, other},
-		"another epoch": {a, later},
+		"one missing":         {a},
+		"twice":               {a, a},
+		"another mix":         {a, other},
+		"another incarnation": {a, restarted},
 	} {
 		if _, err := checkpoint.MergeMix(states...); !errors.Is(err, checkpoint.ErrMismatch) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestMergeMixAcrossEpochs: a rank whose epoch ended (its state is at the
+// start of the next) merges with one still in the last; each split keeps
+// its rank's epoch, and the merge round-trips as a version 2 state.
+func TestMergeMixAcrossEpochs(t *testing.T) {
+	a, b := storetest.MixState(0, 2, 4), storetest.MixState(1, 2, 4)
+	b.Epoch++
+	for s := 1; s < 4; s += 2 {
+		b.Cursors[s] = 0
+	}
+	m, err := checkpoint.MergeMix(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Epoch != a.Epoch || !reflect.DeepEqual(m.Epochs, []int64{a.Epoch, b.Epoch, a.Epoch, b.Epoch}) {
+		t.Fatalf("merged epoch %d, epochs %v", m.Epoch, m.Epochs)
+	}
+	for s := range 4 {
+		if m.SplitEpoch(s) != []checkpoint.MixState{a, b}[s%2].Epoch {
+			t.Fatalf("split %d at epoch %d", s, m.SplitEpoch(s))
+		}
+	}
+	enc, err := checkpoint.EncodeMix(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.BigEndian.Uint16(enc[4:]); v != 2 {
+		t.Fatalf("a mix state with split epochs is written as version %d", v)
+	}
+	got, err := checkpoint.DecodeMix(enc)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	// Without epochs or an incarnation, version 1, which older builds read;
+	// a version 1 payload with either is corrupt.
+	plain, err := checkpoint.EncodeMix(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.BigEndian.Uint16(plain[4:]); v != 1 {
+		t.Fatalf("a plain mix state is written as version %d", v)
+	}
+	p := bytes.Replace(enc[10:len(enc)-4], []byte(`"version":2`), []byte(`"version":1`), 1)
+	if _, err := checkpoint.DecodeMix(mixFrame(1, p)); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Fatalf("version 1 with epochs: %v", err)
+	}
+	// Epochs that contradict the state are refused.
+	bad := m.Clone()
+	bad.Epochs[0] = m.Epoch - 1
+	if err := bad.Validate(); err == nil {
+		t.Fatal("a split before the state's epoch was accepted")
 	}
 }
 

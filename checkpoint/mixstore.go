@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // MixStore keeps the states of mixes of datasets (stream.Mixed) as Store
@@ -27,6 +26,9 @@ type MixStore interface {
 	// over steps that are incomplete, corrupt or inconsistent, as
 	// Store.Latest does.
 	LatestMix(ctx context.Context, run string) (int64, error)
+	// ListMix describes every step stored for a mix's run, in ascending
+	// order, as Store.List does for a dataset's.
+	ListMix(ctx context.Context, run string) ([]StepInfo, error)
 	// RetainMix keeps the newest keep complete steps of a mix's run and
 	// deletes every step older than the oldest of them, as Store.Retain.
 	RetainMix(ctx context.Context, run string, keep int) error
@@ -57,7 +59,7 @@ func (s *store) SaveMix(ctx context.Context, run string, step int64, rank int, s
 	if err != nil {
 		return fmt.Errorf("checkpoint: save mix %s: %w", where, trimPrefix(err))
 	}
-	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, b)
+	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, st.Incarnation, b)
 }
 
 // LoadMix implements MixStore.
@@ -85,7 +87,8 @@ func (s *store) LoadMixStep(ctx context.Context, run string, step int64) (MixSta
 		return MixState{}, err
 	}
 	defer s.mu.RUnlock()
-	return s.assessMix(ctx, run, step)
+	_, merged, err := s.assessMix(ctx, run, step)
+	return merged, err
 }
 
 // LatestMix implements MixStore.
@@ -98,9 +101,23 @@ func (s *store) LatestMix(ctx context.Context, run string) (int64, error) {
 	}
 	defer s.mu.RUnlock()
 	return s.newest(ctx, "mix run", run, func(step int64) error {
-		_, err := s.assessMix(ctx, run, step)
-		return err
+		return s.judgeNewest(ctx, run, step, func() error {
+			_, _, err := s.assessMix(ctx, run, step)
+			return err
+		})
 	})
+}
+
+// ListMix implements MixStore.
+func (s *store) ListMix(ctx context.Context, run string) ([]StepInfo, error) {
+	if err := checkRun(run); err != nil {
+		return nil, err
+	}
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	return listKind(ctx, s, mixKind, run)
 }
 
 // RetainMix implements MixStore.
@@ -112,84 +129,17 @@ func (s *store) RetainMix(ctx context.Context, run string, keep int) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	steps, err := s.listSteps(ctx, run)
+	infos, err := listKind(ctx, s, mixKind, run)
 	if err != nil {
 		return err
-	}
-	infos := make([]StepInfo, len(steps))
-	for i, step := range steps {
-		_, err := s.assessMix(ctx, run, step)
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		infos[i] = StepInfo{Step: step, Complete: err == nil}
 	}
 	return s.retain(ctx, "mix run", run, infos, keep)
 }
 
-// assessMix reads everything stored for a step of a mix's run and merges
-// it, or says why the step is not complete.
-func (s *store) assessMix(ctx context.Context, run string, step int64) (MixState, error) {
-	where := fmt.Sprintf("run %q step %d", run, step)
-	rankNos, hasMarker, err := s.listStep(ctx, run, step)
-	if err != nil {
-		return MixState{}, fmt.Errorf("checkpoint: %s: list in %s: %w", where, s.name, err)
-	}
-	marker := noMarker
-	if s.keys.MarkerKey(run, step) != "" {
-		marker = 0
-		if hasMarker {
-			if marker, err = s.readMarker(ctx, run, step); err != nil {
-				return MixState{}, err
-			}
-		}
-	}
-	if len(rankNos) == 0 {
-		if marker > 0 {
-			return MixState{}, fmt.Errorf("checkpoint: %s: %w: a completion marker but no states", where, trimPrefix(ErrIncomplete))
-		}
-		return MixState{}, fmt.Errorf("checkpoint: %s: %w: no states", where, trimPrefix(ErrNotFound))
-	}
-	ranks := s.readRanks(ctx, run, step, rankNos)
-	if err := ctx.Err(); err != nil {
-		return MixState{}, err
-	}
-	states := make([]MixState, 0, len(ranks))
-	for _, sr := range ranks {
-		st, err := decodeStoredMix(run, step, sr)
-		if err != nil {
-			return MixState{}, err
-		}
-		states = append(states, st)
-	}
-	world := states[0].WorldSize
-	for _, st := range states[1:] {
-		if st.WorldSize != world {
-			return MixState{}, fmt.Errorf("checkpoint: %s: %w: field world_size: rank %d has %d, rank %d has %d",
-				where, trimPrefix(ErrMismatch), states[0].Rank, world, st.Rank, st.WorldSize)
-		}
-	}
-	if len(states) != world {
-		var missing []int
-		for r := range world {
-			if !slices.ContainsFunc(states, func(st MixState) bool { return st.Rank == r }) {
-				missing = append(missing, r)
-			}
-		}
-		return MixState{}, fmt.Errorf("checkpoint: %s: %w: ranks %v of world size %d are missing", where, trimPrefix(ErrIncomplete), missing, world)
-	}
-	if marker != noMarker && marker != world {
-		if marker == 0 {
-			return MixState{}, fmt.Errorf("checkpoint: %s: %w: no completion marker", where, trimPrefix(ErrIncomplete))
-		}
-		return MixState{}, fmt.Errorf("checkpoint: %s: %w: field world_size: completion marker says %d, states say %d",
-			where, trimPrefix(ErrMismatch), marker, world)
-	}
-	merged, err := MergeMix(states...)
-	if err != nil {
-		return MixState{}, fmt.Errorf("checkpoint: %s: %w", where, trimPrefix(err))
-	}
-	return merged, nil
+// assessMix reads everything stored for a step of a mix's run and judges
+// it as mixes' states.
+func (s *store) assessMix(ctx context.Context, run string, step int64) (StepInfo, MixState, error) {
+	return assessKind(ctx, s, mixKind, run, step)
 }
 
 // decodeStoredMix decodes one stored rank of a mix's run and checks it is

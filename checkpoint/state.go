@@ -17,7 +17,7 @@ import (
 
 // StateVersion is the version of the State layout written by this code.
 // Encodings of older versions are upgraded on decode where that is possible.
-const StateVersion = 2
+const StateVersion = 3
 
 // ErrMismatch is wrapped by every error that refuses a state because it was
 // taken from another dataset, order or step.
@@ -64,6 +64,41 @@ type State struct {
 	// again and counted then, never twice. Added in version 2; a state
 	// without skipped rows is still written as version 1.
 	Skipped []int64 `msgpack:"skipped" json:"skipped,omitempty"`
+	// Epochs has, where not nil, each split's epoch (len NumSplits): the
+	// epoch its cursor counts rows of. Splits differ in epoch where ranks
+	// were merged at an epoch's boundary: a rank whose loop ended is in the
+	// next epoch while another still finishes the last, and each split
+	// resumes in its own, while Epoch, the epoch a dataset that loads the
+	// state iterates first, is the least of the ranks'. nil means every
+	// split is in Epoch. No entry is before Epoch; those of splits the
+	// state does not speak for are Epoch. Added in version 3.
+	Epochs []int64 `msgpack:"epochs" json:"epochs,omitempty"`
+	// Incarnation names the start of the job that saved the state (see
+	// stream.Checkpointer.Incarnation): a store completes a step only with
+	// every rank's state of one incarnation, so that a restarted job never
+	// resumes from a step that a dead start's leftovers helped complete.
+	// "" for none, as every state before version 3. Up to
+	// MaxIncarnation bytes of printable ASCII, no spaces. Added in version 3.
+	Incarnation string `msgpack:"incarnation" json:"incarnation,omitempty"`
+}
+
+// MaxIncarnation is the longest incarnation a state carries, in bytes.
+const MaxIncarnation = 128
+
+// CheckIncarnation returns an error if inc cannot be an incarnation: longer
+// than MaxIncarnation, or holding a space or a byte that is not printable
+// ASCII (it is written into the completion marker of a bucket store's
+// step, on one line).
+func CheckIncarnation(inc string) error {
+	if len(inc) > MaxIncarnation {
+		return fmt.Errorf("checkpoint: incarnation of %d bytes is longer than %d", len(inc), MaxIncarnation)
+	}
+	for i := range len(inc) {
+		if c := inc[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("checkpoint: incarnation %q holds byte %#x at %d: only printable ASCII without spaces", inc, c, i)
+		}
+	}
+	return nil
 }
 
 // Cursor is how far the consumer got in one split this epoch: a window and
@@ -80,7 +115,69 @@ func (s State) Clone() State {
 	s.Columns = slices.Clone(s.Columns)
 	s.Cursors = slices.Clone(s.Cursors)
 	s.Skipped = slices.Clone(s.Skipped)
+	s.Epochs = slices.Clone(s.Epochs)
 	return s
+}
+
+// SplitEpoch is the epoch split's cursor is in.
+func (s *State) SplitEpoch(split int) int64 {
+	if s.Epochs == nil {
+		return s.Epoch
+	}
+	return s.Epochs[split]
+}
+
+// hasEpochs reports whether a split is in another epoch than Epoch: only
+// then does a state need Epochs.
+func (s *State) hasEpochs() bool {
+	for _, e := range s.Epochs {
+		if e != s.Epoch {
+			return true
+		}
+	}
+	return false
+}
+
+// SetEpochs sets each split's epoch (epochs has one per split, of which
+// those of the splits the state speaks for count; none before Epoch) in the
+// form Validate accepts: Epochs nil where every split is in Epoch, the
+// splits the state does not speak for in Epoch.
+func (s *State) SetEpochs(epochs []int64) {
+	s.Epochs = canonicalEpochs(epochs, s.Epoch, s.Owns)
+}
+
+// canonicalEpochs returns the per-split epochs to keep: nil if every owned
+// split is in epoch, else one per split with those not owned in epoch.
+func canonicalEpochs(epochs []int64, epoch int64, owns func(int) bool) []int64 {
+	out := make([]int64, len(epochs))
+	differ := false
+	for s, e := range epochs {
+		out[s] = epoch
+		if owns(s) {
+			out[s] = e
+			differ = differ || e != epoch
+		}
+	}
+	if !differ {
+		return nil
+	}
+	return out
+}
+
+// validateEpochs checks Epochs: nil, or one per split, none before Epoch.
+func validateEpochs(epochs []int64, epoch int64, splits int, what string) error {
+	if epochs == nil {
+		return nil
+	}
+	if len(epochs) != splits {
+		return fmt.Errorf("checkpoint: %s has %d split epochs for num_splits %d", what, len(epochs), splits)
+	}
+	for i, e := range epochs {
+		if e < epoch {
+			return fmt.Errorf("checkpoint: %s split %d is at epoch %d, before the state's epoch %d", what, i, e, epoch)
+		}
+	}
+	return nil
 }
 
 // Validate checks the state's internal consistency: what a decoder or a
@@ -109,12 +206,26 @@ func (s *State) Validate() error {
 			return fmt.Errorf("checkpoint: state cursor %d is negative", i)
 		}
 	}
+	if err := validateEpochs(s.Epochs, s.Epoch, s.NumSplits, "state"); err != nil {
+		return err
+	}
+	if err := CheckIncarnation(s.Incarnation); err != nil {
+		return err
+	}
 	return s.validateSkipped()
 }
 
 // Merge combines the states that all ranks of one job saved at the same step
 // into one state that speaks for every split, so the job can resume on any
-// world size that divides NumSplits. Every rank must be present exactly once.
+// world size that divides NumSplits. Every rank must be present exactly once,
+// and all must be of one incarnation.
+//
+// Ranks need not be in one epoch: a rank whose loop ended (its state is at
+// the start of the next epoch) or that went on into the next merges with
+// ranks still in the last. Each split keeps its own rank's epoch and cursor
+// (Epochs), and a dataset that loads the merge delivers each split's rows
+// from there: the rest of the older epoch's splits first, then every split
+// of the next epoch from where it stands, so no row comes twice or never.
 func Merge(states ...State) (State, error) {
 	if len(states) == 0 {
 		return State{}, fmt.Errorf("checkpoint: merge of no states")
@@ -138,6 +249,10 @@ func Merge(states ...State) (State, error) {
 	out.Next = 0
 	seen := make([]bool, world)
 	byRank := make([][]Cursor, world)
+	epochs := make([]int64, first.NumSplits)
+	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return State{}, err
@@ -145,8 +260,8 @@ func Merge(states ...State) (State, error) {
 		if err := SameOrder(&first, &st); err != nil {
 			return State{}, fmt.Errorf("merge rank %d: %w", st.Rank, err)
 		}
-		if st.Epoch != first.Epoch {
-			return State{}, fmt.Errorf("%w: field epoch: rank %d is at epoch %d, rank %d at %d", ErrMismatch, st.Rank, st.Epoch, first.Rank, first.Epoch)
+		if st.Incarnation != first.Incarnation {
+			return State{}, fmt.Errorf("%w: field incarnation: rank %d was saved by incarnation %q, rank %d by %q", ErrMismatch, st.Rank, st.Incarnation, first.Rank, first.Incarnation)
 		}
 		if st.Rank < 0 || st.WorldSize != world {
 			return State{}, fmt.Errorf("%w: field world_size: rank %d has world_size %d, expected %d", ErrMismatch, st.Rank, st.WorldSize, world)
@@ -156,12 +271,16 @@ func Merge(states ...State) (State, error) {
 		}
 		seen[st.Rank] = true
 		byRank[st.Rank] = st.Cursors
+		for s := st.Rank; s < st.NumSplits; s += world {
+			epochs[s] = st.SplitEpoch(s)
+		}
 	}
 	cursors, err := plan.MergeCursors(world, byRank)
 	if err != nil {
 		return State{}, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}
 	out.Cursors = cursors
+	out.SetEpochs(epochs)
 	out.Skipped = mergeSkipped(world, states)
 	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -18,9 +17,11 @@ import (
 //
 // A run is a name chosen by the caller; a step is a non-negative training
 // step number; a rank saves its own state for a step, and a step is complete
-// once every rank 0..WorldSize-1 of it is stored, decodes and agrees with the
-// others on the dataset, order, epoch and world size (so that Merge accepts
-// them). Implementations are safe for concurrent use, also by several
+// once every rank 0..WorldSize-1 of it is stored, decodes, was saved by one
+// incarnation (State.Incarnation: one start of the job) and agrees with the
+// others on the dataset, order and world size (so that Merge accepts them).
+// A rank's state of another incarnation at a step, a dead start's leftover,
+// keeps the step incomplete until this start saves that rank over it. Implementations are safe for concurrent use, also by several
 // processes where the implementation says so.
 type Store interface {
 	// Save stores the state of one rank at a step, replacing any state that
@@ -72,6 +73,9 @@ type StepInfo struct {
 	// WorldSize is the world size the step's states agree on, or 0 if one
 	// of them does not decode or they disagree.
 	WorldSize int
+	// Incarnation is the start of the job the step is judged as: the one
+	// its completion marker names, or else its lowest rank's state's.
+	Incarnation string
 	// Complete reports whether the step can be resumed from: every rank of
 	// WorldSize is stored and decodes, and Merge accepts them.
 	Complete bool
@@ -264,13 +268,17 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	if err != nil {
 		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
 	}
-	return s.put(ctx, "save", run, step, rank, st.WorldSize, b)
+	return s.put(ctx, "save", run, step, rank, st.WorldSize, st.Incarnation, b)
 }
 
 // put stores the encoded state of one rank (of a dataset or a mix, as verb
-// says in errors) and, in a layout with markers, writes the step's marker
-// if every rank of world is now there.
-func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, b []byte) error {
+// says in errors) and, in a layout with markers, writes the step's marker,
+// naming world and the state's incarnation, if every rank of world is now
+// there. Some of them may be a dead start's, which the listing cannot tell:
+// the marker is then early, and the step stays incomplete (judgeStep reads
+// each rank's incarnation) until this start saves the last of them, whose
+// saver writes the marker again.
+func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, incarnation string, b []byte) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
@@ -292,7 +300,7 @@ func (s *store) put(ctx context.Context, verb, run string, step int64, rank, wor
 			return nil // a rank still to come writes the marker
 		}
 	}
-	if err := s.b.Put(ctx, marker, []byte(strconv.Itoa(world)+"\n")); err != nil {
+	if err := s.b.Put(ctx, marker, markerBytes(world, incarnation)); err != nil {
 		return fmt.Errorf("checkpoint: %s %s: write completion marker: %w", verb, where, err)
 	}
 	return nil
@@ -341,21 +349,30 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 	}
 	defer s.mu.RUnlock()
 	return s.newest(ctx, "run", run, func(step int64) error {
-		if s.keys.MarkerKey(run, step) != "" {
-			w, err := s.readMarker(ctx, run, step)
-			if err != nil {
-				return err
+		return s.judgeNewest(ctx, run, step, func() error {
+			info, _, err := s.assess(ctx, run, step)
+			if err == nil && !info.Complete {
+				err = ErrIncomplete
 			}
-			if w == 0 {
-				return ErrIncomplete // never finished: no need to read its states
-			}
-		}
-		info, _, err := s.assess(ctx, run, step)
-		if err == nil && !info.Complete {
-			err = ErrIncomplete
-		}
-		return err
+			return err
+		})
 	})
+}
+
+// judgeNewest judges a step for Latest and LatestMix: in a layout with
+// markers, a step without one was never finished, and its states need not
+// be read.
+func (s *store) judgeNewest(ctx context.Context, run string, step int64, judge func() error) error {
+	if s.keys.MarkerKey(run, step) != "" {
+		m, err := s.readMarker(ctx, run, step)
+		if err != nil {
+			return err
+		}
+		if m.world == 0 {
+			return ErrIncomplete
+		}
+	}
+	return judge()
 }
 
 // newest returns the newest step of a run that judge finds complete (nil),
@@ -407,17 +424,18 @@ func (s *store) List(ctx context.Context, run string) ([]StepInfo, error) {
 		return nil, err
 	}
 	defer s.mu.RUnlock()
-	return s.list(ctx, run)
+	return listKind(ctx, s, datasetKind, run)
 }
 
-func (s *store) list(ctx context.Context, run string) ([]StepInfo, error) {
+// listKind describes every step of a run, judged as states of kind k.
+func listKind[S any](ctx context.Context, s *store, k kind[S], run string) ([]StepInfo, error) {
 	steps, err := s.listSteps(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	infos := make([]StepInfo, 0, len(steps))
 	for _, step := range steps {
-		info, _, _ := s.assess(ctx, run, step)
+		info, _, _ := assessKind(ctx, s, k, run, step)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -455,7 +473,7 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	infos, err := s.list(ctx, run)
+	infos, err := listKind(ctx, s, datasetKind, run)
 	if err != nil {
 		return err
 	}
@@ -595,50 +613,10 @@ func (s *store) listStep(ctx context.Context, run string, step int64) (ranks []i
 	return ranks, marker, nil
 }
 
-// readMarker returns the world size a step's marker records, 0 if it has
-// none, or an error wrapping ErrCorrupt if the marker is not a number.
-func (s *store) readMarker(ctx context.Context, run string, step int64) (int, error) {
-	b, err := s.b.Get(ctx, s.keys.MarkerKey(run, step))
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint: run %q step %d: read completion marker: %w", run, step, err)
-	}
-	w, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || w < 1 {
-		return 0, fmt.Errorf("checkpoint: run %q step %d: %w", run, step, corrupt("completion marker holds %q, not a world size", b))
-	}
-	return w, nil
-}
-
-// assess reads everything stored for a step and judges it. The info names
-// the step and says why it is not complete even when reading failed.
+// assess reads everything stored for a step and judges it as datasets'
+// states.
 func (s *store) assess(ctx context.Context, run string, step int64) (StepInfo, State, error) {
-	failed := func(err error) (StepInfo, State, error) {
-		return StepInfo{Step: step, Reason: err.Error()}, State{}, err
-	}
-	rankNos, hasMarker, err := s.listStep(ctx, run, step)
-	if err != nil {
-		return failed(fmt.Errorf("checkpoint: run %q step %d: list in %s: %w", run, step, s.name, err))
-	}
-	world, markerErr := noMarker, error(nil)
-	if s.keys.MarkerKey(run, step) != "" {
-		world = 0
-		if hasMarker {
-			world, markerErr = s.readMarker(ctx, run, step)
-		}
-	}
-	ranks := s.readRanks(ctx, run, step, rankNos)
-	if err := ctx.Err(); err != nil {
-		return failed(err)
-	}
-	info, merged, err := assessStep(run, step, ranks, world)
-	if markerErr != nil {
-		info.Complete, info.Reason = false, markerErr.Error()
-		return info, State{}, markerErr
-	}
-	return info, merged, err
+	return assessKind(ctx, s, datasetKind, run, step)
 }
 
 // readRanks reads the states of a step's ranks, readParallel at a time.
@@ -711,81 +689,6 @@ type storedRank struct {
 	rank int
 	data []byte
 	err  error // a failure to read the bytes, other than their absence
-}
-
-// noMarker is the marker world size of a store that keeps no markers.
-const noMarker = -1
-
-// assessStep decides whether a step is complete and, if so, merges it. It is
-// shared by every store so that all of them judge steps alike. ranks must be
-// in ascending rank order. marker is the world size recorded by the step's
-// completion marker: 0 if the store keeps markers and this step has none,
-// noMarker for a store that keeps none. The error says why the step is not
-// complete; info describes the step either way.
-func assessStep(run string, step int64, ranks []storedRank, marker int) (info StepInfo, merged State, err error) {
-	info.Step = step
-	where := fmt.Sprintf("run %q step %d", run, step)
-	fail := func(e error) (StepInfo, State, error) {
-		info.Complete = false
-		info.Reason = strings.TrimLeft(strings.TrimPrefix(e.Error(), "checkpoint: "+where), ": ")
-		return info, State{}, e
-	}
-	if len(ranks) == 0 {
-		if marker > 0 {
-			return fail(fmt.Errorf("checkpoint: %s: %w: a completion marker but no states", where, trimPrefix(ErrIncomplete)))
-		}
-		return fail(fmt.Errorf("checkpoint: %s: %w: no states", where, trimPrefix(ErrNotFound)))
-	}
-	states := make([]State, 0, len(ranks))
-	var firstErr error
-	for _, sr := range ranks {
-		info.Ranks = append(info.Ranks, sr.rank)
-		st, err := decodeStored(run, step, sr)
-		if err != nil {
-			if info.RankErrors == nil {
-				info.RankErrors = make(map[int]string)
-			}
-			info.RankErrors[sr.rank] = err.Error()
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		states = append(states, st)
-	}
-	if firstErr != nil {
-		return fail(firstErr)
-	}
-	world := states[0].WorldSize
-	for _, st := range states[1:] {
-		if st.WorldSize != world {
-			return fail(fmt.Errorf("checkpoint: %s: %w: field world_size: rank %d has %d, rank %d has %d",
-				where, trimPrefix(ErrMismatch), states[0].Rank, world, st.Rank, st.WorldSize))
-		}
-	}
-	info.WorldSize = world
-	if len(states) != world {
-		var missing []int
-		for r := range world {
-			if _, found := slices.BinarySearchFunc(states, r, func(s State, r int) int { return s.Rank - r }); !found {
-				missing = append(missing, r)
-			}
-		}
-		return fail(fmt.Errorf("checkpoint: %s: %w: ranks %v of world size %d are missing", where, trimPrefix(ErrIncomplete), missing, world))
-	}
-	if marker != noMarker && marker != world {
-		if marker == 0 {
-			return fail(fmt.Errorf("checkpoint: %s: %w: no completion marker", where, trimPrefix(ErrIncomplete)))
-		}
-		return fail(fmt.Errorf("checkpoint: %s: %w: field world_size: completion marker says %d, states say %d",
-			where, trimPrefix(ErrMismatch), marker, world))
-	}
-	merged, err = Merge(states...)
-	if err != nil {
-		return fail(fmt.Errorf("checkpoint: %s: %w", where, trimPrefix(err)))
-	}
-	info.Complete = true
-	return info, merged, nil
 }
 
 // decodeStored decodes one stored rank and checks it is the state its key

@@ -66,6 +66,12 @@ type Cursor struct {
 	Rows int64 `msgpack:"rows" json:"rows"`
 }
 
+// End is the cursor of split s once every row of it is delivered. Its
+// Rows is 0 where the split's count is unknown, which CheckCursor accepts.
+func (e *Epoch) End(s int) Cursor {
+	return Cursor{Window: len(e.Windows[s]), Rows: max(e.Splits[s].Rows, 0)}
+}
+
 // Remaining is the rows of split s after cursor c, or -1 if unknown.
 func (e *Epoch) Remaining(s int, c Cursor) int64 {
 	if e.Splits[s].Rows < 0 {

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -24,6 +26,10 @@ import (
 //
 // Save the model at the same steps: a state says which rows the loop has
 // taken, so it belongs with the weights those rows trained.
+//
+// Any rank may save at any step, also where ranks are in different epochs
+// (one whose epoch ended is in the next while another finishes the last):
+// the step's states merge (checkpoint.Merge).
 type Checkpointer struct {
 	ds    *Dataset
 	store checkpoint.Store
@@ -32,12 +38,44 @@ type Checkpointer struct {
 	// Keep, if positive, deletes all but the newest Keep complete steps
 	// after each save (rank 0 only, so ranks do not race to delete).
 	Keep int
+	// Incarnation names this start of the job in every state saved
+	// (checkpoint.State.Incarnation). A store completes a step only with
+	// every rank's state of one incarnation, so a step that a start which
+	// died had half saved is never completed by the next start's states,
+	// even where a rank of the next start saves it before another has
+	// resumed (Resume's clean-up of a dead start's steps is per rank).
+	//
+	// It must be the same on every rank of one start of the job and differ
+	// from every other start's: a value rank 0 makes and broadcasts
+	// (NewIncarnation), or the launcher's id of the attempt, such as
+	// $SLURM_JOB_ID.$SLURM_STEP_ID.$SLURM_RESTART_COUNT. Up to
+	// checkpoint.MaxIncarnation bytes of printable ASCII, no spaces.
+	//
+	// NewCheckpointer sets a random one (NewIncarnation) where the dataset
+	// is the whole job (WorldSize 1). With more ranks it cannot know one,
+	// and leaves it ""; states without an incarnation complete steps among
+	// themselves, as before incarnations, guarded by Resume's clean-up
+	// alone.
+	Incarnation string
 }
 
 // NewCheckpointer saves ds's state into store under run every `every` steps
 // (0: only when Save is called).
 func NewCheckpointer(ds *Dataset, store checkpoint.Store, run string, every int) *Checkpointer {
-	return &Checkpointer{ds: ds, store: store, run: run, every: int64(every)}
+	c := &Checkpointer{ds: ds, store: store, run: run, every: int64(every)}
+	if ds.opts.WorldSize == 1 {
+		c.Incarnation = NewIncarnation()
+	}
+	return c
+}
+
+// NewIncarnation returns a random incarnation (32 hexadecimal digits): what
+// rank 0 of a job makes at its start and sends to the other ranks, to set
+// as every rank's Checkpointer.Incarnation.
+func NewIncarnation() string {
+	var b [16]byte
+	rand.Read(b[:]) // crypto/rand's Read does not fail
+	return hex.EncodeToString(b[:])
 }
 
 // Step tells the checkpointer that training step `step` is done; it saves
@@ -52,6 +90,7 @@ func (c *Checkpointer) Step(ctx context.Context, step int64) error {
 // Save stores the dataset's state for this rank at step, now.
 func (c *Checkpointer) Save(ctx context.Context, step int64) error {
 	st := c.ds.StateDict()
+	st.Incarnation = c.Incarnation
 	if err := c.store.Save(ctx, c.run, step, st.Rank, st); err != nil {
 		return fmt.Errorf("stream: checkpoint run %q step %d rank %d: %w", c.run, step, st.Rank, err)
 	}

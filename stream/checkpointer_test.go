@@ -175,3 +175,103 @@ func TestCheckpointerResumeDamaged(t *testing.T) {
 		t.Fatalf("Resume over a damaged step = %d, %v; want an error wrapping ErrCorrupt", step, err)
 	}
 }
+
+// TestCheckpointerRestartedJob: start "a" of a two-rank job dies while
+// saving step 20 (rank 0 saved it, rank 1 never did). In start "b", rank 1
+// resumes and saves step 20 before rank 0 has resumed (so before rank 0's
+// Resume could delete a's leftover): the bucket then holds both ranks of
+// step 20, of two starts. The store must not offer it, and rank 0 must
+// resume from step 10; once rank 0 of b saves step 20 it is b's, whole.
+func TestCheckpointerRestartedJob(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	store, err := checkpoint.OpenBucketStore(ctx, memblob.OpenBucket(nil), "ckpt/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	opts := func(rank int) Options {
+		o := checkedOptions(t, dir)
+		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 8, 2, rank
+		return o
+	}
+	start := func(rank int, inc string) (*Dataset, *Checkpointer) {
+		ds := open(t, opts(rank))
+		ck := NewCheckpointer(ds, store, "run", 0)
+		if ck.Incarnation != "" {
+			t.Fatalf("a rank of two got incarnation %q of its own", ck.Incarnation)
+		}
+		ck.Incarnation = inc
+		return ds, ck
+	}
+	for rank := range 2 {
+		ds, ck := start(rank, "a")
+		consume(t, ds, 3)
+		if err := ck.Save(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if rank == 0 {
+			consume(t, ds, 4)
+			if err := ck.Save(ctx, 20); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ds1, ck1 := start(1, "b")
+	if step, err := ck1.Resume(ctx); err != nil || step != 10 {
+		t.Fatalf("rank 1 of b resumed at %d, %v", step, err)
+	}
+	consume(t, ds1, 4)
+	if err := ck1.Save(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := store.Latest(ctx, "run"); err != nil || step != 10 {
+		t.Fatalf("Latest = %d, %v: step 20 holds rank 0 of a and rank 1 of b", step, err)
+	}
+	ds0, ck0 := start(0, "b")
+	if step, err := ck0.Resume(ctx); err != nil || step != 10 {
+		t.Fatalf("rank 0 of b resumed at %d, %v", step, err)
+	}
+	consume(t, ds0, 4)
+	if err := ck0.Save(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.LoadStep(ctx, "run", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := checkpoint.Merge(ds0.StateDict(), ds1.StateDict())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Incarnation != "b" || !reflect.DeepEqual(m.Cursors, want.Cursors) {
+		t.Fatalf("step 20 merged to %q %+v, b's ranks are at %+v", m.Incarnation, m.Cursors, want.Cursors)
+	}
+}
+
+// TestCheckpointerIncarnation: a checkpointer of a whole job (one rank)
+// names its start with a random incarnation of its own, and its states
+// carry it.
+func TestCheckpointerIncarnation(t *testing.T) {
+	ctx := context.Background()
+	ds := open(t, checkedOptions(t, writeDataset(t, smallSpec)))
+	store, err := checkpoint.OpenBucketStore(ctx, memblob.OpenBucket(nil), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a, b := NewCheckpointer(ds, store, "run", 0), NewCheckpointer(ds, store, "run", 0)
+	if len(a.Incarnation) != 32 || a.Incarnation == b.Incarnation {
+		t.Fatalf("incarnations %q and %q", a.Incarnation, b.Incarnation)
+	}
+	if err := a.Save(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Load(ctx, "run", 1, 0); err != nil || st.Incarnation != a.Incarnation {
+		t.Fatalf("saved state's incarnation %q, %v", st.Incarnation, err)
+	}
+	a.Incarnation = "two words"
+	if err := a.Save(ctx, 2); err == nil || !strings.Contains(err.Error(), "incarnation") {
+		t.Fatalf("Save with a bad incarnation: %v", err)
+	}
+}

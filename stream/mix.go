@@ -105,6 +105,33 @@ type Mixed struct {
 	epoch   int64
 	cursors []int64 // per mixed split: rows delivered this epoch
 	next    int
+	// ahead holds the rank's mixed splits that are in a later epoch than
+	// epoch, by split, as a dataset's aheadCursor does; their cursors are
+	// at epoch's end. nil where none is.
+	ahead map[int]mixAhead
+}
+
+// mixAhead is a mixed split's position in a later epoch than the mix's.
+type mixAhead struct {
+	epoch, cursor int64
+}
+
+// enterEpoch moves the mix to epoch e: the splits ahead holds in e resume
+// where they stand, those in later epochs wait at e's end, the others
+// start. m.mu is held.
+func (m *Mixed) enterEpoch(e int64) {
+	m.epoch, m.cursors, m.next = e, make([]int64, m.splits), 0
+	for s, a := range m.ahead {
+		if a.epoch == e {
+			m.cursors[s] = a.cursor
+			delete(m.ahead, s)
+		} else {
+			m.cursors[s] = m.mix.Len(e, s)
+		}
+	}
+	if len(m.ahead) == 0 {
+		m.ahead = nil
+	}
 }
 
 // Mix opens a mix of the sources. Sources whose schemas differ, whose
@@ -418,9 +445,7 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 			return
 		}
 		m.mu.Lock()
-		m.epoch = epoch + 1
-		m.cursors = make([]int64, m.splits)
-		m.next = 0
+		m.enterEpoch(epoch + 1)
 		m.mu.Unlock()
 	}
 }
@@ -631,23 +656,37 @@ func (m *Mixed) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error)
 type MixState = checkpoint.MixState
 
 // StateDict returns the mix's position: the rows the consumer has taken.
+// Taken after the loop ended, it is at the start of the next epoch; the
+// states of all ranks merge whatever each rank's epoch (see
+// checkpoint.MergeMix).
 func (m *Mixed) StateDict() MixState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := MixState{Version: checkpoint.MixStateVersion, Fingerprint: m.finger, Epoch: m.epoch, NumSplits: m.splits,
 		WorldSize: m.o.WorldSize, Rank: m.o.Rank, Cursors: slices.Clone(m.cursors), Next: m.next}
-	st.Taken = m.taken(st.Epoch, st.Cursors, plan.Owned(m.splits, m.o.Rank, m.o.WorldSize))
+	if m.ahead != nil {
+		epochs := make([]int64, m.splits)
+		for s := range epochs {
+			epochs[s] = m.epoch
+		}
+		for s, a := range m.ahead {
+			epochs[s], st.Cursors[s] = a.epoch, a.cursor
+		}
+		st.SetEpochs(epochs)
+	}
+	st.Taken = m.taken(st.SplitEpoch, st.Cursors, plan.Owned(m.splits, m.o.Rank, m.o.WorldSize))
 	return st
 }
 
-// taken is each source's cursor per split at the given position; m.mu is
-// held.
-func (m *Mixed) taken(epoch int64, cursors []int64, splits []int) [][]int64 {
+// taken is each source's cursor per split at the given position (each
+// split in epochOf(split)); m.mu is held.
+func (m *Mixed) taken(epochOf func(int) int64, cursors []int64, splits []int) [][]int64 {
 	out := make([][]int64, len(m.sources))
 	for k := range out {
 		out[k] = make([]int64, m.splits)
 	}
 	for _, s := range splits {
+		epoch := epochOf(s)
 		counts := m.mix.Counts(epoch, s, cursors[s])
 		base := m.mix.Start(epoch, s)
 		for k := range out {
@@ -660,7 +699,10 @@ func (m *Mixed) taken(epoch int64, cursors []int64, splits []int) [][]int64 {
 // LoadStateDict moves the mix to a saved position: its own rank's state at
 // the same world size, or a merged one (MergeMixStates) at any world size
 // that divides NumSplits. A state of another mix is refused (wrapping
-// checkpoint.ErrMismatch).
+// checkpoint.ErrMismatch). Where the state's splits are in different
+// epochs (a merge at an epoch's boundary), the mix is at the state's Epoch,
+// the least of the ranks', and each split in a later one resumes when it
+// comes, as Dataset.LoadStateDict does.
 func (m *Mixed) LoadStateDict(st MixState) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -684,14 +726,13 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
 	owned := plan.Owned(m.splits, m.o.Rank, m.o.WorldSize)
-	cursors := make([]int64, m.splits)
+	e := st.Epoch
 	for _, s := range owned {
-		if c, n := st.Cursors[s], m.mix.Len(st.Epoch, s); c < 0 || c > n {
-			return bad("cursors", "split %d at %d of its %d rows", s, c, n)
+		if c, n := st.Cursors[s], m.mix.Len(st.SplitEpoch(s), s); c < 0 || c > n {
+			return bad("cursors", "split %d at %d of its %d rows in epoch %d", s, c, n, st.SplitEpoch(s))
 		}
-		cursors[s] = st.Cursors[s]
 	}
-	want := m.taken(st.Epoch, cursors, owned)
+	want := m.taken(st.SplitEpoch, st.Cursors, owned)
 	for k := range want {
 		for _, s := range owned {
 			if st.Taken[k][s] != want[k][s] {
@@ -699,7 +740,20 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 			}
 		}
 	}
-	m.epoch, m.cursors, m.next = st.Epoch, cursors, 0
+	cursors := make([]int64, m.splits)
+	var ahead map[int]mixAhead
+	for _, s := range owned {
+		if se := st.SplitEpoch(s); se > e {
+			if ahead == nil {
+				ahead = map[int]mixAhead{}
+			}
+			ahead[s] = mixAhead{epoch: se, cursor: st.Cursors[s]}
+			cursors[s] = m.mix.Len(e, s)
+			continue
+		}
+		cursors[s] = st.Cursors[s]
+	}
+	m.epoch, m.cursors, m.next, m.ahead = e, cursors, 0, ahead
 	if st.Rank >= 0 {
 		m.next = st.Next
 	}

@@ -29,13 +29,22 @@ type MixCheckpointer struct {
 	// Keep, if positive, deletes all but the newest Keep complete steps
 	// after each save (rank 0 only).
 	Keep int
+	// Incarnation names this start of the job in every state saved, as
+	// Checkpointer.Incarnation does: the same on every rank of a start,
+	// different for each start; NewMixCheckpointer sets a random one where
+	// the mix is the whole job (WorldSize 1).
+	Incarnation string
 }
 
 // NewMixCheckpointer saves m's state into store under run every `every`
 // steps (0: only when Save is called). Every store of package checkpoint,
 // pebblestore's included, is a checkpoint.MixStore.
 func NewMixCheckpointer(m *Mixed, store checkpoint.MixStore, run string, every int) *MixCheckpointer {
-	return &MixCheckpointer{mix: m, store: store, run: run, every: int64(every)}
+	c := &MixCheckpointer{mix: m, store: store, run: run, every: int64(every)}
+	if m.o.WorldSize == 1 {
+		c.Incarnation = NewIncarnation()
+	}
+	return c
 }
 
 // Step tells the checkpointer that training step `step` is done; it saves
@@ -50,6 +59,7 @@ func (c *MixCheckpointer) Step(ctx context.Context, step int64) error {
 // Save stores the mix's state for this rank at step, now.
 func (c *MixCheckpointer) Save(ctx context.Context, step int64) error {
 	st := c.mix.StateDict()
+	st.Incarnation = c.Incarnation
 	if err := c.store.SaveMix(ctx, c.run, step, st.Rank, st); err != nil {
 		return fmt.Errorf("stream: mix checkpoint run %q step %d rank %d: %w", c.run, step, st.Rank, err)
 	}

@@ -2,9 +2,11 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 )
 
@@ -84,5 +86,42 @@ func TestMixCheckpointerResume(t *testing.T) {
 		if err := store.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMixCheckpointerIncarnation: a mix's checkpointer stamps its
+// incarnation on what it saves, a random one of its own where the mix is
+// the whole job, and a step that two starts saved a rank each of is not
+// complete.
+func TestMixCheckpointerIncarnation(t *testing.T) {
+	ctx := context.Background()
+	src := mixSources(t, 2, 0.5, 0.3, 0.2)
+	store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	one := NewMixCheckpointer(newMix(t, src, MixOptions{Seed: 2}), store, "solo", 0)
+	if len(one.Incarnation) != 32 {
+		t.Fatalf("a whole job's incarnation %q", one.Incarnation)
+	}
+	if err := one.Save(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.LoadMix(ctx, "solo", 1, 0); err != nil || st.Incarnation != one.Incarnation {
+		t.Fatalf("saved %q, %v", st.Incarnation, err)
+	}
+	for r, inc := range []string{"a", "b"} {
+		ck := NewMixCheckpointer(newMix(t, src, MixOptions{Seed: 2, Rank: r, WorldSize: 2}), store, "two", 0)
+		if ck.Incarnation != "" {
+			t.Fatalf("rank %d of two chose incarnation %q", r, ck.Incarnation)
+		}
+		ck.Incarnation = inc
+		if err := ck.Save(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if step, err := store.LatestMix(ctx, "two"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("LatestMix = %d, %v: step 5 holds ranks of two starts", step, err)
 	}
 }

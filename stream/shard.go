@@ -57,6 +57,12 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 		cursors := make([]plan.Cursor, o.NumSplits)
 		for _, s := range plan.Owned(o.NumSplits, co.Rank, world) {
 			cursors[s] = d.cursors[s]
+			if a, ok := d.ahead[s]; ok {
+				if c.ahead == nil {
+					c.ahead = map[int]aheadCursor{}
+				}
+				c.ahead[s] = a
+			}
 		}
 		c.moveTo(d.ep, cursors, 0)
 		out[i] = c
@@ -72,8 +78,9 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 // StreamingSplit), in any order, into that rank's state: the state a
 // dataset of the rank would have taken, which merges with other ranks'
 // states and loads into the rank's dataset before it is split again, into
-// any n. The consumers must be at the same epoch; the joined state resumes
-// at the start of the rank's round-robin.
+// any n. The consumers may be in different epochs (one whose epoch ended
+// is in the next): each split keeps its consumer's. The joined state
+// resumes at the start of the rank's round-robin.
 func JoinStates(states ...State) (State, error) {
 	n := len(states)
 	if n == 0 {
@@ -95,6 +102,10 @@ func JoinStates(states ...State) (State, error) {
 	seen := make([]bool, n)
 	out := first.Clone()
 	out.Rank, out.WorldSize, out.Next = rank, rankWorld, 0
+	epochs := make([]int64, first.NumSplits)
+	for _, st := range states {
+		out.Epoch = min(out.Epoch, st.Epoch)
+	}
 	for _, st := range states {
 		if err := st.Validate(); err != nil {
 			return State{}, err
@@ -109,14 +120,16 @@ func JoinStates(states ...State) (State, error) {
 			return State{}, fmt.Errorf("stream: join: %w: field rank: state of rank %d of %d is a consumer of rank %d, the first of rank %d", checkpoint.ErrMismatch, st.Rank, world, st.Rank%rankWorld, rank)
 		case seen[st.Rank/rankWorld]:
 			return State{}, fmt.Errorf("stream: join: %w: field rank: consumer %d of rank %d appears twice", checkpoint.ErrMismatch, st.Rank/rankWorld, rank)
-		case st.Epoch != first.Epoch:
-			return State{}, fmt.Errorf("stream: join: %w: field epoch: consumer %d is at epoch %d, consumer %d at %d", checkpoint.ErrMismatch, st.Rank/rankWorld, st.Epoch, first.Rank/rankWorld, first.Epoch)
+		case st.Incarnation != first.Incarnation:
+			return State{}, fmt.Errorf("stream: join: %w: field incarnation: consumer %d was saved by incarnation %q, consumer %d by %q", checkpoint.ErrMismatch, st.Rank/rankWorld, st.Incarnation, first.Rank/rankWorld, first.Incarnation)
 		}
 		seen[st.Rank/rankWorld] = true
 		for _, s := range plan.Owned(st.NumSplits, st.Rank, world) {
 			out.Cursors[s] = st.Cursors[s]
+			epochs[s] = st.SplitEpoch(s)
 		}
 	}
+	out.SetEpochs(epochs)
 	for s := range out.Cursors {
 		if s%rankWorld != rank {
 			out.Cursors[s] = plan.Cursor{}

@@ -318,12 +318,25 @@ func TestStreamingSplitErrors(t *testing.T) {
 			return m
 		}()}, "merged state"},
 		{"another rank's consumer", []State{a, rankState(a, 0)}, "field rank"},
-		{"another epoch", []State{a, func() State { s := b.Clone(); s.Epoch = 1; return s }()}, "field epoch"},
+		{"another incarnation", []State{a, func() State { s := b.Clone(); s.Incarnation = "job-2"; return s }()}, "field incarnation"},
 		{"another order", []State{a, func() State { s := b.Clone(); s.Seed++; s.Fingerprint = s.OrderFingerprint(); return s }()}, "field seed"},
 	} {
 		_, err := JoinStates(tc.states...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// A consumer whose epoch ended joins one still in it: each split keeps
+	// its consumer's epoch.
+	later := rankState(b, b.Rank)
+	later.Epoch = a.Epoch + 1
+	j, err := JoinStates(a, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range j.Cursors {
+		if j.Owns(s) && j.SplitEpoch(s) != []State{a, later}[s/2%2].Epoch {
+			t.Fatalf("joined split %d at epoch %d (epochs %v)", s, j.SplitEpoch(s), j.Epochs)
 		}
 	}
 }

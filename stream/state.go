@@ -13,7 +13,10 @@ type State = checkpoint.State
 
 // StateDict returns the dataset's position: the rows the consumer has taken,
 // never rows read ahead. Taken inside the loop body, it resumes after the
-// batch just received. It is safe to call while iterating.
+// batch just received; taken after the loop ended, it is at the start of
+// the next epoch. It is safe to call while iterating, and the states of
+// all ranks merge (checkpoint.Merge) whatever each rank's epoch: a rank
+// whose epoch ended merges with ranks still in it.
 func (d *Dataset) StateDict() State {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -24,6 +27,16 @@ func (d *Dataset) StateDict() State {
 	st.Cursors = slices.Clone(d.cursors)
 	st.Next = d.next
 	st.Skipped = d.skippedState()
+	if d.ahead != nil {
+		epochs := make([]int64, d.opts.NumSplits)
+		for s := range epochs {
+			epochs[s] = d.ep.Epoch
+		}
+		for s, a := range d.ahead {
+			epochs[s], st.Cursors[s] = a.epoch, a.cursor
+		}
+		st.SetEpochs(epochs)
+	}
 	return st
 }
 
@@ -53,6 +66,13 @@ func (d *Dataset) orderState() State {
 // A merged state restarts the round-robin over the rank's splits at its
 // first split: each split's sequence resumes exactly; only the interleaving
 // of splits on a rank, which the world size already decides, restarts.
+//
+// Where the state's splits are in different epochs (a merge of ranks saved
+// at an epoch's boundary, State.Epochs), the dataset is at the state's
+// Epoch, the least of the ranks', whatever splits it owns, so that every
+// rank of the resumed job counts epochs alike: it delivers the rest of that
+// epoch's splits (nothing, where all its splits are further on), and each
+// split in a later epoch resumes where it stands when that epoch comes.
 func (d *Dataset) LoadStateDict(st State) error {
 	if err := st.Validate(); err != nil {
 		return err
@@ -78,18 +98,47 @@ func (d *Dataset) LoadStateDict(st State) error {
 	} else {
 		next = 0
 	}
-	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), st.Epoch)
+	owned := plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize)
+	e := st.Epoch
+	epochs := map[int64]*plan.Epoch{}
+	epochOf := func(e int64) (*plan.Epoch, error) {
+		if ep := epochs[e]; ep != nil {
+			return ep, nil
+		}
+		ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+		if err != nil {
+			return nil, fmt.Errorf("stream: load state: %w", err)
+		}
+		epochs[e] = ep
+		return ep, nil
+	}
+	ep, err := epochOf(e)
 	if err != nil {
-		return fmt.Errorf("stream: load state: %w", err)
+		return err
 	}
 	cursors := make([]plan.Cursor, d.opts.NumSplits)
-	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
-		if err := ep.CheckCursor(s, st.Cursors[s]); err != nil {
-			return fmt.Errorf("stream: load state: %w: field cursors: %w", checkpoint.ErrMismatch, err)
+	var ahead map[int]aheadCursor
+	for _, s := range owned {
+		se := st.SplitEpoch(s)
+		sep, err := epochOf(se)
+		if err != nil {
+			return err
 		}
-		cursors[s] = st.Cursors[s]
+		if err := sep.CheckCursor(s, st.Cursors[s]); err != nil {
+			return fmt.Errorf("stream: load state: %w: field cursors: epoch %d: %w", checkpoint.ErrMismatch, se, err)
+		}
+		if se == e {
+			cursors[s] = st.Cursors[s]
+			continue
+		}
+		if ahead == nil {
+			ahead = map[int]aheadCursor{}
+		}
+		ahead[s] = aheadCursor{epoch: se, cursor: st.Cursors[s]}
+		cursors[s] = ep.End(s)
 	}
 	d.moveTo(ep, cursors, next)
+	d.ahead = ahead
 	d.loadSkipped(&st)
 	return nil
 }

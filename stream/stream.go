@@ -63,6 +63,10 @@ type Dataset struct {
 	ep      *plan.Epoch
 	cursors []plan.Cursor
 	next    int
+	// ahead holds the splits of the rank that are in a later epoch than
+	// ep (a merged state's, see aheadCursor); nil where none is. Their
+	// cursors in ep are at its end.
+	ahead map[int]aheadCursor
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
@@ -198,13 +202,44 @@ func (o Options) order() plan.Order {
 	return plan.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
 }
 
+// aheadCursor is a split's position in a later epoch than the dataset's.
+// States taken at an epoch's boundary merge with each split in its own
+// rank's epoch (checkpoint.State.Epochs): a rank that loads such a merge
+// finishes the older epoch's splits first, while the splits already in a
+// later one wait, and takes each up where it stands once its own epoch
+// comes.
+type aheadCursor struct {
+	epoch  int64
+	cursor plan.Cursor
+}
+
 // startEpoch moves to epoch e with every cursor at its start.
 func (d *Dataset) startEpoch(e int64) error {
+	d.ahead = nil
+	return d.enterEpoch(e)
+}
+
+// enterEpoch moves to epoch e: the splits d.ahead holds in e resume where
+// they stand, those in later epochs wait at e's end, and the others start
+// at e's start. d.mu is held.
+func (d *Dataset) enterEpoch(e int64) error {
 	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", e, err)
 	}
-	d.moveTo(ep, make([]plan.Cursor, d.opts.NumSplits), 0)
+	cursors := make([]plan.Cursor, d.opts.NumSplits)
+	for s, a := range d.ahead {
+		if a.epoch == e {
+			cursors[s] = a.cursor
+			delete(d.ahead, s)
+		} else {
+			cursors[s] = ep.End(s)
+		}
+	}
+	if len(d.ahead) == 0 {
+		d.ahead = nil
+	}
+	d.moveTo(ep, cursors, 0)
 	return nil
 }
 
@@ -881,7 +916,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		}
 		d.mu.Lock()
 		m.AddSkipped(d.finishEpoch())
-		err := d.startEpoch(ep.Epoch + 1)
+		err := d.enterEpoch(ep.Epoch + 1)
 		d.mu.Unlock()
 		if err != nil {
 			yield(zero, err)

@@ -26,7 +26,8 @@ const checkpointHead = `Usage:
   sluice checkpoint rm   --run NAME (--step N | --keep N) STORE
 
 Looks into a checkpoint store: the states that the ranks of a training run
-saved at its steps (stream.Checkpointer, or checkpoint.Store.Save).
+saved at its steps (stream.Checkpointer, or checkpoint.Store.Save), or a
+mix's states (stream.MixCheckpointer), told apart by what the run holds.
 
 STORE is the directory of a pebble store (pebblestore.Open), or the URL
 of a bucket store (checkpoint.OpenBucketStoreURL) in any scheme sluice has a
@@ -39,11 +40,14 @@ they fail with "store directory in use" while a job has it open.
 
   ls    every step of the run: complete or not (and why not), world size,
         ranks stored, and for complete steps the epoch and rows taken
+        (an epoch such as 3-4 where ranks saved at an epoch's boundary)
   show  one step: the order options and fingerprints the state carries,
-        each rank's epoch and round-robin position, and each split's cursor
-        (the shuffle window it is in, the rows of that window delivered,
-        and the rows of the split delivered this epoch). Default: the
-        newest complete step
+        the incarnation (start of the job) that saved it, each rank's epoch
+        and round-robin position, and each split's epoch and cursor (the
+        shuffle window it is in, the rows of that window delivered, and the
+        rows of the split delivered in its epoch); for a mix, each mixed
+        split's rows delivered and each source's rows taken since the mix
+        began. Default: the newest complete step
   rm    delete one step (--step), or every step older than the newest
         --keep complete ones (steps newer than those are left alone)
 
@@ -126,13 +130,21 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	switch sub {
-	case "ls":
+	mix, err := mixRun(ctx, store, cfg.run)
+	if err != nil {
+		return err
+	}
+	switch {
+	case sub == "ls" && mix != nil:
+		err = checkpointLsMix(ctx, e.stdout, store, mix, cfg)
+	case sub == "ls":
 		err = checkpointLs(ctx, e.stdout, store, cfg)
-	case "show":
+	case sub == "show" && mix != nil:
+		err = checkpointShowMix(ctx, e.stdout, mix, cfg)
+	case sub == "show":
 		err = checkpointShow(ctx, e.stdout, store, cfg)
 	default:
-		err = checkpointRm(ctx, e.stdout, store, cfg)
+		err = checkpointRm(ctx, e.stdout, store, mix, cfg)
 	}
 	if cerr := store.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -179,17 +191,71 @@ func looksLikePebble(dir string) error {
 	return notFoundf("%s holds no checkpoint store (no pebble MANIFEST in it)", filepath.Clean(dir))
 }
 
+// mixRun returns the store as a checkpoint.MixStore if run holds a mix's
+// states (stream.MixCheckpointer's), and nil if it holds a dataset's: the
+// newest step's lowest rank is read as either. A run whose states read as
+// neither is shown as a dataset's, with each state's error.
+func mixRun(ctx context.Context, store checkpoint.Store, run string) (checkpoint.MixStore, error) {
+	ms, ok := store.(checkpoint.MixStore)
+	if !ok {
+		return nil, nil
+	}
+	infos, err := store.List(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range slices.Backward(infos) {
+		if len(info.Ranks) == 0 {
+			continue
+		}
+		if _, err := store.Load(ctx, run, info.Step, info.Ranks[0]); err == nil {
+			return nil, nil
+		}
+		if _, err := ms.LoadMix(ctx, run, info.Step, info.Ranks[0]); err == nil {
+			return ms, nil
+		}
+	}
+	return nil, nil
+}
+
 // stepView is one step as ls and show print it.
 type stepView struct {
-	Step       int64    `json:"step"`
-	Complete   bool     `json:"complete"`
-	Reason     string   `json:"reason,omitempty"`
-	WorldSize  int      `json:"world_size"`
-	Ranks      []int    `json:"ranks"`
-	RankErrors []string `json:"rank_errors,omitempty"`
-	// Epoch and RowsTaken are known for complete steps only.
+	Step        int64    `json:"step"`
+	Kind        string   `json:"kind"` // "dataset" or "mix"
+	Complete    bool     `json:"complete"`
+	Reason      string   `json:"reason,omitempty"`
+	WorldSize   int      `json:"world_size"`
+	Ranks       []int    `json:"ranks"`
+	Incarnation string   `json:"incarnation,omitempty"`
+	RankErrors  []string `json:"rank_errors,omitempty"`
+	// Epoch and RowsTaken are known for complete steps only. Epoch is the
+	// least of the splits' epochs; LastEpoch, the greatest, is there where
+	// they differ (ranks saved at an epoch's boundary).
 	Epoch     *int64 `json:"epoch,omitempty"`
+	LastEpoch *int64 `json:"last_epoch,omitempty"`
 	RowsTaken *int64 `json:"rows_taken,omitempty"`
+}
+
+// setEpochs fills Epoch and LastEpoch from a state's split epochs.
+func (v *stepView) setEpochs(epoch int64, epochs []int64) {
+	v.Epoch = &epoch
+	if len(epochs) > 0 {
+		if last := slices.Max(epochs); last != epoch {
+			v.LastEpoch = &last
+		}
+	}
+}
+
+// epochText is the epoch as ls prints it: "3", or "3-4" where splits
+// differ.
+func (v *stepView) epochText() string {
+	if v.Epoch == nil {
+		return "-"
+	}
+	if v.LastEpoch != nil {
+		return fmt.Sprintf("%d-%d", *v.Epoch, *v.LastEpoch)
+	}
+	return strconv.FormatInt(*v.Epoch, 10)
 }
 
 func checkpointLs(ctx context.Context, w io.Writer, store checkpoint.Store, cfg *checkpointConfig) error {
@@ -202,40 +268,69 @@ func checkpointLs(ctx context.Context, w io.Writer, store checkpoint.Store, cfg 
 	}
 	views := make([]stepView, 0, len(infos))
 	for _, info := range infos {
-		v := newStepView(info)
+		v := newStepView(info, "dataset")
 		if info.Complete {
 			// StepInfo does not carry the position, so a complete step is
 			// read a second time for its epoch and rows.
 			if st, err := store.LoadStep(ctx, cfg.run, info.Step); err == nil {
-				epoch, rows := st.Epoch, rowsTaken(st)
-				v.Epoch, v.RowsTaken = &epoch, &rows
+				rows := rowsTaken(st)
+				v.setEpochs(st.Epoch, st.Epochs)
+				v.RowsTaken = &rows
 			}
 		}
 		views = append(views, v)
 	}
+	return writeLs(w, views, cfg)
+}
+
+// checkpointLsMix is ls for a mix's run.
+func checkpointLsMix(ctx context.Context, w io.Writer, store checkpoint.Store, ms checkpoint.MixStore, cfg *checkpointConfig) error {
+	infos, err := ms.ListMix(ctx, cfg.run)
+	if err != nil {
+		return err
+	}
+	views := make([]stepView, 0, len(infos))
+	for _, info := range infos {
+		v := newStepView(info, "mix")
+		if info.Complete {
+			if st, err := ms.LoadMixStep(ctx, cfg.run, info.Step); err == nil {
+				rows := mixRowsTaken(st)
+				v.setEpochs(st.Epoch, st.Epochs)
+				v.RowsTaken = &rows
+			}
+		}
+		views = append(views, v)
+	}
+	return writeLs(w, views, cfg)
+}
+
+func writeLs(w io.Writer, views []stepView, cfg *checkpointConfig) error {
 	if cfg.json {
 		return writeJSON(w, views)
 	}
 	t := newTable(">STEP", "STATUS", ">WORLD", "RANKS", ">EPOCH", ">ROWS TAKEN", "NOTE")
 	for _, v := range views {
-		status, epoch, rows := "incomplete", "-", "-"
+		status, rows := "incomplete", "-"
 		if v.Complete {
 			status = "complete"
 		}
-		if v.Epoch != nil {
-			epoch, rows = strconv.FormatInt(*v.Epoch, 10), strconv.FormatInt(*v.RowsTaken, 10)
+		if v.Kind == "mix" {
+			status += " mix"
+		}
+		if v.RowsTaken != nil {
+			rows = strconv.FormatInt(*v.RowsTaken, 10)
 		}
 		world := "-"
 		if v.WorldSize > 0 {
 			world = strconv.Itoa(v.WorldSize)
 		}
-		t.add(strconv.FormatInt(v.Step, 10), status, world, ranges(v.Ranks), epoch, rows, v.Reason)
+		t.add(strconv.FormatInt(v.Step, 10), status, world, ranges(v.Ranks), v.epochText(), rows, v.Reason)
 	}
 	return t.write(w)
 }
 
-func newStepView(info checkpoint.StepInfo) stepView {
-	v := stepView{Step: info.Step, Complete: info.Complete, Reason: oneLine(info.Reason), WorldSize: info.WorldSize, Ranks: info.Ranks}
+func newStepView(info checkpoint.StepInfo, kind string) stepView {
+	v := stepView{Step: info.Step, Kind: kind, Complete: info.Complete, Reason: oneLine(info.Reason), WorldSize: info.WorldSize, Ranks: info.Ranks, Incarnation: info.Incarnation}
 	if v.Ranks == nil {
 		v.Ranks = []int{}
 	}
@@ -246,7 +341,7 @@ func newStepView(info checkpoint.StepInfo) stepView {
 }
 
 // rowsTaken is what the consumers of every split a state speaks for have
-// taken this epoch.
+// taken, each split in its epoch.
 func rowsTaken(st checkpoint.State) int64 {
 	var n int64
 	for s, c := range st.Cursors {
@@ -290,6 +385,7 @@ type cursorView struct {
 	// Known is false for splits of a rank whose state is missing or
 	// unreadable: their cursor is not in the store.
 	Known  bool  `json:"known"`
+	Epoch  int64 `json:"epoch"`
 	Window int   `json:"window"`
 	Offset int64 `json:"offset"`
 	Rows   int64 `json:"rows"`
@@ -315,7 +411,7 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 		return notFoundf("run %q has no step %d (it has %s)", cfg.run, step, stepList(infos))
 	}
 	info := infos[i]
-	v := showView{Run: cfg.run, stepView: newStepView(info), Latest: latest, RankStates: []rankView{}, Cursors: []cursorView{}}
+	v := showView{Run: cfg.run, stepView: newStepView(info, "dataset"), Latest: latest, RankStates: []rankView{}, Cursors: []cursorView{}}
 
 	// Each rank's own state, since merging drops what is per rank (the
 	// round-robin position) and an incomplete step cannot be merged at all.
@@ -337,11 +433,14 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 		if v.WorldSize == 0 {
 			v.WorldSize = first.WorldSize
 		}
-		epoch, rows := first.Epoch, int64(0)
+		if v.Incarnation == "" {
+			v.Incarnation = first.Incarnation
+		}
+		var rows int64
+		var epochs []int64
 		for _, st := range states {
 			rows += rowsTaken(st)
 		}
-		v.Epoch, v.RowsTaken = &epoch, &rows
 		for s := range first.NumSplits {
 			cv := cursorView{Split: s, Rank: -1}
 			if v.WorldSize > 0 {
@@ -350,11 +449,18 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 			for _, st := range states {
 				if st.Owns(s) && s < len(st.Cursors) {
 					c := st.Cursors[s]
-					cv.Known, cv.Window, cv.Offset, cv.Rows = true, c.Window, c.Offset, c.Rows
+					cv.Known, cv.Epoch, cv.Window, cv.Offset, cv.Rows = true, st.SplitEpoch(s), c.Window, c.Offset, c.Rows
+					epochs = append(epochs, cv.Epoch)
 				}
 			}
 			v.Cursors = append(v.Cursors, cv)
 		}
+		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
+		for _, st := range states {
+			epoch = min(epoch, st.Epoch)
+		}
+		v.setEpochs(epoch, epochs)
+		v.RowsTaken = &rows
 	}
 	if cfg.json {
 		return writeJSON(w, v)
@@ -383,8 +489,7 @@ func writeShow(w io.Writer, v *showView) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "epoch:           %d\n", *v.Epoch)
-	fmt.Fprintf(w, "rows taken:      %d this epoch\n", *v.RowsTaken)
+	writeEpochAndRows(w, &v.stepView)
 	fmt.Fprintf(w, "num splits:      %d\n", v.NumSplits)
 	fmt.Fprintf(w, "columns:         %s\n", strings.Join(v.Columns, ", "))
 	fmt.Fprintf(w, "shuffle:         %t (seed %d, clump size %d, window %d rows)\n", v.Shuffle, v.Seed, v.ClumpSize, v.ShuffleWindow)
@@ -393,12 +498,196 @@ func writeShow(w io.Writer, v *showView) error {
 	fmt.Fprintf(w, "fingerprint:     %s\n", v.Fingerprint)
 	fmt.Fprintf(w, "state version:   %d\n\n", v.Version)
 
+	writeRanks(w, v.RankStates)
+	fmt.Fprintln(w)
+	cursors := newTable(">SPLIT", ">RANK", ">EPOCH", ">WINDOW", ">OFFSET", ">ROWS")
+	for _, c := range v.Cursors {
+		if !c.Known {
+			cursors.add(strconv.Itoa(c.Split), strconv.Itoa(c.Rank), "-", "-", "-", "-")
+			continue
+		}
+		cursors.add(strconv.Itoa(c.Split), strconv.Itoa(c.Rank), strconv.FormatInt(c.Epoch, 10), strconv.Itoa(c.Window), strconv.FormatInt(c.Offset, 10), strconv.FormatInt(c.Rows, 10))
+	}
+	return cursors.write(w)
+}
+
+// writeEpochAndRows writes show's epoch, rows taken and incarnation lines.
+func writeEpochAndRows(w io.Writer, v *stepView) {
+	if v.LastEpoch != nil {
+		fmt.Fprintf(w, "epoch:           %s (ranks saved at an epoch's boundary: each split resumes in its own)\n", v.epochText())
+		fmt.Fprintf(w, "rows taken:      %d, each split's in its epoch\n", *v.RowsTaken)
+	} else {
+		fmt.Fprintf(w, "epoch:           %d\n", *v.Epoch)
+		fmt.Fprintf(w, "rows taken:      %d this epoch\n", *v.RowsTaken)
+	}
+	inc := v.Incarnation
+	if inc == "" {
+		inc = "none (saved without one)"
+	}
+	fmt.Fprintf(w, "incarnation:     %s\n", inc)
+}
+
+// mixRowsTaken is the rows the consumers of every mixed split a mix state
+// speaks for have taken, each split in its epoch.
+func mixRowsTaken(st checkpoint.MixState) int64 {
+	var n int64
+	for s, c := range st.Cursors {
+		if st.Owns(s) {
+			n += c
+		}
+	}
+	return n
+}
+
+// mixShowView is the document of checkpoint show --json for a mix's run.
+type mixShowView struct {
+	Run string `json:"run"`
+	stepView
+	Latest      bool           `json:"latest"`
+	NumSplits   int            `json:"num_splits"`
+	Sources     int            `json:"sources"`
+	Fingerprint string         `json:"fingerprint"`
+	Version     int            `json:"version"`
+	RankStates  []rankView     `json:"rank_states"`
+	Splits      []mixSplitView `json:"splits"`
+}
+
+// mixSplitView is one mixed split's position: the rows of it delivered in
+// its epoch, and per source the rows of that source's split the mix has
+// taken since it began.
+type mixSplitView struct {
+	Split int     `json:"split"`
+	Rank  int     `json:"rank"`
+	Known bool    `json:"known"`
+	Epoch int64   `json:"epoch"`
+	Rows  int64   `json:"rows"`
+	Taken []int64 `json:"taken"`
+}
+
+// checkpointShowMix is show for a mix's run.
+func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore, cfg *checkpointConfig) error {
+	infos, err := ms.ListMix(ctx, cfg.run)
+	if err != nil {
+		return err
+	}
+	latest := cfg.step < 0
+	step := cfg.step
+	if latest {
+		if step, err = ms.LatestMix(ctx, cfg.run); err != nil {
+			return err
+		}
+	}
+	i := slices.IndexFunc(infos, func(in checkpoint.StepInfo) bool { return in.Step == step })
+	if i < 0 {
+		return notFoundf("run %q has no step %d (it has %s)", cfg.run, step, stepList(infos))
+	}
+	v := mixShowView{Run: cfg.run, stepView: newStepView(infos[i], "mix"), Latest: latest, RankStates: []rankView{}, Splits: []mixSplitView{}}
+	var states []checkpoint.MixState
+	for _, r := range v.Ranks {
+		st, err := ms.LoadMix(ctx, cfg.run, step, r)
+		if err != nil {
+			v.RankStates = append(v.RankStates, rankView{Rank: r, Error: oneLine(err.Error())})
+			continue
+		}
+		states = append(states, st)
+		v.RankStates = append(v.RankStates, rankView{Rank: r, Epoch: st.Epoch, Next: st.Next, Rows: mixRowsTaken(st)})
+	}
+	if len(states) > 0 {
+		first := states[0]
+		v.NumSplits, v.Sources, v.Fingerprint, v.Version = first.NumSplits, len(first.Taken), first.Fingerprint, first.Version
+		if v.WorldSize == 0 {
+			v.WorldSize = first.WorldSize
+		}
+		if v.Incarnation == "" {
+			v.Incarnation = first.Incarnation
+		}
+		var rows int64
+		var epochs []int64
+		for _, st := range states {
+			rows += mixRowsTaken(st)
+		}
+		for s := range first.NumSplits {
+			sv := mixSplitView{Split: s, Rank: -1, Taken: []int64{}}
+			if v.WorldSize > 0 {
+				sv.Rank = s % v.WorldSize
+			}
+			for _, st := range states {
+				if st.Owns(s) {
+					sv.Known, sv.Epoch, sv.Rows = true, st.SplitEpoch(s), st.Cursors[s]
+					for _, t := range st.Taken {
+						sv.Taken = append(sv.Taken, t[s])
+					}
+					epochs = append(epochs, sv.Epoch)
+				}
+			}
+			v.Splits = append(v.Splits, sv)
+		}
+		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
+		for _, st := range states {
+			epoch = min(epoch, st.Epoch)
+		}
+		v.setEpochs(epoch, epochs)
+		v.RowsTaken = &rows
+	}
+	if cfg.json {
+		return writeJSON(w, v)
+	}
+	which, status := "", "complete"
+	if v.Latest {
+		which = " (newest complete step)"
+	}
+	if !v.Complete {
+		status = "incomplete (" + v.Reason + ")"
+	}
+	fmt.Fprintf(w, "run:             %s (a mix's: stream.MixCheckpointer)\n", v.Run)
+	fmt.Fprintf(w, "step:            %d%s\n", v.Step, which)
+	fmt.Fprintf(w, "status:          %s\n", status)
+	fmt.Fprintf(w, "world size:      %d\n", v.WorldSize)
+	fmt.Fprintf(w, "ranks stored:    %s\n", ranges(v.Ranks))
+	if v.Epoch == nil {
+		fmt.Fprintln(w, "no rank's state could be read")
+		for _, e := range v.RankErrors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+		return nil
+	}
+	writeEpochAndRows(w, &v.stepView)
+	fmt.Fprintf(w, "num splits:      %d\n", v.NumSplits)
+	fmt.Fprintf(w, "sources:         %d\n", v.Sources)
+	fmt.Fprintf(w, "fingerprint:     %s\n", v.Fingerprint)
+	fmt.Fprintf(w, "state version:   %d\n\n", v.Version)
+	writeRanks(w, v.RankStates)
+	fmt.Fprintln(w)
+	head := []string{">SPLIT", ">RANK", ">EPOCH", ">ROWS"}
+	for k := range v.Sources {
+		head = append(head, fmt.Sprintf(">SOURCE %d TAKEN", k))
+	}
+	t := newTable(head...)
+	for _, sv := range v.Splits {
+		row := []string{strconv.Itoa(sv.Split), strconv.Itoa(sv.Rank), "-", "-"}
+		if sv.Known {
+			row[2], row[3] = strconv.FormatInt(sv.Epoch, 10), strconv.FormatInt(sv.Rows, 10)
+		}
+		for k := range v.Sources {
+			cell := "-"
+			if k < len(sv.Taken) {
+				cell = strconv.FormatInt(sv.Taken[k], 10)
+			}
+			row = append(row, cell)
+		}
+		t.add(row...)
+	}
+	return t.write(w)
+}
+
+// writeRanks writes show's table of the ranks' states.
+func writeRanks(w io.Writer, states []rankView) {
 	head := []string{">RANK", ">EPOCH", ">NEXT", ">ROWS"}
-	if slices.ContainsFunc(v.RankStates, func(r rankView) bool { return r.Error != "" }) {
+	if slices.ContainsFunc(states, func(r rankView) bool { return r.Error != "" }) {
 		head = append(head, "ERROR")
 	}
 	ranks := newTable(head...)
-	for _, r := range v.RankStates {
+	for _, r := range states {
 		if r.Error != "" {
 			ranks.add(strconv.Itoa(r.Rank), "-", "-", "-", r.Error)
 			continue
@@ -406,20 +695,14 @@ func writeShow(w io.Writer, v *showView) error {
 		ranks.add(strconv.Itoa(r.Rank), strconv.FormatInt(r.Epoch, 10), strconv.Itoa(r.Next), strconv.FormatInt(r.Rows, 10))
 	}
 	ranks.write(w)
-	fmt.Fprintln(w)
-	cursors := newTable(">SPLIT", ">RANK", ">WINDOW", ">OFFSET", ">ROWS")
-	for _, c := range v.Cursors {
-		if !c.Known {
-			cursors.add(strconv.Itoa(c.Split), strconv.Itoa(c.Rank), "-", "-", "-")
-			continue
-		}
-		cursors.add(strconv.Itoa(c.Split), strconv.Itoa(c.Rank), strconv.Itoa(c.Window), strconv.FormatInt(c.Offset, 10), strconv.FormatInt(c.Rows, 10))
-	}
-	return cursors.write(w)
 }
 
-func checkpointRm(ctx context.Context, w io.Writer, store checkpoint.Store, cfg *checkpointConfig) error {
-	before, err := store.List(ctx, cfg.run)
+func checkpointRm(ctx context.Context, w io.Writer, store checkpoint.Store, mix checkpoint.MixStore, cfg *checkpointConfig) error {
+	list, retain := store.List, store.Retain
+	if mix != nil {
+		list, retain = mix.ListMix, mix.RetainMix
+	}
+	before, err := list(ctx, cfg.run)
 	if err != nil {
 		return err
 	}
@@ -436,10 +719,10 @@ func checkpointRm(ctx context.Context, w io.Writer, store checkpoint.Store, cfg 
 		fmt.Fprintf(w, "deleted step %d of run %q\n", cfg.step, cfg.run)
 		return nil
 	}
-	if err := store.Retain(ctx, cfg.run, cfg.keep); err != nil {
+	if err := retain(ctx, cfg.run, cfg.keep); err != nil {
 		return err
 	}
-	after, err := store.List(ctx, cfg.run)
+	after, err := list(ctx, cfg.run)
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,12 @@
 // Checkpoints are numbered per start of the job and per epoch
 // (attempt×10⁷ + epoch×10⁵ + batches of the epoch), and every rank also saves
 // at the end of each epoch: a job resumed mid-epoch at another world size may
-// give its ranks unequal rests of that epoch, and a step is only complete,
-// and mergeable, where every rank is in one epoch. The attempt (--attempt, a
-// number that grows with each start, such as torchrun's
-// TORCHELASTIC_RESTART_COUNT) keeps a start from completing a step that
-// ranks of a start that died had half saved, from another position.
+// give its ranks unequal rests of that epoch, so a rank with more batches
+// saves steps that one with fewer never reaches, and the end-of-epoch step is
+// one they all save. The attempt (--attempt, a number that grows with each
+// start, such as torchrun's TORCHELASTIC_RESTART_COUNT) is also the start's
+// incarnation (stream.Checkpointer.Incarnation): the store never completes a
+// step from ranks of two starts.
 package main
 
 import (
@@ -122,6 +123,7 @@ func train(ctx context.Context, c config) error {
 	}
 	defer ds.Close()
 	ck := stream.NewCheckpointer(ds, store, c.run, 0)
+	ck.Incarnation = fmt.Sprintf("attempt-%d", c.attempt)
 	step, err := ck.Resume(ctx)
 	if err != nil {
 		return err

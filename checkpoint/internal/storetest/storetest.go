@@ -37,6 +37,7 @@ func Store(t *testing.T, open Opener) {
 	t.Run("ConcurrentRanks", func(t *testing.T) { testConcurrentRanks(t, open) })
 	t.Run("AbandonDeadStart", func(t *testing.T) { testAbandon(t, open) })
 	t.Run("ClosedAndCancelled", func(t *testing.T) { testClosed(t, open) })
+	t.Run("Incarnation", func(t *testing.T) { Incarnation(t, open) })
 }
 
 // backdoor reaches a store's states through its backend, past the store.
