@@ -46,9 +46,10 @@ type Checkpointer struct {
 	// resumed (Resume's clean-up of a dead start's steps is per rank).
 	//
 	// It must be the same on every rank of one start of the job and differ
-	// from every other start's: a value rank 0 makes and broadcasts
-	// (NewIncarnation), or the launcher's id of the attempt, such as
-	// $SLURM_JOB_ID.$SLURM_STEP_ID.$SLURM_RESTART_COUNT. Up to
+	// from every other start's: the launcher's name for the start, which
+	// RankFromEnv reads (Placement.Incarnation: torchrun's run id and
+	// restart count, Slurm's job, step and restart count, Open MPI's job
+	// id), or a value rank 0 makes and broadcasts (NewIncarnation). Up to
 	// checkpoint.MaxIncarnation bytes of printable ASCII, no spaces.
 	//
 	// NewCheckpointer sets a random one (NewIncarnation) where the dataset

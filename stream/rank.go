@@ -1,12 +1,16 @@
 package stream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicedata/sluice/checkpoint"
 )
 
 // ErrNoLauncher is returned by RankFromEnv when no launcher's variables are
@@ -26,6 +30,17 @@ type Placement struct {
 	// processes on its machine and their number, or -1 where the launcher
 	// does not say (a Kubernetes pod is a machine of its own: 0 and 1).
 	LocalRank, LocalWorldSize int
+	// Incarnation is the launcher's name for this start of the job, the
+	// same on every rank of it and new when the launcher restarts the job:
+	// what Checkpointer.Incarnation wants. From torchrun, TORCHELASTIC_RUN_ID
+	// and TORCHELASTIC_RESTART_COUNT (a restart after a failure counts up;
+	// a new torchrun with the default run id "none" starts at 0 again, so
+	// give each submission its own --rdzv-id); from Slurm, SLURM_JOB_ID,
+	// SLURM_STEP_ID and SLURM_RESTART_COUNT (a requeue counts up); from
+	// Open MPI, OMPI_MCA_ess_base_jobid. "" where the launcher names no
+	// start (a Kubernetes indexed Job): then make one on rank 0
+	// (NewIncarnation) and broadcast it.
+	Incarnation string
 }
 
 // LaunchOptions adjust RankFromEnv. The zero value reads every convention.
@@ -49,12 +64,18 @@ type convention struct {
 	name              string
 	rank, world       string // world "" means the world size is given
 	localRank, localW string
+	// start names this start of the job: the first variable is required
+	// for an incarnation, the others default to "0".
+	start []string
 }
 
 var conventions = []convention{
-	{name: "torchrun", rank: "RANK", world: "WORLD_SIZE", localRank: "LOCAL_RANK", localW: "LOCAL_WORLD_SIZE"},
-	{name: "slurm", rank: "SLURM_PROCID", world: "SLURM_NTASKS", localRank: "SLURM_LOCALID"},
-	{name: "openmpi", rank: "OMPI_COMM_WORLD_RANK", world: "OMPI_COMM_WORLD_SIZE", localRank: "OMPI_COMM_WORLD_LOCAL_RANK", localW: "OMPI_COMM_WORLD_LOCAL_SIZE"},
+	{name: "torchrun", rank: "RANK", world: "WORLD_SIZE", localRank: "LOCAL_RANK", localW: "LOCAL_WORLD_SIZE",
+		start: []string{"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"}},
+	{name: "slurm", rank: "SLURM_PROCID", world: "SLURM_NTASKS", localRank: "SLURM_LOCALID",
+		start: []string{"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_RESTART_COUNT"}},
+	{name: "openmpi", rank: "OMPI_COMM_WORLD_RANK", world: "OMPI_COMM_WORLD_SIZE", localRank: "OMPI_COMM_WORLD_LOCAL_RANK", localW: "OMPI_COMM_WORLD_LOCAL_SIZE",
+		start: []string{"OMPI_MCA_ess_base_jobid"}},
 	{name: "kubernetes", rank: "JOB_COMPLETION_INDEX"},
 }
 
@@ -191,7 +212,41 @@ func (c convention) read(get func(string) (string, bool), given int) (p Placemen
 	if p.LocalWorldSize > p.WorldSize {
 		return p, "", false, fmt.Errorf("stream: %s environment: local world size %d (%s) is more than world size %d", c.name, p.LocalWorldSize, c.localW, p.WorldSize)
 	}
+	p.Incarnation = c.incarnation(get)
 	return p, c.name + " " + vars, true, nil
+}
+
+// incarnation is the launcher's name for this start of the job, or "": its
+// start variables' values joined by dots after the launcher's name, kept to
+// what a checkpoint's incarnation may hold (printable ASCII, no spaces).
+func (c convention) incarnation(get func(string) (string, bool)) string {
+	if len(c.start) == 0 {
+		return ""
+	}
+	parts := []string{c.name}
+	for i, n := range c.start {
+		v, ok := get(n)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			if i == 0 {
+				return ""
+			}
+			v = "0"
+		}
+		parts = append(parts, v)
+	}
+	inc := strings.Map(func(r rune) rune {
+		if r <= ' ' || r > '~' {
+			return '_'
+		}
+		return r
+	}, strings.Join(parts, "."))
+	if len(inc) > checkpoint.MaxIncarnation {
+		// Too long to keep whole: a digest of it names the start as well.
+		sum := sha256.Sum256([]byte(inc))
+		inc = c.name + "." + hex.EncodeToString(sum[:12])
+	}
+	return inc
 }
 
 // missing lists the required variables of c that are not set.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/sluicedata/sluice/checkpoint"
 )
 
 func envOf(kv ...string) func(string) (string, bool) {
@@ -43,6 +45,17 @@ func TestRankFromEnvConventions(t *testing.T) {
 			Placement{Launcher: "torchrun", Rank: 1, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1}},
 		{"spaces around numbers", []string{"RANK", " 1 ", "WORLD_SIZE", "2\n"}, LaunchOptions{},
 			Placement{Launcher: "torchrun", Rank: 1, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1}},
+		// The launcher's name for this start of the job.
+		{"torchrun restarted", []string{"RANK", "1", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", "job 7", "TORCHELASTIC_RESTART_COUNT", "3"}, LaunchOptions{},
+			Placement{Launcher: "torchrun", Rank: 1, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1, Incarnation: "torchrun.job_7.3"}},
+		{"slurm requeued", []string{"SLURM_PROCID", "0", "SLURM_NTASKS", "2", "SLURM_JOB_ID", "4412", "SLURM_STEP_ID", "0", "SLURM_RESTART_COUNT", "2"}, LaunchOptions{},
+			Placement{Launcher: "slurm", Rank: 0, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1, Incarnation: "slurm.4412.0.2"}},
+		{"slurm first start", []string{"SLURM_PROCID", "0", "SLURM_NTASKS", "2", "SLURM_JOB_ID", "4412"}, LaunchOptions{},
+			Placement{Launcher: "slurm", Rank: 0, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1, Incarnation: "slurm.4412.0.0"}},
+		{"open mpi job", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2", "OMPI_MCA_ess_base_jobid", "1234567"}, LaunchOptions{},
+			Placement{Launcher: "openmpi", Rank: 0, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1, Incarnation: "openmpi.1234567"}},
+		{"restart count without a run id", []string{"RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RESTART_COUNT", "1"}, LaunchOptions{},
+			Placement{Launcher: "torchrun", Rank: 0, WorldSize: 2, LocalRank: -1, LocalWorldSize: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Getenv = envOf(tc.env...)
@@ -54,6 +67,26 @@ func TestRankFromEnvConventions(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// An incarnation too long for a checkpoint is kept as a digest, which
+// every rank computes alike and a checkpoint accepts.
+func TestRankFromEnvLongIncarnation(t *testing.T) {
+	long := strings.Repeat("r", 300)
+	get := envOf("RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", long, "TORCHELASTIC_RESTART_COUNT", "1")
+	p, err := RankFromEnv(LaunchOptions{Getenv: get})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := RankFromEnv(LaunchOptions{Getenv: envOf("RANK", "1", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", long, "TORCHELASTIC_RESTART_COUNT", "1")})
+	r, _ := RankFromEnv(LaunchOptions{Getenv: envOf("RANK", "0", "WORLD_SIZE", "2", "TORCHELASTIC_RUN_ID", long, "TORCHELASTIC_RESTART_COUNT", "2")})
+	if len(p.Incarnation) > checkpoint.MaxIncarnation || p.Incarnation != q.Incarnation || p.Incarnation == r.Incarnation {
+		t.Fatalf("incarnations %q, %q (same start), %q (a restart)", p.Incarnation, q.Incarnation, r.Incarnation)
+	}
+	st := checkpoint.State{Incarnation: p.Incarnation}
+	if err := st.Validate(); err != nil && strings.Contains(err.Error(), "incarnation") {
+		t.Fatal(err)
 	}
 }
 

@@ -123,7 +123,12 @@ func train(ctx context.Context, c config) error {
 	}
 	defer ds.Close()
 	ck := stream.NewCheckpointer(ds, store, c.run, 0)
-	ck.Incarnation = fmt.Sprintf("attempt-%d", c.attempt)
+	// The launcher's name for this start where it has one (a torchrun or
+	// Slurm restart), else the attempt this start was given.
+	ck.Incarnation = where.Incarnation
+	if ck.Incarnation == "" {
+		ck.Incarnation = fmt.Sprintf("attempt-%d", c.attempt)
+	}
 	step, err := ck.Resume(ctx)
 	if err != nil {
 		return err
