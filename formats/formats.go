@@ -34,6 +34,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicedata/sluice/formats/internal/panics"
 	"github.com/sluicedata/sluice/formats/storage"
 )
 
@@ -773,14 +774,16 @@ func keepsAll(keep *array.Boolean, n int64) bool {
 func (d *Dataset) Close() error { return d.resolver.Close() }
 
 // guard runs fn, turning a panic (arrow-go panics on some malformed input)
-// into an error, and names the file and the part being read in any error.
+// into an error that says what it tells of the file (see panics.New), and
+// names the file and the part being read in any error.
 func guard(url, part string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			pe := panics.New(r)
 			// The stack helps whoever fixes the decoder, not the user: it
 			// goes to the debug log, and the error stays one line.
 			slog.Debug("formats: decoder panicked", "file", url, "part", part, "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("%s: %s: %w: the decoder failed: %v", url, part, ErrCorrupt, oneLine(fmt.Sprint(r)))
+			err = fmt.Errorf("%s: %s: %w: %w", url, part, ErrCorrupt, pe)
 		}
 	}()
 	if err := fn(); err != nil {
@@ -793,11 +796,6 @@ func guard(url, part string, fn func() error) (err error) {
 		return fmt.Errorf("%s: %s: %w", url, part, err)
 	}
 	return nil
-}
-
-// oneLine joins the lines of s.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 func pickFormat(fs []Format, key string) Format {

@@ -1064,6 +1064,12 @@ func (c *listColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 			return nil, err
 		}
 	}
+	if len(kids) == 2 && kids[0].NullN() > 0 {
+		// Arrow's maps have no null keys (building one panics); ORC's
+		// format has no rule against a PRESENT stream on the keys.
+		offs.Release()
+		return nil, errors.New("a map key is null")
+	}
 	vb, nulls := validityBuffer(c.mem, valid)
 	var child arrow.ArrayData
 	if len(kids) == 2 {

@@ -239,7 +239,12 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 			return nil, err
 		}
 		start, end := chunkSpan(cc)
-		fe.dicts[start] = max(fe.dicts[start], minValueBits(meta.md.Schema.Column(leaf)))
+		if d := cc.DictionaryPageOffset(); cc.HasDictionaryPage() && d > cc.DataPageOffset() {
+			// arrow-go reads such a dictionary, which it needs after a
+			// seek, into a buffer of negative size: a panic.
+			return nil, fmt.Errorf("column %q: the dictionary page at byte %d lies after the data pages at %d", meta.md.Schema.Column(leaf).ColumnPath().String(), d, cc.DataPageOffset())
+		}
+		meta.expectChunk(fe.chunks, start, leaf, cc.NumValues())
 		if meta.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
 			// arrow-go's seek miscounts levels in repeated columns: these
 			// are read from their start, so fetched whole.
@@ -259,37 +264,46 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 			if i+1 < len(pages) {
 				end = pages[i+1].firstRow
 			}
-			fe.checks = append(fe.checks, pageCheck{offset: p.offset, rows: end - p.firstRow, leaf: leaf})
+			fe.checks = append(fe.checks, pageCheck{offset: p.offset, size: p.size, rows: end - p.firstRow, chunk: fe.chunks[start]})
 		}
 	}
 	return out, nil
 }
 
-// pageCheck is a data page whose header must hold rows rows.
+// pageCheck is a data page of size bytes (its header included) whose
+// header must hold rows rows.
 type pageCheck struct {
-	offset, rows int64
-	leaf         int
+	offset, size, rows int64
+	chunk              chunkCheck
 }
 
 // checkPages checks that the fetched data pages hold the rows the offset
-// index says: a seek by an index that lies would deliver other rows than
-// asked, silently.
+// index says (a seek by an index that lies would deliver other rows than
+// asked, silently), and their headers as checkChunk checks a whole chunk's.
 func (fe *parquetFetched) checkPages() error {
 	r := chunkReader{spans: fe.spans}
 	for _, c := range fe.checks {
-		head := make([]byte, 0, 256)
-		for n := 256; n > 0; n /= 2 {
+		// The header's statistics may be long: up to the whole page.
+		n := int(min(max(c.size, 1), 64<<10))
+		head := make([]byte, 0, n)
+		for ; n > 0; n /= 2 {
 			head = head[:n]
 			if r.fetched(head, c.offset) {
 				break
 			}
 		}
+		name := c.chunk.col.ColumnPath().String()
 		rows, err := pageRows(head)
 		if err != nil {
-			return fmt.Errorf("column %d: page at %d: %w", c.leaf, c.offset, err)
+			return fmt.Errorf("column %q: corrupt page at byte %d: %w", name, c.offset, err)
 		}
 		if rows != c.rows {
-			return fmt.Errorf("column %d: the offset index gives the page at %d %d rows, its header %d", c.leaf, c.offset, c.rows, rows)
+			return fmt.Errorf("column %q: the offset index gives the page at byte %d %d rows, its header %d", name, c.offset, c.rows, rows)
+		}
+		if h, err := parsePageHeader(head); err == nil {
+			if err := h.check(c.chunk, c.size-int64(h.size)); err != nil {
+				return pageError(c.chunk, c.offset, err)
+			}
 		}
 	}
 	return nil

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// pageHeader builds a data page header holding rows rows, version 1 or 2.
-func pageHeader(version int, rows int32) []byte {
+// dataPageBytes builds a data page header holding rows rows, version 1 or 2.
+func dataPageBytes(version int, rows int32) []byte {
 	var c compact
-	c.i32(1, 0) // type
+	c.i32(1, map[int]int32{1: pageData, 2: pageDataV2}[version]) // type
 	c.i32(2, 4096)
 	c.i32(3, 1024)
 	if version == 1 {
@@ -21,6 +21,9 @@ func pageHeader(version int, rows int32) []byte {
 		c.i32(1, rows) // num_values
 		c.i32(2, 0)    // num_nulls
 		c.i32(3, rows) // num_rows
+		c.i32(4, 0)    // encoding
+		c.i32(5, 0)    // definition_levels_byte_length
+		c.i32(6, 0)    // repetition_levels_byte_length
 		c.stop()
 	}
 	c.stop()
@@ -31,17 +34,17 @@ func pageHeader(version int, rows int32) []byte {
 // refused: a seek by that index would deliver other rows without a word.
 func TestCheckPagesAgainstHeaders(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		fe := &parquetFetched{spans: []span{{off: 1000, data: pageHeader(version, 100)}}}
-		fe.checks = []pageCheck{{offset: 1000, rows: 100}}
+		fe := &parquetFetched{spans: []span{{off: 1000, data: dataPageBytes(version, 100)}}}
+		fe.checks = []pageCheck{{offset: 1000, size: 2048, rows: 100, chunk: int32Chunk(t)}}
 		if err := fe.checkPages(); err != nil {
 			t.Errorf("v%d: a page that holds the rows the index says: %v", version, err)
 		}
-		fe.checks = []pageCheck{{offset: 1000, rows: 99}}
+		fe.checks = []pageCheck{{offset: 1000, size: 2048, rows: 99, chunk: int32Chunk(t)}}
 		if err := fe.checkPages(); err == nil {
 			t.Errorf("v%d: a page of 100 rows that the index calls 99 was accepted", version)
 		}
 	}
-	fe := &parquetFetched{spans: []span{{off: 0, data: make([]byte, 300)}}, checks: []pageCheck{{offset: 0, rows: 1}}}
+	fe := &parquetFetched{spans: []span{{off: 0, data: make([]byte, 300)}}, checks: []pageCheck{{offset: 0, size: 300, rows: 1, chunk: int32Chunk(t)}}}
 	if err := fe.checkPages(); err == nil {
 		t.Error("zeros taken for a data page")
 	}
@@ -76,7 +79,7 @@ func offsetIndexBytes(pages []pageLoc) []byte {
 
 func FuzzOffsetIndex(f *testing.F) {
 	f.Add(offsetIndexBytes([]pageLoc{{4, 100, 0}, {104, 90, 1000}}))
-	f.Add(pageHeader(1, 10))
+	f.Add(dataPageBytes(1, 10))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pages, err := parseOffsetIndex(b)
 		if err == nil && len(pages) > len(b) {

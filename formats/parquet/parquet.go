@@ -326,7 +326,7 @@ func leafIndices(sf *pqarrow.SchemaField, out []int) []int {
 type parquetFetched struct {
 	leaves []int
 	spans  []span
-	dicts  map[int64]int
+	chunks map[int64]chunkCheck // by offset, the chunks Decode reads (see chunkReader)
 	bytes  int64
 	// paged holds the row groups fetched page by page, and partial the
 	// offsets of their chunks, which only hold the fetched pages.
@@ -350,7 +350,7 @@ func (fe *parquetFetched) Size() int64 { return fe.bytes }
 func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read) (formats.Buffer, error) {
 	meta := f.Meta.(*parquetMeta)
 	start, end := r.Range.Start, r.Range.End
-	fe := &parquetFetched{dicts: map[int64]int{}}
+	fe := &parquetFetched{chunks: map[int64]chunkCheck{}}
 	for _, fl := range r.Schema.Fields() {
 		fe.leaves = append(fe.leaves, meta.leaves[fl.Name]...)
 	}
@@ -394,7 +394,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 				continue
 			}
 		}
-		rs, err := expect(meta.md, rg, fe.leaves, fe.dicts)
+		rs, err := expect(meta, rg, fe.leaves, fe.chunks)
 		if err != nil {
 			return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
 		}
@@ -436,7 +436,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 			fe = b.(*parquetFetched)
 		}
 		errStop := errors.New("stopped")
-		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), dicts: fe.dicts, spans: fe.spans, partial: fe.partial}
+		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
 		next := start // the file row of the next batch's first row
 		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
 			first := next
@@ -492,6 +492,9 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
 			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
 		})
+		if pageErr := src.pageFailure(); err != nil && pageErr != nil {
+			err = fmt.Errorf("%w: %w", formats.ErrCorrupt, pageErr)
+		}
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
@@ -501,14 +504,14 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 
 // chunkReader is the file as arrow-go sees it during Read. It remembers the
 // first storage error (arrow-go wraps it in messages of its own, and a failed
-// fetch must not be reported as a corrupt file), and it checks the page that
-// starts each column chunk before arrow-go decodes it: arrow-go sizes a
-// dictionary by the count its page header declares, trusting it.
+// fetch must not be reported as a corrupt file), and it checks the page
+// headers of each column chunk before arrow-go decodes them (see
+// checkChunk): arrow-go trusts them.
 type chunkReader struct {
 	*storage.Reader
-	// dicts maps the offset of each column chunk Read fetches to the fewest
-	// bits a value of its column takes in a PLAIN dictionary page.
-	dicts map[int64]int
+	// chunks maps the offset of each column chunk Read fetches to what the
+	// checks of its pages need.
+	chunks map[int64]chunkCheck
 
 	// spans are the prefetched byte ranges, sorted by offset.
 	spans []span
@@ -519,6 +522,9 @@ type chunkReader struct {
 
 	mu    sync.Mutex
 	ioErr error
+	// pageErr is the first page a check refused: arrow-go buries it in
+	// messages of its own.
+	pageErr error
 }
 
 // byteRange is [from, to) of a file.
@@ -595,35 +601,44 @@ func (r *chunkReader) fetched(p []byte, off int64) bool {
 }
 
 // expect returns the byte ranges of the chunks of the leaves of row group
-// rg, and records in dicts the fewest bits a dictionary value of each takes.
-func expect(md *metadata.FileMetaData, rg int, leaves []int, dicts map[int64]int) ([]byteRange, error) {
-	g := md.RowGroup(rg)
+// rg, and records in chunks what checking their pages needs.
+func expect(meta *parquetMeta, rg int, leaves []int, chunks map[int64]chunkCheck) ([]byteRange, error) {
+	g := meta.md.RowGroup(rg)
 	var out []byteRange
 	for _, leaf := range leaves {
 		cc, err := g.ColumnChunk(leaf)
 		if err != nil {
 			return nil, err
 		}
-		start := cc.DataPageOffset()
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
-			start = cc.DictionaryPageOffset() // where arrow-go starts reading, as in Inspect
-		}
-		// Chunks sharing an offset (only in corrupt files) get the strictest
-		// bound.
-		dicts[start] = max(dicts[start], minValueBits(md.Schema.Column(leaf)))
+		start, _ := chunkSpan(cc)
+		meta.expectChunk(chunks, start, leaf, cc.NumValues())
 		out = append(out, byteRange{start, start + cc.TotalCompressedSize()})
 	}
 	return out, nil
 }
 
+// expectChunk records the chunk of leaf at offset start, of values values.
+// Chunks sharing an offset (only in corrupt files) get the strictest bound.
+func (m *parquetMeta) expectChunk(chunks map[int64]chunkCheck, start int64, leaf int, values int64) {
+	md := m.readMD
+	if md == nil {
+		md = m.md
+	}
+	col := md.Schema.Column(leaf)
+	c, ok := chunks[start]
+	if !ok {
+		c = chunkCheck{col: col, values: values}
+	}
+	c.valueBits = max(c.valueBits, minValueBits(col))
+	chunks[start] = c
+}
+
 func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
-	if r.fetched(p, off) || r.partial[off] && r.fill(p, off) {
-		if bits, ok := r.dicts[off]; ok {
-			if cerr := checkDictionaryPage(p, bits); cerr != nil {
-				return len(p), cerr
-			}
-		}
-		return len(p), nil
+	if r.fetched(p, off) {
+		return len(p), r.check(p, off, checkChunk)
+	}
+	if r.partial[off] && r.fill(p, off) {
+		return len(p), r.check(p, off, checkFirstPage)
 	}
 	n, err := r.Reader.ReadAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) { // io.EOF: a read past the end, so a bad offset
@@ -634,12 +649,34 @@ func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
 		r.mu.Unlock()
 		return n, err
 	}
-	if bits, ok := r.dicts[off]; ok {
-		if cerr := checkDictionaryPage(p[:n], bits); cerr != nil {
-			return n, cerr
-		}
+	if cerr := r.check(p[:n], off, checkChunk); cerr != nil {
+		return n, cerr
 	}
 	return n, err
+}
+
+// check checks p, read at off, with fn if it is a chunk Read fetches.
+func (r *chunkReader) check(p []byte, off int64, fn func([]byte, int64, chunkCheck) error) error {
+	c, ok := r.chunks[off]
+	if !ok {
+		return nil
+	}
+	err := fn(p, off, c)
+	if err != nil {
+		r.mu.Lock()
+		if r.pageErr == nil {
+			r.pageErr = err
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// pageFailure is the first page a check refused, or nil.
+func (r *chunkReader) pageFailure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pageErr
 }
 
 func (r *chunkReader) failure() error {
@@ -663,45 +700,6 @@ func minValueBits(col *pqschema.Column) int {
 		return 8 * max(col.TypeLength(), 1)
 	}
 	return 1
-}
-
-// checkDictionaryPage checks that a dictionary page at the start of chunk
-// declares no more values than its decoded size can hold. arrow-go checks
-// the decoded size against the header, so the values are bounded by data
-// that exists, not by a number.
-func checkDictionaryPage(chunk []byte, valueBits int) error {
-	var pageType, size, values int64
-	s := thriftScanner{b: chunk}
-	err := s.structFields(0, func(id int16, typ byte) error {
-		switch {
-		case id == 1 && typ == tI32: // PageHeader.type
-			v, err := s.varint()
-			pageType = zigzag(v)
-			return err
-		case id == 2 && typ == tI32: // PageHeader.uncompressed_page_size
-			v, err := s.varint()
-			size = zigzag(v)
-			return err
-		case id == 7 && typ == tStruct: // PageHeader.dictionary_page_header
-			return s.structFields(1, func(id int16, typ byte) error {
-				if id == 1 && typ == tI32 { // DictionaryPageHeader.num_values
-					v, err := s.varint()
-					values = zigzag(v)
-					return err
-				}
-				return s.skip(typ, 2)
-			})
-		}
-		return s.skip(typ, 1)
-	})
-	if err != nil {
-		return fmt.Errorf("page header: %w", err)
-	}
-	const dictionaryPage = 2
-	if pageType == dictionaryPage && values > size*8/int64(valueBits) {
-		return fmt.Errorf("dictionary page declares %d values in %d bytes", values, size)
-	}
-	return nil
 }
 
 // readRowGroup delivers rows [lo, hi) of row group rg, which has rows rows.

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/variant"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/internal/panics"
 )
 
 // InvalidUTF8 says what a read does with a STRING value that is not valid
@@ -223,8 +224,8 @@ func replaceInvalidUTF8(a arrow.Array, mem memory.Allocator) arrow.Array {
 // guardRowGroup runs read, the decoding of one row group, and names the
 // column at fault when arrow-go fails without saying which (found by
 // decoding each selected column of the row group alone, which costs time only
-// on failure). A panic of arrow-go's becomes a one-line error; its stack goes
-// to the debug log.
+// on failure). A panic of arrow-go's becomes a one-line error saying what
+// it tells of the file (see panics.New); its stack goes to the debug log.
 func guardRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, read func() error) (err error) {
 	faulty := func() string {
 		for _, leaf := range leaves {
@@ -239,13 +240,13 @@ func guardRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves [
 		if r == nil {
 			return
 		}
+		pe := panics.New(r)
 		slog.Debug("parquet: decoder panicked", "row_group", rg, "panic", r, "stack", string(debug.Stack()))
-		col := faulty()
-		if col == "" {
-			col = "one of the columns"
+		if col := faulty(); col != "" {
+			err = fmt.Errorf("%w: %s: %w", formats.ErrCorrupt, col, pe)
+		} else {
+			err = fmt.Errorf("%w: %w", formats.ErrCorrupt, pe)
 		}
-		reason := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
-		err = fmt.Errorf("%w: %s: the decoder failed: %s", formats.ErrCorrupt, col, reason)
 	}()
 	err = read()
 	if err != nil && errors.Is(err, formats.ErrCorrupt) && ctx.Err() == nil && !strings.Contains(err.Error(), "column ") {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/internal/panics"
 )
 
 // ErrBadRow is wrapped (with formats.ErrCorrupt) when a record does not fit
@@ -514,51 +515,134 @@ func (s *scanner) json(fe *fetched) error {
 }
 
 // oneObject checks that a JSON Lines record holds one object and nothing
-// after it: arrow-go's decoder reads the first value and ignores the rest,
-// which would drop the rows of a line holding several objects. It finds
-// the object's end by its braces, outside strings; the decoder checks the
-// rest.
+// after it, and that the object's structure is sound: every key a string
+// followed by a colon, every value followed by a comma or the end of its
+// container. arrow-go's decoder reads the first value of a line and ignores
+// the rest, which would drop the rows of a line holding several objects,
+// and it takes whatever token comes where a key belongs for a string: a
+// panic on a malformed line, which then could only end the read. The values
+// themselves are the decoder's to check.
 func oneObject(line []byte) error {
-	i := 0
-	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-		i++
-	}
+	i := skipWS(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return errors.New("the line is not a JSON object")
 	}
-	depth := 0
+	const (
+		wantValue = iota
+		wantKey
+		wantColon
+		wantNext // a comma or the end of the container
+	)
+	var held [16]byte
+	open := held[:0]           // the containers open, '{' or '['
+	end := func(i int) error { // the object closes at line[i]
+		if !blank(line[i+1:]) {
+			return fmt.Errorf("data after the object at byte %d of the line", i+1)
+		}
+		return nil
+	}
+	state, empty := wantValue, false
 	for ; i < len(line); i++ {
-		switch line[i] {
-		case '"':
-			for i++; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' {
+		c := line[i]
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			continue
+		}
+		first := empty
+		empty = false
+		switch state {
+		case wantKey:
+			if c == '}' && first {
+				if open = open[:len(open)-1]; len(open) == 0 {
+					return end(i)
+				}
+				state = wantNext
+				break
+			}
+			if c != '"' {
+				return fmt.Errorf("%q at byte %d of the line, where an object key belongs", c, i)
+			}
+			i = stringEnd(line, i)
+			state = wantColon
+		case wantColon:
+			if c != ':' {
+				return fmt.Errorf("%q at byte %d of the line, where the colon after a key belongs", c, i)
+			}
+			state = wantValue
+		case wantValue:
+			switch c {
+			case '{', '[':
+				open = append(open, c)
+				state, empty = wantKey, true
+				if c == '[' {
+					state = wantValue
+				}
+				continue
+			case ']':
+				if first && open[len(open)-1] == '[' {
+					open = open[:len(open)-1]
+					state = wantNext
+					break
+				}
+				fallthrough
+			case ',', ':', '}':
+				return fmt.Errorf("%q at byte %d of the line, where a value belongs", c, i)
+			case '"':
+				i = stringEnd(line, i)
+			default: // a number, true, false or null: the decoder reads it
+				for i+1 < len(line) && !jsonDelim(line[i+1]) {
 					i++
 				}
 			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				if !blank(line[i+1:]) {
-					return fmt.Errorf("data after the object at byte %d of the line", i+1)
+			state = wantNext
+		case wantNext:
+			top := open[len(open)-1]
+			switch {
+			case c == ',':
+				state = wantValue
+				if top == '{' {
+					state = wantKey
 				}
-				return nil
+			case c == '}' && top == '{', c == ']' && top == '[':
+				if open = open[:len(open)-1]; len(open) == 0 {
+					return end(i)
+				}
+			default:
+				return fmt.Errorf("%q at byte %d of the line, where a comma or the end of the %s belongs", c, i, map[byte]string{'{': "object", '[': "array"}[top])
 			}
 		}
 	}
 	return errors.New("the object is not closed on its line")
 }
 
+func jsonDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', ',', ':', '{', '}', '[', ']', '"':
+		return true
+	}
+	return false
+}
+
+// stringEnd returns the index of the quote that ends the string starting at
+// b[i], or len(b) if it does not end.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
 // errDecoderPanic is wrapped when arrow-go's JSON decoder panicked on a
-// record (it does on some malformed input): its builders may then hold
-// part of the row, so the read cannot go on, even skipping bad rows.
-var errDecoderPanic = errors.New("JSON decoder panicked")
+// record (oneObject turns away the malformed lines it is known to panic
+// on): its builders may then hold part of the row, so the read cannot go
+// on, even skipping bad rows.
+var errDecoderPanic = errors.New("a record the JSON decoder cannot read")
 
 func unmarshal(rb *array.RecordBuilder, rec []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", errDecoderPanic, r)
+			err = fmt.Errorf("%w: %w", errDecoderPanic, panics.New(r))
 		}
 	}()
 	return rb.UnmarshalJSON(rec)
