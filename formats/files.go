@@ -76,9 +76,11 @@ type evolution struct {
 // mask, filter and column mapping, where Plan would list URLs. Every file
 // is resolved and inspected concurrently; opts.Schema, if set, gives the
 // dataset's columns (see PlanOptions.Schema). opts.Masks is not used: the
-// files carry their masks.
+// files carry their masks. No files with opts.Schema is an empty dataset
+// (a table with no data files); no files without it, an error wrapping
+// ErrEmpty, as there are no columns to give.
 func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset, err error) {
-	if len(files) == 0 {
+	if len(files) == 0 && opts.Schema == nil {
 		return nil, fmt.Errorf("formats: no files given: %w", ErrEmpty)
 	}
 	if len(opts.Formats) == 0 {
@@ -185,9 +187,6 @@ func (f *Fragment) mapped() error {
 // takes the widest of the schema's type and the types of the files that
 // hold it; a file lacking a column reads it as null.
 func unifyMapped(frags []*Fragment, columns []string, schema *arrow.Schema) (*arrow.Schema, error) {
-	if len(frags) == 0 {
-		return nil, fmt.Errorf("formats: %w", ErrEmpty)
-	}
 	if columns == nil {
 		for _, f := range schema.Fields() {
 			columns = append(columns, f.Name)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -135,8 +136,9 @@ func (m *Mixed) enterEpoch(e int64) {
 }
 
 // Mix opens a mix of the sources. Sources whose schemas differ, whose
-// NumSplits differ, or whose counts are not known before reading (text
-// files, a filter: plan.ErrUnknownRows) are refused.
+// NumSplits differ, whose counts are not known before reading (text
+// files, a filter: plan.ErrUnknownRows), or that hold no rows (ErrEmpty:
+// no order gives them their weight) are refused.
 func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	if len(sources) == 0 {
 		return nil, errors.New("stream: mix of no sources")
@@ -189,8 +191,14 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 			return nil, fmt.Errorf("stream: mix source %d: %w", k, err)
 		}
 		rows[k] = make([]int64, n)
+		var total int64
 		for s, sp := range ep.Splits {
 			rows[k][s] = sp.Rows
+			total += max(sp.Rows, 0)
+		}
+		if total == 0 && !slices.Contains(rows[k], -1) { // unknown counts: plan.NewMix says so
+			// No interleaving gives an empty source its share.
+			return nil, fmt.Errorf("stream: mix source %d (%s): %w: its weight %v cannot be honoured; leave it out of the mix", k, d.describeURLs(), ErrEmpty, src.Weight)
 		}
 		m.order.Weights = append(m.order.Weights, src.Weight)
 		fmt.Fprintf(h, "source %d %s %x\n", k, d.orderState().Fingerprint, math.Float64bits(src.Weight))
@@ -769,4 +777,18 @@ func MergeMixStates(states ...MixState) (MixState, error) {
 		return MixState{}, fmt.Errorf("stream: %w", err)
 	}
 	return st, nil
+}
+
+// describeURLs names what d was opened on, for errors: its URLs (the
+// first three), else the version its planner gave (an Iceberg table's).
+func (d *Dataset) describeURLs() string {
+	switch urls := d.opts.URLs; {
+	case len(urls) > 3:
+		return fmt.Sprintf("%s and %d more", strings.Join(urls[:3], ", "), len(urls)-3)
+	case len(urls) > 0:
+		return strings.Join(urls, ", ")
+	case d.data.Version != "":
+		return d.data.Version
+	}
+	return "planned by Options.Plan"
 }

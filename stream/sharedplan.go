@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -165,20 +164,6 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (planned,
 	data, err := planner(ctx, po)
 	if err != nil {
 		return planned{}, err // it names the file and what is wrong with it
-	}
-	if data.Rows() == 0 {
-		data.Close()
-		// Empty files are fine among others; a dataset of nothing but
-		// empty files is not, and the user needs to know which they are.
-		var names []string
-		for i, f := range data.Fragments {
-			if i == 3 {
-				names = append(names, fmt.Sprintf("and %d more", len(data.Fragments)-3))
-				break
-			}
-			names = append(names, f.URL)
-		}
-		return planned{}, fmt.Errorf("%w: %d files, none with a row: %s", ErrEmpty, len(data.Fragments), strings.Join(names, ", "))
 	}
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where

@@ -46,7 +46,9 @@ var ErrBusy = errors.New("stream: an iteration is already running on this datase
 // 0.3. Smaller chunks only mean more, smaller fetches of small row groups.
 const chunksPerWindow = 256
 
-// ErrEmpty is wrapped when the URLs hold no rows.
+// ErrEmpty is wrapped where a dataset without rows cannot serve: as a
+// source of a mix, whose weight it could not honour. An empty dataset
+// itself opens and streams no rows, every epoch.
 var ErrEmpty = errors.New("stream: dataset has no rows")
 
 // Dataset is an opened, planned dataset with a position. Its methods are
@@ -105,8 +107,11 @@ func (d *Dataset) decodeAllocator() memory.Allocator {
 }
 
 // Open plans the dataset (every footer read once, concurrently) and checks
-// the options. Unknown columns, an empty dataset and NumSplits not divisible
-// by WorldSize are errors here, not later.
+// the options. Unknown columns and NumSplits not divisible by WorldSize are
+// errors here, not later. An empty dataset (files without rows, a table
+// without a snapshot or data files) opens: it streams no rows and no
+// batches, in every epoch, mode and rank; URLs that name no data file at
+// all are an error wrapping formats.ErrEmpty, there being no schema.
 func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	o, err := opts.withDefaults()
 	if err != nil {

@@ -269,7 +269,6 @@ func TestLoadStateRefusesMismatch(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	dir := writeDataset(t, synth.Spec{Files: 1, RowsPerFile: 100})
-	empty := writeDataset(t, synth.Spec{Files: 1, RowsPerFile: 0})
 	cases := []struct {
 		name string
 		o    Options
@@ -279,7 +278,6 @@ func TestOpenErrors(t *testing.T) {
 		{"splits not divisible", Options{URLs: []string{dir}, NumSplits: 6, WorldSize: 4}, nil},
 		{"rank outside world", Options{URLs: []string{dir}, Rank: 2, WorldSize: 2}, nil},
 		{"unknown column", Options{URLs: []string{dir}, Columns: []string{"id", "nope"}}, formats.ErrSchema},
-		{"empty dataset", Options{URLs: []string{empty}}, ErrEmpty},
 		{"missing path", Options{URLs: []string{filepath.Join(dir, "nope.parquet")}}, nil},
 		{"negative batch", Options{URLs: []string{dir}, BatchSize: -1}, nil},
 	}

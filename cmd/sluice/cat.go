@@ -205,6 +205,7 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	})
 	defer p.Stop()
 
+	epoch := ds.Epoch()
 	enc := newRowEncoder(ds.Schema())
 	out := bufio.NewWriterSize(e.stdout, 256<<10)
 	var buf []byte
@@ -245,7 +246,42 @@ func runCat(ctx context.Context, e *env, args []string) error {
 		// On stderr, so that stdout stays the rows alone.
 		fmt.Fprintf(e.stderr, "cat: %d bad rows skipped (--skip-bad-rows)\n", k)
 	}
+	if n == 0 {
+		// An empty output is not an error, but it should not pass for a
+		// dataset read when it may be a wrong path or filter.
+		fmt.Fprintln(e.stderr, noRowsNote(ds, epoch, cfg.rank, cfg.ds.worldSize, cfg.ds.filter != ""))
+	}
 	return nil
+}
+
+// noRowsNote says why cat printed no row: the dataset has none, or (where
+// it has some, or may) none came to this rank in this epoch.
+func noRowsNote(ds *stream.Dataset, epoch int64, rank, world int, filtered bool) string {
+	files := ds.Files()
+	var rows int64
+	known := true
+	for _, f := range files {
+		known = known && f.Rows >= 0
+		rows += max(f.Rows, 0)
+	}
+	if known && rows == 0 {
+		what := fmt.Sprintf("%d files, none with a row", len(files))
+		switch {
+		case len(files) == 0:
+			what = "no data files"
+		case len(files) == 1:
+			what = "1 file without rows"
+		}
+		return fmt.Sprintf("cat: no rows: the dataset is empty (%s)", what)
+	}
+	why := ""
+	if filtered {
+		why = ", after the filter"
+	}
+	if world > 1 {
+		return fmt.Sprintf("cat: no rows for rank %d of %d in epoch %d%s", rank, world, epoch, why)
+	}
+	return fmt.Sprintf("cat: no rows in epoch %d%s", epoch, why)
 }
 
 // remainingRows is what the rank has still to receive this epoch, or -1

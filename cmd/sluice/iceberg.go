@@ -68,8 +68,8 @@ func (f *icebergFlags) open(ctx context.Context, urls []string, opts stream.Opti
 // icebergInfo is what inspect says of a table.
 type icebergInfo struct {
 	Metadata            string `json:"metadata"`
-	Snapshot            int64  `json:"snapshot"`
-	SnapshotTime        string `json:"snapshot_time"`
+	Snapshot            int64  `json:"snapshot"`      // 0: none
+	SnapshotTime        string `json:"snapshot_time"` // "": no snapshot
 	DataFiles           int    `json:"data_files"`
 	PositionDeleteFiles int    `json:"position_delete_files"`
 	DeletionVectors     int    `json:"deletion_vectors"`
@@ -102,12 +102,19 @@ func newIcebergInfo(t *iceberg.Table) *icebergInfo {
 	if st.FilesWithEqualityDeletes > 0 {
 		info.RowsAfterDeletes = -1
 	}
+	if !t.HasSnapshot() {
+		info.SnapshotTime = ""
+	}
 	return info
 }
 
 func writeIcebergInfo(w io.Writer, i *icebergInfo) {
 	fmt.Fprintf(w, "iceberg table: %s\n", i.Metadata)
-	fmt.Fprintf(w, "  snapshot %d of %s\n", i.Snapshot, i.SnapshotTime)
+	if i.SnapshotTime == "" {
+		fmt.Fprintf(w, "  no snapshot: the table has never been written, and reads as empty\n")
+	} else {
+		fmt.Fprintf(w, "  snapshot %d of %s\n", i.Snapshot, i.SnapshotTime)
+	}
 	fmt.Fprintf(w, "  %d data files, %d position delete files, %d deletion vectors, %d equality delete files\n",
 		i.DataFiles, i.PositionDeleteFiles, i.DeletionVectors, i.EqualityDeleteFiles)
 	fmt.Fprintf(w, "  rows: %s before deletes, %s deleted by position", count(i.RowsBeforeDeletes), count(i.PositionDeletedRows))

@@ -203,6 +203,11 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	start := time.Now()
+	if t.snap == nil {
+		// A table created and never written: empty, with its schema.
+		t.plan = &tablePlan{}
+		return t, nil
+	}
 	fio := &fileIO{ctx: ctx, res: res, loc: t.loc}
 	if t.plan, t.fromCache, err = t.loadPlan(ctx, fio); err != nil {
 		return nil, err
@@ -256,9 +261,7 @@ func pick(meta table.Metadata, opts Options) (*table.Snapshot, error) {
 			return nil, fmt.Errorf("%w: none was current at %s", ErrSnapshot, opts.AsOf.UTC().Format(time.RFC3339Nano))
 		}
 	default:
-		if s = meta.CurrentSnapshot(); s == nil {
-			return nil, fmt.Errorf("the table has no snapshot: %w", formats.ErrEmpty)
-		}
+		s = meta.CurrentSnapshot() // nil where the table has none: empty
 	}
 	return s, nil
 }
@@ -274,11 +277,26 @@ func snapshotIDs(meta table.Metadata) string {
 	return "snapshots " + strings.Join(ids, ", ")
 }
 
-// SnapshotID is the snapshot the table is pinned at.
-func (t *Table) SnapshotID() int64 { return t.snap.SnapshotID }
+// HasSnapshot reports whether the table has a snapshot to be pinned at: a
+// table created and never written has none, and is an empty dataset.
+func (t *Table) HasSnapshot() bool { return t.snap != nil }
 
-// Snapshot is the snapshot the table is pinned at.
-func (t *Table) Snapshot() table.Snapshot { return *t.snap }
+// SnapshotID is the snapshot the table is pinned at, 0 if it has none.
+func (t *Table) SnapshotID() int64 {
+	if t.snap == nil {
+		return 0
+	}
+	return t.snap.SnapshotID
+}
+
+// Snapshot is the snapshot the table is pinned at, the zero Snapshot if it
+// has none.
+func (t *Table) Snapshot() table.Snapshot {
+	if t.snap == nil {
+		return table.Snapshot{}
+	}
+	return *t.snap
+}
 
 // MetadataLocation is the metadata file the table was read from.
 func (t *Table) MetadataLocation() string { return t.metaLoc }
@@ -289,6 +307,9 @@ func (t *Table) Schema() *arrow.Schema { return t.arrow }
 
 // Version names the snapshot in plan fingerprints and errors.
 func (t *Table) Version() string {
+	if t.snap == nil {
+		return "iceberg table without a snapshot"
+	}
 	return "iceberg snapshot " + strconv.FormatInt(t.snap.SnapshotID, 10)
 }
 
@@ -297,11 +318,10 @@ func (t *Table) Close() error { return t.res.Close() }
 
 // Plan plans the table's data files as a dataset: the hook a stream
 // plans with (stream.Options.Plan). po's columns, storage, cache and
-// filter apply; its formats, if any, read the data files by name.
+// filter apply; its formats, if any, read the data files by name. A table
+// without a snapshot or data files, or whose files the filter rules out,
+// is an empty dataset with the table's schema.
 func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
-	if len(t.plan.Files) == 0 {
-		return nil, fmt.Errorf("iceberg: %s, %s: %w", t.metaLoc, t.Version(), formats.ErrEmpty)
-	}
 	fmts := po.Formats
 	if len(fmts) == 0 {
 		fmts = t.opts.Formats

@@ -62,7 +62,7 @@ type eqDeleteFile struct {
 const planVersion = "sluice-iceberg-plan-2"
 
 func (t *Table) cacheKey() []byte {
-	return fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.snap.SnapshotID)
+	return fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.SnapshotID())
 }
 
 // loadPlan plans the snapshot, or takes its plan from the cache.

@@ -97,8 +97,8 @@ type mayMatcher interface {
 
 // prune keeps the files a row filter may keep rows of, judged from their
 // column bounds and partitions; where the filter cannot judge, every
-// file. It keeps at least one file, so that a filter that rules out every
-// file gives an empty stream of the table's schema.
+// file. A filter that rules out every file keeps none: an empty dataset
+// of the table's schema (see Plan).
 func (t *Table) prune(flt formats.Filter, files []plannedFile) []int {
 	all := make([]int, len(files))
 	for i := range all {
@@ -113,9 +113,6 @@ func (t *Table) prune(flt formats.Filter, files []plannedFile) []int {
 		if m.MayMatch(t.arrow, func(column string) (filter.Stats, bool) { return t.columnStats(&files[i], column) }) {
 			keep = append(keep, i)
 		}
-	}
-	if len(keep) == 0 {
-		keep = all[:1]
 	}
 	return keep
 }

@@ -139,6 +139,13 @@ func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) 
 	}
 	fr.Rows = -1
 	fr.Meta = m
+	if comp == plain && f.kind != JSON && dataStart >= fr.Size {
+		// Nothing after the header: no rows, known without counting, so
+		// that an empty file is an empty dataset, not one of unknown size.
+		if err := f.setCounts(fr, m, []int64{0}); err != nil {
+			return err
+		}
+	}
 	// A provisional schema; Settle sets the dataset's.
 	fields := make([]arrow.Field, len(m.names))
 	for i, n := range m.names {
