@@ -45,7 +45,8 @@ class NotFoundError(SluiceError, FileNotFoundError):
 
 
 class EmptyError(SluiceError, ValueError):
-    """A dataset with no rows."""
+    """A mix source with no rows, whose weight no order can honour (an
+    empty dataset itself opens and yields no batches)."""
 
     kind = "empty"
 
