@@ -305,6 +305,12 @@ func Draw(vs Set, r Chooser) *Case {
 	if o.BatchSize == 1 && c.data.Rows > 3000 {
 		o.BatchSize = 3 // one-row batches cost minutes under -race
 	}
+	if o.ReadBatchSize == 1 && c.data.Rows > 1000 {
+		// A record batch a row holds every column's buffers a row: half
+		// a GiB for the larger datasets, which the smallest one shows as
+		// well as they would.
+		o.ReadBatchSize = 50
+	}
 	// Columns: every column, or a subset in a random order with the id.
 	cols := slices.Clone(c.data.Columns)
 	switch c.mode {
