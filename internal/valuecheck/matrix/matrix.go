@@ -147,6 +147,8 @@ func Write(t testing.TB) Set {
 	pq("parquet-groups", 3, 1500, vc.Parquet{RowGroupRows: 250})
 	pq("parquet-pageindex-big-group", 1, 6000, vc.Parquet{PageIndex: true, Plain: true, Codec: compress.Codecs.Snappy})
 	pq("parquet-one-row-groups", 2, 60, vc.Parquet{RowGroupRows: 1, Codec: compress.Codecs.Zstd})
+	// Empty is empty: files without rows stream no rows and no batches.
+	pq("parquet-empty", 2, 0, vc.Parquet{})
 	add(Dataset{Name: "orc", Formats: []formats.Format{orc.Format{}}, Columns: orcColumns, Rows: 4000, Known: true}, func(sub string) error {
 		for f := range 2 {
 			err := vc.WriteORC(filepath.Join(sub, fmt.Sprintf("part-%d.orc", f)), vc.Pick(orcColumns...), int64(f)*2000, 2000, orcwrite.Options{StripeRows: 1000, RowIndexStride: 200, Compression: orcwrite.Zstd})
@@ -535,6 +537,17 @@ func (c *Case) runTake(ctx context.Context) error {
 	}
 	if int64(len(order)) != c.data.Rows {
 		return fmt.Errorf("the epoch gave %d rows, want %d", len(order), c.data.Rows)
+	}
+	if len(order) == 0 {
+		b, err := ds.Take(ctx, c.opts.Epoch, nil)
+		if err != nil {
+			return fmt.Errorf("take of no positions: %w", err)
+		}
+		defer b.Release()
+		if b.NumRows() != 0 {
+			return fmt.Errorf("take of no positions gave %d rows", b.NumRows())
+		}
+		return nil
 	}
 	for range 3 {
 		pos := make([]int64, 1+c.r.IntN(300))
