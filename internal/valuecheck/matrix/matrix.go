@@ -147,6 +147,12 @@ func Write(t testing.TB) Set {
 	pq("parquet-groups", 3, 1500, vc.Parquet{RowGroupRows: 250})
 	pq("parquet-pageindex-big-group", 1, 6000, vc.Parquet{PageIndex: true, Plain: true, Codec: compress.Codecs.Snappy})
 	pq("parquet-one-row-groups", 2, 60, vc.Parquet{RowGroupRows: 1, Codec: compress.Codecs.Zstd})
+	// The outside probe's shape: one row group of 24,925 rows (its
+	// filtered, shuffled string column was read wrong), here with the
+	// columns the filters read.
+	add(Dataset{Name: "parquet-one-group", Columns: vc.TextColumns, Rows: 24_925, Known: true}, func(sub string) error {
+		return vc.WriteParquet(filepath.Join(sub, "part.parquet"), vc.Pick(vc.TextColumns...), 0, 24_925, vc.Parquet{})
+	})
 	// Empty is empty: files without rows stream no rows and no batches.
 	pq("parquet-empty", 2, 0, vc.Parquet{})
 	add(Dataset{Name: "orc", Formats: []formats.Format{orc.Format{}}, Columns: orcColumns, Rows: 4000, Known: true}, func(sub string) error {
