@@ -41,17 +41,20 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // layout is written, and the old reader stays here followed by an upgrade
 // step. Version 2 added Skipped; a version 1 state has none. Version 3
 // added Epochs and Incarnation; a state before it has every split in Epoch
-// and no incarnation.
+// and no incarnation. Version 4 added BatchSize and BatchesLeft; a state
+// before it counts none (0).
 var formatReaders = map[int]func(payload []byte) (State, error){
 	1: decodeV1,
 	2: decodeV2,
 	3: decodeV3,
+	4: decodeV4,
 }
 
 // Encode returns st framed and checksummed, in the oldest format version
-// that holds it: version 1 unless a split counts skipped rows (2) or splits
-// differ in epoch or the state names an incarnation (3), so that a job that
-// needs none of them writes states that older builds still read. It
+// that holds it: version 1 unless a split counts skipped rows (2), splits
+// differ in epoch or the state names an incarnation (3), or it counts
+// batches left for equal batches per rank (4), so that a job that needs
+// none of them writes states that older builds still read. It
 // refuses a state that fails Validate, so that whatever is written can be
 // read back.
 func Encode(st State) ([]byte, error) {
@@ -64,6 +67,8 @@ func Encode(st State) ([]byte, error) {
 	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
 	version := 1
 	switch {
+	case st.BatchSize > 0:
+		version = 4
 	case st.hasEpochs() || st.Incarnation != "":
 		version = 3
 	case st.hasSkipped():
@@ -174,10 +179,20 @@ var v3Fields = [...]string{
 	"world_size", "rank", "cursors", "next", "skipped", "epochs", "incarnation",
 }
 
+// Version 4 payload: version 3's fields, "batch_size" and "batches_left".
+var v4Fields = [...]string{
+	"version", "fingerprint", "plan", "columns", "seed", "epoch", "shuffle",
+	"clump_size", "shuffle_window", "num_splits", "drop_remainder",
+	"world_size", "rank", "cursors", "next", "skipped", "epochs", "incarnation",
+	"batch_size", "batches_left",
+}
+
 // fieldCount is the number of fields of a version's payload.
 func fieldCount(version int) int {
 	switch {
-	case version >= 3:
+	case version >= 4:
+		return len(v4Fields)
+	case version == 3:
 		return len(v3Fields)
 	case version == 2:
 		return len(v2Fields)
@@ -185,7 +200,7 @@ func fieldCount(version int) int {
 	return len(v1Fields)
 }
 
-// encodePayload writes st as a payload of version (1 to 3).
+// encodePayload writes st as a payload of version (1 to 4).
 func encodePayload(w io.Writer, st *State, version int) error {
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
@@ -259,6 +274,12 @@ func encodePayload(w io.Writer, st *State, version int) error {
 		key("incarnation")
 		put(e.EncodeString(st.Incarnation))
 	}
+	if version >= 4 {
+		key("batch_size")
+		put(e.EncodeInt(int64(st.BatchSize)))
+		key("batches_left")
+		put(e.EncodeInt(st.BatchesLeft))
+	}
 	return first
 }
 
@@ -273,7 +294,9 @@ func decodeV2(p []byte) (State, error) { return decodePayload(p, 2) }
 
 func decodeV3(p []byte) (State, error) { return decodePayload(p, 3) }
 
-// decodePayload reads a payload of version (1 to 3).
+func decodeV4(p []byte) (State, error) { return decodePayload(p, 4) }
+
+// decodePayload reads a payload of version (1 to 4).
 func decodePayload(p []byte, version int) (State, error) {
 	r := &payloadReader{br: bytes.NewReader(p), version: version}
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads from it
@@ -290,7 +313,7 @@ func decodePayload(p []byte, version int) (State, error) {
 	if want := fieldCount(version); n != want {
 		return State{}, corrupt("payload has %d fields, version %d has %d", n, version, want)
 	}
-	var seen [len(v3Fields)]bool
+	var seen [len(v4Fields)]bool
 	var keyBuf [32]byte
 	for range n {
 		k, err := r.bytes(field{name: "map key", index: -1}, keyBuf[:])
@@ -305,7 +328,7 @@ func decodePayload(p []byte, version int) (State, error) {
 			return State{}, corrupt("field %q appears twice", k)
 		}
 		seen[i] = true
-		if err := r.field(field{name: v3Fields[i], index: -1}, &st); err != nil {
+		if err := r.field(field{name: v4Fields[i], index: -1}, &st); err != nil {
 			return State{}, err
 		}
 	}
@@ -315,10 +338,10 @@ func decodePayload(p []byte, version int) (State, error) {
 	return st, nil
 }
 
-// fieldIndex is k's index in v3Fields (whose first fields are v2Fields',
-// whose first are v1Fields'), or -1.
+// fieldIndex is k's index in v4Fields (whose first fields are those of
+// the versions before it), or -1.
 func fieldIndex(k []byte) int {
-	for i, f := range v3Fields {
+	for i, f := range v4Fields {
 		if f == string(k) {
 			return i
 		}
@@ -393,6 +416,10 @@ func (r *payloadReader) field(k field, st *State) (err error) {
 		st.Epochs, err = r.int64s(k)
 	case "incarnation":
 		st.Incarnation, err = r.str(k, MaxIncarnation)
+	case "batch_size":
+		st.BatchSize, err = r.int(k)
+	case "batches_left":
+		st.BatchesLeft, err = r.int64(k)
 	}
 	return err
 }

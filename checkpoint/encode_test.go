@@ -139,7 +139,7 @@ func TestDecodeDamage(t *testing.T) {
 
 func TestDecodeNewerVersion(t *testing.T) {
 	_, err := Decode(frame(7, []byte{0x80}))
-	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 3)"
+	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 4)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -345,7 +345,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	merged.Incarnation = "job-1"
-	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4), merged} {
+	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4), merged, withLeft(withSkipped(0, 2, 4), 64, 9), withLeft(testState(0, 1, 2), 1, 0)} {
 		b := mustEncode(f, st)
 		f.Add(b)
 		f.Add(b[frameHeader : len(b)-frameCRC])
@@ -359,7 +359,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(frame(9, []byte{0x80}))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, b := range [][]byte{in, frame(1, in), frame(2, in), frame(3, in)} {
+		for _, b := range [][]byte{in, frame(1, in), frame(2, in), frame(3, in), frame(4, in)} {
 			// decode, not Decode: Decode's recover would hide a panic.
 			st, err := decode(b, formatReaders, StateVersion)
 			if err != nil {

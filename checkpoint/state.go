@@ -17,7 +17,7 @@ import (
 
 // StateVersion is the version of the State layout written by this code.
 // Encodings of older versions are upgraded on decode where that is possible.
-const StateVersion = 3
+const StateVersion = 4
 
 // ErrMismatch is wrapped by every error that refuses a state because it was
 // taken from another dataset, order or step.
@@ -80,6 +80,15 @@ type State struct {
 	// "" for none, as every state before version 3. Up to
 	// MaxIncarnation bytes of printable ASCII, no spaces. Added in version 3.
 	Incarnation string `msgpack:"incarnation" json:"incarnation,omitempty"`
+	// BatchSize and BatchesLeft are set in a rank's state taken with equal
+	// batches per rank (stream.Options.EqualBatches): every rank of the step
+	// has BatchesLeft batches of BatchSize rows left in the epoch. A merged
+	// state's cursors tell every rank's rows, but a rank's own state tells
+	// only its own, so it carries the count that every rank shares; a merge
+	// carries none. 0 BatchSize: not counted. Added in version 4; a state
+	// without them is still written in an older version.
+	BatchSize   int   `msgpack:"batch_size" json:"batch_size,omitempty"`
+	BatchesLeft int64 `msgpack:"batches_left" json:"batches_left,omitempty"`
 }
 
 // MaxIncarnation is the longest incarnation a state carries, in bytes.
@@ -200,6 +209,8 @@ func (s *State) Validate() error {
 		return fmt.Errorf("checkpoint: state next %d is negative", s.Next)
 	case s.ClumpSize < 0 || s.ShuffleWindow < 0 || s.Epoch < 0:
 		return fmt.Errorf("checkpoint: state has a negative order option")
+	case s.BatchSize < 0 || s.BatchesLeft < 0 || s.BatchSize == 0 && s.BatchesLeft != 0:
+		return fmt.Errorf("checkpoint: state batches_left %d of batch_size %d is invalid", s.BatchesLeft, s.BatchSize)
 	}
 	for i, c := range s.Cursors {
 		if c.Window < 0 || c.Offset < 0 || c.Rows < 0 {
@@ -247,6 +258,9 @@ func Merge(states ...State) (State, error) {
 	out := first.Clone()
 	out.Rank = -1
 	out.Next = 0
+	// Every rank's cursors are in the merge: a dataset counts from them.
+	out.BatchSize, out.BatchesLeft = 0, 0
+	counted := map[int64]State{} // per epoch, a rank's count of batches left
 	seen := make([]bool, world)
 	byRank := make([][]Cursor, world)
 	epochs := make([]int64, first.NumSplits)
@@ -263,6 +277,13 @@ func Merge(states ...State) (State, error) {
 		if st.Incarnation != first.Incarnation {
 			return State{}, fmt.Errorf("%w: field incarnation: rank %d was saved by incarnation %q, rank %d by %q", ErrMismatch, st.Rank, st.Incarnation, first.Rank, first.Incarnation)
 		}
+		if o, ok := counted[st.Epoch]; ok && (st.BatchSize != o.BatchSize || st.BatchesLeft != o.BatchesLeft) {
+			// Ranks with equal batches take them in lockstep: counts that
+			// differ within an epoch are states of different steps.
+			return State{}, fmt.Errorf("%w: field batches_left: rank %d has %d batches of %d rows left, rank %d has %d of %d in the same epoch: not states of one step",
+				ErrMismatch, st.Rank, st.BatchesLeft, st.BatchSize, o.Rank, o.BatchesLeft, o.BatchSize)
+		}
+		counted[st.Epoch] = st
 		if st.Rank < 0 || st.WorldSize != world {
 			return State{}, fmt.Errorf("%w: field world_size: rank %d has world_size %d, expected %d", ErrMismatch, st.Rank, st.WorldSize, world)
 		}

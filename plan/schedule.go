@@ -114,6 +114,45 @@ func (e *Epoch) rowsBefore(s int, c Cursor) int64 {
 	return n
 }
 
+// RankBatches is the number of batches holding rows that rank takes at
+// worldSize from cursors to the end of the epoch, batchSize rows at a time:
+// a batch never mixes splits, so it is the sum over the rank's splits of
+// their rows left divided by batchSize, rounded up. It does not depend on
+// the round-robin position. -1 if a split of the rank has rows the plan
+// does not know.
+func (e *Epoch) RankBatches(rank, worldSize, batchSize int, cursors []Cursor) int64 {
+	var n int64
+	b := int64(max(batchSize, 1))
+	for _, s := range Owned(len(e.Splits), rank, worldSize) {
+		left := e.Remaining(s, cursors[s])
+		if left < 0 {
+			return -1
+		}
+		n += (left + b - 1) / b
+	}
+	return n
+}
+
+// EqualBatches is the fewest batches any rank of worldSize has left from
+// cursors (one per split, every split's): the number every rank takes when
+// all must take the same, as data-parallel ranks that run a collective per
+// step must. Each rank then takes the first EqualBatches of its own batches
+// and leaves the rest of the epoch. It wraps ErrUnknownRows where a split's
+// rows are not known.
+func (e *Epoch) EqualBatches(worldSize, batchSize int, cursors []Cursor) (int64, error) {
+	least := int64(-1)
+	for rank := range worldSize {
+		n := e.RankBatches(rank, worldSize, batchSize, cursors)
+		if n < 0 {
+			return 0, fmt.Errorf("%w: equal batches per rank need every split's row count", ErrUnknownRows)
+		}
+		if least < 0 || n < least {
+			least = n
+		}
+	}
+	return max(least, 0), nil
+}
+
 // Owned returns the splits rank owns at worldSize, ascending: split s
 // belongs to rank s mod worldSize.
 func Owned(numSplits, rank, worldSize int) []int {
@@ -188,6 +227,15 @@ type Schedule struct {
 	next      int
 	seq       int64
 	started   []bool // per split: taken from in this walk
+	// limited walks end after left more batches holding rows (Limit).
+	limited bool
+	left    int64
+}
+
+// Limit ends the walk after n more batches that hold rows: what a rank
+// with equal batches (EqualBatches) takes of its own.
+func (s *Schedule) Limit(n int64) {
+	s.limited, s.left = true, n
 }
 
 // NewSchedule starts a walk of rank's batches at worldSize from cursors
@@ -211,6 +259,9 @@ func (s *Schedule) done(split int) bool {
 // A batch may hold no rows where the windows it finishes turned out empty
 // (unknown counts): it still moves the cursor past them.
 func (s *Schedule) Step(firstTouch func(WindowRef)) (Batch, bool) {
+	if s.limited && s.left <= 0 {
+		return Batch{}, false
+	}
 	for range s.local {
 		sp := s.local[s.next]
 		s.next = (s.next + 1) % len(s.local)
@@ -251,6 +302,9 @@ func (s *Schedule) Step(firstTouch func(WindowRef)) (Batch, bool) {
 		s.cursors[sp] = c
 		b.After = c
 		b.Next = s.next
+		if b.Rows > 0 {
+			s.left--
+		}
 		return b, true
 	}
 	return Batch{}, false
