@@ -110,8 +110,11 @@ func (c *Checkpointer) Save(ctx context.Context, step int64) error {
 // start's states. Call it once, before the first save. At the world
 // size the step was saved with, each rank loads its own state (so even the
 // round-robin position resumes); at another world size it loads the merge of
-// all ranks' states. An error from loading this rank's state is returned,
-// joined with the merge's error where the merge was tried and failed too.
+// all ranks' states, as it does where the dataset has EqualBatches and the
+// rank's state cannot give its count of batches left (saved without
+// EqualBatches or with another BatchSize, or with splits in a later epoch).
+// An error from loading this rank's state is returned, joined with the
+// merge's error where the merge was tried and failed too.
 func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
 	rank, world := c.ds.opts.Rank, c.ds.opts.WorldSize
 	step, err := c.store.Latest(ctx, c.run)
@@ -125,11 +128,14 @@ func (c *Checkpointer) Resume(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("stream: resume run %q: %w", c.run, err)
 	}
 	st, err := c.store.Load(ctx, c.run, step, rank)
+	o := c.ds.opts
 	switch {
-	case err == nil && st.WorldSize == world:
+	case err == nil && st.WorldSize == world && (!o.EqualBatches || st.BatchSize == o.BatchSize && st.Epochs == nil):
 	case err == nil || errors.Is(err, checkpoint.ErrNotFound):
 		// The step was saved at another world size, where this rank has no
-		// state or one that speaks for other splits than it owns now.
+		// state or one that speaks for other splits than it owns now; or,
+		// with EqualBatches, without the count of batches left that only
+		// every rank's cursors give again.
 		merged, mergeErr := c.store.LoadStep(ctx, c.run, step)
 		if mergeErr != nil {
 			return 0, fmt.Errorf("stream: resume run %q step %d: %w", c.run, step, errors.Join(err, mergeErr))

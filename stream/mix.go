@@ -180,6 +180,11 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 		if d == nil {
 			return nil, fmt.Errorf("stream: mix source %d has no dataset", k)
 		}
+		if d.opts.EqualBatches {
+			// The mix deals its own batches to its ranks; a source's option
+			// would promise an equality it does not keep.
+			return nil, fmt.Errorf("stream: mix source %d has Options.EqualBatches, which a mix does not apply: its ranks take the mix's batches, not the source's", k)
+		}
 		if d.opts.NumSplits != n {
 			return nil, fmt.Errorf("stream: mix source %d has NumSplits %d, source 0 has %d: every source needs the same", k, d.opts.NumSplits, n)
 		}

@@ -90,6 +90,24 @@ type Options struct {
 	// gets the same number of rows and batches: uneven ranks hang DDP jobs.
 	// (order)
 	DropRemainder bool
+	// EqualBatches gives every rank the same number of batches in every
+	// epoch, also after a resume on another world size, where ranks can
+	// have unequal rests of the epoch: a data-parallel rank with a batch
+	// more waits forever in the step's collective. Every rank counts every
+	// rank's batches left (a batch never mixes splits, so a rank has the
+	// sum over its splits of their rows left divided by BatchSize, rounded
+	// up) and takes the first as many of its own as the fewest any rank
+	// has; the rest of its epoch, the last batches of its round-robin, is
+	// dropped, as Ray's streaming_split(equal=True) drops rows. No row is
+	// repeated and none dropped where the ranks already have as many. It
+	// counts at the start of every epoch and at every load of a merged state
+	// (checkpoint.Merge), whose cursors tell every rank's rows; a rank's own
+	// state carries the count (State.BatchesLeft). It needs every split's
+	// row count before reading, so Open refuses it where they are unknown
+	// (plan.ErrUnknownRows): behind a filter or Iceberg equality deletes, or
+	// CSV and JSON without text.Options.Count. Not part of the order: a
+	// state resumes with it on or off. Default false.
+	EqualBatches bool
 	// Rank and WorldSize: rank r reads the splits s with s mod WorldSize
 	// == r and takes batches from them round-robin. Defaults 0 and 1.
 	Rank, WorldSize int

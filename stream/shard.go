@@ -2,6 +2,8 @@ package stream
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/plan"
@@ -23,7 +25,13 @@ import (
 //
 // With equal, every consumer gets the same number of batches in every
 // epoch, as data-parallel consumers need: that holds when every split has
-// the same rows, which Options.DropRemainder makes so, and equal requires it.
+// the same rows, which Options.DropRemainder makes so at an epoch's start,
+// or with Options.EqualBatches, which counts the consumers of every rank as
+// the ranks they are to the plan. equal requires one of them. With
+// EqualBatches, d must stand where every rank's position is known: at the
+// start of an epoch, or at a merged state just loaded; and the consumers'
+// states resume merged (a state joined from them is refused by a dataset
+// with EqualBatches, as a rank's own state without its count).
 //
 // The consumers start where d stands (a state loaded into d is dealt out
 // with its splits), at the start of the rank's round-robin, and share d's
@@ -45,8 +53,11 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 	if o.NumSplits%world != 0 {
 		return nil, fmt.Errorf("stream: streaming split into %d consumers: NumSplits %d is not a multiple of %d consumers × WorldSize %d, so they cannot own as many splits each", n, o.NumSplits, n, o.WorldSize)
 	}
-	if equal && !o.DropRemainder {
-		return nil, fmt.Errorf("stream: streaming split into %d equal consumers: splits hold the same rows only with Options.DropRemainder, which is off", n)
+	if equal && !o.DropRemainder && !o.EqualBatches {
+		return nil, fmt.Errorf("stream: streaming split into %d equal consumers: consumers get the same batches only with Options.DropRemainder or Options.EqualBatches, both off", n)
+	}
+	if o.EqualBatches && d.every == nil {
+		return nil, fmt.Errorf("stream: streaming split into %d consumers with EqualBatches: the dataset has taken batches since the start of its epoch or its merged state, and other ranks' positions are not known to count the consumers' batches; split at the start of an epoch or after loading a merged state (checkpoint.Merge)", n)
 	}
 	out := make([]*Dataset, n)
 	for i := range n {
@@ -65,6 +76,14 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 			}
 		}
 		c.moveTo(d.ep, cursors, 0)
+		if o.EqualBatches {
+			// Every consumer of every rank counts the same, now and in
+			// the epochs other ranks' splits wait for.
+			if err := c.countEqual(slices.Clone(d.every)); err != nil {
+				return nil, err
+			}
+			c.ahead = maps.Clone(d.ahead)
+		}
 		out[i] = c
 	}
 	// The consumers own the position now; windows d read ahead are not
@@ -135,5 +154,8 @@ func JoinStates(states ...State) (State, error) {
 			out.Cursors[s] = plan.Cursor{}
 		}
 	}
+	// The consumers' count of batches left is their world's, not the
+	// rank's.
+	out.BatchSize, out.BatchesLeft = 0, 0
 	return out, nil
 }

@@ -37,6 +37,9 @@ func (d *Dataset) StateDict() State {
 		}
 		st.SetEpochs(epochs)
 	}
+	if d.opts.EqualBatches {
+		st.BatchSize, st.BatchesLeft = d.opts.BatchSize, d.left
+	}
 	return st
 }
 
@@ -73,6 +76,12 @@ func (d *Dataset) orderState() State {
 // rank of the resumed job counts epochs alike: it delivers the rest of that
 // epoch's splits (nothing, where all its splits are further on), and each
 // split in a later epoch resumes where it stands when that epoch comes.
+//
+// With EqualBatches, a merged state's cursors give every rank's batches
+// left, and they are counted again; a rank's own state must carry the count
+// (State.BatchesLeft, of this BatchSize), as one taken with EqualBatches
+// does, and have every split in one epoch: one without is refused, as it
+// cannot tell the other ranks' rows.
 func (d *Dataset) LoadStateDict(st State) error {
 	if err := st.Validate(); err != nil {
 		return err
@@ -137,8 +146,73 @@ func (d *Dataset) LoadStateDict(st State) error {
 		ahead[s] = aheadCursor{epoch: se, cursor: st.Cursors[s]}
 		cursors[s] = ep.End(s)
 	}
+	left, every, err := d.equalLeft(ep, epochOf, &st)
+	if err != nil {
+		return err
+	}
+	if every != nil {
+		// Every rank's splits in later epochs, for the counts there.
+		for s := range st.Cursors {
+			if se := st.SplitEpoch(s); se != e {
+				if ahead == nil {
+					ahead = map[int]aheadCursor{}
+				}
+				ahead[s] = aheadCursor{epoch: se, cursor: st.Cursors[s]}
+			}
+		}
+	}
 	d.moveTo(ep, cursors, next)
 	d.ahead = ahead
+	d.left, d.every = left, every
 	d.loadSkipped(&st)
 	return nil
+}
+
+// equalLeft is the batches this rank has left at st with EqualBatches (0
+// without), and, for a merged state, every split's cursor in ep (those of
+// splits in later epochs at its end).
+func (d *Dataset) equalLeft(ep *plan.Epoch, epochOf func(int64) (*plan.Epoch, error), st *State) (int64, []plan.Cursor, error) {
+	o := d.opts
+	if !o.EqualBatches {
+		return 0, nil, nil
+	}
+	if st.Rank < 0 {
+		every := make([]plan.Cursor, len(st.Cursors))
+		for s, c := range st.Cursors {
+			se := st.SplitEpoch(s)
+			sep, err := epochOf(se)
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := sep.CheckCursor(s, c); err != nil {
+				return 0, nil, fmt.Errorf("stream: load state: %w: field cursors: epoch %d: %w", checkpoint.ErrMismatch, se, err)
+			}
+			every[s] = c
+			if se != ep.Epoch {
+				every[s] = ep.End(s)
+			}
+		}
+		n, err := ep.EqualBatches(o.WorldSize, o.BatchSize, every)
+		if err != nil {
+			return 0, nil, fmt.Errorf("stream: load state: %w", err)
+		}
+		return n, every, nil
+	}
+	var why string
+	switch {
+	case st.BatchSize == 0:
+		why = "was taken without EqualBatches"
+	case st.BatchSize != o.BatchSize:
+		why = fmt.Sprintf("counts batches of %d rows, the dataset's are %d", st.BatchSize, o.BatchSize)
+	case st.Epochs != nil:
+		why = "has splits in a later epoch, where the other ranks' may be too"
+	}
+	if why != "" {
+		return 0, nil, fmt.Errorf("stream: load state: %w: field batch_size: rank %d's own state %s, and tells only its own splits' rows, not how many batches the other ranks have left; load the merged state of all ranks (checkpoint.Merge)",
+			checkpoint.ErrMismatch, st.Rank, why)
+	}
+	if own := ep.RankBatches(o.Rank, o.WorldSize, o.BatchSize, st.Cursors); st.BatchesLeft > own {
+		return 0, nil, fmt.Errorf("stream: load state: %w: field batches_left: %d batches left, rank %d's cursors hold %d", checkpoint.ErrMismatch, st.BatchesLeft, st.Rank, own)
+	}
+	return st.BatchesLeft, nil, nil
 }

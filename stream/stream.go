@@ -67,8 +67,17 @@ type Dataset struct {
 	next    int
 	// ahead holds the splits of the rank that are in a later epoch than
 	// ep (a merged state's, see aheadCursor); nil where none is. Their
-	// cursors in ep are at its end.
+	// cursors in ep are at its end. With EqualBatches it holds every rank's
+	// such splits, so that every rank counts the epochs they resume in alike.
 	ahead map[int]aheadCursor
+	// left is the batches this rank has left in the epoch with
+	// EqualBatches, unused without (so that a Dataset made without the
+	// option, such as a StreamingSplit consumer, needs no setting). every
+	// holds every split's cursor where all ranks' positions are known (the
+	// start of an epoch, a merged state), nil elsewhere: StreamingSplit
+	// counts its consumers' batches from it.
+	left  int64
+	every []plan.Cursor
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
@@ -145,6 +154,10 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	p, err := planDataset(ctx, o, po)
 	if err != nil {
 		return nil, err
+	}
+	if o.EqualBatches && p.data.Rows() < 0 {
+		p.data.Close()
+		return nil, fmt.Errorf("stream: open: Options.EqualBatches needs every split's row count, which is not known before reading behind a filter or Iceberg equality deletes, nor in CSV and JSON files without text.Options.Count: %w", plan.ErrUnknownRows)
 	}
 	d.data, d.chunks, d.planID = p.data, p.chunks, p.id
 	if err := d.startEpoch(o.Epoch); err != nil {
@@ -226,7 +239,8 @@ func (d *Dataset) startEpoch(e int64) error {
 
 // enterEpoch moves to epoch e: the splits d.ahead holds in e resume where
 // they stand, those in later epochs wait at e's end, and the others start
-// at e's start. d.mu is held.
+// at e's start; with EqualBatches it counts the batches every rank takes.
+// d.mu is held.
 func (d *Dataset) enterEpoch(e int64) error {
 	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
 	if err != nil {
@@ -245,6 +259,24 @@ func (d *Dataset) enterEpoch(e int64) error {
 		d.ahead = nil
 	}
 	d.moveTo(ep, cursors, 0)
+	// Every rank enters an epoch with its splits that are not ahead at the
+	// start (with EqualBatches, every rank finishes the last at one step),
+	// and d.ahead holds every rank's that are: every cursor is known.
+	return d.countEqual(slices.Clone(cursors))
+}
+
+// countEqual sets left from every split's cursors: the batches every rank
+// takes with EqualBatches. d.mu is held, or d not yet shared.
+func (d *Dataset) countEqual(every []plan.Cursor) error {
+	d.left, d.every = 0, nil
+	if !d.opts.EqualBatches {
+		return nil
+	}
+	n, err := d.ep.EqualBatches(d.opts.WorldSize, d.opts.BatchSize, every)
+	if err != nil {
+		return fmt.Errorf("stream: epoch %d: %w", d.ep.Epoch, err)
+	}
+	d.left, d.every = n, every
 	return nil
 }
 
@@ -616,7 +648,8 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			return
 		}
 		d.running = true
-		ep, cursors, next := d.ep, slices.Clone(d.cursors), d.next
+		ep, cursors, next, left := d.ep, slices.Clone(d.cursors), d.next, d.left
+		equal := d.opts.EqualBatches
 		kept := d.kept.refs()
 		d.mu.Unlock()
 		defer func() {
@@ -639,6 +672,9 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		// windows read after them.
 		reads := func(yield func(*readTask, error) bool) {
 			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			if equal {
+				s.Limit(left) // nothing past the rank's last batch is read
+			}
 			fp := plan.NewFetches(ep, d.chunks, o.FetchConcurrency)
 			s.RowsOf = func(r plan.WindowRef) int64 { return rates.estimate(r, int64(o.BatchSize)) }
 			var pending, toFetch []plan.WindowRef // read next, in order; those not kept
@@ -779,6 +815,9 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 				return held[r]
 			}
 			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			if equal {
+				s.Limit(left)
+			}
 			s.RowsOf = func(r plan.WindowRef) int64 {
 				if w := await(r); w != nil {
 					return w.rows
@@ -896,6 +935,10 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			skipped := d.finish(r.plan.Split, r.plan.After.Window)
 			d.cursors[r.plan.Split] = r.plan.After
 			d.next = r.plan.Next
+			d.every = nil // other ranks' cursors moved too, unseen
+			if equal && d.left > 0 {
+				d.left--
+			}
 			d.mu.Unlock()
 			for _, p := range r.plan.Parts {
 				if p.Last {

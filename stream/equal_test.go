@@ -1,0 +1,307 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/plan"
+)
+
+// EqualBatches over random datasets and jobs: files of random row counts
+// (empty batches and files among them), random NumSplits, world sizes and
+// batch sizes, and a job that stops every rank at the same random batch
+// (data-parallel ranks step together), merges their states and resumes on
+// another world size and batch size, twice, then runs the next epoch.
+//
+// The oracle is the option's definition, checked against runs without it:
+// from every position, each rank's batches without the option are counted;
+// with it, every rank takes exactly the fewest of those counts, and its
+// batches are the first that many of its batches without the option, row
+// for row. A rank's own state resumes its rest exactly. No row comes twice
+// in an epoch, and the rows left out are the tails of the ranks' sequences.
+func TestEqualBatchesProperty(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 12
+	}
+	for c := range n {
+		t.Run(fmt.Sprint(c), func(t *testing.T) { checkEqualCase(t, uint64(c)) })
+	}
+}
+
+func checkEqualCase(t *testing.T, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0xe9a1))
+	var layout [][]int
+	for range 1 + r.IntN(6) {
+		var batches []int
+		for range r.IntN(7) {
+			batches = append(batches, []int{0, 1, 7, 50, 130, 333, 800}[r.IntN(7)])
+		}
+		layout = append(layout, batches)
+	}
+	layout[0] = append(layout[0], 1+r.IntN(200)) // an empty dataset is refused
+	dir, total := writeIPC(t, layout)
+	splits := []int{1, 2, 4, 6, 6, 8, 12, 12}[r.IntN(8)]
+	shuffle, drop := r.IntN(2) == 0, r.IntN(4) == 0
+	worlds := plan.Owned(splits+1, 0, 1)[1:] // 1..splits
+	worlds = slices.DeleteFunc(worlds, func(w int) bool { return splits%w != 0 })
+	options := func(world, rank, bs int, equal bool) Options {
+		o := ipcOptions(t, dir, false)
+		o.Shuffle, o.DropRemainder, o.NumSplits = shuffle, drop, splits
+		o.WorldSize, o.Rank, o.BatchSize, o.EqualBatches = world, rank, bs, equal
+		o.ChunkBytes = 1 << 10
+		o.ShuffleWindow = 200
+		return o
+	}
+	load := func(ds *Dataset, st *State) {
+		t.Helper()
+		if st != nil {
+			if err := ds.LoadStateDict(*st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seen := make([]int, total)
+	deliver := func(bs []taken) {
+		for _, id := range allIDs(bs) {
+			if seen[id]++; seen[id] > 1 {
+				t.Fatalf("id %d delivered twice in an epoch", id)
+			}
+		}
+	}
+	pickWorld := func() int {
+		// World size 1 has nothing to equalize: rarely.
+		if w := worlds[r.IntN(len(worlds))]; w > 1 || len(worlds) == 1 || r.IntN(5) == 0 {
+			return w
+		}
+		return worlds[1+r.IntN(len(worlds)-1)]
+	}
+	var merged *State
+	for stretch := range 3 {
+		world, bs := pickWorld(), 1+r.IntN(90)
+		what := fmt.Sprintf("stretch %d (world %d, batch %d, splits %d, shuffle %t, drop %t, layout %v)", stretch, world, bs, splits, shuffle, drop, layout)
+		plain := make([][]taken, world)
+		fewest := -1
+		for rank := range world {
+			ds := open(t, options(world, rank, bs, false))
+			load(ds, merged)
+			plain[rank], _ = consume(t, ds, -1)
+			if fewest < 0 || len(plain[rank]) < fewest {
+				fewest = len(plain[rank])
+			}
+		}
+		stop := fewest
+		switch {
+		case stretch == 2:
+		case r.IntN(4) == 0:
+			stop = r.IntN(fewest + 1) // the ends included
+		default:
+			stop = fewest/4 + r.IntN(fewest/2+1)
+		}
+		states := make([]State, world)
+		for rank := range world {
+			ds := open(t, options(world, rank, bs, true))
+			load(ds, merged)
+			if left := ds.StateDict().BatchesLeft; left != int64(fewest) {
+				t.Fatalf("%s: rank %d counts %d batches left, the fewest of any rank is %d", what, rank, left, fewest)
+			}
+			got, st := consume(t, ds, stop)
+			if stretch == 2 {
+				// To the end: nothing more before the next epoch.
+				more, _ := consume(t, ds, -1)
+				got = append(got, more...)
+			}
+			if len(got) != stop {
+				t.Fatalf("%s: rank %d takes %d batches, every rank should take %d (without the option %d)", what, rank, len(got), stop, len(plain[rank]))
+			}
+			sameBatches(t, what, rank, got, plain[rank][:stop])
+			deliver(got)
+			if stretch < 2 {
+				if st.BatchesLeft != int64(fewest-stop) || st.BatchSize != bs {
+					t.Fatalf("%s: rank %d after %d batches has %d batches of %d left, want %d of %d", what, rank, stop, st.BatchesLeft, st.BatchSize, fewest-stop, bs)
+				}
+				// The rank's own state resumes the rest of its equal share.
+				own := open(t, options(world, rank, bs, true))
+				load(own, &st)
+				rest, _ := consume(t, own, -1)
+				sameBatches(t, what+" resumed from its own state", rank, rest, plain[rank][stop:fewest])
+			}
+			states[rank] = st
+		}
+		if stretch == 2 {
+			break
+		}
+		m, err := checkpoint.Merge(states...)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		merged = &m
+	}
+	// The next epoch, from its start at yet another world size.
+	world, bs := pickWorld(), 1+r.IntN(90)
+	counts := map[int]bool{}
+	for rank := range world {
+		o := options(world, rank, bs, true)
+		o.Epoch = 1
+		got, _ := consume(t, open(t, o), -1)
+		counts[len(got)] = true
+	}
+	if len(counts) != 1 {
+		t.Fatalf("epoch 1 at world %d, batch %d: ranks take %v batches", world, bs, counts)
+	}
+}
+
+// sameBatches checks that got are want, batch for batch and row for row.
+func sameBatches(t *testing.T, what string, rank int, got, want []taken) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: rank %d: %d batches, want %d", what, rank, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].split != want[i].split || !slices.Equal(got[i].ids, want[i].ids) {
+			t.Fatalf("%s: rank %d batch %d: split %d ids %v, want split %d ids %v", what, rank, i, got[i].split, head(got[i].ids), want[i].split, head(want[i].ids))
+		}
+	}
+}
+
+func head(ids []int64) []int64 { return ids[:min(len(ids), 8)] }
+
+// Counts unknown before reading are refused up front, with what to do;
+// CSV and JSON with a counting pass (text.Options.Count) give equal
+// batches.
+func TestEqualBatchesNeedsCounts(t *testing.T) {
+	dir, _ := writeIPC(t, ipcLayout())
+	o := ipcOptions(t, dir, true)
+	o.EqualBatches = true
+	if _, err := Open(context.Background(), o); !errors.Is(err, plan.ErrUnknownRows) || !strings.Contains(err.Error(), "text.Options.Count") {
+		t.Fatalf("unknown counts: %v", err)
+	}
+	o = ipcOptions(t, dir, false)
+	o.EqualBatches, o.Filter = true, "i32 > 0"
+	if _, err := Open(context.Background(), o); !errors.Is(err, plan.ErrUnknownRows) {
+		t.Fatalf("filter: %v", err)
+	}
+
+	tdir, total := writeText(t)
+	const splits, world = 8, 4
+	counts := map[int]bool{}
+	var ids []int64
+	for rank := range world {
+		o := textOptions(t, tdir, true)
+		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank, o.EqualBatches = true, splits, world, rank, true
+		got, _ := consume(t, open(t, o), -1)
+		counts[len(got)] = true
+		ids = append(ids, allIDs(got)...)
+	}
+	if len(counts) != 1 {
+		t.Fatalf("counted CSV and JSON: ranks take %v batches", counts)
+	}
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if id < 0 || id >= total || seen[id] {
+			t.Fatalf("id %d outside [0, %d) or twice", id, total)
+		}
+		seen[id] = true
+	}
+}
+
+// A rank's own state without a count of batches left (taken without the
+// option, or counting batches of another size) is refused with the way
+// out; the merged state of the same step loads.
+func TestEqualBatchesOwnStateWithoutCount(t *testing.T) {
+	dir, _ := writeIPC(t, ipcLayout())
+	const splits, world = 6, 2
+	opts := func(rank, bs int, equal bool) Options {
+		o := ipcOptions(t, dir, false)
+		o.NumSplits, o.WorldSize, o.Rank, o.BatchSize, o.EqualBatches = splits, world, rank, bs, equal
+		return o
+	}
+	var states []State
+	for rank := range world {
+		_, st := consume(t, open(t, opts(rank, 40, false)), 3)
+		states = append(states, st)
+	}
+	for _, tc := range []struct {
+		st   State
+		bs   int
+		want string
+	}{
+		{states[0], 40, "without EqualBatches"},
+		{func() State { _, st := consume(t, open(t, opts(0, 40, true)), 3); return st }(), 30, "batches of 40 rows"},
+	} {
+		err := open(t, opts(0, tc.bs, true)).LoadStateDict(tc.st)
+		if !errors.Is(err, checkpoint.ErrMismatch) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "checkpoint.Merge") {
+			t.Errorf("own state %s: %v", tc.want, err)
+		}
+	}
+	m, err := checkpoint.Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]bool{}
+	for rank := range world {
+		ds := open(t, opts(rank, 40, true))
+		if err := ds.LoadStateDict(m); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := consume(t, ds, -1)
+		counts[len(got)] = true
+	}
+	if len(counts) != 1 {
+		t.Fatalf("ranks resumed from the merged state take %v batches", counts)
+	}
+}
+
+// StreamingSplit's consumers of every rank are counted as the ranks they
+// are to the plan: from a merged state at a new world size, every consumer
+// of every rank takes as many batches, without DropRemainder. Split after
+// taking a batch, where the other ranks' positions are not known, is
+// refused.
+func TestEqualBatchesStreamingSplit(t *testing.T) {
+	dir, _ := writeIPC(t, ipcLayout())
+	const splits = 12
+	opts := func(world, rank int) Options {
+		o := ipcOptions(t, dir, false)
+		o.NumSplits, o.WorldSize, o.Rank, o.BatchSize, o.EqualBatches, o.Shuffle = splits, world, rank, 37, true, true
+		return o
+	}
+	var states []State
+	for rank := range 3 {
+		_, st := consume(t, open(t, opts(3, rank)), 4)
+		states = append(states, st)
+	}
+	m, err := checkpoint.Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]bool{}
+	for rank := range 2 {
+		ds := open(t, opts(2, rank))
+		if err := ds.LoadStateDict(m); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := ds.StreamingSplit(3, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			got, _ := consume(t, c, -1)
+			counts[len(got)] = true
+			c.Close()
+		}
+	}
+	if len(counts) != 1 {
+		t.Fatalf("consumers take %v batches", counts)
+	}
+	ds := open(t, opts(2, 0))
+	consume(t, ds, 1)
+	if _, err := ds.StreamingSplit(2, true); err == nil || !strings.Contains(err.Error(), "merged state") {
+		t.Fatalf("split after a batch: %v", err)
+	}
+}
