@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -194,4 +195,64 @@ func TestFaultsAreRetried(t *testing.T) {
 		}
 	}
 	t.Logf("%d faults injected and retried; rows identical to the clean run", n)
+}
+
+// The prefetch queue's bytes are the batches' own: with the consumer held
+// at its first batch, the queue fills to PrefetchBatches batches of
+// BatchSize rows of two int64 columns, about 16 bytes a row (a slice of a
+// window counts its rows' share of the window, not the window's buffers),
+// and it reads 0 again once the epoch is drained. synctest.Wait lets every
+// stage run as far as the bounds allow before the figures are read, so the
+// queue is full whatever the machine.
+func TestPrefetchQueueBytes(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	for _, shuffle := range []bool{false, true} {
+		for _, mapped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("shuffle=%t/map=%t", shuffle, mapped), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					o := checkedOptions(t, dir)
+					o.Shuffle, o.PrefetchBatches, o.TransformConcurrency = shuffle, 5, 2
+					ds := open(t, o)
+					batches := func(yield func(int, error) bool) {
+						if mapped {
+							for ids, err := range Map(context.Background(), ds, idsOf) {
+								if !yield(len(ids), err) {
+									return
+								}
+							}
+							return
+						}
+						for b, err := range ds.Batches(context.Background()) {
+							if err != nil {
+								yield(0, err)
+								return
+							}
+							if !yield(int(b.NumRows()), nil) {
+								return
+							}
+						}
+					}
+					n := 0
+					for _, err := range batches {
+						if err != nil {
+							t.Fatal(err)
+						}
+						if n++; n > 1 {
+							continue
+						}
+						synctest.Wait()
+						s := ds.Metrics().Snapshot()
+						lo := int64(s.PrefetchQueueItems * o.BatchSize * 16)
+						if s.PrefetchQueueItems != o.PrefetchBatches || s.PrefetchQueueBytes < lo || s.PrefetchQueueBytes > lo*5/4 {
+							t.Fatalf("full prefetch queue: %d batches of %d rows, %d bytes; want %d batches of %d to %d bytes",
+								s.PrefetchQueueItems, o.BatchSize, s.PrefetchQueueBytes, o.PrefetchBatches, lo, lo*5/4)
+						}
+					}
+					if s := ds.Metrics().Snapshot(); s.PrefetchQueueItems != 0 || s.PrefetchQueueBytes != 0 {
+						t.Fatalf("drained prefetch queue: %d batches, %d bytes", s.PrefetchQueueItems, s.PrefetchQueueBytes)
+					}
+				})
+			})
+		}
+	}
 }

@@ -512,6 +512,9 @@ func (k *keptWindows) drop() {
 type job struct {
 	plan    plan.Batch
 	windows []*window // parallel to plan.Parts
+	// bytes is the batch's share of its windows' decoded bytes, by rows:
+	// what it holds once built, whether a slice or a gather.
+	bytes int64
 }
 
 func (j *job) release() {
@@ -526,6 +529,10 @@ func (j *job) release() {
 type result[T any] struct {
 	val  T
 	plan plan.Batch
+	// bytes is the job's: the size of the batch the result was made of,
+	// which the prefetch queue reports (a Map result's own size is the
+	// user's type's to know).
+	bytes int64
 }
 
 // readTask is one window for the read stages: fetched by the plan's task,
@@ -856,6 +863,11 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					}
 					w.retain()
 					j.windows[i] = w
+					if w.rows > 0 {
+						// A slice's buffers are its window's: the batch's
+						// share is counted, not theirs.
+						j.bytes += w.bytes * (p.To - p.From) / w.rows
+					}
 					if p.Last {
 						delete(held, p.Ref)
 						w.release() // the cutter's own hold
@@ -884,9 +896,10 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			Name:        "transform",
 			Concurrency: o.TransformConcurrency,
 			Ahead:       o.PrefetchBatches,
+			Size:        func(r result[T]) int64 { return r.bytes },
 			Fn: func(ctx context.Context, j *job) (result[T], error) {
 				v, err := transform(ctx, d, ep, j, fn)
-				return result[T]{val: v, plan: j.plan}, err
+				return result[T]{val: v, plan: j.plan, bytes: j.bytes}, err
 			},
 			ReleaseIn: func(j *job) { j.release() },
 			ReleaseOut: func(r result[T]) {
