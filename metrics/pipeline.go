@@ -24,7 +24,8 @@
 //   - fetch time: wall time of fetch and decode calls, summed over their goroutines.
 //   - transform time: wall time of transform calls, summed over their goroutines.
 //   - consumer wait: time the training loop spent blocked waiting for the next batch, that is
-//     time training lost to data.
+//     time training lost to data; the part of it spent on the first batch of an iteration (the
+//     pipeline filling at an epoch's start) is also counted on its own, as start wait.
 //   - rows and batches consumed, rows not yet read (unscanned), bad rows skipped, and bytes and
 //     requests read, per storage backend.
 //
@@ -98,6 +99,7 @@ type Pipeline struct {
 	fetchNanos        atomic.Int64
 	transformNanos    atomic.Int64
 	consumerWaitNanos atomic.Int64
+	startWaitNanos    atomic.Int64
 
 	// reads maps a backend name to its counters. The map behind the pointer is never modified:
 	// a new backend copies it under readsMu and swaps the pointer. There are only a handful of
@@ -220,8 +222,32 @@ func (p *Pipeline) AddTransform(d time.Duration) {
 func (p *Pipeline) AddConsumerWait(d time.Duration) {
 	if d > 0 {
 		p.consumerWaitNanos.Add(int64(d))
-		p.addWait(d)
+		p.addWait(d, false)
 	}
+}
+
+// AddStartWait adds time the training loop waited for the first batch of an iteration: the
+// pipeline filling at the start of an epoch, or of one resumed or ranged over again. It counts in
+// ConsumerWaitSeconds like [Pipeline.AddConsumerWait], and in StartWaitSeconds, which the data
+// stall fraction and the diagnosis leave out: with epochs of under a second, a first batch's
+// 20-30 ms read and decode would otherwise read as a stall and decide the diagnosis, where
+// deeper queues would not help. Negative durations are ignored.
+func (p *Pipeline) AddStartWait(d time.Duration) {
+	if d > 0 {
+		p.consumerWaitNanos.Add(int64(d))
+		p.startWaitNanos.Add(int64(d))
+		p.addWait(d, true)
+	}
+}
+
+// SetSteady says whether the queues are in their steady state: a stream sets false while an
+// iteration fills them (until its first batch), true from then on, and false again once every
+// window the iteration reads is decoded (the queues can then only drain) and when it ends. The
+// mean depths of [Snapshot.Recent], which the diagnosis reads, are taken over steady time only,
+// so that short epochs, each filling and draining its queues, read as what the queues do in
+// between. A Pipeline is steady until told otherwise.
+func (p *Pipeline) SetSteady(steady bool) {
+	p.setSteady(steady)
 }
 
 // AddRead counts storage I/O: bytes received and requests made to one backend, such as "file",
@@ -294,6 +320,7 @@ func (p *Pipeline) Snapshot() Snapshot {
 	s.FetchSeconds = time.Duration(p.fetchNanos.Load()).Seconds()
 	s.TransformSeconds = time.Duration(p.transformNanos.Load()).Seconds()
 	s.ConsumerWaitSeconds = time.Duration(p.consumerWaitNanos.Load()).Seconds()
+	s.StartWaitSeconds = time.Duration(p.startWaitNanos.Load()).Seconds()
 	reads := *p.reads.Load()
 	if len(reads) > 0 {
 		s.Backends = make(map[string]BackendReads, len(reads))

@@ -220,6 +220,7 @@ func TestSnapshotFigures(t *testing.T) {
 		PrefetchQueueItemSeconds: 10,
 		Recent: Recent{
 			Seconds:             10,
+			SteadySeconds:       10,
 			RawQueueItems:       5,
 			PrefetchQueueItems:  1,
 			ConsumerWaitSeconds: 2.5,
@@ -274,6 +275,7 @@ func TestSnapshotJSON(t *testing.T) {
 		"consumed_batches":        1.0,
 		"skipped_rows":            0.0,
 		"consumer_wait_seconds":   1.0,
+		"start_wait_seconds":      0.0,
 		"data_stall_fraction":     0.25,
 		"rows_per_second":         25.0,
 		"read_bytes":              2048.0,
@@ -303,7 +305,7 @@ func TestSnapshotJSON(t *testing.T) {
 	if b, _ := json.Marshal(fields["backends"]); string(b) != `{"gs":{"bytes":2048,"requests":3}}` {
 		t.Errorf("backends = %s", b)
 	}
-	wantRecent := `{"consumed_batches":1,"consumer_wait_seconds":1,"fetch_seconds":0,"prefetch_queue_items":2,"raw_queue_items":0,"seconds":4,"transform_seconds":0}`
+	wantRecent := `{"consumed_batches":1,"consumer_wait_seconds":1,"fetch_seconds":0,"prefetch_queue_items":2,"raw_queue_items":0,"seconds":4,"start_wait_seconds":0,"steady_seconds":4,"transform_seconds":0}`
 	if b, _ := json.Marshal(fields["recent"]); string(b) != wantRecent {
 		t.Errorf("recent = %s, want %s", b, wantRecent)
 	}
@@ -323,6 +325,8 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		p.AddFetch(time.Microsecond)
 		p.AddTransform(time.Microsecond)
 		p.AddConsumerWait(time.Microsecond)
+		p.AddStartWait(time.Microsecond)
+		p.SetSteady(true)
 		p.AddRead("s3", 1024, 1)
 	})
 	if allocs != 0 {

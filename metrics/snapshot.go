@@ -66,6 +66,9 @@ type Snapshot struct {
 	// ConsumerWaitSeconds is time the training loop spent blocked waiting for a batch in the
 	// interval, in seconds.
 	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
+	// StartWaitSeconds is the part of ConsumerWaitSeconds spent waiting for the first batch of
+	// an iteration: the pipeline filling at an epoch's start (see [Pipeline.AddStartWait]).
+	StartWaitSeconds float64 `json:"start_wait_seconds"`
 
 	// ReadBytes and ReadRequests are the storage I/O of the interval over all backends.
 	ReadBytes    int64 `json:"read_bytes"`
@@ -80,9 +83,10 @@ type Snapshot struct {
 
 	// RowsPerSecond is ConsumedRows / ElapsedSeconds: the throughput the training loop saw.
 	RowsPerSecond float64 `json:"rows_per_second"`
-	// DataStallFraction is Recent.ConsumerWaitSeconds / Recent.Seconds, clamped to [0, 1]: the
-	// share of the last window training spent waiting for data. Near 0, data is not the
-	// bottleneck.
+	// DataStallFraction is (Recent.ConsumerWaitSeconds - Recent.StartWaitSeconds) /
+	// Recent.Seconds, clamped to [0, 1]: the share of the last window training spent waiting for
+	// data, but for the waits for an iteration's first batch, which come with every epoch
+	// whatever the stages' speeds. Near 0, data is not the bottleneck.
 	DataStallFraction float64 `json:"data_stall_fraction"`
 }
 
@@ -94,14 +98,19 @@ type Recent struct {
 	// Seconds is the length of the window: between Options.Window and 1.1 times it, or the time
 	// since New while that is shorter.
 	Seconds float64 `json:"seconds"`
-	// RawQueueItems and PrefetchQueueItems are the mean depths of the queues over the window,
-	// weighted by time.
+	// SteadySeconds is the part of the window the queues were steady (see
+	// [Pipeline.SetSteady]): not filling at an iteration's start nor draining at its end.
+	SteadySeconds float64 `json:"steady_seconds"`
+	// RawQueueItems and PrefetchQueueItems are the mean depths of the queues over the window's
+	// steady time (over the whole window if none of it was), weighted by time.
 	RawQueueItems      float64 `json:"raw_queue_items"`
 	PrefetchQueueItems float64 `json:"prefetch_queue_items"`
 	// ConsumerWaitSeconds is the part of the window the consumer spent waiting for a batch. A
 	// wait counts once it has ended, for the part of it that lies in the window; a wait still
-	// under way when the snapshot is taken is not counted yet.
+	// under way when the snapshot is taken is not counted yet. StartWaitSeconds is the part of
+	// it spent on iterations' first batches.
 	ConsumerWaitSeconds float64 `json:"consumer_wait_seconds"`
+	StartWaitSeconds    float64 `json:"start_wait_seconds"`
 	// ConsumedBatches, FetchSeconds and TransformSeconds are what the stages did in the window,
 	// placed in it to within the time between two queue updates: they tell whether anything
 	// moved.
@@ -126,7 +135,8 @@ func (s *Snapshot) derive() {
 	}
 	if s.Recent.Seconds > 0 {
 		// Only overlapping waits of several consumers of one Pipeline could push this above 1.
-		s.DataStallFraction = min(max(s.Recent.ConsumerWaitSeconds/s.Recent.Seconds, 0), 1)
+		stalled := s.Recent.ConsumerWaitSeconds - s.Recent.StartWaitSeconds
+		s.DataStallFraction = min(max(stalled/s.Recent.Seconds, 0), 1)
 	}
 }
 
@@ -148,6 +158,7 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 	d.FetchSeconds -= prev.FetchSeconds
 	d.TransformSeconds -= prev.TransformSeconds
 	d.ConsumerWaitSeconds -= prev.ConsumerWaitSeconds
+	d.StartWaitSeconds -= prev.StartWaitSeconds
 	d.RawQueueItemSeconds -= prev.RawQueueItemSeconds
 	d.PrefetchQueueItemSeconds -= prev.PrefetchQueueItemSeconds
 	d.ReadBytes -= prev.ReadBytes
@@ -198,8 +209,8 @@ const (
 //
 //   - Idle when in the window no batch was consumed and no fetch, transform or wait time was
 //     added.
-//   - If the consumer waited for at least 5% of the window (DataStallFraction), the data is
-//     behind, and the raw queue says where: TransformBound when it was near full on average,
+//   - If the consumer waited for at least 5% of the window (DataStallFraction: its waits for an
+//     iteration's first batch left out), the data is behind, and the raw queue says where: TransformBound when it was near full on average,
 //     IOBound when it was near empty, Balanced in between.
 //   - Otherwise ConsumerBound when the prefetch queue was near full on average, and Balanced
 //     when it was not: batches then arrive just in time.
@@ -217,7 +228,10 @@ const (
 // microseconds per batch, from reading as a starved pipeline.
 //
 // Depths and waits are integrated over the window rather than sampled, so a diagnosis does not
-// flicker with the instant a snapshot catches.
+// flicker with the instant a snapshot catches. Nor is it decided by epoch starts: the waits for an
+// iteration's first batch are left out of the stall, and the queue depths are means over steady
+// time (Recent.SteadySeconds), leaving out the queues filling at an iteration's start and draining
+// at its end, which with epochs of under a second would weigh as much as the time between.
 func (s Snapshot) Diagnosis() string {
 	r := s.Recent
 	if r.ConsumedBatches == 0 && r.FetchSeconds == 0 && r.TransformSeconds == 0 && r.ConsumerWaitSeconds == 0 {
@@ -252,15 +266,26 @@ func nearFull(mean float64, capacity int) bool {
 //	io-bound: 5210 rows/s, stall 41.3%, raw 0.2/8 (0.0 MB), prefetch 0.0/4 (0.0 MB), fetch 7.9s, transform 0.6s, read 96.0 MB in 12 requests, 1200000 rows unscanned
 //
 // The diagnosis, the stall and the queue depths are those of the last window (Recent), the
-// figures the diagnosis is read from; the rest covers the snapshot's interval. Queue depths show
+// figures the diagnosis is read from; where the consumer waited for iterations' first batches,
+// which the stall leaves out, their share of the window follows it, as in "stall 0.2% (+6.1% at
+// starts)"; the rest covers the snapshot's interval. Queue depths show
 // as mean items/capacity, or mean items alone when the capacity is unknown, with the megabytes
 // (10^6 bytes) the queue holds now. Fetch and transform seconds are summed over goroutines.
 func (s Snapshot) String() string {
-	return fmt.Sprintf("%s: %.0f rows/s, stall %.1f%%, raw %s, prefetch %s, fetch %.1fs, transform %.1fs, read %.1f MB in %d requests, %d rows unscanned",
-		s.Diagnosis(), s.RowsPerSecond, 100*s.DataStallFraction,
+	return fmt.Sprintf("%s: %.0f rows/s, stall %.1f%%%s, raw %s, prefetch %s, fetch %.1fs, transform %.1fs, read %.1f MB in %d requests, %d rows unscanned",
+		s.Diagnosis(), s.RowsPerSecond, 100*s.DataStallFraction, s.startNote(),
 		queue(s.Recent.RawQueueItems, s.RawQueueCapacity, s.RawQueueBytes),
 		queue(s.Recent.PrefetchQueueItems, s.PrefetchQueueCapacity, s.PrefetchQueueBytes),
 		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows) + skippedNote(s.SkippedRows)
+}
+
+// startNote is the health line's mention of the waits for iterations' first batches, which
+// the stall leaves out: nothing when there were none.
+func (s Snapshot) startNote() string {
+	if s.Recent.Seconds <= 0 || s.Recent.StartWaitSeconds <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (+%.1f%% at starts)", 100*s.Recent.StartWaitSeconds/s.Recent.Seconds)
 }
 
 // skippedNote is the health line's mention of bad rows skipped: nothing when there were none,

@@ -26,8 +26,15 @@ type window struct {
 	// rawArea and prefetchArea are the integrals of the depths since New, in item-seconds:
 	// divided by a length of time they give the mean depth over it.
 	rawArea, prefetchArea float64
-	// waitNanos is the consumer's waiting reported so far, as AddConsumerWait counts it.
-	waitNanos int64
+	// waitNanos is the consumer's waiting reported so far, as AddConsumerWait counts it, and
+	// startNanos the part of it AddStartWait reported.
+	waitNanos, startNanos int64
+
+	// steady is what SetSteady last said. rawSteady, prefetchSteady and steadySeconds integrate
+	// the depths, and time, over steady time only: the means the diagnosis reads.
+	steady                    bool
+	rawSteady, prefetchSteady float64
+	steadySeconds             float64
 
 	// marks is a ring: marks[(head+i)%len(marks)] is the i-th oldest of the n kept. With
 	// windowSteps+1 marks, the oldest is between windowSteps and windowSteps+1 steps old once
@@ -43,8 +50,10 @@ type mark struct {
 	rawArea, prefetchArea float64
 	// waitNanos is the consumer's waiting before at, including the part before at of waits
 	// reported after it: a wait is only reported when it ends, so addWait moves it into the
-	// marks it straddles.
-	waitNanos int64
+	// marks it straddles. startNanos is the part of it at iterations' starts.
+	waitNanos, startNanos int64
+	// The steady integrals at at.
+	rawSteady, prefetchSteady, steadySeconds float64
 	// The counters are read when the mark is made, which is at the first update or snapshot
 	// after its step: counts are placed in the right step only to within the gap between
 	// updates. They only tell whether anything moved, where that is precise enough.
@@ -52,6 +61,7 @@ type mark struct {
 }
 
 func (w *window) init(start time.Time, length time.Duration) {
+	w.steady = true
 	w.step = max(length/windowSteps, 1)
 	w.at = start
 	w.push(mark{at: start})
@@ -67,22 +77,37 @@ func (p *Pipeline) setDepth(depth *int, items int) {
 	w.mu.Unlock()
 }
 
-// addWait counts a wait of d that ended now.
-func (p *Pipeline) addWait(d time.Duration) {
+// addWait counts a wait of d that ended now; start says it was for an iteration's first batch.
+func (p *Pipeline) addWait(d time.Duration, start bool) {
 	w := &p.win
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := p.now()
 	p.advance(now)
 	w.waitNanos += int64(d)
+	if start {
+		w.startNanos += int64(d)
+	}
 	began := now.Add(-d)
 	for i := range w.n {
 		m := &w.marks[(w.head+i)%len(w.marks)]
 		if m.at.After(began) {
 			// m.at is not after now, so this part is at most d.
 			m.waitNanos += int64(m.at.Sub(began))
+			if start {
+				m.startNanos += int64(m.at.Sub(began))
+			}
 		}
 	}
+}
+
+// setSteady integrates up to now, then sets whether the queues are steady.
+func (p *Pipeline) setSteady(steady bool) {
+	w := &p.win
+	w.mu.Lock()
+	p.advance(p.now())
+	w.steady = steady
+	w.mu.Unlock()
 }
 
 // advance brings the integrals up to now, making the marks of the steps passed on the way.
@@ -108,6 +133,10 @@ func (p *Pipeline) advance(now time.Time) {
 				rawArea:        w.rawArea,
 				prefetchArea:   w.prefetchArea,
 				waitNanos:      w.waitNanos,
+				startNanos:     w.startNanos,
+				rawSteady:      w.rawSteady,
+				prefetchSteady: w.prefetchSteady,
+				steadySeconds:  w.steadySeconds,
 				batches:        p.consumedBatches.Load(),
 				fetchNanos:     p.fetchNanos.Load(),
 				transformNanos: p.transformNanos.Load(),
@@ -123,6 +152,11 @@ func (w *window) integrate(t time.Time) {
 	dt := t.Sub(w.at).Seconds()
 	w.rawArea += float64(w.raw) * dt
 	w.prefetchArea += float64(w.prefetch) * dt
+	if w.steady {
+		w.rawSteady += float64(w.raw) * dt
+		w.prefetchSteady += float64(w.prefetch) * dt
+		w.steadySeconds += dt
+	}
 	w.at = t
 }
 
@@ -145,13 +179,20 @@ func (p *Pipeline) recent(now time.Time) Recent {
 	if secs <= 0 {
 		return Recent{}
 	}
-	return Recent{
+	r := Recent{
 		Seconds:             secs,
+		SteadySeconds:       w.steadySeconds - from.steadySeconds,
 		RawQueueItems:       (w.rawArea - from.rawArea) / secs,
 		PrefetchQueueItems:  (w.prefetchArea - from.prefetchArea) / secs,
 		ConsumerWaitSeconds: time.Duration(w.waitNanos - from.waitNanos).Seconds(),
+		StartWaitSeconds:    time.Duration(w.startNanos - from.startNanos).Seconds(),
 		ConsumedBatches:     p.consumedBatches.Load() - from.batches,
 		FetchSeconds:        time.Duration(p.fetchNanos.Load() - from.fetchNanos).Seconds(),
 		TransformSeconds:    time.Duration(p.transformNanos.Load() - from.transformNanos).Seconds(),
 	}
+	if r.SteadySeconds > 0 {
+		r.RawQueueItems = (w.rawSteady - from.rawSteady) / r.SteadySeconds
+		r.PrefetchQueueItems = (w.prefetchSteady - from.prefetchSteady) / r.SteadySeconds
+	}
+	return r
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,5 +139,65 @@ func TestFlickerReadsAsMean(t *testing.T) {
 	}
 	if !near(s.Recent.PrefetchQueueItems, 0.8) || !near(s.DataStallFraction, 0.9) || s.Diagnosis() != TransformBound {
 		t.Errorf("mean prefetch %v, stall %v, %q; want 0.8, 0.9, %q", s.Recent.PrefetchQueueItems, s.DataStallFraction, s.Diagnosis(), TransformBound)
+	}
+}
+
+// Epochs of 140 ms, each as a stream reports it: 20 ms filling (the consumer waits for the
+// first batch, the queues empty), 100 ms steady with both queues full while the consumer takes
+// a batch every 5 ms, and 20 ms draining the prefetch queue. The stall and the queue means
+// leave the filling and draining out, so the job reads consumer-bound as with long epochs,
+// while the start waits stay visible on their own.
+func TestShortEpochsReadAsSteady(t *testing.T) {
+	const window = time.Second
+	p, advance := newWithWindow(window)
+	p.SetCapacity(4, 8)
+	for range 30 {
+		p.SetSteady(false)
+		advance(20 * time.Millisecond)
+		p.AddStartWait(20 * time.Millisecond)
+		p.SetSteady(true)
+		p.SetRawQueue(4, 0)
+		p.SetPrefetchQueue(8, 0)
+		for range 20 {
+			advance(5 * time.Millisecond)
+			p.AddConsumed(100, 1)
+		}
+		p.SetSteady(false)
+		p.SetRawQueue(0, 0)
+		for n := 7; n >= 0; n-- {
+			advance(2500 * time.Microsecond)
+			p.SetPrefetchQueue(n, 0)
+			p.AddConsumed(100, 1)
+		}
+	}
+	s := p.Snapshot()
+	r := s.Recent
+	if s.Diagnosis() != ConsumerBound || s.DataStallFraction != 0 || !near(r.PrefetchQueueItems, 8) || !near(r.RawQueueItems, 4) {
+		t.Errorf("short epochs: %q, stall %v, means raw %v prefetch %v; want %q, 0, 4 and 8 (%+v)", s.Diagnosis(), s.DataStallFraction, r.RawQueueItems, r.PrefetchQueueItems, ConsumerBound, r)
+	}
+	if share := r.StartWaitSeconds / r.Seconds; math.Abs(share-1.0/7) > 0.03 || math.Abs(r.SteadySeconds/r.Seconds-5.0/7) > 0.03 {
+		t.Errorf("start waits %.3f and steady time %.3f of the window, want 1/7 and 5/7", share, r.SteadySeconds/r.Seconds)
+	}
+	if s.StartWaitSeconds != 30*0.02 || !near(s.ConsumerWaitSeconds, s.StartWaitSeconds) {
+		t.Errorf("start waits %vs of %vs waited, want 0.6 of 0.6", s.StartWaitSeconds, s.ConsumerWaitSeconds)
+	}
+	if line := s.String(); !strings.Contains(line, "stall 0.0% (+14.") {
+		t.Errorf("health line %q does not show the start waits beside the stall", line)
+	}
+	prev := s
+	advance(20 * time.Millisecond)
+	p.AddStartWait(20 * time.Millisecond)
+	if d := p.Snapshot().Since(prev); !near(d.StartWaitSeconds, 0.02) || !near(d.ConsumerWaitSeconds, 0.02) {
+		t.Errorf("Since: %v start of %v waited, want 0.02 of 0.02", d.StartWaitSeconds, d.ConsumerWaitSeconds)
+	}
+
+	// A window without steady time (a stream that only fills and drains) reads its means over
+	// all of it.
+	q, advance := newWithWindow(window)
+	q.SetSteady(false)
+	q.SetRawQueue(2, 0)
+	advance(time.Second)
+	if r := q.Snapshot().Recent; r.SteadySeconds != 0 || !near(r.RawQueueItems, 2) {
+		t.Errorf("no steady time: steady %vs, raw mean %v; want 0 and 2", r.SteadySeconds, r.RawQueueItems)
 	}
 }

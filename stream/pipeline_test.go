@@ -256,3 +256,72 @@ func TestPrefetchQueueBytes(t *testing.T) {
 		}
 	}
 }
+
+// Epochs of a tenth of a second, as the health example sees them on small
+// data: every epoch's first batch waits for a read and a decode (10 ms
+// here, 18-31 ms measured on real files), and the queues fill at each
+// epoch's start and drain at its end. Those waits and those fills must not
+// decide the diagnosis: a slow consumer reads consumer-bound, a slow
+// transform transform-bound and slow reads io-bound, epoch after epoch. In
+// a synctest bubble, as TestDiagnosis.
+func TestDiagnosisShortEpochs(t *testing.T) {
+	dir := writeDataset(t, synth.Spec{Files: 2, RowsPerFile: 2000, RowGroupRows: 250, Seed: 1})
+	cases := []struct {
+		want      string
+		readDelay time.Duration
+		fetches   int
+		transform time.Duration
+		consume   time.Duration
+	}{
+		{metrics.TransformBound, 10 * time.Millisecond, 0, 3 * time.Millisecond, 0},
+		{metrics.ConsumerBound, 10 * time.Millisecond, 0, 0, 3 * time.Millisecond},
+		{metrics.IOBound, 30 * time.Millisecond, 1, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o := checkedOptions(t, dir)
+				o.Shuffle = true
+				o.ShuffleWindow, o.BatchSize = 250, 100
+				o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency = 2, 1, c.fetches
+				o.Metrics = metrics.NewWithOptions(metrics.Options{Window: time.Second})
+				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, c.readDelay} }
+				ds := open(t, o)
+				var samples []string
+				// Samples every 0.3 s once the window holds only whole
+				// epochs of the stream.
+				start := time.Now()
+				next := start.Add(2 * time.Second)
+				epochs := 0
+				for len(samples) < 10 {
+					epochs++
+					for _, err := range Map(context.Background(), ds, func(ctx context.Context, b arrow.RecordBatch) ([]int64, error) {
+						time.Sleep(c.transform)
+						return idsOf(ctx, b)
+					}) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						time.Sleep(c.consume)
+						if time.Now().After(next) {
+							s := ds.Metrics().Snapshot()
+							if s.Recent.StartWaitSeconds == 0 {
+								t.Fatalf("no wait for an epoch's first batch in the window: %v", s)
+							}
+							samples = append(samples, s.Diagnosis())
+							next = next.Add(300 * time.Millisecond)
+						}
+					}
+				}
+				if per := time.Since(start) / time.Duration(epochs); per > time.Second/2 {
+					t.Fatalf("epochs of %v: not short", per)
+				}
+				for _, s := range samples {
+					if s != c.want {
+						t.Fatalf("diagnoses %v over %d epochs, want %s in every one; last: %v", samples, epochs, c.want, ds.Metrics().Snapshot())
+					}
+				}
+			})
+		})
+	}
+}

@@ -670,6 +670,11 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		o := d.opts
 		m := o.Metrics
 		m.SetCapacity(o.PrefetchWindows, o.PrefetchBatches)
+		// The queues fill until the first batch and drain once every window
+		// read is decoded: the diagnosis reads them in between.
+		m.SetSteady(false)
+		defer m.SetSteady(false)
+		var fill fillState
 		var stopping atomic.Bool // the consumer stopped early: finish, start nothing new
 		var shared groups
 		rates := newRowRates(ep, d.chunks)
@@ -696,6 +701,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					})
 				}
 				if len(pending) == 0 {
+					fill.readsDone(m)
 					return
 				}
 				r := pending[0]
@@ -722,6 +728,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 					t.fetch = fp.Plan(toFetch)
 					toFetch = toFetch[1:]
 				}
+				fill.read()
 				if !yield(t, nil) {
 					return
 				}
@@ -788,7 +795,10 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			},
 			ReleaseOut: func(w *window) { w.release() },
 			Hooks: prefetch.Hooks{
-				Done:  func(el time.Duration, _ int64) { m.AddFetch(el) },
+				Done: func(el time.Duration, _ int64) {
+					m.AddFetch(el)
+					fill.decoded(m)
+				},
 				Queue: func(n int, b int64) { m.SetRawQueue(n, b) },
 			},
 		})
@@ -910,7 +920,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 			Hooks: prefetch.Hooks{
 				Done:  func(el time.Duration, _ int64) { m.AddTransform(el) },
 				Queue: func(n int, b int64) { m.SetPrefetchQueue(n, b) },
-				Wait:  func(w time.Duration) { m.AddConsumerWait(w) },
+				Wait:  fill.wait(m),
 			},
 		})
 
@@ -981,6 +991,65 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		d.mu.Unlock()
 		if err != nil {
 			yield(zero, err)
+		}
+	}
+}
+
+// fillState follows an iteration's queues filling and draining, for
+// metrics.Pipeline.SetSteady and AddStartWait.
+type fillState struct {
+	mu                  sync.Mutex
+	reads, decodes      int
+	allRead, allDecoded bool
+	started             atomic.Bool
+}
+
+// read counts a window handed to the fetch stage.
+func (f *fillState) read() {
+	f.mu.Lock()
+	f.reads++
+	f.mu.Unlock()
+}
+
+// readsDone says every window the iteration reads was handed on.
+func (f *fillState) readsDone(m *metrics.Pipeline) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allRead = true
+	f.drained(m)
+}
+
+// decoded counts a window the decode stage finished.
+func (f *fillState) decoded(m *metrics.Pipeline) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.decodes++
+	f.drained(m)
+}
+
+// drained ends the steady state once every window read is decoded: the
+// raw queue can then only empty, and the prefetch queue after it. f.mu is
+// held, so the end is reported once, after the start it may race with.
+func (f *fillState) drained(m *metrics.Pipeline) {
+	if f.allRead && f.decodes >= f.reads && !f.allDecoded {
+		f.allDecoded = true
+		m.SetSteady(false)
+	}
+}
+
+// wait is the consumer's Wait hook: its first wait is the iteration's
+// start, after which the queues are steady until drained.
+func (f *fillState) wait(m *metrics.Pipeline) func(time.Duration) {
+	return func(w time.Duration) {
+		if f.started.Swap(true) {
+			m.AddConsumerWait(w)
+			return
+		}
+		m.AddStartWait(w)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.allDecoded {
+			m.SetSteady(true)
 		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 //	fetch_seconds_total                counter  seconds in fetch and decode, summed over goroutines
 //	transform_seconds_total            counter  seconds cutting and transforming batches, summed over goroutines
 //	consumer_wait_seconds_total        counter  seconds the training loop waited for a batch
+//	start_wait_seconds_total           counter  the part of it for iterations' first batches (epoch starts)
 //	raw_queue_item_seconds_total       counter  raw queue depth integrated over time
 //	prefetch_queue_item_seconds_total  counter  prefetch queue depth integrated over time
 //	data_stall_fraction                gauge    share of the Pipeline's window spent waiting
@@ -44,7 +45,8 @@ import (
 //	read_requests_total{backend}       counter  requests made to storage
 //
 // Counters carry the Pipeline's start as their created timestamp. Rates are left to PromQL:
-// rate(sluice_consumer_wait_seconds_total[1m]) is the data stall fraction over a minute,
+// rate(sluice_consumer_wait_seconds_total[1m]) - rate(sluice_start_wait_seconds_total[1m]) is
+// the data stall fraction over a minute,
 // rate(sluice_raw_queue_item_seconds_total[1m]) the mean depth of the raw queue over it (the
 // time-integrated figure [metrics.Snapshot.Diagnosis] reads, where a scrape of
 // raw_queue_items samples one instant), and rate(sluice_consumed_rows_total[1m]) the rows per
@@ -91,11 +93,13 @@ func NewCollector(p *metrics.Pipeline, constLabels prometheus.Labels) prometheus
 				func(s *metrics.Snapshot) float64 { return s.TransformSeconds }),
 			counter("consumer_wait_seconds_total", "Time the training loop spent blocked waiting for a batch, in seconds.",
 				func(s *metrics.Snapshot) float64 { return s.ConsumerWaitSeconds }),
+			counter("start_wait_seconds_total", "The part of consumer_wait_seconds_total spent waiting for an iteration's first batch (the pipeline filling at an epoch's start), which data_stall_fraction leaves out.",
+				func(s *metrics.Snapshot) float64 { return s.StartWaitSeconds }),
 			counter("raw_queue_item_seconds_total", "Depth of the raw queue integrated over time, in item-seconds; its rate is the mean depth.",
 				func(s *metrics.Snapshot) float64 { return s.RawQueueItemSeconds }),
 			counter("prefetch_queue_item_seconds_total", "Depth of the prefetch queue integrated over time, in item-seconds; its rate is the mean depth.",
 				func(s *metrics.Snapshot) float64 { return s.PrefetchQueueItemSeconds }),
-			gauge("data_stall_fraction", "Share of the pipeline's recent window the training loop spent waiting for a batch.",
+			gauge("data_stall_fraction", "Share of the pipeline's recent window the training loop spent waiting for a batch, but for iterations' first batches.",
 				func(s *metrics.Snapshot) float64 { return s.DataStallFraction }),
 		},
 		readBytes:    desc("read_bytes_total", "Bytes read from storage, by backend.", "backend"),

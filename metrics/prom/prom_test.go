@@ -42,6 +42,7 @@ func busyPipeline() (*metrics.Pipeline, string) {
 	p.AddFetch(12 * time.Second)
 	p.AddTransform(3500 * time.Millisecond)
 	p.AddConsumerWait(2500 * time.Millisecond)
+	p.AddStartWait(500 * time.Millisecond) // waited, but not a stall
 	p.AddRead("s3", 40000000, 5)
 	p.AddRead("file", 1000000, 2)
 	return p, `
@@ -53,8 +54,8 @@ sluice_consumed_batches_total{stream="train"} 10
 sluice_consumed_rows_total{stream="train"} 5000
 # HELP sluice_consumer_wait_seconds_total Time the training loop spent blocked waiting for a batch, in seconds.
 # TYPE sluice_consumer_wait_seconds_total counter
-sluice_consumer_wait_seconds_total{stream="train"} 2.5
-# HELP sluice_data_stall_fraction Share of the pipeline's recent window the training loop spent waiting for a batch.
+sluice_consumer_wait_seconds_total{stream="train"} 3
+# HELP sluice_data_stall_fraction Share of the pipeline's recent window the training loop spent waiting for a batch, but for iterations' first batches.
 # TYPE sluice_data_stall_fraction gauge
 sluice_data_stall_fraction{stream="train"} 0.25
 # HELP sluice_fetch_seconds_total Time spent fetching and decoding windows, summed over their goroutines, in seconds.
@@ -98,6 +99,9 @@ sluice_refetch_bytes{stream="train"} 0
 # HELP sluice_skipped_rows_total Rows left out as bad (a text format's BadRowsSkip) in the windows the consumer finished.
 # TYPE sluice_skipped_rows_total counter
 sluice_skipped_rows_total{stream="train"} 12
+# HELP sluice_start_wait_seconds_total The part of consumer_wait_seconds_total spent waiting for an iteration's first batch (the pipeline filling at an epoch's start), which data_stall_fraction leaves out.
+# TYPE sluice_start_wait_seconds_total counter
+sluice_start_wait_seconds_total{stream="train"} 0.5
 # HELP sluice_transform_seconds_total Time spent cutting batches and in the transform function, summed over transform goroutines, in seconds.
 # TYPE sluice_transform_seconds_total counter
 sluice_transform_seconds_total{stream="train"} 3.5
@@ -164,8 +168,8 @@ func TestCollectorBeforeAnyRead(t *testing.T) {
 	// Before the first read there is no backend, so no read series, and the rest are zero.
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(metrics.New(), nil))
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 17 {
-		t.Errorf("gathered %d series (err %v), want the 17 without a backend label", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 18 {
+		t.Errorf("gathered %d series (err %v), want the 18 without a backend label", n, err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
 		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)
@@ -255,7 +259,7 @@ func testCollectorOverHTTP(t *testing.T) {
 		"# TYPE sluice_raw_queue_items gauge",
 		`sluice_raw_queue_items{stream="train"} 5`,
 		`sluice_read_bytes_total{backend="s3",stream="train"} 4e+07`,
-		`sluice_consumer_wait_seconds_total{stream="train"} 2.5`,
+		`sluice_consumer_wait_seconds_total{stream="train"} 3`,
 	} {
 		if !strings.Contains(string(body), line+"\n") {
 			t.Errorf("scrape lacks line %q:\n%s", line, body)
