@@ -39,6 +39,34 @@ func NewEpoch(chunks []Chunk, o Order, e int64) (*Epoch, error) {
 	return ep, nil
 }
 
+// Count gives the epoch the rows a counting pass found in the chunks whose
+// counts the plan does not know (rows[c] for chunk c; entries of chunks of
+// known counts are not read): every window and split whose pieces are all
+// counted gets its count. Pieces, windows and the order stay as they are,
+// so a counted epoch emits the same rows in the same order as one that
+// learns its counts by reading.
+func (e *Epoch) Count(rows []int64) error {
+	for s, ws := range e.Windows {
+		e.Splits[s].Rows = 0
+		for w := range ws {
+			var n int64
+			for _, p := range e.Pieces(WindowRef{s, w}) {
+				k := p.Rows()
+				if k < 0 {
+					if p.Chunk < 0 || p.Chunk >= len(rows) || rows[p.Chunk] < 0 {
+						return fmt.Errorf("plan: no count for chunk %d of split %d window %d", p.Chunk, s, w)
+					}
+					k = rows[p.Chunk]
+				}
+				n += k
+			}
+			ws[w].Rows = n
+			e.Splits[s].Rows += n
+		}
+	}
+	return nil
+}
+
 // WindowRef names one window of one split.
 type WindowRef struct{ Split, Window int }
 
@@ -93,7 +121,9 @@ func (e *Epoch) CheckCursor(s int, c Cursor) error {
 		return fmt.Errorf("%w: split %d cursor %+v is negative", ErrCursor, s, c)
 	case c.Window > len(ws) || (c.Window == len(ws) && c.Offset != 0):
 		return fmt.Errorf("%w: split %d is at window %d, the epoch has %d", ErrCursor, s, c.Window, len(ws))
-	case c.Window < len(ws) && ws[c.Window].Rows >= 0 && c.Offset >= ws[c.Window].Rows:
+	case c.Window < len(ws) && ws[c.Window].Rows >= 0 && c.Offset >= ws[c.Window].Rows && c.Offset > 0:
+		// Offset 0 is allowed: a cursor may rest at the start of a counted
+		// window of no rows, as it may at one that turns out empty when read.
 		return fmt.Errorf("%w: split %d offset %d is past window %d's %d rows", ErrCursor, s, c.Offset, c.Window, ws[c.Window].Rows)
 	}
 	if want := e.rowsBefore(s, c); want >= 0 && want != c.Rows {

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/internal/synth"
 )
 
 // EqualBatches over random datasets and jobs: files of random row counts
-// (empty batches and files among them), random NumSplits, world sizes and
-// batch sizes, and a job that stops every rank at the same random batch
+// (empty batches and files among them), their counts known or found by the
+// counting pass (hidden by the driver, or behind a filter), random
+// NumSplits, world sizes and batch sizes, and a job that stops every rank at the same random batch
 // (data-parallel ranks step together), merges their states and resumes on
 // another world size and batch size, twice, then runs the next epoch.
 //
@@ -49,11 +50,21 @@ func checkEqualCase(t *testing.T, seed uint64) {
 	dir, total := writeIPC(t, layout)
 	splits := []int{1, 2, 4, 6, 6, 8, 12, 12}[r.IntN(8)]
 	shuffle, drop := r.IntN(2) == 0, r.IntN(4) == 0
-	worlds := plan.Owned(splits+1, 0, 1)[1:] // 1..splits
-	worlds = slices.DeleteFunc(worlds, func(w int) bool { return splits%w != 0 })
+	hide := r.IntN(3) == 0
+	var filter string
+	if r.IntN(3) == 0 {
+		filter = "i32 > 0"
+	}
+	drop = drop && !hide && filter == "" // it needs counts the plan knows
+	var worlds []int
+	for w := 1; w <= splits; w++ {
+		if splits%w == 0 {
+			worlds = append(worlds, w)
+		}
+	}
 	options := func(world, rank, bs int, equal bool) Options {
-		o := ipcOptions(t, dir, false)
-		o.Shuffle, o.DropRemainder, o.NumSplits = shuffle, drop, splits
+		o := ipcOptions(t, dir, hide)
+		o.Shuffle, o.DropRemainder, o.NumSplits, o.Filter = shuffle, drop, splits, filter
 		o.WorldSize, o.Rank, o.BatchSize, o.EqualBatches = world, rank, bs, equal
 		o.ChunkBytes = 1 << 10
 		o.ShuffleWindow = 200
@@ -85,7 +96,7 @@ func checkEqualCase(t *testing.T, seed uint64) {
 	var merged *State
 	for stretch := range 3 {
 		world, bs := pickWorld(), 1+r.IntN(90)
-		what := fmt.Sprintf("stretch %d (world %d, batch %d, splits %d, shuffle %t, drop %t, layout %v)", stretch, world, bs, splits, shuffle, drop, layout)
+		what := fmt.Sprintf("stretch %d (world %d, batch %d, splits %d, shuffle %t, drop %t, hidden %t, filter %q, layout %v)", stretch, world, bs, splits, shuffle, drop, hide, filter, layout)
 		plain := make([][]taken, world)
 		fewest := -1
 		for rank := range world {
@@ -172,42 +183,76 @@ func sameBatches(t *testing.T, what string, rank int, got, want []taken) {
 
 func head(ids []int64) []int64 { return ids[:min(len(ids), 8)] }
 
-// Counts unknown before reading are refused up front, with what to do;
-// CSV and JSON with a counting pass (text.Options.Count) give equal
-// batches.
-func TestEqualBatchesNeedsCounts(t *testing.T) {
-	dir, _ := writeIPC(t, ipcLayout())
-	o := ipcOptions(t, dir, true)
-	o.EqualBatches = true
-	if _, err := Open(context.Background(), o); !errors.Is(err, plan.ErrUnknownRows) || !strings.Contains(err.Error(), "text.Options.Count") {
-		t.Fatalf("unknown counts: %v", err)
-	}
-	o = ipcOptions(t, dir, false)
-	o.EqualBatches, o.Filter = true, "i32 > 0"
-	if _, err := Open(context.Background(), o); !errors.Is(err, plan.ErrUnknownRows) {
-		t.Fatalf("filter: %v", err)
-	}
-
+// CSV and JSON, counted by the text driver (text.Options.Count) or by the
+// stream's counting pass, filtered or not: every rank takes as many
+// batches, no row twice.
+func TestEqualBatchesText(t *testing.T) {
 	tdir, total := writeText(t)
 	const splits, world = 8, 4
-	counts := map[int]bool{}
-	var ids []int64
-	for rank := range world {
-		o := textOptions(t, tdir, true)
-		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank, o.EqualBatches = true, splits, world, rank, true
-		got, _ := consume(t, open(t, o), -1)
-		counts[len(got)] = true
-		ids = append(ids, allIDs(got)...)
-	}
-	if len(counts) != 1 {
-		t.Fatalf("counted CSV and JSON: ranks take %v batches", counts)
-	}
-	seen := map[int64]bool{}
-	for _, id := range ids {
-		if id < 0 || id >= total || seen[id] {
-			t.Fatalf("id %d outside [0, %d) or twice", id, total)
+	for _, count := range []bool{true, false} {
+		for _, filter := range []string{"", "i32 < 0"} {
+			counts := map[int]bool{}
+			var ids []int64
+			for rank := range world {
+				o := textOptions(t, tdir, count)
+				o.Shuffle, o.NumSplits, o.WorldSize, o.Rank, o.EqualBatches, o.Filter = true, splits, world, rank, true, filter
+				got, _ := consume(t, open(t, o), -1)
+				counts[len(got)] = true
+				ids = append(ids, allIDs(got)...)
+			}
+			if len(counts) != 1 {
+				t.Fatalf("text count %t filter %q: ranks take %v batches", count, filter, counts)
+			}
+			seen := map[int64]bool{}
+			for _, id := range ids {
+				if id < 0 || id >= total || seen[id] {
+					t.Fatalf("id %d outside [0, %d) or twice", id, total)
+				}
+				seen[id] = true
+			}
 		}
-		seen[id] = true
+	}
+}
+
+// The counting pass reads what the plan cannot count once, and a restart
+// with the same plan cache reads none of it again.
+func TestEqualBatchesCountCached(t *testing.T) {
+	dir := writeDataset(t, synth.Spec{Files: 4, RowsPerFile: 1000, RowGroupRows: 250})
+	store, err := pebblestore.Open(t.TempDir(), pebblestore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	kv, err := store.KV("plans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := func(equal bool, cache bool) (*Dataset, int64) {
+		log := &readLog{}
+		log.start()
+		o := checkedOptions(t, dir)
+		o.Filter, o.EqualBatches, o.NumSplits, o.WorldSize = "label < 4", equal, 4, 2
+		if cache {
+			o.PlanCache = kv
+		}
+		o.Storage.Wrap = log.wrap
+		ds := open(t, o)
+		return ds, log.bytes()
+	}
+	_, footers := opened(false, false)
+	_, cold := opened(true, true)
+	warm, warmBytes := opened(true, true)
+	if cold <= footers || warmBytes != 0 {
+		t.Fatalf("bytes read by Open: %d for footers alone, %d counting, %d counted before; want more than the footers, then none", footers, cold, warmBytes)
+	}
+	var n int64
+	for _, s := range warm.Splits() {
+		n += s.Rows
+	}
+	o := checkedOptions(t, dir)
+	o.Filter = "label < 4"
+	if passed, _ := consume(t, open(t, o), -1); int64(len(allIDs(passed))) != n {
+		t.Fatalf("counted %d rows passing the filter, a read passes %d", n, len(allIDs(passed)))
 	}
 }
 

@@ -37,7 +37,7 @@ type Options struct {
 	// they are read and dropped. Units (Parquet row groups) that statistics
 	// show hold no passing row are not fetched. Row counts behind a filter
 	// are unknown until read, so DropRemainder is refused with one
-	// (plan.ErrUnknownRows).
+	// (plan.ErrUnknownRows), and EqualBatches counts them at Open.
 	// Default "": every row. (order)
 	Filter string
 
@@ -103,10 +103,13 @@ type Options struct {
 	// counts at the start of every epoch and at every load of a merged state
 	// (checkpoint.Merge), whose cursors tell every rank's rows; a rank's own
 	// state carries the count (State.BatchesLeft). It needs every split's
-	// row count before reading, so Open refuses it where they are unknown
-	// (plan.ErrUnknownRows): behind a filter or Iceberg equality deletes, or
-	// CSV and JSON without text.Options.Count. Not part of the order: a
-	// state resumes with it on or off. Default false.
+	// row count: where the plan does not know them (behind a filter or
+	// Iceberg equality deletes, CSV and JSON without text.Options.Count),
+	// Open runs a counting pass, reading every such chunk once as the
+	// stream reads it and counting its rows, kept in PlanCache (a restart
+	// with the same cache reads none again). The order stays as it is.
+	// Not part of the order: a state resumes with it on or off.
+	// Default false.
 	EqualBatches bool
 	// Rank and WorldSize: rank r reads the splits s with s mod WorldSize
 	// == r and takes batches from them round-robin. Defaults 0 and 1.

@@ -64,7 +64,7 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 		co := o.sharedOut(1 / float64(n))
 		co.Rank = o.Rank + i*o.WorldSize
 		co.WorldSize = world
-		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true}
+		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, counts: d.counts, planID: d.planID, shared: true}
 		cursors := make([]plan.Cursor, o.NumSplits)
 		for _, s := range plan.Owned(o.NumSplits, co.Rank, world) {
 			cursors[s] = d.cursors[s]

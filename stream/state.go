@@ -114,7 +114,7 @@ func (d *Dataset) LoadStateDict(st State) error {
 		if ep := epochs[e]; ep != nil {
 			return ep, nil
 		}
-		ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+		ep, err := d.newEpoch(e)
 		if err != nil {
 			return nil, fmt.Errorf("stream: load state: %w", err)
 		}

@@ -59,6 +59,9 @@ type Dataset struct {
 	chunks []plan.Chunk
 	planID string // hash of the chunk list: the plan fingerprint
 	shared bool   // a consumer of StreamingSplit: data is its parent's to close
+	// counts are the counting pass's rows of chunks the plan does not know
+	// (EqualBatches), nil where none was needed.
+	counts []int64
 
 	mu      sync.Mutex
 	running bool
@@ -155,11 +158,17 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.EqualBatches && p.data.Rows() < 0 {
-		p.data.Close()
-		return nil, fmt.Errorf("stream: open: Options.EqualBatches needs every split's row count, which is not known before reading behind a filter or Iceberg equality deletes, nor in CSV and JSON files without text.Options.Count: %w", plan.ErrUnknownRows)
-	}
 	d.data, d.chunks, d.planID = p.data, p.chunks, p.id
+	if o.EqualBatches && p.data.Rows() < 0 {
+		var flt string
+		if po.Filter != nil {
+			flt = po.Filter.String()
+		}
+		if d.counts, err = countRows(ctx, o, p.data, p.chunks, flt); err != nil {
+			p.data.Close()
+			return nil, err
+		}
+	}
 	if err := d.startEpoch(o.Epoch); err != nil {
 		d.data.Close()
 		return nil, err
@@ -242,7 +251,7 @@ func (d *Dataset) startEpoch(e int64) error {
 // at e's start; with EqualBatches it counts the batches every rank takes.
 // d.mu is held.
 func (d *Dataset) enterEpoch(e int64) error {
-	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+	ep, err := d.newEpoch(e)
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", e, err)
 	}
@@ -263,6 +272,16 @@ func (d *Dataset) enterEpoch(e int64) error {
 	// start (with EqualBatches, every rank finishes the last at one step),
 	// and d.ahead holds every rank's that are: every cursor is known.
 	return d.countEqual(slices.Clone(cursors))
+}
+
+// newEpoch is epoch e's order, with the counting pass's counts where there
+// was one.
+func (d *Dataset) newEpoch(e int64) (*plan.Epoch, error) {
+	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+	if err == nil && d.counts != nil {
+		err = ep.Count(d.counts)
+	}
+	return ep, err
 }
 
 // countEqual sets left from every split's cursors: the batches every rank
