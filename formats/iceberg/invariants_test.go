@@ -334,3 +334,58 @@ func (b *statCounting) Stat(ctx context.Context, key string) (storage.Object, er
 	}
 	return b.Bucket.Stat(ctx, key)
 }
+
+// TestEqualBatchesWithDeletes: equality deletes hide the counts, which
+// stream.Options.EqualBatches counts at Open; every rank then takes as
+// many batches, at the start and after a merged resume on another world
+// size, and no row comes twice.
+func TestEqualBatchesWithDeletes(t *testing.T) {
+	tbl, want := deletesTable(t, 6000)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	open := func(world, rank int) *stream.Dataset {
+		ds, err := stream.Open(context.Background(), stream.Options{Plan: tbl.Plan, Columns: []string{"id"}, BatchSize: 50, Shuffle: true, Seed: 5,
+			ShuffleWindow: 1024, NumSplits: 6, WorldSize: world, Rank: rank, EqualBatches: true, Allocator: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ds.Close() })
+		return ds
+	}
+	var states []checkpoint.State
+	var done []int64
+	for rank := range 3 {
+		bs, st := consume(t, open(3, rank), 5)
+		done = append(done, ids(bs)...)
+		states = append(states, st)
+	}
+	merged, err := checkpoint.Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]bool{}
+	for rank := range 2 {
+		ds := open(2, rank)
+		if err := ds.LoadStateDict(merged); err != nil {
+			t.Fatal(err)
+		}
+		bs, _ := consume(t, ds, -1)
+		counts[len(bs)] = true
+		done = append(done, ids(bs)...)
+	}
+	if len(counts) != 1 {
+		t.Fatalf("ranks resumed at world size 2 take %v batches", counts)
+	}
+	slices.Sort(done)
+	if len(slices.Compact(slices.Clone(done))) != len(done) {
+		t.Fatal("a row came twice")
+	}
+	for _, id := range done {
+		if _, ok := slices.BinarySearch(want, id); !ok {
+			t.Fatalf("id %d is deleted", id)
+		}
+	}
+	if len(done) < len(want)-6*50 {
+		t.Fatalf("%d of %d rows: more dropped than the ranks' rests can differ by", len(done), len(want))
+	}
+}
