@@ -145,3 +145,27 @@ func TestRankFromEnv(t *testing.T) {
 		t.Fatalf("bad RANK: %v", err)
 	}
 }
+
+// equal_batches reaches stream.Options.EqualBatches: the state of a rank
+// counts the batches every rank has left.
+func TestEqualBatchesOption(t *testing.T) {
+	dir := writeData(t)
+	id := openJSON(t, map[string]any{"urls": []string{dir}, "columns": []string{"id"}, "batch_size": 300, "num_splits": 4, "world_size": 2, "equal_batches": true})
+	defer closeHandle(id)
+	h, err := lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.state()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := checkpoint.Decode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4,000 rows in 4 splits of 1,000: 4 batches of 300 each, 8 a rank.
+	if dec.BatchSize != 300 || dec.BatchesLeft != 8 {
+		t.Fatalf("state counts %d batches of %d left, want 8 of 300", dec.BatchesLeft, dec.BatchSize)
+	}
+}

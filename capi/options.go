@@ -33,6 +33,7 @@ type openOptions struct {
 	ChunkBytes           int64    `json:"chunk_bytes"`
 	NumSplits            int      `json:"num_splits"`
 	DropRemainder        bool     `json:"drop_remainder"`
+	EqualBatches         bool     `json:"equal_batches"`
 	Rank                 int      `json:"rank"`
 	WorldSize            int      `json:"world_size"`
 	FetchConcurrency     int      `json:"fetch_concurrency"`
@@ -113,6 +114,7 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 		ChunkBytes:           o.ChunkBytes,
 		NumSplits:            o.NumSplits,
 		DropRemainder:        o.DropRemainder,
+		EqualBatches:         o.EqualBatches,
 		Rank:                 o.Rank,
 		WorldSize:            o.WorldSize,
 		FetchConcurrency:     o.FetchConcurrency,

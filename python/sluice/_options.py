@@ -54,6 +54,7 @@ DATASET = {
     "chunk_bytes": _int(0),
     "num_splits": _int(0),
     "drop_remainder": _bool,
+    "equal_batches": _bool,
     "rank": _int(0),
     "world_size": _int(0),
     "fetch_concurrency": _int(0),
