@@ -350,3 +350,74 @@ func TestEqualBatchesStreamingSplit(t *testing.T) {
 		t.Fatalf("split after a batch: %v", err)
 	}
 }
+
+// States at an epoch's boundary (checkpoint.State.Epochs): one rank saves
+// in its loop after its last batch (epoch 0, nothing left), one after its
+// loop ended (the start of epoch 1), as ranks that step together may. (A
+// rank part way into epoch 1 is at another step: its count differs, and
+// the merge refuses it.) Their merge resumes on another world size with every rank taking as many
+// batches in epoch 0's rest and again in epoch 1, no row twice in an epoch.
+func TestEqualBatchesMergeAtBoundary(t *testing.T) {
+	dir, _ := writeIPC(t, ipcLayout())
+	const splits = 6
+	opts := func(world, rank int) Options {
+		o := ipcOptions(t, dir, false)
+		o.NumSplits, o.WorldSize, o.Rank, o.BatchSize, o.EqualBatches, o.Shuffle = splits, world, rank, 29, true, true
+		return o
+	}
+	seen := map[int64][]int64{} // per epoch
+	var states []State
+	for rank := range 3 {
+		ds := open(t, opts(3, rank))
+		left := int(ds.StateDict().BatchesLeft)
+		var got []taken
+		var st State
+		switch rank {
+		case 0:
+			got, st = consume(t, ds, left) // stops in the loop: still epoch 0
+		default:
+			got, st = consume(t, ds, -1) // the loop ends: epoch 1
+		}
+		seen[0] = append(seen[0], allIDs(got)...)
+		states = append(states, st)
+	}
+	further := open(t, opts(3, 2))
+	consume(t, further, -1)
+	_, st := consume(t, further, 2)
+	if _, err := checkpoint.Merge(states[0], states[1], st); err == nil || !strings.Contains(err.Error(), "batches_left") {
+		t.Fatalf("merge with a rank two batches further: %v", err)
+	}
+	m, err := checkpoint.Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Epochs == nil {
+		t.Fatal("the merge has every split in one epoch")
+	}
+	for epoch := range int64(2) {
+		counts := map[int]bool{}
+		for rank := range 2 {
+			ds := open(t, opts(2, rank))
+			if err := ds.LoadStateDict(m); err != nil {
+				t.Fatal(err)
+			}
+			if epoch == 1 {
+				consume(t, ds, -1) // the rest of epoch 0
+			}
+			got, _ := consume(t, ds, -1)
+			if ds.Epoch() != epoch+1 {
+				t.Fatalf("rank %d is at epoch %d after epoch %d", rank, ds.Epoch(), epoch)
+			}
+			counts[len(got)] = true
+			seen[epoch] = append(seen[epoch], allIDs(got)...)
+		}
+		if len(counts) != 1 {
+			t.Fatalf("epoch %d resumed at world size 2: ranks take %v batches", epoch, counts)
+		}
+		ids := slices.Clone(seen[epoch])
+		slices.Sort(ids)
+		if len(slices.Compact(ids)) != len(seen[epoch]) {
+			t.Fatalf("epoch %d: a row came twice", epoch)
+		}
+	}
+}
