@@ -395,6 +395,23 @@ func TestEqualBatchesMergeAtBoundary(t *testing.T) {
 		t.Fatal("the merge has every split in one epoch")
 	}
 	for epoch := range int64(2) {
+		// The count every rank takes: the fewest batches any rank has
+		// without the option.
+		fewest := -1
+		for rank := range 2 {
+			o := opts(2, rank)
+			o.EqualBatches = false
+			ds := open(t, o)
+			if err := ds.LoadStateDict(m); err != nil {
+				t.Fatal(err)
+			}
+			if epoch == 1 {
+				consume(t, ds, -1)
+			}
+			if got, _ := consume(t, ds, -1); fewest < 0 || len(got) < fewest {
+				fewest = len(got)
+			}
+		}
 		counts := map[int]bool{}
 		for rank := range 2 {
 			ds := open(t, opts(2, rank))
@@ -403,6 +420,9 @@ func TestEqualBatchesMergeAtBoundary(t *testing.T) {
 			}
 			if epoch == 1 {
 				consume(t, ds, -1) // the rest of epoch 0
+			}
+			if left := ds.StateDict().BatchesLeft; left != int64(fewest) {
+				t.Fatalf("epoch %d rank %d counts %d batches left, the fewest of any rank is %d", epoch, rank, left, fewest)
 			}
 			got, _ := consume(t, ds, -1)
 			if ds.Epoch() != epoch+1 {
