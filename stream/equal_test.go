@@ -1,16 +1,21 @@
 package stream
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 // EqualBatches over random datasets and jobs: files of random row counts
@@ -439,5 +444,31 @@ func TestEqualBatchesMergeAtBoundary(t *testing.T) {
 		if len(slices.Compact(ids)) != len(seen[epoch]) {
 			t.Fatalf("epoch %d: a row came twice", epoch)
 		}
+	}
+}
+
+// A rank with no batch makes every rank take none: rank 0 says so in the
+// log where other ranks had rows, since their rows are all dropped.
+func TestEqualBatchesWarnsWhenNothingIsTaken(t *testing.T) {
+	// Two CSV files of one unit each: counts the plan does not know, so
+	// splits are dealt whole chunks and two of the eight splits get rows.
+	dir := t.TempDir()
+	for f := range 2 {
+		if err := vc.WriteCSV(filepath.Join(dir, fmt.Sprintf("%d.csv", f)), vc.Pick(textColumns...), int64(f)*300, 300); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged bytes.Buffer
+	o := textOptions(t, dir, false)
+	o.Formats, o.ChunkBytes = text.All(text.Options{}), 0 // a unit, and a chunk, a file
+	o.NumSplits, o.WorldSize, o.EqualBatches = 8, 4, true
+	o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ds := open(t, o)
+	bs, _ := consume(t, ds, -1)
+	if len(bs) != 0 {
+		t.Fatalf("%d batches, want none (a rank has no rows)", len(bs))
+	}
+	if !strings.Contains(logged.String(), "EqualBatches: a rank has no batch left") {
+		t.Fatalf("no warning logged: %q", logged.String())
 	}
 }

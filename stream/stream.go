@@ -295,6 +295,17 @@ func (d *Dataset) countEqual(every []plan.Cursor) error {
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", d.ep.Epoch, err)
 	}
+	if n == 0 && d.opts.Rank == 0 {
+		// A rank with nothing left makes every rank take nothing: say so
+		// where the others have rows, which are then all dropped.
+		for r := range d.opts.WorldSize {
+			if d.ep.RankBatches(r, d.opts.WorldSize, d.opts.BatchSize, every) > 0 {
+				d.opts.Logger.Warn("stream: EqualBatches: a rank has no batch left in this epoch, so no rank takes any; the rows the others have are dropped (fewer NumSplits, or smaller ChunkBytes, give every rank rows)",
+					"epoch", d.ep.Epoch, "num_splits", d.opts.NumSplits, "world_size", d.opts.WorldSize, "chunks", len(d.chunks))
+				break
+			}
+		}
+	}
 	d.left, d.every = n, every
 	return nil
 }

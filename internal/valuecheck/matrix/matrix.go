@@ -248,9 +248,9 @@ type Case struct {
 
 func (c *Case) describe() string {
 	o := c.opts
-	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v",
+	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
 		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
-		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency, o.PrefetchBatches, o.PrefetchWindows, o.PrefetchBytes, o.DropRemainder)
+		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency, o.PrefetchBatches, o.PrefetchWindows, o.PrefetchBytes, o.DropRemainder, o.EqualBatches)
 }
 
 func pick[T any](r Chooser, xs ...T) T { return xs[r.IntN(len(xs))] }
@@ -351,6 +351,9 @@ func Draw(vs Set, r Chooser) *Case {
 	c.split = pick(r, divisors(o.NumSplits/c.world)...)
 	if c.mode == "epoch" && c.data.Known && c.filter.Expr == "" && r.IntN(5) == 0 {
 		o.DropRemainder = true
+	}
+	if (c.mode == "epoch" || c.mode == "resume") && !o.DropRemainder && r.IntN(4) == 0 {
+		o.EqualBatches = true
 	}
 	c.opts = o
 	return c
@@ -455,6 +458,9 @@ func (c *Case) runEpoch(ctx context.Context) error {
 		}
 	}
 	want := c.want(c.data)
+	if c.opts.EqualBatches {
+		return equalBatches(once, want, batches)
+	}
 	if !c.opts.DropRemainder {
 		return once.Exactly(want)
 	}
@@ -475,11 +481,31 @@ func (c *Case) runEpoch(ctx context.Context) error {
 	return nil
 }
 
+// equalBatches checks an epoch read with EqualBatches: every rank took as
+// many batches, and the rows delivered are wanted ones, each once (the
+// option drops the tail of a rank's epoch, never repeats a row).
+func equalBatches(once *vc.Once, want []int64, batches []int) error {
+	for rank := range batches {
+		if batches[rank] != batches[0] {
+			return fmt.Errorf("EqualBatches: rank %d took %d batches, rank 0 %d", rank, batches[rank], batches[0])
+		}
+	}
+	got := 0
+	for _, id := range want {
+		got += once.Count(id)
+	}
+	if got != once.Len() || once.Max() > 1 {
+		return fmt.Errorf("EqualBatches: %d rows delivered, %d of them wanted, a row up to %d times", once.Len(), got, once.Max())
+	}
+	return nil
+}
+
 // runResume takes 0 to a few batches on every rank of one world, merges
 // the ranks' states, and resumes on another world size and batch size.
 func (c *Case) runResume(ctx context.Context) error {
 	once := vc.NewOnce()
 	var states []checkpoint.State
+	lockstep := 0
 	for rank := range c.world {
 		o := c.opts
 		o.WorldSize, o.Rank = c.world, rank
@@ -487,7 +513,16 @@ func (c *Case) runResume(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = c.consume(ctx, ds, c.r.IntN(6), once)
+		k := c.r.IntN(6)
+		if c.opts.EqualBatches {
+			// Ranks in lockstep, as data-parallel ranks are: a state
+			// counts the batches its step leaves, the same on every rank.
+			if rank == 0 {
+				lockstep = k
+			}
+			k = lockstep
+		}
+		_, err = c.consume(ctx, ds, k, once)
 		states = append(states, ds.StateDict())
 		ds.Close()
 		if err != nil {
@@ -500,8 +535,12 @@ func (c *Case) runResume(ctx context.Context) error {
 	}
 	if merged.Epoch > c.opts.Epoch {
 		// Every rank finished the epoch before the save: nothing is left.
+		if c.opts.EqualBatches {
+			return equalBatches(once, c.want(c.data), nil)
+		}
 		return once.Exactly(c.want(c.data))
 	}
+	resumed := make([]int, c.world2)
 	for rank := range c.world2 {
 		o := c.opts
 		o.WorldSize, o.Rank, o.BatchSize = c.world2, rank, c.batch2
@@ -513,11 +552,14 @@ func (c *Case) runResume(ctx context.Context) error {
 			ds.Close()
 			return fmt.Errorf("resume on rank %d of %d: %w", rank, c.world2, err)
 		}
-		_, err = c.consume(ctx, ds, -1, once)
+		resumed[rank], err = c.consume(ctx, ds, -1, once)
 		ds.Close()
 		if err != nil {
 			return fmt.Errorf("resumed rank %d of %d: %w", rank, c.world2, err)
 		}
+	}
+	if c.opts.EqualBatches {
+		return equalBatches(once, c.want(c.data), resumed)
 	}
 	return once.Exactly(c.want(c.data))
 }
