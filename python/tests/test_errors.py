@@ -1,5 +1,7 @@
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -122,3 +124,40 @@ def test_break_keeps_position_and_state_is_after_last_batch(data):
     again = sluice.Dataset(str(data / "numbers"), **opts)
     again.load_state_dict(st)
     assert next(iter(again))["id"][0] == 500
+
+
+def test_ctrl_c_interrupts_iteration_and_close_ends_it(data, tmp_path):
+    """SIGINT (Ctrl-C) in a loop over batches raises KeyboardInterrupt in
+    Python, as without sluice, and close() after it ends the stream: the
+    process exits at once instead of hanging on Go's goroutines."""
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "import sys, sluice\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})\n"
+        f"ds = sluice.Dataset({str(data / 'numbers')!r}, columns=['id', 'x'], batch_size=64, shuffle=True)\n"
+        "try:\n"
+        "    first = True\n"
+        "    while True:\n"
+        "        for b in ds:\n"
+        "            if first:\n"
+        "                print('started', flush=True)\n"
+        "                first = False\n"
+        "except KeyboardInterrupt:\n"
+        "    ds.close()\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(7)\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "started"
+        time.sleep(0.2)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail("the loop did not end after SIGINT")
+    assert "interrupted" in out
+    assert p.returncode == 7
