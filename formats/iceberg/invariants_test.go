@@ -86,7 +86,16 @@ func deletesTable(t *testing.T, n int) (*iceberg.Table, []int64) {
 			left = append(left, i)
 		}
 	}
-	if tbl, err = tbl.Delete(ctx, ice.IsIn(ice.Reference("id"), byPos...), nil); err != nil {
+	return deleteAndOpen(t, cat, tbl, ident, byPos, byEq), left
+}
+
+// deleteAndOpen deletes the rows of column 1 ("id") in byPos by position
+// and those in byEq by equality, and opens the table as sluice reads it.
+func deleteAndOpen(t *testing.T, cat catalog.Catalog, tbl *table.Table, ident table.Identifier, byPos, byEq []int64) *iceberg.Table {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := tbl.Delete(ctx, ice.IsIn(ice.Reference("id"), byPos...), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
@@ -110,11 +119,10 @@ func deletesTable(t *testing.T, n int) (*iceberg.Table, []int64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { it.Close() })
-	st := it.Stats()
-	if st.PositionDeleted != int64(len(byPos)) || st.EqualityDeleteFiles == 0 {
+	if st := it.Stats(); st.PositionDeleted != int64(len(byPos)) || st.EqualityDeleteFiles == 0 {
 		t.Fatalf("planned %+v, want %d rows position-deleted and equality deletes", st, len(byPos))
 	}
-	return it, left
+	return it
 }
 
 type taken struct {

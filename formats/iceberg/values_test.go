@@ -2,7 +2,6 @@ package iceberg_test
 
 import (
 	"context"
-	"iter"
 	"testing"
 	"time"
 
@@ -92,34 +91,7 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 			byEq = append(byEq, id)
 		}
 	}
-	if tbl, err = tbl.Delete(ctx, ice.IsIn(ice.Reference("id"), byPos...), nil); err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	eqs := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	ib.AppendValues(byEq, nil)
-	col := ib.NewArray()
-	ib.Release()
-	rec := array.NewRecordBatch(eqs, []arrow.Array{col}, int64(col.Len()))
-	col.Release()
-	defer rec.Release()
-	var recs iter.Seq2[arrow.RecordBatch, error] = func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-	if err := tx.CommitEqualityDeletes(ctx, []int{1}, recs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	it, err := iceberg.OpenCatalog(ctx, cat, ident, iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { it.Close() })
-	if st := it.Stats(); st.PositionDeleted != int64(len(byPos)) || st.EqualityDeleteFiles == 0 {
-		t.Fatalf("planned %+v, want %d rows position-deleted and equality deletes", st, len(byPos))
-	}
-	return it
+	return deleteAndOpen(t, cat, tbl, ident, byPos, byEq)
 }
 
 // TestValueMatrixWithDeletes runs the value matrix (internal/valuecheck)
