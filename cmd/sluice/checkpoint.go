@@ -468,16 +468,18 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 	return writeShow(w, &v)
 }
 
-func writeShow(w io.Writer, v *showView) error {
-	which := ""
-	if v.Latest {
+// writeStepHead writes what show says of any step, a dataset's or a mix's:
+// the run, the step and its status, the ranks stored, and the epoch and rows
+// where a state could be read (it returns false where none could).
+func writeStepHead(w io.Writer, run string, latest bool, v *stepView) bool {
+	which, status := "", "complete"
+	if latest {
 		which = " (newest complete step)"
 	}
-	status := "complete"
 	if !v.Complete {
 		status = "incomplete (" + v.Reason + ")"
 	}
-	fmt.Fprintf(w, "run:             %s\n", v.Run)
+	fmt.Fprintf(w, "run:             %s\n", run)
 	fmt.Fprintf(w, "step:            %d%s\n", v.Step, which)
 	fmt.Fprintf(w, "status:          %s\n", status)
 	fmt.Fprintf(w, "world size:      %d\n", v.WorldSize)
@@ -487,9 +489,16 @@ func writeShow(w io.Writer, v *showView) error {
 		for _, e := range v.RankErrors {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
+		return false
+	}
+	writeEpochAndRows(w, v)
+	return true
+}
+
+func writeShow(w io.Writer, v *showView) error {
+	if !writeStepHead(w, v.Run, v.Latest, &v.stepView) {
 		return nil
 	}
-	writeEpochAndRows(w, &v.stepView)
 	fmt.Fprintf(w, "num splits:      %d\n", v.NumSplits)
 	fmt.Fprintf(w, "columns:         %s\n", strings.Join(v.Columns, ", "))
 	fmt.Fprintf(w, "shuffle:         %t (seed %d, clump size %d, window %d rows)\n", v.Shuffle, v.Seed, v.ClumpSize, v.ShuffleWindow)
@@ -632,26 +641,9 @@ func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore,
 	if cfg.json {
 		return writeJSON(w, v)
 	}
-	which, status := "", "complete"
-	if v.Latest {
-		which = " (newest complete step)"
-	}
-	if !v.Complete {
-		status = "incomplete (" + v.Reason + ")"
-	}
-	fmt.Fprintf(w, "run:             %s (a mix's: stream.MixCheckpointer)\n", v.Run)
-	fmt.Fprintf(w, "step:            %d%s\n", v.Step, which)
-	fmt.Fprintf(w, "status:          %s\n", status)
-	fmt.Fprintf(w, "world size:      %d\n", v.WorldSize)
-	fmt.Fprintf(w, "ranks stored:    %s\n", ranges(v.Ranks))
-	if v.Epoch == nil {
-		fmt.Fprintln(w, "no rank's state could be read")
-		for _, e := range v.RankErrors {
-			fmt.Fprintf(w, "  %s\n", e)
-		}
+	if !writeStepHead(w, v.Run+" (a mix's: stream.MixCheckpointer)", v.Latest, &v.stepView) {
 		return nil
 	}
-	writeEpochAndRows(w, &v.stepView)
 	fmt.Fprintf(w, "num splits:      %d\n", v.NumSplits)
 	fmt.Fprintf(w, "sources:         %d\n", v.Sources)
 	fmt.Fprintf(w, "fingerprint:     %s\n", v.Fingerprint)
