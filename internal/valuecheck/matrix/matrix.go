@@ -697,73 +697,76 @@ func (c *Case) runSplit(ctx context.Context) error {
 	return once.Exactly(c.want(c.data))
 }
 
-func (c *Case) runMap(ctx context.Context) error {
+// whole opens the case's dataset at world size 1, hands it to read, which
+// checks values and counts ids into once, and checks every wanted row came
+// once: the modes that read one epoch through an output of the stream.
+func (c *Case) whole(ctx context.Context, read func(ds *stream.Dataset, once *vc.Once) error) error {
 	ds, err := stream.Open(ctx, c.opts)
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
 	once := vc.NewOnce()
-	for ids, err := range stream.Map(ctx, ds, func(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
-		return vc.Batch(b, c.columns())
-	}) {
-		if err != nil {
-			return err
-		}
-		once.Add(ids)
+	if err := read(ds, once); err != nil {
+		return err
 	}
 	return once.Exactly(c.want(c.data))
+}
+
+func (c *Case) runMap(ctx context.Context) error {
+	return c.whole(ctx, func(ds *stream.Dataset, once *vc.Once) error {
+		for ids, err := range stream.Map(ctx, ds, func(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
+			return vc.Batch(b, c.columns())
+		}) {
+			if err != nil {
+				return err
+			}
+			once.Add(ids)
+		}
+		return nil
+	})
 }
 
 func (c *Case) runRows(ctx context.Context) error {
-	ds, err := stream.Open(ctx, c.opts)
-	if err != nil {
-		return err
-	}
-	defer ds.Close()
-	once := vc.NewOnce()
-	for rows, err := range stream.Rows(ctx, ds) {
-		if err != nil {
-			return err
-		}
-		for _, row := range rows {
-			id := row["id"].(int64)
-			for name, v := range row {
-				if err := vc.GoValue(name, id, v); err != nil {
-					return err
-				}
+	return c.whole(ctx, func(ds *stream.Dataset, once *vc.Once) error {
+		for rows, err := range stream.Rows(ctx, ds) {
+			if err != nil {
+				return err
 			}
-			once.Add([]int64{id})
+			for _, row := range rows {
+				id := row["id"].(int64)
+				for name, v := range row {
+					if err := vc.GoValue(name, id, v); err != nil {
+						return err
+					}
+				}
+				once.Add([]int64{id})
+			}
 		}
-	}
-	return once.Exactly(c.want(c.data))
+		return nil
+	})
 }
 
 func (c *Case) runMatrices(ctx context.Context) error {
-	ds, err := stream.Open(ctx, c.opts)
-	if err != nil {
-		return err
-	}
-	defer ds.Close()
-	cols := c.columns()
-	once := vc.NewOnce()
-	for m, err := range stream.Matrices(ctx, ds, cols) {
-		if err != nil {
-			return err
-		}
-		idCol := slices.Index(m.Columns, "id")
-		for r := range m.Rows {
-			row := m.Row(r)
-			id := int64(row[idCol])
-			for j, name := range m.Columns {
-				if err := vc.GoValue(name, id, row[j]); err != nil {
-					return err
-				}
+	return c.whole(ctx, func(ds *stream.Dataset, once *vc.Once) error {
+		for m, err := range stream.Matrices(ctx, ds, c.columns()) {
+			if err != nil {
+				return err
 			}
-			once.Add([]int64{id})
+			idCol := slices.Index(m.Columns, "id")
+			for r := range m.Rows {
+				row := m.Row(r)
+				id := int64(row[idCol])
+				for j, name := range m.Columns {
+					if err := vc.GoValue(name, id, row[j]); err != nil {
+						return err
+					}
+				}
+				once.Add([]int64{id})
+			}
 		}
-	}
-	return once.Exactly(c.want(c.data))
+		return nil
+	})
 }
 
 func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }
