@@ -85,29 +85,27 @@ func (r *recycler) allocate(size int, zero bool) []byte {
 		return r.under.Allocate(size)
 	}
 	r.mu.Lock()
-	var whole []byte
-	reused := false
 	if list := r.free[c]; len(list) > 0 {
-		whole = list[len(list)-1]
+		whole := list[len(list)-1]
 		r.free[c] = list[:len(list)-1]
 		r.held -= int64(c)
-		reused = true
+		r.out[&whole[0]] = whole
+		r.mu.Unlock()
+		b := whole[:size:size]
+		if zero {
+			clear(b) // a fresh buffer comes zeroed, a reused one does not
+		}
+		return b
 	}
 	r.mu.Unlock()
-	if whole == nil {
-		whole = r.under.Allocate(c)
-		if cap(whole) > c {
-			whole = whole[:c:c]
-		}
+	whole := r.under.Allocate(c)
+	if cap(whole) > c {
+		whole = whole[:c:c]
 	}
 	r.mu.Lock()
 	r.out[&whole[0]] = whole
 	r.mu.Unlock()
-	b := whole[:size:size]
-	if zero && reused {
-		clear(b)
-	}
-	return b
+	return whole[:size:size]
 }
 
 // ours returns the whole class buffer b was handed out as, if it was, and
