@@ -13,7 +13,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -46,8 +46,8 @@ var kinds = []struct {
 	{formats.ErrSchema, "schema"},
 	{filter.ErrType, "schema"},
 	{filter.ErrSyntax, "usage"},
-	{plan.ErrUnknownRows, "usage"},
-	{plan.ErrPosition, "position"},
+	{permutation.ErrUnknownRows, "usage"}, // split.ErrUnknownRows is the same error
+	{permutation.ErrPosition, "position"}, // split.ErrPosition is the same error
 	{stream.ErrBusy, "busy"},
 	{stream.ErrEmpty, "empty"},
 	{formats.ErrEmpty, "not_found"},

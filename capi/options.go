@@ -12,7 +12,7 @@ import (
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -131,14 +131,14 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 }
 
 // mixEpoch parses the mix's epoch rule.
-func mixEpoch(s string) (plan.MixEpoch, error) {
+func mixEpoch(s string) (permutation.MixEpoch, error) {
 	switch s {
 	case "", "largest":
-		return plan.MixLargest, nil
+		return permutation.MixLargest, nil
 	case "smallest":
-		return plan.MixSmallest, nil
+		return permutation.MixSmallest, nil
 	case "rows":
-		return plan.MixRows, nil
+		return permutation.MixRows, nil
 	}
 	return 0, usageErr("mix option epoch %q is none of largest, smallest, rows", s)
 }

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // StateVersion is the version of the State layout written by this code.
@@ -111,8 +111,8 @@ func CheckIncarnation(inc string) error {
 }
 
 // Cursor is how far the consumer got in one split this epoch: a window and
-// the rows of it delivered (see plan.Cursor).
-type Cursor = plan.Cursor
+// the rows of it delivered (see split.Cursor).
+type Cursor = split.Cursor
 
 // Owns reports whether the state speaks for split s.
 func (s *State) Owns(split int) bool {
@@ -296,7 +296,7 @@ func Merge(states ...State) (State, error) {
 			epochs[s] = st.SplitEpoch(s)
 		}
 	}
-	cursors, err := plan.MergeCursors(world, byRank)
+	cursors, err := split.MergeCursors(world, byRank)
 	if err != nil {
 		return State{}, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // countRows is the counting pass EqualBatches needs where the plan does not
@@ -21,7 +21,7 @@ import (
 // Counts are kept in the plan cache under the file's identity, the chunk's
 // units and everything else that decides which rows pass, so a restarted
 // job counts nothing again.
-func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []plan.Chunk, filter string) ([]int64, error) {
+func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []split.Chunk, filter string) ([]int64, error) {
 	rows := make([]int64, len(chunks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(o.ReadConcurrency, 1))
@@ -74,7 +74,7 @@ func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []p
 // which of their rows pass: the filter, the columns read (a text driver's
 // bad rows depend on them) and what the files are a version of (an Iceberg
 // snapshot, with its deletes).
-func countKey(f *formats.Fragment, data *formats.Dataset, c plan.Chunk, filter string) []byte {
+func countKey(f *formats.Fragment, data *formats.Dataset, c split.Chunk, filter string) []byte {
 	purpose := fmt.Sprintf("sluice count v1\x00%d\x00%d\x00%q\x00%q\x00%q", c.FirstUnit, c.EndUnit, filter, strings.Join(data.Columns, "\x00"), data.Version)
 	return f.CacheKey(purpose)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats/storage"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // The stream's guarantees over filtered Parquet: counts are unknown behind
@@ -192,8 +192,8 @@ func TestFilterFingerprint(t *testing.T) {
 	}
 	bad := o
 	bad.DropRemainder = true
-	if _, err := Open(context.Background(), bad); !errors.Is(err, plan.ErrUnknownRows) {
-		t.Errorf("DropRemainder with a filter: %v, want plan.ErrUnknownRows", err)
+	if _, err := Open(context.Background(), bad); !errors.Is(err, split.ErrUnknownRows) {
+		t.Errorf("DropRemainder with a filter: %v, want split.ErrUnknownRows", err)
 	}
 	bad = o
 	bad.Filter = "id >"

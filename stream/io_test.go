@@ -15,7 +15,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // readLog records every range read made through the buckets it wraps.
@@ -266,7 +266,7 @@ func TestShuffleQuality(t *testing.T) {
 	}
 
 	var seq []int64
-	for _, ci := range plan.ChunkOrder(len(ds.Chunks()), plan.Order{Shuffle: true, Seed: o.Seed}, 0) {
+	for _, ci := range permutation.ChunkOrder(len(ds.Chunks()), permutation.Order{Shuffle: true, Seed: o.Seed}, 0) {
 		c := ds.Chunks()[ci]
 		first := int64(c.Fragment) * int64(spec.RowsPerFile)
 		for row := c.Start; row < c.End; row++ {

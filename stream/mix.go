@@ -16,11 +16,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/prefetch"
+	"github.com/sluicedata/sluice/split"
 )
 
-// A mix interleaves several datasets by weight (package plan, Mix, says
+// A mix interleaves several datasets by weight (permutation.Mix says
 // how): mixed split s takes its rows from split s of every source, so the
 // sources must have the same NumSplits, and what a mixed split emits is a
 // pure function of the seed, the epoch, the weights and the sources' plans
@@ -31,7 +32,7 @@ import (
 // source k is streamed by the source's own pipeline (windows read whole,
 // shuffled rows gathered out of them), pass after pass, in a lane of its
 // own (mixlane.go). The mixer decides, for each chunk of a split (several
-// batches), how many rows each source gives it (plan.Mix's closed-form
+// batches), how many rows each source gives it (permutation.Mix's closed-form
 // counts), cuts runs of that many consecutive rows off the sources' lanes,
 // gathers them into the mix's order, and hands the chunk out as batches
 // sliced off it. Each source's own options (concurrency, prefetch bounds) are
@@ -53,12 +54,12 @@ type MixSource struct {
 // default.
 type MixOptions struct {
 	// Epoch says how long an epoch of the mix is when sources differ in
-	// size. Default plan.MixLargest: long enough for every source to be seen
+	// size. Default permutation.MixLargest: long enough for every source to be seen
 	// once at its weight (the source with the most rows per unit of weight
-	// makes one pass, the others more). plan.MixSmallest ends the epoch when
-	// the first source completes a pass; plan.MixRows makes it Rows rows.
-	Epoch plan.MixEpoch
-	// Rows is the rows of a plan.MixRows epoch.
+	// makes one pass, the others more). permutation.MixSmallest ends the epoch when
+	// the first source completes a pass; permutation.MixRows makes it Rows rows.
+	Epoch permutation.MixEpoch
+	// Rows is the rows of a permutation.MixRows epoch.
 	Rows int64
 	// NoRepeat gives each source at most one pass per epoch (the source's
 	// epoch numbered as the mix's): a source that runs out leaves the rest
@@ -94,9 +95,9 @@ type MixOptions struct {
 type Mixed struct {
 	sources []MixSource
 	o       MixOptions
-	mix     *plan.Mix
+	mix     *permutation.Mix
 	schema  *arrow.Schema
-	order   plan.MixOrder
+	order   permutation.MixOrder
 	finger  string
 	splits  int
 	rows    [][]int64 // per source and split: the rows of a pass
@@ -137,7 +138,7 @@ func (m *Mixed) enterEpoch(e int64) {
 
 // Mix opens a mix of the sources. Sources whose schemas differ, whose
 // NumSplits differ, whose counts are not known before reading (text
-// files, a filter: plan.ErrUnknownRows), or that hold no rows (ErrEmpty:
+// files, a filter: split.ErrUnknownRows), or that hold no rows (ErrEmpty:
 // no order gives them their weight) are refused.
 func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	if len(sources) == 0 {
@@ -171,7 +172,7 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 		return nil, fmt.Errorf("stream: mix StartEpoch %d must not be negative", o.StartEpoch)
 	}
 	m := &Mixed{sources: slices.Clone(sources), o: o, schema: first.Schema(), splits: n}
-	m.order = plan.MixOrder{Seed: o.Seed, Epoch: o.Epoch, Rows: o.Rows, Repeat: !o.NoRepeat, NumSplits: n}
+	m.order = permutation.MixOrder{Seed: o.Seed, Epoch: o.Epoch, Rows: o.Rows, Repeat: !o.NoRepeat, NumSplits: n}
 	rows := make([][]int64, len(sources))
 	h := sha256.New()
 	fmt.Fprintf(h, "mix %d %d %d %t %d\n", o.Seed, o.Epoch, o.Rows, o.NoRepeat, n)
@@ -201,14 +202,14 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 			rows[k][s] = sp.Rows
 			total += max(sp.Rows, 0)
 		}
-		if total == 0 && !slices.Contains(rows[k], -1) { // unknown counts: plan.NewMix says so
+		if total == 0 && !slices.Contains(rows[k], -1) { // unknown counts: permutation.NewMix says so
 			// No interleaving gives an empty source its share.
 			return nil, fmt.Errorf("stream: mix source %d (%s): %w: its weight %v cannot be honoured; leave it out of the mix", k, d.describeURLs(), ErrEmpty, src.Weight)
 		}
 		m.order.Weights = append(m.order.Weights, src.Weight)
 		fmt.Fprintf(h, "source %d %s %x\n", k, d.orderState().Fingerprint, math.Float64bits(src.Weight))
 	}
-	mix, err := plan.NewMix(m.order, rows)
+	mix, err := permutation.NewMix(m.order, rows)
 	if err != nil {
 		return nil, fmt.Errorf("stream: mix: %w", err)
 	}
@@ -286,9 +287,9 @@ func (m *Mixed) Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
 		}
 		m.running = true
 		epoch, cursors, next := m.epoch, slices.Clone(m.cursors), m.next
-		owned := plan.Owned(m.splits, m.o.Rank, m.o.WorldSize)
+		owned := split.Owned(m.splits, m.o.Rank, m.o.WorldSize)
 		lens := make([]int64, m.splits)
-		walks := map[int]*plan.MixWalk{}
+		walks := map[int]*permutation.MixWalk{}
 		lanes := map[[2]int]*mixLane{} // by (split, source)
 		var err error
 		decoding := make(chan struct{}, m.decodeSlots())
@@ -551,7 +552,7 @@ func (m *Mixed) share(k int) float64 {
 // cut fills job j: it walks the job's positions, takes each source's rows
 // from its lane as runs of consecutive rows, and, where the job mixes
 // sources, says where each row of the batch is among the runs.
-func (m *Mixed) cut(j *mixJob, w *plan.MixWalk, lanes map[[2]int]*mixLane, sc *cutScratch) error {
+func (m *Mixed) cut(j *mixJob, w *permutation.MixWalk, lanes map[[2]int]*mixLane, sc *cutScratch) error {
 	n := int(j.to - j.from)
 	srcOf, counts, at := sc.srcOf, sc.counts, sc.at
 	// Each source's rows in the chunk, from the walk's own counts: counting
@@ -687,7 +688,7 @@ func (m *Mixed) StateDict() MixState {
 		}
 		st.SetEpochs(epochs)
 	}
-	st.Taken = m.taken(st.SplitEpoch, st.Cursors, plan.Owned(m.splits, m.o.Rank, m.o.WorldSize))
+	st.Taken = m.taken(st.SplitEpoch, st.Cursors, split.Owned(m.splits, m.o.Rank, m.o.WorldSize))
 	return st
 }
 
@@ -738,7 +739,7 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 	case st.Rank >= 0 && (st.WorldSize != m.o.WorldSize || st.Rank != m.o.Rank):
 		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
-	owned := plan.Owned(m.splits, m.o.Rank, m.o.WorldSize)
+	owned := split.Owned(m.splits, m.o.Rank, m.o.WorldSize)
 	e := st.Epoch
 	for _, s := range owned {
 		if c, n := st.Cursors[s], m.mix.Len(st.SplitEpoch(s), s); c < 0 || c > n {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/synth"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
+	"github.com/sluicedata/sluice/split"
 )
 
 // mixRow is a row of a mix: its source (told by the length of its s
@@ -138,7 +139,7 @@ func TestMixNoRepeat(t *testing.T) {
 		}
 		exactlyOnce(t, ids, size)
 	}
-	m = newMix(t, src, MixOptions{Seed: 1, BatchSize: 64, NoRepeat: true, Epoch: plan.MixRows, Rows: 777})
+	m = newMix(t, src, MixOptions{Seed: 1, BatchSize: 64, NoRepeat: true, Epoch: permutation.MixRows, Rows: 777})
 	if n := len(mixRows(t, m, -1)); n != 777 {
 		t.Errorf("a MixRows epoch of 777 rows delivered %d", n)
 	}
@@ -306,7 +307,7 @@ func TestMixRefuses(t *testing.T) {
 	}
 	dir, _ := writeIPC(t, [][]int{{100}})
 	ipc := open(t, ipcOptions(t, dir, true))
-	if _, err := Mix([]MixSource{{Dataset: ipc, Weight: 1}}, MixOptions{}); !errors.Is(err, plan.ErrUnknownRows) {
+	if _, err := Mix([]MixSource{{Dataset: ipc, Weight: 1}}, MixOptions{}); !errors.Is(err, split.ErrUnknownRows) {
 		t.Errorf("unknown counts: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // A lane streams one split of one source of a mix through the source's own
@@ -55,7 +55,7 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int
 	if err != nil {
 		return nil, err
 	}
-	cursors := make([]plan.Cursor, o.NumSplits)
+	cursors := make([]split.Cursor, o.NumSplits)
 	if cursors[s], err = cursorAt(ep, s, q); err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
@@ -81,8 +81,8 @@ func laneWindows(windows int, part float64) int {
 // the split's windows end with the one that holds the last row the lane
 // gives. Past it, the pipeline would read ahead (and decode) windows of
 // which the mix takes nothing this epoch.
-func (l *mixLane) epoch(pass int64) (*plan.Epoch, error) {
-	ep, err := plan.NewEpoch(l.d.chunks, l.d.opts.order(), pass)
+func (l *mixLane) epoch(pass int64) (*split.Epoch, error) {
+	ep, err := split.NewEpoch(l.d.chunks, l.d.opts.order(), pass)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
@@ -97,15 +97,15 @@ func (l *mixLane) epoch(pass int64) (*plan.Epoch, error) {
 }
 
 // cursorAt is the cursor of split s after its first q rows.
-func cursorAt(ep *plan.Epoch, s int, q int64) (plan.Cursor, error) {
+func cursorAt(ep *split.Epoch, s int, q int64) (split.Cursor, error) {
 	if q == ep.Splits[s].Rows {
-		return plan.Cursor{Window: len(ep.Windows[s]), Rows: q}, nil
+		return split.Cursor{Window: len(ep.Windows[s]), Rows: q}, nil
 	}
 	w, within, err := ep.Seek(s, q)
 	if err != nil {
-		return plan.Cursor{}, err
+		return split.Cursor{}, err
 	}
-	return plan.Cursor{Window: w.Window, Offset: within, Rows: q}, nil
+	return split.Cursor{Window: w.Window, Offset: within, Rows: q}, nil
 }
 
 // batches is the lane's rows: the rest of its first pass, then the passes
@@ -120,7 +120,7 @@ func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, erro
 					return
 				}
 				l.d.mu.Lock()
-				l.d.moveTo(ep, make([]plan.Cursor, l.d.opts.NumSplits), 0)
+				l.d.moveTo(ep, make([]split.Cursor, l.d.opts.NumSplits), 0)
 				l.d.mu.Unlock()
 			}
 			for b, err := range l.d.Batches(ctx) {

@@ -14,12 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // TestMixMatchesPlan: row for row over two epochs (passes running across
 // them), what a mixed split delivers is what the plan says: at position i
-// the row at the offset plan.Mix.Locate names of its source's split order
+// the row at the offset permutation.Mix.Locate names of its source's split order
 // in the pass it names, as the source's own TakeSplit reads it.
 func TestMixMatchesPlan(t *testing.T) {
 	ctx := context.Background()
@@ -143,7 +143,7 @@ func BenchmarkInterleave(b *testing.B) {
 		rb.Release()
 		defer lanes[k].Release()
 	}
-	m, err := plan.NewMix(plan.MixOrder{Weights: []float64{2, 1, 1}, Repeat: true, NumSplits: 1}, [][]int64{{1 << 40}, {1 << 40}, {1 << 40}})
+	m, err := permutation.NewMix(permutation.MixOrder{Weights: []float64{2, 1, 1}, Repeat: true, NumSplits: 1}, [][]int64{{1 << 40}, {1 << 40}, {1 << 40}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package stream
 
 import (
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // Overlap is what an epoch's split boundaries cost in bytes fetched more
@@ -35,7 +35,7 @@ func (d *Dataset) Overlap() Overlap {
 	return overlap(d.data.Fragments, ep, d.opts.Rank, d.opts.WorldSize)
 }
 
-func overlap(files []*formats.Fragment, ep *plan.Epoch, rank, world int) Overlap {
+func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overlap {
 	type unit struct{ file, index int }
 	readers := map[unit]int{} // splits reading part of a unit
 	mine := map[unit]int{}    // of them, this rank's

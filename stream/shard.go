@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // StreamingSplit deals the rank's splits to n consumers in this process:
@@ -65,8 +65,8 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 		co.Rank = o.Rank + i*o.WorldSize
 		co.WorldSize = world
 		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, counts: d.counts, planID: d.planID, shared: true}
-		cursors := make([]plan.Cursor, o.NumSplits)
-		for _, s := range plan.Owned(o.NumSplits, co.Rank, world) {
+		cursors := make([]split.Cursor, o.NumSplits)
+		for _, s := range split.Owned(o.NumSplits, co.Rank, world) {
 			cursors[s] = d.cursors[s]
 			if a, ok := d.ahead[s]; ok {
 				if c.ahead == nil {
@@ -143,7 +143,7 @@ func JoinStates(states ...State) (State, error) {
 			return State{}, fmt.Errorf("stream: join: %w: field incarnation: consumer %d was saved by incarnation %q, consumer %d by %q", checkpoint.ErrMismatch, st.Rank/rankWorld, st.Incarnation, first.Rank/rankWorld, first.Incarnation)
 		}
 		seen[st.Rank/rankWorld] = true
-		for _, s := range plan.Owned(st.NumSplits, st.Rank, world) {
+		for _, s := range split.Owned(st.NumSplits, st.Rank, world) {
 			out.Cursors[s] = st.Cursors[s]
 			epochs[s] = st.SplitEpoch(s)
 		}
@@ -151,7 +151,7 @@ func JoinStates(states ...State) (State, error) {
 	out.SetEpochs(epochs)
 	for s := range out.Cursors {
 		if s%rankWorld != rank {
-			out.Cursors[s] = plan.Cursor{}
+			out.Cursors[s] = split.Cursor{}
 		}
 	}
 	// The consumers' count of batches left is their world's, not the

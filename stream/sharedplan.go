@@ -17,7 +17,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // ErrPlanMismatch is wrapped when the plan in a PlanStore was made for
@@ -95,7 +95,7 @@ type cacheEntry struct {
 // planned is what Open needs of planning.
 type planned struct {
 	data   *formats.Dataset
-	chunks []plan.Chunk
+	chunks []split.Chunk
 	id     string
 }
 
@@ -168,7 +168,7 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (planned,
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
-	chunks := plan.Chunks(planFiles(data), plan.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
+	chunks := split.Chunks(planFiles(data), split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
 	return planned{data: data, chunks: chunks, id: planHash(data, chunks, po.Filter)}, nil
 }
 

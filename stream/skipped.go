@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // Bad rows a driver leaves out (a text format's BadRowsSkip) are counted
@@ -20,25 +20,25 @@ import (
 // order, by several goroutines. Only windows with bad rows have an entry.
 type skipCounts struct {
 	mu sync.Mutex
-	m  map[plan.WindowRef]int64
+	m  map[split.WindowRef]int64
 }
 
 // record notes window r's bad rows; decoding the same window again (after
 // a stop or an error) notes the same number.
-func (k *skipCounts) record(r plan.WindowRef, n int64) {
+func (k *skipCounts) record(r split.WindowRef, n int64) {
 	if n <= 0 {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[plan.WindowRef]int64{}
+		k.m = map[split.WindowRef]int64{}
 	}
 	k.m[r] = n
 }
 
 // take removes window r's count and returns it.
-func (k *skipCounts) take(r plan.WindowRef) int64 {
+func (k *skipCounts) take(r split.WindowRef) int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	n := k.m[r]
@@ -54,20 +54,20 @@ func (k *skipCounts) reset() {
 	k.mu.Unlock()
 }
 
-// finish counts the bad rows of split's windows that the consumer finishes
+// finish counts the bad rows of split sp's windows that the consumer finishes
 // by moving its cursor to window end (exclusive): every window from the
 // cursor's, all decoded, since the schedule read each to cut the batch.
 // It returns the rows added. d.mu is held.
-func (d *Dataset) finish(split, end int) int64 {
+func (d *Dataset) finish(sp, end int) int64 {
 	var n int64
-	for w := d.cursors[split].Window; w < end; w++ {
-		n += d.skips.take(plan.WindowRef{Split: split, Window: w})
+	for w := d.cursors[sp].Window; w < end; w++ {
+		n += d.skips.take(split.WindowRef{Split: sp, Window: w})
 	}
 	if n > 0 {
 		if d.skipped == nil {
 			d.skipped = make([]int64, d.opts.NumSplits)
 		}
-		d.skipped[split] += n
+		d.skipped[sp] += n
 	}
 	return n
 }
@@ -77,7 +77,7 @@ func (d *Dataset) finish(split, end int) int64 {
 // batch moved the cursor past. d.mu is held.
 func (d *Dataset) finishEpoch() int64 {
 	var n int64
-	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+	for _, s := range split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
 		n += d.finish(s, len(d.ep.Windows[s]))
 	}
 	return n
@@ -115,7 +115,7 @@ func (d *Dataset) loadSkipped(st *State) {
 		return
 	}
 	d.skipped = make([]int64, d.opts.NumSplits)
-	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+	for _, s := range split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
 		d.skipped[s] = st.Skipped[s]
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // State is a dataset's position; see checkpoint.State.
@@ -107,10 +107,10 @@ func (d *Dataset) LoadStateDict(st State) error {
 	} else {
 		next = 0
 	}
-	owned := plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize)
+	owned := split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize)
 	e := st.Epoch
-	epochs := map[int64]*plan.Epoch{}
-	epochOf := func(e int64) (*plan.Epoch, error) {
+	epochs := map[int64]*split.Epoch{}
+	epochOf := func(e int64) (*split.Epoch, error) {
 		if ep := epochs[e]; ep != nil {
 			return ep, nil
 		}
@@ -125,7 +125,7 @@ func (d *Dataset) LoadStateDict(st State) error {
 	if err != nil {
 		return err
 	}
-	cursors := make([]plan.Cursor, d.opts.NumSplits)
+	cursors := make([]split.Cursor, d.opts.NumSplits)
 	var ahead map[int]aheadCursor
 	for _, s := range owned {
 		se := st.SplitEpoch(s)
@@ -171,13 +171,13 @@ func (d *Dataset) LoadStateDict(st State) error {
 // equalLeft is the batches this rank has left at st with EqualBatches (0
 // without), and, for a merged state, every split's cursor in ep (those of
 // splits in later epochs at its end).
-func (d *Dataset) equalLeft(ep *plan.Epoch, epochOf func(int64) (*plan.Epoch, error), st *State) (int64, []plan.Cursor, error) {
+func (d *Dataset) equalLeft(ep *split.Epoch, epochOf func(int64) (*split.Epoch, error), st *State) (int64, []split.Cursor, error) {
 	o := d.opts
 	if !o.EqualBatches {
 		return 0, nil, nil
 	}
 	if st.Rank < 0 {
-		every := make([]plan.Cursor, len(st.Cursors))
+		every := make([]split.Cursor, len(st.Cursors))
 		for s, c := range st.Cursors {
 			se := st.SplitEpoch(s)
 			sep, err := epochOf(se)

@@ -31,8 +31,10 @@ import (
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/prefetch"
+	"github.com/sluicedata/sluice/split"
+	"github.com/sluicedata/sluice/stream/internal/engine"
 )
 
 // ErrBusy is returned when a second iteration is started on a Dataset while
@@ -56,7 +58,7 @@ var ErrEmpty = errors.New("stream: dataset has no rows")
 type Dataset struct {
 	opts   Options
 	data   *formats.Dataset
-	chunks []plan.Chunk
+	chunks []split.Chunk
 	planID string // hash of the chunk list: the plan fingerprint
 	shared bool   // a consumer of StreamingSplit: data is its parent's to close
 	// counts are the counting pass's rows of chunks the plan does not know
@@ -65,8 +67,8 @@ type Dataset struct {
 
 	mu      sync.Mutex
 	running bool
-	ep      *plan.Epoch
-	cursors []plan.Cursor
+	ep      *split.Epoch
+	cursors []split.Cursor
 	next    int
 	// ahead holds the splits of the rank that are in a later epoch than
 	// ep (a merged state's, see aheadCursor); nil where none is. Their
@@ -80,7 +82,7 @@ type Dataset struct {
 	// start of an epoch, a merged state), nil elsewhere: StreamingSplit
 	// counts its consumers' batches from it.
 	left  int64
-	every []plan.Cursor
+	every []split.Cursor
 	// kept holds the windows decoded for this epoch that the consumer has
 	// not finished: an iteration that stops early leaves them for the next.
 	kept keptWindows
@@ -177,12 +179,12 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 }
 
 // planFiles is what the plan needs of the fragments: their units.
-func planFiles(data *formats.Dataset) []plan.File {
-	files := make([]plan.File, len(data.Fragments))
+func planFiles(data *formats.Dataset) []split.File {
+	files := make([]split.File, len(data.Fragments))
 	for i, f := range data.Fragments {
-		files[i].Units = make([]plan.Unit, len(f.Units))
+		files[i].Units = make([]split.Unit, len(f.Units))
 		for j, u := range f.Units {
-			files[i].Units[j] = plan.Unit{Rows: u.Rows, Bytes: u.Bytes}
+			files[i].Units[j] = split.Unit{Rows: u.Rows, Bytes: u.Bytes}
 		}
 	}
 	return files
@@ -191,7 +193,7 @@ func planFiles(data *formats.Dataset) []plan.File {
 // planHash fingerprints the chunk list by relative keys, sizes and row
 // ranges (unit ranges where counts are unknown), and the filter, so a
 // dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Dataset, chunks []plan.Chunk, flt formats.Filter) string {
+func planHash(data *formats.Dataset, chunks []split.Chunk, flt formats.Filter) string {
 	h := sha256.New()
 	if flt != nil {
 		// The canonical text: the same condition written otherwise is the
@@ -225,8 +227,8 @@ func (o Options) formats() []formats.Format {
 }
 
 // order is the dataset's order options.
-func (o Options) order() plan.Order {
-	return plan.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
+func (o Options) order() permutation.Order {
+	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
 }
 
 // aheadCursor is a split's position in a later epoch than the dataset's.
@@ -237,7 +239,7 @@ func (o Options) order() plan.Order {
 // comes.
 type aheadCursor struct {
 	epoch  int64
-	cursor plan.Cursor
+	cursor split.Cursor
 }
 
 // startEpoch moves to epoch e with every cursor at its start.
@@ -255,7 +257,7 @@ func (d *Dataset) enterEpoch(e int64) error {
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", e, err)
 	}
-	cursors := make([]plan.Cursor, d.opts.NumSplits)
+	cursors := make([]split.Cursor, d.opts.NumSplits)
 	for s, a := range d.ahead {
 		if a.epoch == e {
 			cursors[s] = a.cursor
@@ -276,8 +278,8 @@ func (d *Dataset) enterEpoch(e int64) error {
 
 // newEpoch is epoch e's order, with the counting pass's counts where there
 // was one.
-func (d *Dataset) newEpoch(e int64) (*plan.Epoch, error) {
-	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+func (d *Dataset) newEpoch(e int64) (*split.Epoch, error) {
+	ep, err := split.NewEpoch(d.chunks, d.opts.order(), e)
 	if err == nil && d.counts != nil {
 		err = ep.Count(d.counts)
 	}
@@ -286,7 +288,7 @@ func (d *Dataset) newEpoch(e int64) (*plan.Epoch, error) {
 
 // countEqual sets left from every split's cursors: the batches every rank
 // takes with EqualBatches. d.mu is held, or d not yet shared.
-func (d *Dataset) countEqual(every []plan.Cursor) error {
+func (d *Dataset) countEqual(every []split.Cursor) error {
 	d.left, d.every = 0, nil
 	if !d.opts.EqualBatches {
 		return nil
@@ -312,7 +314,7 @@ func (d *Dataset) countEqual(every []plan.Cursor) error {
 
 // moveTo sets the position; windows kept for another position go. d.mu is
 // held.
-func (d *Dataset) moveTo(ep *plan.Epoch, cursors []plan.Cursor, next int) {
+func (d *Dataset) moveTo(ep *split.Epoch, cursors []split.Cursor, next int) {
 	d.kept.drop()
 	d.skips.reset()
 	d.ep, d.cursors, d.next = ep, cursors, next
@@ -324,7 +326,7 @@ func (d *Dataset) moveTo(ep *plan.Epoch, cursors []plan.Cursor, next int) {
 // (the metrics' "unscanned rows"); d.mu is held.
 func (d *Dataset) unscanned() int64 {
 	var n int64
-	for _, s := range plan.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
+	for _, s := range split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
 		n += max(d.ep.Remaining(s, d.cursors[s]), 0)
 	}
 	return n
@@ -351,10 +353,10 @@ func (d *Dataset) Schema() *arrow.Schema { return d.data.Schema }
 func (d *Dataset) Files() []*formats.Fragment { return d.data.Fragments }
 
 // Chunks returns the chunk list the plan fingerprint covers.
-func (d *Dataset) Chunks() []plan.Chunk { return d.chunks }
+func (d *Dataset) Chunks() []split.Chunk { return d.chunks }
 
 // Splits returns the splits of the current epoch.
-func (d *Dataset) Splits() []plan.Split {
+func (d *Dataset) Splits() []split.Split {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ep.Splits
@@ -431,7 +433,7 @@ func Map[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 // window is a decoded window: its rows as one or more record batches, and
 // the order in which it emits them (nil: storage order).
 type window struct {
-	ref    plan.WindowRef
+	ref    split.WindowRef
 	recs   []arrow.RecordBatch
 	starts []int64 // starts[i] is the first row of recs[i]
 	rows   int64
@@ -483,7 +485,7 @@ func (w *window) release() {
 // by what the pipeline holds in flight.
 type keptWindows struct {
 	mu sync.Mutex
-	m  map[plan.WindowRef]*window
+	m  map[split.WindowRef]*window
 }
 
 // put keeps a reference to w.
@@ -492,7 +494,7 @@ func (k *keptWindows) put(w *window) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[plan.WindowRef]*window{}
+		k.m = map[split.WindowRef]*window{}
 	}
 	if old := k.m[w.ref]; old != nil {
 		old.release()
@@ -501,7 +503,7 @@ func (k *keptWindows) put(w *window) {
 }
 
 // take removes the window r and hands over its reference, or returns nil.
-func (k *keptWindows) take(r plan.WindowRef) *window {
+func (k *keptWindows) take(r split.WindowRef) *window {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	w := k.m[r]
@@ -510,17 +512,17 @@ func (k *keptWindows) take(r plan.WindowRef) *window {
 }
 
 // done drops the reference to window r, if kept.
-func (k *keptWindows) done(r plan.WindowRef) {
+func (k *keptWindows) done(r split.WindowRef) {
 	if w := k.take(r); w != nil {
 		w.release()
 	}
 }
 
 // refs lists the kept windows.
-func (k *keptWindows) refs() map[plan.WindowRef]bool {
+func (k *keptWindows) refs() map[split.WindowRef]bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make(map[plan.WindowRef]bool, len(k.m))
+	out := make(map[split.WindowRef]bool, len(k.m))
 	for r := range k.m {
 		out[r] = true
 	}
@@ -540,8 +542,8 @@ func (k *keptWindows) drop() {
 
 // job is a batch to build: its plan and the windows it cuts from.
 type job struct {
-	plan    plan.Batch
-	windows []*window // parallel to plan.Parts
+	plan    split.Batch
+	windows []*window // parallel to split.Parts
 	// bytes is the batch's share of its windows' decoded bytes, by rows:
 	// what it holds once built, whether a slice or a gather.
 	bytes int64
@@ -558,7 +560,7 @@ func (j *job) release() {
 // result is a transformed batch and where taking it leaves the state.
 type result[T any] struct {
 	val  T
-	plan plan.Batch
+	plan split.Batch
 	// bytes is the job's: the size of the batch the result was made of,
 	// which the prefetch queue reports (a Map result's own size is the
 	// user's type's to know).
@@ -568,8 +570,8 @@ type result[T any] struct {
 // readTask is one window for the read stages: fetched by the plan's task,
 // or kept from an earlier iteration.
 type readTask struct {
-	ref   plan.WindowRef
-	fetch *plan.Task
+	ref   split.WindowRef
+	fetch *engine.Task
 	kept  *window
 }
 
@@ -577,7 +579,7 @@ type readTask struct {
 // is made by its first window and taken from by each of its pieces' windows.
 type groups struct {
 	mu sync.Mutex
-	m  map[*plan.Group]*group
+	m  map[*engine.Group]*group
 }
 
 // group is a fetch in progress or done.
@@ -588,11 +590,11 @@ type group struct {
 	left  int // pieces not yet taken
 }
 
-func (gs *groups) get(g *plan.Group) *group {
+func (gs *groups) get(g *engine.Group) *group {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if gs.m == nil {
-		gs.m = map[*plan.Group]*group{}
+		gs.m = map[*engine.Group]*group{}
 	}
 	st := gs.m[g]
 	if st == nil {
@@ -604,7 +606,7 @@ func (gs *groups) get(g *plan.Group) *group {
 
 // took records that one piece of g was taken; the group's bytes go with
 // its last.
-func (gs *groups) took(g *plan.Group) {
+func (gs *groups) took(g *engine.Group) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if st := gs.m[g]; st != nil {
@@ -621,18 +623,18 @@ func (gs *groups) took(g *plan.Group) {
 // reads ordered for other rows than the windows hold would have the cutter
 // hold windows it pulled past, beyond the prefetch bounds.
 type rowRates struct {
-	ep     *plan.Epoch
-	chunks []plan.Chunk
+	ep     *split.Epoch
+	chunks []split.Chunk
 	mu     sync.Mutex
 	rows   map[int][2]int64 // per split: rows and bytes of decoded windows
 }
 
-func newRowRates(ep *plan.Epoch, chunks []plan.Chunk) *rowRates {
+func newRowRates(ep *split.Epoch, chunks []split.Chunk) *rowRates {
 	return &rowRates{ep: ep, chunks: chunks, rows: map[int][2]int64{}}
 }
 
 // bytes is the stored bytes of window r's chunks.
-func (rr *rowRates) bytes(r plan.WindowRef) int64 {
+func (rr *rowRates) bytes(r split.WindowRef) int64 {
 	var n int64
 	for _, p := range rr.ep.Pieces(r) {
 		n += rr.chunks[p.Chunk].Bytes
@@ -654,7 +656,7 @@ func (rr *rowRates) learn(w *window) {
 
 // estimate guesses the rows of window r: by its split's rows per byte so
 // far, or fallback before any is known.
-func (rr *rowRates) estimate(r plan.WindowRef, fallback int64) int64 {
+func (rr *rowRates) estimate(r split.WindowRef, fallback int64) int64 {
 	rr.mu.Lock()
 	t := rr.rows[r.Split]
 	rr.mu.Unlock()
@@ -713,17 +715,17 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		// window as it is, the others with their fetch planned against the
 		// windows read after them.
 		reads := func(yield func(*readTask, error) bool) {
-			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			s := split.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
 			if equal {
 				s.Limit(left) // nothing past the rank's last batch is read
 			}
-			fp := plan.NewFetches(ep, d.chunks, o.FetchConcurrency)
-			s.RowsOf = func(r plan.WindowRef) int64 { return rates.estimate(r, int64(o.BatchSize)) }
-			var pending, toFetch []plan.WindowRef // read next, in order; those not kept
+			fp := engine.NewFetches(ep, d.chunks, o.FetchConcurrency)
+			s.RowsOf = func(r split.WindowRef) int64 { return rates.estimate(r, int64(o.BatchSize)) }
+			var pending, toFetch []split.WindowRef // read next, in order; those not kept
 			more := true
 			for {
 				for more && len(toFetch) < fp.Ahead && !stopping.Load() {
-					_, more = s.Step(func(r plan.WindowRef) {
+					_, more = s.Step(func(r split.WindowRef) {
 						pending = append(pending, r)
 						if !kept[r] {
 							toFetch = append(toFetch, r)
@@ -839,7 +841,7 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 		jobs := func(yield func(*job, error) bool) {
 			nextWindow, stopReads := iter.Pull2(windows)
 			defer stopReads()
-			held := map[plan.WindowRef]*window{}
+			held := map[split.WindowRef]*window{}
 			defer func() {
 				for _, w := range held {
 					w.release()
@@ -856,16 +858,16 @@ func run[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 				held[got.ref] = got
 				return true
 			}
-			await := func(r plan.WindowRef) *window {
+			await := func(r split.WindowRef) *window {
 				for held[r] == nil && readErr == nil && pull() {
 				}
 				return held[r]
 			}
-			s := plan.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
+			s := split.NewSchedule(ep, o.Rank, o.WorldSize, o.BatchSize, cursors, next)
 			if equal {
 				s.Limit(left)
 			}
-			s.RowsOf = func(r plan.WindowRef) int64 {
+			s.RowsOf = func(r split.WindowRef) int64 {
 				if w := await(r); w != nil {
 					return w.rows
 				}
@@ -1092,7 +1094,7 @@ func (d *Dataset) unscannedNow() int64 {
 }
 
 // transform builds one batch from its windows and applies fn.
-func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, fn func(context.Context, arrow.RecordBatch) (T, error)) (out T, err error) {
+func transform[T any](ctx context.Context, d *Dataset, ep *split.Epoch, j *job, fn func(context.Context, arrow.RecordBatch) (T, error)) (out T, err error) {
 	b, err := func() (arrow.RecordBatch, error) {
 		defer j.release() // also if build panics: the stage reports the panic
 		return build(ctx, d.data.Schema, j, d.opts.Allocator)
@@ -1116,7 +1118,7 @@ func transform[T any](ctx context.Context, d *Dataset, ep *plan.Epoch, j *job, f
 // fetchedWindow is a window whose stored bytes are in memory, or a window
 // kept decoded from an earlier iteration.
 type fetchedWindow struct {
-	ref    plan.WindowRef
+	ref    split.WindowRef
 	pieces []*formats.Fetched // in window order
 	bytes  int64
 	kept   *window
@@ -1125,7 +1127,7 @@ type fetchedWindow struct {
 // fetchWindow makes the fetches a window's task owns, concurrently, then
 // takes each of its pieces from its group, waiting for groups that an
 // earlier window's fetch makes.
-func (d *Dataset) fetchWindow(ctx context.Context, ep *plan.Epoch, t *plan.Task, shared *groups) (*fetchedWindow, error) {
+func (d *Dataset) fetchWindow(ctx context.Context, ep *split.Epoch, t *engine.Task, shared *groups) (*fetchedWindow, error) {
 	r := t.Ref
 	wrap := func(err error) error {
 		return fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
@@ -1167,12 +1169,12 @@ func (d *Dataset) fetchWindow(ctx context.Context, ep *plan.Epoch, t *plan.Task,
 }
 
 // rangeOf is what a piece reads of its file.
-func rangeOf(p plan.Piece) formats.Range {
+func rangeOf(p split.Piece) formats.Range {
 	return formats.Range{Start: p.Start, End: p.End, FirstUnit: p.FirstUnit, EndUnit: p.EndUnit}
 }
 
 // decodeWindow decodes a fetched window and computes its row order.
-func (d *Dataset) decodeWindow(ctx context.Context, ep *plan.Epoch, f *fetchedWindow) (*window, error) {
+func (d *Dataset) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWindow) (*window, error) {
 	r := f.ref
 	wd := ep.Windows[r.Split][r.Window]
 	w := &window{ref: r}

@@ -14,12 +14,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // Random access: Take and TakeSplit return the rows at given positions of
 // an epoch's order as one record batch, the rows Batches delivers there.
-// A position is mapped to its row by the plan alone (package plan: split,
+// A position is mapped to its row by the plan alone (package split: split,
 // window, the window's row order, piece, file row), so no epoch is walked.
 // The rows a request needs are read grouped by unit: each row group (or,
 // where the file has a page index, each block of takeBlockRows rows of it,
@@ -60,9 +60,9 @@ type Location struct {
 // round-robin, BatchSize rows at a time, which is what Batches delivers at
 // WorldSize 1 (with NumSplits 1, simply the split's order). The same
 // position may be asked more than once. A position outside [0, rows of the
-// epoch) is an error naming the range (wrapping plan.ErrPosition); a
+// epoch) is an error naming the range (wrapping split.ErrPosition); a
 // dataset whose counts are not known before reading (text files, a filter)
-// is refused with plan.ErrUnknownRows. The caller releases the batch.
+// is refused with split.ErrUnknownRows. The caller releases the batch.
 func (d *Dataset) Take(ctx context.Context, epoch int64, positions []int64) (arrow.RecordBatch, error) {
 	return d.take(ctx, epoch, d.allSplits(), positions)
 }
@@ -112,7 +112,7 @@ func (d *Dataset) LocateRank(epoch int64, rank, worldSize int, positions []int64
 
 // OrderRows is the rows of epoch's order as Take counts positions (split
 // -1: all splits; otherwise one split's), or an error wrapping
-// plan.ErrUnknownRows where that is not known before reading.
+// split.ErrUnknownRows where that is not known before reading.
 func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
 	splits := d.allSplits()
 	if split >= 0 {
@@ -140,9 +140,9 @@ func (d *Dataset) allSplits() []int {
 	return out
 }
 
-func (d *Dataset) checkSplit(split int) error {
-	if split < 0 || split >= d.opts.NumSplits {
-		return fmt.Errorf("stream: %w: split %d is not in [0, %d)", plan.ErrPosition, split, d.opts.NumSplits)
+func (d *Dataset) checkSplit(s int) error {
+	if s < 0 || s >= d.opts.NumSplits {
+		return fmt.Errorf("stream: %w: split %d is not in [0, %d)", split.ErrPosition, s, d.opts.NumSplits)
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func (d *Dataset) rankSplits(rank, worldSize int) ([]int, error) {
 	if worldSize < 1 || d.opts.NumSplits%worldSize != 0 || rank < 0 || rank >= worldSize {
 		return nil, fmt.Errorf("stream: rank %d of world size %d: the world size must divide NumSplits %d and hold the rank", rank, worldSize, d.opts.NumSplits)
 	}
-	return plan.Owned(d.opts.NumSplits, rank, worldSize), nil
+	return split.Owned(d.opts.NumSplits, rank, worldSize), nil
 }
 
 func (d *Dataset) take(ctx context.Context, epoch int64, splits []int, positions []int64) (arrow.RecordBatch, error) {
@@ -167,7 +167,7 @@ func (d *Dataset) take(ctx context.Context, epoch int64, splits []int, positions
 type taker struct {
 	once   sync.Once
 	mu     sync.Mutex
-	epochs map[int64]*plan.Epoch
+	epochs map[int64]*split.Epoch
 	recent []int64 // epochs, oldest first
 	starts [][]int64
 	cache  *lru
@@ -179,7 +179,7 @@ type taker struct {
 func (d *Dataset) taker() *taker {
 	t := &d.rand
 	t.once.Do(func() {
-		t.epochs = map[int64]*plan.Epoch{}
+		t.epochs = map[int64]*split.Epoch{}
 		t.starts = make([][]int64, len(d.data.Fragments))
 		t.cache = newLRU(d.opts.TakeCacheBytes)
 		t.reading = map[unitKey]chan struct{}{}
@@ -188,7 +188,7 @@ func (d *Dataset) taker() *taker {
 }
 
 // takeEpoch is epoch e's plan, of the few kept.
-func (d *Dataset) takeEpoch(e int64) (*plan.Epoch, error) {
+func (d *Dataset) takeEpoch(e int64) (*split.Epoch, error) {
 	if e < 0 {
 		return nil, fmt.Errorf("stream: epoch %d must not be negative", e)
 	}
@@ -198,7 +198,7 @@ func (d *Dataset) takeEpoch(e int64) (*plan.Epoch, error) {
 	if ep := t.epochs[e]; ep != nil {
 		return ep, nil
 	}
-	ep, err := plan.NewEpoch(d.chunks, d.opts.order(), e)
+	ep, err := split.NewEpoch(d.chunks, d.opts.order(), e)
 	if err != nil {
 		return nil, fmt.Errorf("stream: epoch %d: %w", e, err)
 	}
@@ -212,12 +212,12 @@ func (d *Dataset) takeEpoch(e int64) (*plan.Epoch, error) {
 }
 
 // interleave is the round-robin order of the given splits of ep.
-func (d *Dataset) interleave(ep *plan.Epoch, splits []int) (*plan.Interleave, error) {
+func (d *Dataset) interleave(ep *split.Epoch, splits []int) (*split.Interleave, error) {
 	rows := make([]int64, len(splits))
 	for i, s := range splits {
 		rows[i] = ep.Splits[s].Rows
 	}
-	iv, err := plan.NewInterleave(rows, d.opts.BatchSize)
+	iv, err := split.NewInterleave(rows, d.opts.BatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("stream: epoch %d: %w", ep.Epoch, err)
 	}
@@ -227,11 +227,11 @@ func (d *Dataset) interleave(ep *plan.Epoch, splits []int) (*plan.Interleave, er
 // orderKey names a window's row order in the cache.
 type orderKey struct {
 	epoch int64
-	ref   plan.WindowRef
+	ref   split.WindowRef
 }
 
 // windowOrder is window r's row order, computed once and cached.
-func (d *Dataset) windowOrder(ep *plan.Epoch, r plan.WindowRef) []int32 {
+func (d *Dataset) windowOrder(ep *split.Epoch, r split.WindowRef) []int32 {
 	t := d.taker()
 	k := orderKey{ep.Epoch, r}
 	if v, ok := t.cache.get(k, nil); ok {
@@ -248,8 +248,8 @@ type startsKey struct {
 	split int
 }
 
-// windowStarts is split s's plan.WindowStarts, computed once and cached.
-func (d *Dataset) windowStarts(ep *plan.Epoch, s int) []int64 {
+// windowStarts is split s's split.WindowStarts, computed once and cached.
+func (d *Dataset) windowStarts(ep *split.Epoch, s int) []int64 {
 	t := d.taker()
 	k := startsKey{ep.Epoch, s}
 	if v, ok := t.cache.get(k, nil); ok {
@@ -290,7 +290,7 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 	// Memos for this call: the positions of a request mostly share windows
 	// and files, and the cache's lock and boxing cost per row add up.
 	starts := map[int][]int64{}
-	orders := map[plan.WindowRef][]int32{}
+	orders := map[split.WindowRef][]int32{}
 	files := map[int][]int64{}
 	out := make([]Location, len(positions))
 	for i, pos := range positions {
@@ -311,7 +311,7 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 			ws = d.windowStarts(ep, l.Split)
 			starts[l.Split] = ws
 		}
-		ref, off, err := plan.SeekWindow(ws, l.Split, l.SplitOffset)
+		ref, off, err := split.SeekWindow(ws, l.Split, l.SplitOffset)
 		if err != nil {
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}

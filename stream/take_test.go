@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/internal/synth"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // row is one row of the synth schema, for comparing what two reads give.
@@ -192,15 +192,15 @@ func TestTakeOutOfRange(t *testing.T) {
 	n := smallSpec.Rows()
 	for _, pos := range []int64{-1, n, n + 5} {
 		_, err := ds.Take(context.Background(), 0, []int64{0, pos})
-		if !errors.Is(err, plan.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("[0, %d)", n)) {
+		if !errors.Is(err, split.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("[0, %d)", n)) {
 			t.Errorf("position %d: error %v, want ErrPosition naming [0, %d)", pos, err, n)
 		}
 	}
 	_, err := ds.TakeSplit(context.Background(), 0, 1, []int64{n / 4})
-	if !errors.Is(err, plan.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1: plan: position out of range: %d is not in [0, %d)", n/4, n/4)) {
+	if !errors.Is(err, split.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1: plan: position out of range: %d is not in [0, %d)", n/4, n/4)) {
 		t.Errorf("split offset %d: error %v, want ErrPosition naming split 1's range", n/4, err)
 	}
-	if _, err := ds.TakeSplit(context.Background(), 0, 4, []int64{0}); !errors.Is(err, plan.ErrPosition) {
+	if _, err := ds.TakeSplit(context.Background(), 0, 4, []int64{0}); !errors.Is(err, split.ErrPosition) {
 		t.Errorf("split 4 of 4: error %v, want ErrPosition", err)
 	}
 	if _, err := ds.Take(context.Background(), -1, []int64{0}); err == nil {
@@ -219,10 +219,10 @@ func TestTakeUnknownCounts(t *testing.T) {
 	dir, _ := writeIPC(t, [][]int{{100, 50}, {70}})
 	ds := open(t, ipcOptions(t, dir, true))
 	_, err := ds.Take(context.Background(), 0, []int64{0})
-	if !errors.Is(err, plan.ErrUnknownRows) || !strings.Contains(err.Error(), "counting pass") {
+	if !errors.Is(err, split.ErrUnknownRows) || !strings.Contains(err.Error(), "counting pass") {
 		t.Fatalf("error %v, want ErrUnknownRows saying a counting pass is needed", err)
 	}
-	if _, err := ds.TakeSplit(context.Background(), 0, 0, []int64{0}); !errors.Is(err, plan.ErrUnknownRows) {
+	if _, err := ds.TakeSplit(context.Background(), 0, 0, []int64{0}); !errors.Is(err, split.ErrUnknownRows) {
 		t.Fatalf("TakeSplit: error %v, want ErrUnknownRows", err)
 	}
 }

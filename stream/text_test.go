@@ -19,7 +19,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
 	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // These tests stream text files, whose row counts are unknown until read
@@ -182,7 +182,7 @@ func TestTextDropRemainder(t *testing.T) {
 		ds.Close()
 		t.Fatal("DropRemainder was accepted with unknown row counts")
 	}
-	if !errors.Is(err, plan.ErrUnknownRows) {
+	if !errors.Is(err, split.ErrUnknownRows) {
 		t.Fatalf("got %v, want ErrUnknownRows", err)
 	}
 	var counts []int

@@ -18,7 +18,7 @@ import (
 	"github.com/sluicedata/sluice/internal/arrowfile"
 	"github.com/sluicedata/sluice/internal/synth"
 	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 )
 
 // These tests stream Arrow IPC files through internal/arrowfile, a driver
@@ -261,7 +261,7 @@ func TestIPCDropRemainder(t *testing.T) {
 		ds.Close()
 		t.Fatal("DropRemainder was accepted with unknown row counts")
 	}
-	if !errors.Is(err, plan.ErrUnknownRows) || !strings.Contains(err.Error(), "DropRemainder") {
+	if !errors.Is(err, split.ErrUnknownRows) || !strings.Contains(err.Error(), "DropRemainder") {
 		t.Fatalf("got %v, want ErrUnknownRows naming DropRemainder", err)
 	}
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -115,7 +115,7 @@ func (o takeOrder) locate(ds *stream.Dataset, pos []int64) ([]stream.Location, e
 // takeError turns a position out of range into a usage error: the user
 // asked for a row that is not there.
 func takeError(err error) error {
-	if errors.Is(err, plan.ErrPosition) {
+	if errors.Is(err, split.ErrPosition) {
 		return &usageError{err.Error()}
 	}
 	return err

@@ -21,7 +21,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/iceberg"
 	"github.com/sluicedata/sluice/formats/storage"
-	"github.com/sluicedata/sluice/plan"
+	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -213,7 +213,7 @@ func TestInvariantsWithDeletes(t *testing.T) {
 				}
 				all = append(all, ids(bs)...)
 				for _, b := range bs {
-					if !slices.Contains(plan.Owned(splits, rank, world), b.split) {
+					if !slices.Contains(split.Owned(splits, rank, world), b.split) {
 						t.Fatalf("rank %d of %d got split %d", rank, world, b.split)
 					}
 				}

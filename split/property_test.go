@@ -1,4 +1,4 @@
-package plan
+package split
 
 import (
 	"errors"
@@ -8,15 +8,17 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // The plan's promises (DESIGN.md: exactly once, elastic determinism, exact
 // resume, bytes fetched once) checked against the simulator of sim_test.go
 // over many seeded random plans. A failure names the seed and the plan's
-// shape; -plan.seed reruns that one plan alone:
+// shape; -split.seed reruns that one plan alone:
 //
-//	go test ./plan -run Property -plan.seed=4294967311 -v
-var onlySeed = flag.Uint64("plan.seed", 0, "check only the random plan of this seed (as a failure names it)")
+//	go test ./split -run Property -split.seed=4294967311 -v
+var onlySeed = flag.Uint64("split.seed", 0, "check only the random plan of this seed (as a failure names it)")
 
 // Seeds of plans with unknown counts carry this bit, so that a seed names
 // its plan on its own.
@@ -39,7 +41,7 @@ func TestPropertyUnknownCounts(t *testing.T) {
 func runProperties(t *testing.T, base uint64, n int) {
 	if *onlySeed != 0 {
 		if *onlySeed&unknownSeeds != base {
-			t.Skip("-plan.seed names a plan of the other test")
+			t.Skip("-split.seed names a plan of the other test")
 		}
 		base, n = *onlySeed, 1
 	}
@@ -73,7 +75,6 @@ func checkCase(pc *planCase) error {
 		{"elastic determinism", s.checkElastic},
 		{"exact resume", s.checkResume},
 		{"merge across world sizes", s.checkMerge},
-		{"fetch groups", s.checkFetch},
 	} {
 		if err := c.check(r); err != nil {
 			return fmt.Errorf("seed %d: %s: %w", pc.seed, c.name, err)
@@ -113,7 +114,7 @@ func (s *sim) checkExactlyOnce(*rand.Rand) error {
 		pos[i] = -1
 	}
 	var k int64
-	for _, ci := range ChunkOrder(len(s.chunks), o, s.pc.epoch) {
+	for _, ci := range permutation.ChunkOrder(len(s.chunks), o, s.pc.epoch) {
 		c := s.chunks[ci]
 		lo, hi, err := s.span(Piece{Chunk: ci, Fragment: c.Fragment, Start: c.Start, End: c.End, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit})
 		if err != nil {
@@ -458,206 +459,8 @@ func (s *sim) checkMerge(r *rand.Rand) error {
 	return nil
 }
 
-// checkFetch: for the read order of every rank at one world size (its
-// first touches, as a reader walks it with estimated counts), every piece
-// of every window is in exactly one group; a group's range is contiguous
-// rows (units, where counts are unknown) of one file made of exactly its
-// pieces; it is made by the earliest window in read order holding one of
-// them, holds pieces only of the windows within Ahead of that one, and
-// takes a later window's piece only while the group, in row order up to and
-// including that piece, stays within JoinBytes.
-func (s *sim) checkFetch(r *rand.Rand) error {
-	n := s.pc.order.NumSplits
-	ds := divisors(n)
-	world, bs, ahead := ds[r.IntN(len(ds))], 1+r.IntN(200), 1+r.IntN(8)
-	resumed := r.IntN(2) == 0
-	for rank := range world {
-		// Half the time the rank resumes from a random batch boundary of
-		// its walk: the read order then starts inside a window.
-		cursors, next := make([]Cursor, n), 0
-		if resumed {
-			full, _ := s.walk(rank, world, bs, cursors, 0, -1)
-			for _, b := range full[:r.IntN(len(full)+1)] {
-				cursors[b.Split], next = b.After, b.Next
-			}
-		}
-		sc := NewSchedule(s.ep, rank, world, bs, cursors, next)
-		var order []WindowRef
-		for {
-			if _, ok := sc.Step(func(w WindowRef) { order = append(order, w) }); !ok {
-				break
-			}
-		}
-		var all []WindowRef
-		for _, sp := range Owned(n, rank, world) {
-			for w := cursors[sp].Window; w < len(s.ep.Windows[sp]); w++ {
-				all = append(all, WindowRef{sp, w})
-			}
-		}
-		if len(order) != len(all) || !sameSet(order, all) {
-			return fmt.Errorf("world %d rank %d from %v: read order %v, windows left %v", world, rank, cursors, order, all)
-		}
-		if err := s.checkGroups(order, ahead); err != nil {
-			return fmt.Errorf("world %d rank %d batch size %d Ahead %d (resumed %t): %w", world, rank, bs, ahead, resumed, err)
-		}
-	}
-	return nil
-}
-
-// member is a piece of a group: the window that reads it, at which place
-// of the read order, and the piece.
-type member struct {
-	at    at
-	k     int
-	piece Piece
-}
-
-func (s *sim) checkGroups(order []WindowRef, ahead int) error {
-	fp := NewFetches(s.ep, s.chunks, ahead)
-	pos := map[WindowRef]int{}
-	for k, w := range order {
-		pos[w] = k
-	}
-	owner := map[*Group]int{}
-	members := map[*Group][]member{}
-	var made []*Group
-	for k, w := range order {
-		task := fp.Plan(order[k:])
-		pieces := s.ep.Pieces(w)
-		if task.Ref != w || len(task.Pieces) != len(pieces) {
-			return fmt.Errorf("task of %v is %v with %d pieces, the window has %d", w, task.Ref, len(task.Pieces), len(pieces))
-		}
-		for _, g := range task.Owned {
-			if _, dup := owner[g]; dup {
-				return fmt.Errorf("group %d is made twice", g.ID)
-			}
-			if g.ID != len(made) {
-				return fmt.Errorf("group %d is the %d-th made", g.ID, len(made))
-			}
-			owner[g] = k
-			made = append(made, g)
-		}
-		for i, g := range task.Pieces {
-			if g == nil {
-				return fmt.Errorf("window %v piece %d has no group when its window is planned", w, i)
-			}
-			if _, ok := owner[g]; !ok {
-				return fmt.Errorf("window %v piece %d is in a group no window made", w, i)
-			}
-			members[g] = append(members[g], member{at{w, i}, k, pieces[i]})
-		}
-	}
-	if len(fp.claimed) != 0 {
-		return fmt.Errorf("%d windows hold claims after the last was planned", len(fp.claimed))
-	}
-	// The same read order plans the same fetches.
-	again := NewFetches(s.ep, s.chunks, ahead)
-	for k := range order {
-		for _, g := range again.Plan(order[k:]).Owned {
-			if g.ID >= len(made) || g.Range != made[g.ID].Range || g.Bytes != made[g.ID].Bytes {
-				return fmt.Errorf("a second planner makes group %d %+v, the first made %d groups", g.ID, g.Range, len(made))
-			}
-		}
-	}
-	for _, g := range made {
-		ms := members[g]
-		if len(ms) == 0 {
-			return fmt.Errorf("group %d %+v holds no piece", g.ID, g.Range)
-		}
-		known := g.Range.Start >= 0
-		slices.SortFunc(ms, func(a, b member) int {
-			if known {
-				return int(a.piece.Start - b.piece.Start)
-			}
-			return a.piece.FirstUnit - b.piece.FirstUnit
-		})
-		first := ms[0].k
-		var size, bytes int64
-		for i, m := range ms {
-			p := m.piece
-			first = min(first, m.k)
-			if p.Fragment != g.Range.Fragment || (p.Start >= 0) != known {
-				return fmt.Errorf("group %d %+v holds piece %+v", g.ID, g.Range, p)
-			}
-			// The pieces tile the range, in row (or unit) order.
-			var prev, end int64
-			if known {
-				prev, end = g.Range.Start, p.Start
-				if i > 0 {
-					prev = ms[i-1].piece.End
-				}
-			} else {
-				prev, end = int64(g.Range.FirstUnit), int64(p.FirstUnit)
-				if i > 0 {
-					prev = int64(ms[i-1].piece.EndUnit)
-				}
-			}
-			if prev != end {
-				return fmt.Errorf("group %d %+v: piece %+v does not follow at %d", g.ID, g.Range, p, prev)
-			}
-			if m.k-owner[g] >= ahead {
-				return fmt.Errorf("group %d made at read %d holds a piece of read %d (Ahead %d)", g.ID, owner[g], m.k, ahead)
-			}
-			b := fp.bytes(p)
-			size += b
-			bytes += b
-			if m.k != owner[g] && size > JoinBytes {
-				return fmt.Errorf("group %d %+v joins piece %+v of read %d (made at read %d) at %d bytes, JoinBytes %d", g.ID, g.Range, p, m.k, owner[g], size, JoinBytes)
-			}
-		}
-		last := ms[len(ms)-1].piece
-		if known && last.End != g.Range.End || !known && last.EndUnit != g.Range.EndUnit {
-			return fmt.Errorf("group %d %+v: its pieces end at %+v", g.ID, g.Range, last)
-		}
-		if first != owner[g] {
-			return fmt.Errorf("group %d made at read %d, its earliest piece is read at %d", g.ID, owner[g], first)
-		}
-		if bytes != g.Bytes {
-			return fmt.Errorf("group %d says %d bytes, its pieces %d", g.ID, g.Bytes, bytes)
-		}
-	}
-	return nil
-}
-
 // head is the start of a long row list, for messages.
 func head(rows []int64) []int64 { return rows[:min(len(rows), 12)] }
-
-// Large pieces of later windows do not join a fetch past JoinBytes: four
-// adjacent windows of 3 MiB each make two fetches, not one of 12 MiB. The
-// window's own pieces always join, whatever their size.
-func TestPropertyFetchJoinBytes(t *testing.T) {
-	const mib = 1 << 20
-	var chunks []Chunk
-	var sp Split
-	var windows []Window
-	for i := range 4 {
-		lo, hi := int64(i)*100, int64(i+1)*100
-		chunks = append(chunks, Chunk{Fragment: 0, Start: lo, End: hi, FirstUnit: i, EndUnit: i + 1, Bytes: 3 * mib})
-		sp.Pieces = append(sp.Pieces, Piece{Chunk: i, Fragment: 0, Start: lo, End: hi, FirstUnit: i, EndUnit: i + 1})
-		windows = append(windows, Window{First: i, End: i + 1, Rows: 100})
-	}
-	sp.Rows = 400
-	ep := &Epoch{Splits: []Split{sp}, Windows: [][]Window{windows}}
-	order := []WindowRef{{0, 0}, {0, 1}, {0, 2}, {0, 3}}
-	fp := NewFetches(ep, chunks, 4)
-	var fetches [][2]int64
-	for k := range order {
-		for _, g := range fp.Plan(order[k:]).Owned {
-			fetches = append(fetches, [2]int64{g.Range.Start, g.Range.End})
-		}
-	}
-	if want := [][2]int64{{0, 200}, {200, 400}}; !slices.Equal(fetches, want) {
-		t.Errorf("fetches %v, want %v", fetches, want)
-	}
-
-	// One window of four 3 MiB pieces is one fetch of 12 MiB.
-	ep.Windows[0] = []Window{{First: 0, End: 4, Rows: 400}}
-	fp = NewFetches(ep, chunks, 4)
-	task := fp.Plan([]WindowRef{{0, 0}})
-	if len(task.Owned) != 1 || task.Owned[0].Range.Start != 0 || task.Owned[0].Range.End != 400 || task.Owned[0].Bytes != 12*mib {
-		t.Errorf("a window's own adjacent pieces: %d fetches, want one of rows [0, 400)", len(task.Owned))
-	}
-}
 
 // Every chunk of a file of unknown counts says so, not only its last: a
 // file cut into several chunks by bytes once gave its first chunks rows

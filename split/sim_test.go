@@ -1,9 +1,11 @@
-package plan
+package split
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // This file is a pure simulator of what an epoch delivers, written against
@@ -26,7 +28,7 @@ type planCase struct {
 	// Rows where known, a count only the test knows where Rows is -1.
 	truth   [][]int64
 	chunk   ChunkOptions
-	order   Order
+	order   permutation.Order
 	epoch   int64
 	unknown bool // some units may have Rows -1
 }
@@ -65,7 +67,7 @@ func genCase(seed uint64, unknown bool) *planCase {
 	if r.IntN(2) == 0 {
 		pc.chunk.MaxRows = 1 + r.Int64N(int64(maxRows)*3)
 	}
-	pc.order = Order{
+	pc.order = permutation.Order{
 		Shuffle:       r.IntN(3) > 0,
 		Seed:          r.Uint64(),
 		ClumpSize:     r.IntN(12),

@@ -1,8 +1,10 @@
-package plan
+package engine
 
 import (
 	"cmp"
 	"slices"
+
+	"github.com/sluicedata/sluice/split"
 )
 
 // A shuffled window takes its row groups from all over the dataset, so a
@@ -27,7 +29,7 @@ type Group struct {
 	ID int
 	// Range is the rows (or units, where counts are unknown) of one file
 	// the group fetches: its pieces joined.
-	Range Piece
+	Range split.Piece
 	// Bytes estimates the stored bytes of the range.
 	Bytes int64
 	// Pieces is the number of pieces taken from the group: once all have
@@ -37,7 +39,7 @@ type Group struct {
 
 // Share is the part of the group's fetched bytes that piece p accounts for
 // (by rows), so that each window's fetched bytes count what it decodes.
-func (g *Group) Share(p Piece, fetched int64) int64 {
+func (g *Group) Share(p split.Piece, fetched int64) int64 {
 	r := g.Range
 	if r.Start < 0 || p.Start < 0 || r.End <= r.Start {
 		if r.EndUnit > r.FirstUnit {
@@ -51,7 +53,7 @@ func (g *Group) Share(p Piece, fetched int64) int64 {
 // Task is what the fetch stage does for one window: make the groups it
 // owns, then take each of its pieces from its group.
 type Task struct {
-	Ref   WindowRef
+	Ref   split.WindowRef
 	Owned []*Group
 	// Pieces holds each of the window's pieces' group, in piece order.
 	Pieces []*Group
@@ -59,7 +61,7 @@ type Task struct {
 
 // at places a piece: the window and its index among the window's pieces.
 type at struct {
-	w WindowRef
+	w split.WindowRef
 	i int
 }
 
@@ -67,25 +69,25 @@ type at struct {
 // epoch, the chunks and the read order, so the requests a job makes do not
 // depend on timing. It is not safe for concurrent use.
 type Fetches struct {
-	ep     *Epoch
-	chunks []Chunk
+	ep     *split.Epoch
+	chunks []split.Chunk
 	// Ahead is the number of windows whose pieces one fetch may take, its
 	// own included.
 	Ahead int
 	// claimed holds, for windows not yet planned, the groups earlier
 	// windows made of some of their pieces.
-	claimed map[WindowRef][]*Group
+	claimed map[split.WindowRef][]*Group
 	nextID  int
 }
 
 // NewFetches plans the fetches of ep's windows, each joining the adjacent
 // pieces of up to ahead-1 windows read after it.
-func NewFetches(ep *Epoch, chunks []Chunk, ahead int) *Fetches {
-	return &Fetches{ep: ep, chunks: chunks, Ahead: max(ahead, 1), claimed: map[WindowRef][]*Group{}}
+func NewFetches(ep *split.Epoch, chunks []split.Chunk, ahead int) *Fetches {
+	return &Fetches{ep: ep, chunks: chunks, Ahead: max(ahead, 1), claimed: map[split.WindowRef][]*Group{}}
 }
 
 // bytes estimates a piece's stored bytes from its chunk's, by rows.
-func (fp *Fetches) bytes(p Piece) int64 {
+func (fp *Fetches) bytes(p split.Piece) int64 {
 	c := fp.chunks[p.Chunk]
 	if c.Rows() <= 0 || p.Rows() < 0 {
 		return c.Bytes
@@ -93,15 +95,15 @@ func (fp *Fetches) bytes(p Piece) int64 {
 	return c.Bytes * p.Rows() / c.Rows()
 }
 
-func (fp *Fetches) pieces(r WindowRef) []Piece { return fp.ep.Pieces(r) }
+func (fp *Fetches) pieces(r split.WindowRef) []split.Piece { return fp.ep.Pieces(r) }
 
 // Claimed reports whether an earlier window's group holds some of r's
 // pieces: r's task must then be made for those bytes to be used.
-func (fp *Fetches) Claimed(r WindowRef) bool { return fp.claimed[r] != nil }
+func (fp *Fetches) Claimed(r split.WindowRef) bool { return fp.claimed[r] != nil }
 
 // Plan makes the task of next[0], given the windows read after it
 // (next[1:], of which the first Ahead-1 are considered).
-func (fp *Fetches) Plan(next []WindowRef) *Task {
+func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 	r := next[0]
 	t := &Task{Ref: r, Pieces: fp.claimed[r]}
 	delete(fp.claimed, r)
@@ -109,7 +111,7 @@ func (fp *Fetches) Plan(next []WindowRef) *Task {
 		t.Pieces = make([]*Group, len(fp.pieces(r)))
 	}
 	// The unclaimed pieces of this window and the next ones.
-	var pool []Piece
+	var pool []split.Piece
 	var where []at
 	for _, w := range next[:min(fp.Ahead, len(next))] {
 		taken := fp.claimed[w]
@@ -151,7 +153,7 @@ func (fp *Fetches) Plan(next []WindowRef) *Task {
 
 // claim makes one group of the contiguous pool pieces at ks and hands each
 // piece to it: this window's in t, later windows' in claimed.
-func (fp *Fetches) claim(t *Task, ks []int, pool []Piece, where []at) *Group {
+func (fp *Fetches) claim(t *Task, ks []int, pool []split.Piece, where []at) *Group {
 	first, last := pool[ks[0]], pool[ks[len(ks)-1]]
 	rng := first
 	rng.End, rng.EndUnit = last.End, last.EndUnit
@@ -175,7 +177,7 @@ func (fp *Fetches) claim(t *Task, ks []int, pool []Piece, where []at) *Group {
 // adjacentRuns groups pieces (by index) into runs of rows that follow one
 // another in one file (units, where counts are unknown), each run in row
 // order.
-func adjacentRuns(pieces []Piece) [][]int {
+func adjacentRuns(pieces []split.Piece) [][]int {
 	idx := make([]int, len(pieces))
 	for i := range idx {
 		idx[i] = i
@@ -188,7 +190,7 @@ func adjacentRuns(pieces []Piece) [][]int {
 	for _, i := range idx {
 		if n := len(runs); n > 0 {
 			prev := pieces[runs[n-1][len(runs[n-1])-1]]
-			if pieces[i].follows(prev) {
+			if pieces[i].Follows(prev) {
 				runs[n-1] = append(runs[n-1], i)
 				continue
 			}

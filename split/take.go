@@ -1,9 +1,10 @@
-package plan
+package split
 
 import (
-	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // Random access maps a position of an epoch's order back to the row that
@@ -16,7 +17,7 @@ import (
 
 // ErrPosition is wrapped when a position lies outside the order it is
 // looked up in.
-var ErrPosition = errors.New("plan: position out of range")
+var ErrPosition = permutation.ErrPosition
 
 // Interleave is the order in which one consumer takes the rows of several
 // splits: round-robin, batchSize rows of a split at a time (fewer for a

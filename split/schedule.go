@@ -1,8 +1,10 @@
-package plan
+package split
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // ErrCursor is wrapped when a cursor does not fit the epoch it is checked
@@ -13,7 +15,7 @@ var ErrCursor = errors.New("plan: cursor does not fit the epoch")
 // list, the Order and the epoch number.
 type Epoch struct {
 	Epoch int64
-	Order Order
+	Order permutation.Order
 	// Splits are the epoch's NumSplits splits.
 	Splits []Split
 	// Windows are each split's windows, in the order it emits them.
@@ -22,8 +24,8 @@ type Epoch struct {
 
 // NewEpoch orders the chunks for epoch e, deals them into splits and packs
 // each split's pieces into windows.
-func NewEpoch(chunks []Chunk, o Order, e int64) (*Epoch, error) {
-	order := ChunkOrder(len(chunks), o, e)
+func NewEpoch(chunks []Chunk, o permutation.Order, e int64) (*Epoch, error) {
+	order := permutation.ChunkOrder(len(chunks), o, e)
 	splits, err := Balance(chunks, order, o.NumSplits, o.DropRemainder)
 	if err != nil {
 		return nil, err
@@ -79,7 +81,7 @@ func (e *Epoch) Pieces(r WindowRef) []Piece {
 // RowOrder is the order in which window r emits its rows, given the rows
 // each of its pieces holds as read (nil: storage order).
 func (e *Epoch) RowOrder(r WindowRef, segments []int64) []int32 {
-	return RowOrder(segments, e.Order, e.Epoch, r.Split, r.Window)
+	return permutation.RowOrder(segments, e.Order, e.Epoch, r.Split, r.Window)
 }
 
 // Cursor is how far the consumer got in one split this epoch. It names a

@@ -1,4 +1,4 @@
-package plan
+package split
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // Equal batches per rank (Epoch.EqualBatches, Schedule.Limit) over random
@@ -184,7 +186,7 @@ func (s *sim) limited(rank, world, bs int, cursors []Cursor, next int, left int6
 
 func TestEqualBatchesUnknownCounts(t *testing.T) {
 	chunks := Chunks([]File{{Units: []Unit{{Rows: -1, Bytes: 10}, {Rows: 5, Bytes: 10}}}}, ChunkOptions{TargetBytes: 1})
-	ep, err := NewEpoch(chunks, Order{NumSplits: 2, ShuffleWindow: 100}, 0)
+	ep, err := NewEpoch(chunks, permutation.Order{NumSplits: 2, ShuffleWindow: 100}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-package plan
+package split
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/sluicedata/sluice/permutation"
 )
 
 // Unit is a piece of a file that can be read on its own: a Parquet row
@@ -132,8 +133,9 @@ func (p Piece) Rows() int64 {
 	return p.End - p.Start
 }
 
-// follows reports whether p begins where prev ends in the same file.
-func (p Piece) follows(prev Piece) bool {
+// Follows reports whether p begins where prev ends in the same file: the
+// two can be fetched in one request.
+func (p Piece) Follows(prev Piece) bool {
 	if p.Fragment != prev.Fragment {
 		return false
 	}
@@ -152,7 +154,7 @@ type Split struct {
 
 // ErrUnknownRows is returned when DropRemainder is asked of chunks whose row
 // counts are not known before reading.
-var ErrUnknownRows = errors.New("plan: row counts are unknown")
+var ErrUnknownRows = permutation.ErrUnknownRows
 
 // Balance deals the chunks, taken in the given order, into numSplits
 // contiguous runs. With known counts the runs are balanced by rows: their row
