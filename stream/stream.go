@@ -29,10 +29,10 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/plan"
 	"github.com/sluicedata/sluice/prefetch"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // ErrBusy is returned when a second iteration is started on a Dataset while

@@ -1,7 +1,7 @@
 // Package azure links the Azure Blob Storage backend into sluice: importing
 // it for its side effect, as gocloud.dev/blob/azureblob is imported,
 //
-//	import _ "github.com/sluicedata/sluice/formats/storage/azure"
+//	import _ "github.com/sluicedata/sluice/storage/azure"
 //
 // opens azblob:// URLs in stream.Options.URLs, checkpoint.OpenBucketStoreURL
 // and the formats, and lets retries tell a refusal from a server fault.
@@ -27,7 +27,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/blob/azureblob"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func init() {

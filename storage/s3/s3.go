@@ -1,7 +1,7 @@
 // Package s3 links the S3 backend into sluice: importing it for its side
 // effect, as gocloud.dev/blob/s3blob is imported,
 //
-//	import _ "github.com/sluicedata/sluice/formats/storage/s3"
+//	import _ "github.com/sluicedata/sluice/storage/s3"
 //
 // opens s3:// URLs in stream.Options.URLs, checkpoint.OpenBucketStoreURL and
 // the formats, and lets retries tell an S3 refusal from a server fault.
@@ -26,7 +26,7 @@ import (
 
 	"gocloud.dev/blob/s3blob"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func init() {

@@ -18,7 +18,7 @@ import (
 	"gocloud.dev/blob/memblob"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func TestMain(m *testing.M) {

@@ -1,7 +1,7 @@
 // Package gcs links the Google Cloud Storage backend into sluice: importing
 // it for its side effect, as gocloud.dev/blob/gcsblob is imported,
 //
-//	import _ "github.com/sluicedata/sluice/formats/storage/gcs"
+//	import _ "github.com/sluicedata/sluice/storage/gcs"
 //
 // opens gs:// URLs in stream.Options.URLs, checkpoint.OpenBucketStoreURL and
 // the formats, and lets retries tell a refusal from a server fault.
@@ -32,7 +32,7 @@ import (
 	"gocloud.dev/gcp"
 	"google.golang.org/api/googleapi"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func init() {

@@ -1,22 +1,3 @@
-// Package storage is the object-store access under the formats: it turns
-// URLs, directories and globs into sorted object lists, and serves range reads
-// of one object as an io.ReaderAt. Everything goes through the small Bucket
-// interface so that byte accounting, fault injection and retries wrap it.
-//
-// A program links the cloud backends it reads, and only those, by importing
-// their driver packages, as with gocloud.dev/blob/s3blob:
-//
-//	import _ "github.com/sluicedata/sluice/formats/storage/s3"    // s3://
-//	import _ "github.com/sluicedata/sluice/formats/storage/gcs"   // gs://
-//	import _ "github.com/sluicedata/sluice/formats/storage/azure" // azblob://
-//
-// Each links gocloud's URL opener and the backend's SDK, and registers what
-// sluice adds for it (see Driver); its documentation lists the URL's
-// options. file:// and mem:// need no import. A URL whose driver is not
-// linked fails to open, wrapping ErrNoDriver, with an error that names the
-// package to import. Options.Open replaces only the opening: a program that
-// opens S3 buckets itself still imports the s3 package, so that refusals are
-// told from server faults.
 package storage
 
 import (
@@ -33,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicedata/sluice/internal/bucketurl"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/memblob" // mem:// for tests and small jobs
@@ -312,7 +292,7 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 	} else if r.opts.Open != nil {
 		bb, err = r.opts.Open(ctx, loc.bucketURL)
 	} else {
-		bb, err = bucketurl.Open(ctx, loc.bucketURL)
+		bb, err = OpenBucket(ctx, loc.bucketURL)
 	}
 	if err != nil {
 		err = scrub(err, loc.query)
