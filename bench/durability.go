@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/faults"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

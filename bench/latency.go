@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // latencyBucket adds a fixed delay to every range read, as an object store

@@ -11,9 +11,9 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/permutation"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -13,7 +13,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/sluicedata/sluice/internal/bucketurl"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // BucketStore is a Store in a bucket (S3, GCS, Azure, a local directory
@@ -79,13 +79,13 @@ func openBucketStore(ctx context.Context, bucket *blob.Bucket, prefix string, ow
 // "s3://bucket?region=us-east-1&prefix=ckpt/" or "file:///data/ckpt") and
 // returns a store at its root; the URL's prefix parameter places the store
 // under a prefix. file:// and mem:// are always there; a cloud scheme needs
-// its sluice driver imported (formats/storage/s3, gcs, azure; see
-// formats/storage), and without one fails saying which to import. The store
+// its sluice driver imported (storage/s3, gcs, azure; see storage), and
+// without one fails saying which to import. The store
 // owns the bucket and closes it on Close. Errors show the URL without user
 // information or query, where credentials may hide.
 func OpenBucketStoreURL(ctx context.Context, urlstr string) (*BucketStore, error) {
 	shown := redactURL(urlstr)
-	bucket, err := bucketurl.Open(ctx, urlstr)
+	bucket, err := storage.OpenBucket(ctx, urlstr)
 	if err != nil {
 		err = redacted(err, urlstr, shown)
 		if strings.HasPrefix(err.Error(), "open bucket ") { // gocloud's URL openers say it themselves

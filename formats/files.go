@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // File is one file of a dataset whose files a caller has listed itself,

@@ -35,7 +35,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats/internal/panics"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Sentinel errors callers can test with errors.Is.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/filter"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/split"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // The stream's guarantees over filtered Parquet: counts are unknown behind

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/permutation"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // readLog records every range read made through the buckets it wraps.

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Options configure a Dataset. The zero value of every field but URLs is a

@@ -11,10 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/faults"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // slowBucket adds a delay to every range read, like a distant object store.

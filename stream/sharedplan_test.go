@@ -15,8 +15,8 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // readCounter counts the range reads (footers, while planning) of every

@@ -29,11 +29,11 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/prefetch"
 	"github.com/sluicedata/sluice/split"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream/internal/engine"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -26,13 +26,13 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 
 	// The command reads whatever URL it is given, so it links every cloud
 	// backend a library user chooses among.
-	_ "github.com/sluicedata/sluice/formats/storage/azure"
-	_ "github.com/sluicedata/sluice/formats/storage/gcs"
-	_ "github.com/sluicedata/sluice/formats/storage/s3"
+	_ "github.com/sluicedata/sluice/storage/azure"
+	_ "github.com/sluicedata/sluice/storage/gcs"
+	_ "github.com/sluicedata/sluice/storage/s3"
 )
 
 // Exit codes. They are part of the interface: scripts test them.

@@ -28,9 +28,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicedata/sluice/examples/exampledata"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/metrics/prom"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

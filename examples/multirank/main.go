@@ -42,9 +42,9 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	_ "github.com/sluicedata/sluice/formats/storage/azure"
-	_ "github.com/sluicedata/sluice/formats/storage/gcs"
-	_ "github.com/sluicedata/sluice/formats/storage/s3"
+	_ "github.com/sluicedata/sluice/storage/azure"
+	_ "github.com/sluicedata/sluice/storage/gcs"
+	_ "github.com/sluicedata/sluice/storage/s3"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/iceberg"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/split"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

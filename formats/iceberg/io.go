@@ -11,7 +11,7 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // locator turns the locations a table's metadata holds into URLs sluice's

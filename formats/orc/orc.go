@@ -33,7 +33,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Format reads ORC files: the formats driver for .orc files. The zero value

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func TestPlanUnitsMatchFooters(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // FuzzParquetFooter plans and reads arbitrary bytes as a Parquet file from a

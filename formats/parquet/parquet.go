@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Format reads Apache Parquet files with arrow-go: the formats driver for

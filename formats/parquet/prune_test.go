@@ -23,7 +23,7 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // pruneRow is one row of the pruning test file, in Go.

@@ -14,7 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 func TestCSVBasics(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/scratch"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

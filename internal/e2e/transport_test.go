@@ -14,9 +14,9 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 
-	"github.com/sluicedata/sluice/formats/storage"
 	"github.com/sluicedata/sluice/internal/scratch"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Faults wraps a bucket and injects the failures object stores have: added

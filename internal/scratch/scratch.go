@@ -23,9 +23,9 @@ import (
 
 	// The tests and the bench that take their buckets from here open them by
 	// URL, through sluice's drivers.
-	_ "github.com/sluicedata/sluice/formats/storage/azure"
-	_ "github.com/sluicedata/sluice/formats/storage/gcs"
-	_ "github.com/sluicedata/sluice/formats/storage/s3"
+	_ "github.com/sluicedata/sluice/storage/azure"
+	_ "github.com/sluicedata/sluice/storage/gcs"
+	_ "github.com/sluicedata/sluice/storage/s3"
 )
 
 // Setup is the command, run from the repository root, that starts the local

@@ -8,8 +8,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/sluicedata/sluice/internal/bucketurl"
 )
 
 // flaky fails its first n calls with err, then delegates.
@@ -85,7 +83,7 @@ type statusError struct{ status int }
 func (e *statusError) Error() string { return fmt.Sprintf("api error %d", e.status) }
 
 func init() {
-	bucketurl.Register(bucketurl.Driver{Scheme: "statustest", HTTPStatus: func(err error) int {
+	Register(Driver{Scheme: "statustest", HTTPStatus: func(err error) int {
 		var se *statusError
 		if errors.As(err, &se) {
 			return se.status

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // This test binary links no cloud driver, as a program that imports none:
@@ -15,9 +15,9 @@ import (
 // query stays out of the error.
 func TestNoDriverLinked(t *testing.T) {
 	for url, pkg := range map[string]string{
-		"s3://bucket/train/?region=eu-west-1&token=hunter22hunter22": "github.com/sluicedata/sluice/formats/storage/s3",
-		"gs://bucket/train/*.parquet?token=hunter22hunter22":         "github.com/sluicedata/sluice/formats/storage/gcs",
-		"azblob://container/train/x.parquet?sig=hunter22hunter22":    "github.com/sluicedata/sluice/formats/storage/azure",
+		"s3://bucket/train/?region=eu-west-1&token=hunter22hunter22": "github.com/sluicedata/sluice/storage/s3",
+		"gs://bucket/train/*.parquet?token=hunter22hunter22":         "github.com/sluicedata/sluice/storage/gcs",
+		"azblob://container/train/x.parquet?sig=hunter22hunter22":    "github.com/sluicedata/sluice/storage/azure",
 	} {
 		r := storage.NewResolver(storage.Options{})
 		_, err := r.Resolve(context.Background(), url, nil)
@@ -34,7 +34,7 @@ func TestNoDriverLinked(t *testing.T) {
 }
 
 // A program that imports stream (or checkpoint) links no cloud SDK: only the
-// driver packages under formats/storage do. Their SDKs are most of a
+// driver packages under storage do. Their SDKs are most of a
 // binary's size and hundreds of packages, and a user reading local files
 // asked for none of them.
 func TestLibraryLinksNoCloudSDK(t *testing.T) {
@@ -43,7 +43,7 @@ func TestLibraryLinksNoCloudSDK(t *testing.T) {
 		t.Skipf("the go tool is not on PATH (%v): cannot list what stream links", err)
 	}
 	const mod = "github.com/sluicedata/sluice/"
-	out, err := exec.Command(goTool, "list", "-deps", mod+"stream", mod+"checkpoint", mod+"formats", mod+"formats/storage").Output()
+	out, err := exec.Command(goTool, "list", "-deps", mod+"stream", mod+"checkpoint", mod+"formats", mod+"storage").Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

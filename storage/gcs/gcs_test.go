@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/api/googleapi"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // A refusal that gocloud calls Unknown fails at once; a server error or

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"gocloud.dev/gcerrors"
-
-	"github.com/sluicedata/sluice/internal/bucketurl"
 )
 
 // RetryPolicy says how a bucket retries transient failures: server errors,
@@ -89,10 +87,6 @@ func Transient(err error) bool {
 	}
 	return false
 }
-
-// httpStatus is the HTTP status of the response an SDK error carries, as
-// the linked drivers read it (Driver.HTTPStatus), 0 if it carries none.
-func httpStatus(err error) int { return bucketurl.HTTPStatus(err) }
 
 // Retrying wraps b so that its calls retry transient failures by policy.
 func Retrying(b Bucket, policy RetryPolicy) Bucket {

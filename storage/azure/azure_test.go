@@ -6,7 +6,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // A refusal that gocloud calls Unknown (a wrong key) fails at once; a server

@@ -10,7 +10,7 @@ import (
 
 	"gocloud.dev/blob"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // A directory or prefix that exists but holds no data file says so, and why;

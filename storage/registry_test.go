@@ -1,4 +1,4 @@
-package bucketurl
+package storage
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // (file, mem) changes.
 func TestNoDriverNamesThePackage(t *testing.T) {
 	ctx := context.Background()
-	for scheme, pkg := range Packages {
-		_, err := Open(ctx, scheme+"://bucket?secret=hunter22")
+	for scheme, pkg := range driverPackages {
+		_, err := OpenBucket(ctx, scheme+"://bucket?secret=hunter22")
 		if !errors.Is(err, ErrNoDriver) {
 			t.Errorf("%s: %v, want ErrNoDriver", scheme, err)
 			continue
@@ -28,17 +28,17 @@ func TestNoDriverNamesThePackage(t *testing.T) {
 			t.Errorf("%s: %q shows the query", scheme, err)
 		}
 	}
-	b, err := Open(ctx, "mem://")
+	b, err := OpenBucket(ctx, "mem://")
 	if err != nil {
 		t.Fatalf("mem: %v", err)
 	}
 	b.Close()
-	if b, err = Open(ctx, "file://"+t.TempDir()); err != nil {
+	if b, err = OpenBucket(ctx, "file://"+t.TempDir()); err != nil {
 		t.Fatalf("file: %v", err)
 	}
 	b.Close()
 	// A scheme that is neither sluice's nor linked keeps gocloud's own error.
-	if _, err := Open(ctx, "nosuch://bucket"); err == nil || errors.Is(err, ErrNoDriver) {
+	if _, err := OpenBucket(ctx, "nosuch://bucket"); err == nil || errors.Is(err, ErrNoDriver) {
 		t.Errorf("nosuch: %v, want gocloud's unknown-scheme error", err)
 	}
 }
@@ -67,18 +67,18 @@ func TestRegister(t *testing.T) {
 			return 0
 		},
 	})
-	got, err := Open(context.Background(), "registertest://b?x=1")
+	got, err := OpenBucket(context.Background(), "registertest://b?x=1")
 	if err != nil || got != want || opened != "registertest://b?x=1" {
 		t.Fatalf("Open = %v, %v (opener saw %q), want the registered opener's bucket", got, err, opened)
 	}
-	if !Registered("registertest") || Registered("s3") {
+	if !registered("registertest") || registered("s3") {
 		t.Error("Registered does not tell which schemes have drivers")
 	}
-	if s := HTTPStatus(errors.Join(errors.New("x"), coded{503})); s != 503 {
-		t.Errorf("HTTPStatus = %d, want 503 from the registered reader", s)
+	if s := httpStatus(errors.Join(errors.New("x"), coded{503})); s != 503 {
+		t.Errorf("httpStatus = %d, want 503 from the registered reader", s)
 	}
-	if s := HTTPStatus(errors.New("plain")); s != 0 {
-		t.Errorf("HTTPStatus of an error with no status = %d", s)
+	if s := httpStatus(errors.New("plain")); s != 0 {
+		t.Errorf("httpStatus of an error with no status = %d", s)
 	}
 	defer func() {
 		if recover() == nil {

@@ -9,7 +9,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/sluicedata/sluice/formats/storage"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // A refusal that gocloud calls Unknown (a wrong signature) fails at once; a

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"gocloud.dev/blob"
+)
+
+// ErrNoDriver is wrapped when a URL's scheme has no driver linked into the
+// program.
+var ErrNoDriver = errors.New("no driver linked")
+
+// Driver is what a backend's package registers.
+type Driver struct {
+	// Scheme is the URL scheme the driver serves ("s3").
+	Scheme string
+	// Open opens a bucket URL of the scheme (scheme, bucket and query, no
+	// key). Nil: blob.OpenBucket, that is the gocloud.dev URL opener the
+	// driver's package links.
+	Open Opener
+	// HTTPStatus returns the HTTP status of the response that an error of
+	// the backend's SDK carries, 0 if it carries none. Transient needs it
+	// where gocloud's error code does not tell: gocloud calls a wrong
+	// signature or an expired token Unknown, which would be retried. May
+	// be nil.
+	HTTPStatus func(error) int
+}
+
+// driverPackages are the driver packages of sluice's own cloud backends, by
+// scheme, for the error that says which one to import.
+var driverPackages = map[string]string{
+	"s3":     "github.com/sluicedata/sluice/storage/s3",
+	"gs":     "github.com/sluicedata/sluice/storage/gcs",
+	"azblob": "github.com/sluicedata/sluice/storage/azure",
+}
+
+// The registry is process-wide, as database/sql's is: drivers register from
+// init, before any Resolver or checkpoint store exists to be handed them.
+var (
+	driversMu sync.RWMutex
+	drivers   = map[string]Driver{}
+	// statuses are the drivers' HTTPStatus functions in registration
+	// order, so that classifying an error does not walk a map.
+	statuses []func(error) int
+)
+
+// Register makes a driver known to every Resolver, to OpenBucket and so to
+// checkpoint.OpenBucketStoreURL. Drivers call it from init. It panics if the
+// scheme has one already: two packages claiming one scheme is a mistake in
+// what the program links, as with database/sql.Register.
+func Register(d Driver) {
+	if d.Scheme == "" {
+		panic("storage: Register with an empty scheme")
+	}
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	if _, dup := drivers[d.Scheme]; dup {
+		panic(fmt.Sprintf("storage: Register called twice for scheme %q", d.Scheme))
+	}
+	drivers[d.Scheme] = d
+	if d.HTTPStatus != nil {
+		statuses = append(statuses, d.HTTPStatus)
+	}
+}
+
+// registered reports whether a driver for scheme is registered.
+func registered(scheme string) bool {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	_, ok := drivers[scheme]
+	return ok
+}
+
+// OpenBucket opens a bucket URL (scheme, bucket and query, no key) with the
+// driver registered for its scheme. A scheme with none goes to gocloud's URL
+// mux (file://, mem://, and whatever other gocloud driver the program links
+// itself), except that one of sluice's cloud schemes whose gocloud opener is
+// not linked either fails at once, wrapping ErrNoDriver and naming the
+// package to import: gocloud's own error lists the schemes it knows, which
+// does not say what to do.
+//
+// It is the opening a Resolver does by default, for callers that want the
+// gocloud bucket itself, as checkpoint's bucket store does. The error may
+// show the URL's query; callers redact it.
+func OpenBucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
+	u, err := url.Parse(bucketURL)
+	if err != nil {
+		return blob.OpenBucket(ctx, bucketURL) // gocloud says what is wrong with it
+	}
+	driversMu.RLock()
+	d, ok := drivers[u.Scheme]
+	driversMu.RUnlock()
+	switch {
+	case ok && d.Open != nil:
+		return d.Open(ctx, bucketURL)
+	case !ok && driverPackages[u.Scheme] != "" && !blob.DefaultURLMux().ValidBucketScheme(u.Scheme):
+		return nil, fmt.Errorf("%w for %s:// URLs: import _ %q", ErrNoDriver, u.Scheme, driverPackages[u.Scheme])
+	}
+	return blob.OpenBucket(ctx, bucketURL)
+}
+
+// httpStatus is the HTTP status of the response err carries, as the
+// registered drivers read it from their SDKs' error types (Driver.HTTPStatus);
+// 0 if none does.
+func httpStatus(err error) int {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	for _, status := range statuses {
+		if s := status(err); s != 0 {
+			return s
+		}
+	}
+	return 0
+}

@@ -1,0 +1,44 @@
+// Package s3 links the S3 backend into sluice: importing it for its side
+// effect, as gocloud.dev/blob/s3blob is imported,
+//
+//	import _ "github.com/sluicedata/sluice/storage/s3"
+//
+// opens s3:// URLs in stream.Options.URLs, checkpoint.OpenBucketStoreURL and
+// the formats, and lets retries tell an S3 refusal from a server fault.
+//
+// s3://BUCKET/PREFIX?region=R
+//
+// Credentials and region come from the AWS SDK's usual chain
+// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws, IMDS).
+// Query parameters: region, endpoint (a full URL, for S3-compatible servers
+// such as MinIO or versitygw), use_path_style=true (or s3ForcePathStyle=true;
+// most servers other than AWS need it), disable_https=true,
+// hostname_immutable, profile, anonymous=true, fips, dualstack, accelerate,
+// rate_limiter_capacity, role (an ARN to assume), ssetype and kmskeyid
+// (writes only), request_checksum_calculation and
+// response_checksum_validation ("when_required" for servers that reject the
+// SDK's default checksums). Any other parameter is an error. The query
+// reaches gocloud's opener as it is; sluice never shows it in an error.
+package s3
+
+import (
+	"errors"
+
+	"gocloud.dev/blob/s3blob"
+
+	"github.com/sluicedata/sluice/storage"
+)
+
+func init() {
+	storage.Register(storage.Driver{Scheme: s3blob.Scheme, HTTPStatus: httpStatus})
+}
+
+// httpStatus reads the status of the AWS SDK's ResponseError (and smithy's,
+// which it wraps) through the method both have.
+func httpStatus(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
