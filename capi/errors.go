@@ -13,7 +13,6 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/permutation"
-	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -51,7 +50,7 @@ var kinds = []struct {
 	{stream.ErrBusy, "busy"},
 	{stream.ErrEmpty, "empty"},
 	{formats.ErrEmpty, "not_found"},
-	{storage.ErrNotFound, "not_found"},
+	{formats.ErrNotFound, "not_found"},
 	{checkpoint.ErrNotFound, "not_found"},
 	{fs.ErrNotExist, "not_found"},
 	{errClosed, "closed"},

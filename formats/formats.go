@@ -48,6 +48,10 @@ var (
 	ErrSchema = errors.New("schema mismatch")
 	// ErrEmpty is wrapped when the URLs name no file of a known format.
 	ErrEmpty = errors.New("no data files")
+	// ErrNotFound is wrapped when a file or object does not exist. It is
+	// storage.ErrNotFound, named here so that a caller of formats need not
+	// import storage to test for it.
+	ErrNotFound = storage.ErrNotFound
 )
 
 // Unit is a piece of a fragment that can be read on its own: a Parquet row
