@@ -21,10 +21,10 @@ import (
 
 // The differential test: sluice cat and DuckDB read every Parquet file of the
 // shared corpora, and their row counts and values are compared under the
-// CLI's JSON mapping (see the README, "JSON lines of sluice cat"). DuckDB's
+// CLI's JSON mapping (see docs/cli.md, "JSON lines of sluice cat"). DuckDB's
 // values are brought to that mapping by their DuckDB type; sluice's are
 // taken as cat prints them. Every difference is either fixed or listed in
-// knownDifferences (and in the README's table) with its reason.
+// knownDifferences (and in the table of docs/cli.md) with its reason.
 
 // diffMaxRows caps the rows whose values are compared per file: larger files
 // are sampled every k-th row over their whole length, so that the test stays
@@ -53,7 +53,7 @@ type knownDifference struct {
 	kind, reason string
 }
 
-// knownDifferences is the README's table of accepted differences, keyed by
+// knownDifferences is docs/cli.md's table of accepted differences, keyed by
 // the file's path below the shared test data. The test fails on a
 // difference not listed here and on a listed file that no longer differs.
 var knownDifferences = map[string]knownDifference{
@@ -164,20 +164,20 @@ func TestDifferentialDuckDB(t *testing.T) {
 			t.Errorf("%s is in the table of known differences but was not read", rel)
 		}
 	}
-	checkREADMETable(t)
+	checkDocTable(t)
 	t.Logf("%d files: %d read alike, %d refused by both, %d known differences", len(files), agree, bothRefuse, len(knownDifferences))
 }
 
-// checkREADMETable checks that the README lists every known difference.
-func checkREADMETable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// checkDocTable checks that docs/cli.md lists every known difference.
+func checkDocTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rel, k := range knownDifferences {
 		row := "| `" + rel + "` | " + k.kind + " |"
-		if !bytes.Contains(readme, []byte(row)) {
-			t.Errorf("README's table of differences from DuckDB has no row starting %q", row)
+		if !bytes.Contains(doc, []byte(row)) {
+			t.Errorf("docs/cli.md's table of differences from DuckDB has no row starting %q", row)
 		}
 	}
 }
