@@ -1,8 +1,8 @@
 // Command bench measures sluice's stream against a plain arrow-go Parquet
 // read on the same machine, in the same process:
 //
-//	go run ./bench [-quick] [-out DIR] [-scenarios a,b] [-data DIR] [-readme README.md]
-//	go run ./bench -from DIR/results.jsonl [-out DIR] [-readme README.md]
+//	go run ./bench [-quick] [-out DIR] [-scenarios a,b] [-data DIR] [-readme docs/performance.md]
+//	go run ./bench -from DIR/results.jsonl [-out DIR] [-readme docs/performance.md]
 //
 // It writes a synthetic dataset (or reuses one under -data), runs the
 // scenarios and prints one JSON object per line to stdout: first a line of
@@ -13,7 +13,7 @@
 // (arrow-go, and DuckDB and LanceDB through the Node.js scripts of
 // bench/peers) read the same files in the same run. With -out the lines also
 // go to DIR/results.jsonl, a table to DIR/results.md and plots to DIR/*.png;
-// -readme writes the README's Performance section from them.
+// -readme writes the bench results of docs/performance.md from them.
 //
 // Targets the results are checked against are printed on their lines as
 // "target" and "met"; a missed target does not change the exit status, an
@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -117,7 +118,7 @@ func cli(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	lines, err := run(ctx, cfg, stdout)
 	if *readme != "" && lines != nil {
-		if rerr := updateReadme(*readme, readmeSection(lines, command)); rerr != nil {
+		if rerr := updateReadme(*readme, readmeSection(lines, command, filepath.Dir(*readme))); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("readme: %w", rerr))
 		}
 	}
@@ -160,7 +161,7 @@ func report(from, outDir, readme, command string) error {
 		}
 	}
 	if readme != "" {
-		return updateReadme(readme, readmeSection(lines, command))
+		return updateReadme(readme, readmeSection(lines, command, filepath.Dir(readme)))
 	}
 	return nil
 }
