@@ -127,7 +127,7 @@ type Options struct {
 	// is fetched at once too. Fetching is I/O, so more than the decoders: the
 	// fetches that must be in flight to keep them fed grow with the rate they
 	// decode at (Little's law), and 4 per decoder hide 20 ms of latency per
-	// request on the reference machine (see README, "Performance"); never
+	// request on the reference machine (see docs/performance.md); never
 	// fewer than 8, so that one decoder still overlaps its waits. Requests
 	// to one bucket are bounded further by Storage.MaxRequests. Each fetched
 	// window not yet decoded holds its stored bytes, up to FetchConcurrency

@@ -20,7 +20,7 @@ import (
 )
 
 // rowEncoder writes the rows of record batches as JSON objects, one a line,
-// under one mapping for every Arrow type (the README's "JSON lines of sluice
+// under one mapping for every Arrow type (docs/cli.md's "JSON lines of sluice
 // cat" documents it; cat's help sums it up):
 //
 //   - integers as JSON numbers, 64-bit ones in full; floats as numbers, with

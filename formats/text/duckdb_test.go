@@ -23,7 +23,7 @@ import (
 // The differential test: every file of DuckDB's own reader tests is read by
 // sluice and by DuckDB, and their row counts and the values of the first
 // rows compared. Where they differ, the file's class of difference must be
-// the one testdata/duckdb-differences.txt lists (the README says why each
+// the one testdata/duckdb-differences.txt lists (docs/formats.md says why each
 // class exists); a file that starts or stops differing, or differs in
 // another way, fails the test. SLUICE_UPDATE_DIFFERENCES=1 rewrites the
 // list from what the run saw, for a reviewer to check.
@@ -239,7 +239,7 @@ func TestDifferentialDuckDB(t *testing.T) {
 	t.Logf("%d files, %d agree, %d differ", len(files), agree, len(got))
 	if os.Getenv("SLUICE_UPDATE_DIFFERENCES") == "1" {
 		var sb strings.Builder
-		sb.WriteString("# Files where sluice and DuckDB differ, with the class of difference (see README.md,\n# \"Differences from DuckDB\"). Rewritten by SLUICE_UPDATE_DIFFERENCES=1 go test -run Differential.\n")
+		sb.WriteString("# Files where sluice and DuckDB differ, with the class of difference (see docs/formats.md,\n# \"Differences from DuckDB\"). Rewritten by SLUICE_UPDATE_DIFFERENCES=1 go test -run Differential.\n")
 		keys := make([]string, 0, len(got))
 		for k := range got {
 			keys = append(keys, k)

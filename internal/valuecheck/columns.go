@@ -1,7 +1,7 @@
 // Package valuecheck holds data whose every value is a pure function of its
 // row id, writes it in every format sluice reads, and checks delivered
 // batches against it value by value: the value-level property harness that
-// every speed-up is checked by (see the README, "How values are checked").
+// every speed-up is checked by (see docs/testing.md, "How values are checked").
 //
 // A row's id is its column "id" (int64). Every other column's value at that
 // row is Column.Value(id), nulls included, so a delivered batch can be

@@ -7,7 +7,7 @@ torch tensors or pyarrow record batches, with exact resume.
         x = batch["x"]                # a NumPy array over the batch's memory
         state = ds.state_dict()       # resumes after this batch
 
-Options are Go's stream.Options under Python names (see the README). The
+Options are Go's stream.Options under Python names (see docs/python.md). The
 library (libsluice.so, built from ../capi) is loaded on first use.
 """
 
@@ -277,7 +277,7 @@ class Dataset(_Source):
 
     def metrics(self):
         """The pipeline's metrics snapshot (queue depths, times, bytes) as a
-        dict; see the README's Metrics section."""
+        dict; see docs/metrics.md."""
         p = ctypes.c_void_p()
         _lib.call("sluice_metrics", self._handle(), ctypes.byref(p))
         return json.loads(_lib.take_string(p))
