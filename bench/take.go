@@ -224,8 +224,8 @@ func (e *env) mixScenario(ctx context.Context) error {
 	// (page faults: 21-25 thousand against the single source's 7-12
 	// thousand), which it does not spend after a mixed epoch, in blocks of
 	// its own kind or in a process of its own (CPU ratio 0.86-0.91 with
-	// the runs alternated, 0.91-0.95 with each after its own kind; see the
-	// README).
+	// the runs alternated, 0.91-0.95 with each after its own kind; see
+	// docs/performance.md).
 	pairs := max(e.cfg.Reps, 11)
 	warm := func(run func() (measurement, error)) (measurement, error) {
 		runtime.GC()

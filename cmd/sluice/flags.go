@@ -58,7 +58,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 // flagDefaults lists the flags of fs the way GNU tools do (--name), which is
-// how the usage texts and the README spell them, wrapped to 80 columns.
+// how the usage texts and the docs spell them, wrapped to 80 columns.
 func flagDefaults(fs *flag.FlagSet) string {
 	const indent = 26
 	var b strings.Builder
