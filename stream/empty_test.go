@@ -16,6 +16,7 @@ import (
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/internal/orcwrite"
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/stream/typed"
 )
 
 // emptyDatasets are datasets without a row in each format, by name, with
@@ -144,7 +145,7 @@ func TestEmptyDatasetStreamsNothing(t *testing.T) {
 			for n, err := range Map(ctx, open(t, o), func(context.Context, arrow.RecordBatch) (int, error) { return 1, nil }) {
 				t.Fatalf("Map gave %d, %v", n, err)
 			}
-			for rows, err := range Rows(ctx, open(t, o)) {
+			for rows, err := range typed.Rows(ctx, open(t, o)) {
 				t.Fatalf("Rows gave %v, %v", rows, err)
 			}
 		})

@@ -313,7 +313,7 @@ func (o *Once) Max() int {
 	return m
 }
 
-// GoValue checks v, the value a typed output (stream.Rows, Structs,
+// GoValue checks v, the value a typed output (typed.Rows, Structs,
 // Matrices) gave for column name of row id, against the column's value:
 // integers as int64 or uint64, floats as float32 or float64, time.Time for
 // dates and timestamps, []byte for binaries, nil for null.

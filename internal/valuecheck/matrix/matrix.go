@@ -31,6 +31,7 @@ import (
 	"github.com/sluicedata/sluice/internal/orcwrite"
 	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/stream"
+	"github.com/sluicedata/sluice/stream/typed"
 )
 
 // Chooser makes a case's choices: IntN returns a number in [0, n).
@@ -729,7 +730,7 @@ func (c *Case) runMap(ctx context.Context) error {
 
 func (c *Case) runRows(ctx context.Context) error {
 	return c.whole(ctx, func(ds *stream.Dataset, once *vc.Once) error {
-		for rows, err := range stream.Rows(ctx, ds) {
+		for rows, err := range typed.Rows(ctx, ds) {
 			if err != nil {
 				return err
 			}
@@ -749,7 +750,7 @@ func (c *Case) runRows(ctx context.Context) error {
 
 func (c *Case) runMatrices(ctx context.Context) error {
 	return c.whole(ctx, func(ds *stream.Dataset, once *vc.Once) error {
-		for m, err := range stream.Matrices(ctx, ds, c.columns()) {
+		for m, err := range typed.Matrices(ctx, ds, c.columns()) {
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package stream
+package typed_test
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/stream"
+	"github.com/sluicedata/sluice/stream/typed"
 )
 
 // ---- a dataset of the types synth lacks ----
@@ -241,10 +243,10 @@ func (p poisonAllocator) Free(b []byte) {
 
 // outOptions are options over dir with a poisoning, checked allocator that
 // must be empty when the test ends (after the dataset is closed).
-func outOptions(t testing.TB, dir string) Options {
+func outOptions(t testing.TB, dir string) stream.Options {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return Options{
+	return stream.Options{
 		URLs:                 []string{dir},
 		BatchSize:            100,
 		ShuffleWindow:        500,
@@ -254,9 +256,9 @@ func outOptions(t testing.TB, dir string) Options {
 	}
 }
 
-func outOpen(t testing.TB, o Options) *Dataset {
+func outOpen(t testing.TB, o stream.Options) *stream.Dataset {
 	t.Helper()
-	ds, err := Open(context.Background(), o)
+	ds, err := stream.Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +311,7 @@ func TestStructsValues(t *testing.T) {
 			o.Shuffle, o.NumSplits = shuffle, 2
 			ds := outOpen(t, o)
 			var all []outTyped
-			for rows, err := range Structs[outTyped](context.Background(), ds) {
+			for rows, err := range typed.Structs[outTyped](context.Background(), ds) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -354,7 +356,7 @@ type outSynthRow struct {
 }
 
 // outBatchRows is what Batches yields, copied out.
-func outBatchRows(t testing.TB, ds *Dataset) [][]outSynthRow {
+func outBatchRows(t testing.TB, ds typed.Source) [][]outSynthRow {
 	t.Helper()
 	var out [][]outSynthRow
 	for b, err := range ds.Batches(context.Background()) {
@@ -383,7 +385,7 @@ func TestOutputsOrderEqualsBatches(t *testing.T) {
 	if err := synth.WriteDir(dir, outSynthSpec); err != nil {
 		t.Fatal(err)
 	}
-	opts := func() Options {
+	opts := func() stream.Options {
 		o := outOptions(t, dir)
 		o.Shuffle, o.NumSplits, o.ClumpSize = true, 4, 3
 		return o
@@ -395,7 +397,7 @@ func TestOutputsOrderEqualsBatches(t *testing.T) {
 	ctx := context.Background()
 
 	var got [][]outSynthRow
-	for rows, err := range Structs[outSynthRow](ctx, outOpen(t, opts())) {
+	for rows, err := range typed.Structs[outSynthRow](ctx, outOpen(t, opts())) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +408,7 @@ func TestOutputsOrderEqualsBatches(t *testing.T) {
 	}
 
 	i := 0
-	for rows, err := range Rows(ctx, outOpen(t, opts())) {
+	for rows, err := range typed.Rows(ctx, outOpen(t, opts())) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,7 +428,7 @@ func TestOutputsOrderEqualsBatches(t *testing.T) {
 	}
 
 	i = 0
-	for m, err := range Matrices(ctx, outOpen(t, opts()), []string{"x", "id", "label"}) {
+	for m, err := range typed.Matrices(ctx, outOpen(t, opts()), []string{"x", "id", "label"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +458,7 @@ func TestStructsExactlyOnceAcrossRanks(t *testing.T) {
 		o := outOptions(t, dir)
 		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 4, 2, rank
 		var mine []int64
-		for rows, err := range Structs[outSynthRow](context.Background(), outOpen(t, o)) {
+		for rows, err := range typed.Structs[outSynthRow](context.Background(), outOpen(t, o)) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -484,7 +486,7 @@ func TestStructsBreakKeepsPosition(t *testing.T) {
 	want := outBatchRows(t, outOpen(t, o))
 	ds := outOpen(t, o)
 	var got [][]outSynthRow
-	for rows, err := range Structs[outSynthRow](context.Background(), ds) {
+	for rows, err := range typed.Structs[outSynthRow](context.Background(), ds) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +495,7 @@ func TestStructsBreakKeepsPosition(t *testing.T) {
 			break
 		}
 	}
-	for rows, err := range Structs[outSynthRow](context.Background(), ds) {
+	for rows, err := range typed.Structs[outSynthRow](context.Background(), ds) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,15 +517,15 @@ func TestStructsNullError(t *testing.T) {
 	ds := outOpen(t, outOptions(t, dir))
 	var got error
 	n := 0
-	for _, err := range Structs[row](context.Background(), ds) {
+	for _, err := range typed.Structs[row](context.Background(), ds) {
 		if err != nil {
 			got = err
 			break
 		}
 		n++
 	}
-	if !errors.Is(got, ErrNullValue) {
-		t.Fatalf("got %v, want ErrNullValue", got)
+	if !errors.Is(got, typed.ErrNullValue) {
+		t.Fatalf("got %v, want typed.ErrNullValue", got)
 	}
 	for _, want := range []string{`column "ni"`, "int64", "row 2", "field NI", "batch 0", "*int64"} {
 		if !strings.Contains(got.Error(), want) {
@@ -535,7 +537,7 @@ func TestStructsNullError(t *testing.T) {
 	}
 }
 
-// Mapping errors come before anything is read, wrap ErrOutputMapping, and
+// Mapping errors come before anything is read, wrap typed.ErrOutputMapping, and
 // name the column, its type, the field and its type.
 func TestStructsMappingErrors(t *testing.T) {
 	schema := arrow.NewSchema(append(slices.Clone(outTypedSchema.Fields()),
@@ -621,9 +623,9 @@ func TestStructsMappingErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := newStructPlan(schema, c.typ)
-			if !errors.Is(err, ErrOutputMapping) {
-				t.Fatalf("got %v, want ErrOutputMapping", err)
+			_, err := typed.NewStructPlan(schema, c.typ)
+			if !errors.Is(err, typed.ErrOutputMapping) {
+				t.Fatalf("got %v, want typed.ErrOutputMapping", err)
 			}
 			t.Log(err)
 			for _, w := range c.want {
@@ -641,12 +643,12 @@ func TestStructsMappingErrors(t *testing.T) {
 		Label   int64
 		skipped struct{ A int }
 	}
-	p, err := newStructPlan(schema, reflect.TypeFor[ok]())
+	p, err := typed.NewStructPlan(schema, reflect.TypeFor[ok]())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.fields) != 2 || p.fields[0].column != "id" || p.fields[0].name != "embed.ID" || p.fields[1].column != "Label" {
-		t.Fatalf("got fields %+v", p.fields)
+	if f := p.Fields(); len(f) != 2 || f[0].Column != "id" || f[0].Name != "embed.ID" || f[1].Column != "Label" {
+		t.Fatalf("got fields %+v", f)
 	}
 
 	// Through the API: the error is the first and only value, and the
@@ -654,18 +656,18 @@ func TestStructsMappingErrors(t *testing.T) {
 	dir := outWriteTyped(t)
 	ds := outOpen(t, outOptions(t, dir))
 	n := 0
-	for rows, err := range Structs[struct {
+	for rows, err := range typed.Structs[struct {
 		A int32 `sluice:"id"`
 	}](context.Background(), ds) {
 		n++
-		if rows != nil || !errors.Is(err, ErrOutputMapping) {
+		if rows != nil || !errors.Is(err, typed.ErrOutputMapping) {
 			t.Fatalf("got %v, %v", rows, err)
 		}
 	}
 	if n != 1 {
 		t.Fatalf("%d values, want 1", n)
 	}
-	for rows, err := range Structs[outTyped](context.Background(), ds) {
+	for rows, err := range typed.Structs[outTyped](context.Background(), ds) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -744,11 +746,11 @@ func TestStructsInMemoryTypes(t *testing.T) {
 		NF    *float64
 		NBool *bool
 	}
-	p, err := newStructPlan(schema, reflect.TypeFor[row]())
+	p, err := typed.NewStructPlan(schema, reflect.TypeFor[row]())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := decodeStructs[row](p, rec)
+	rows, err := typed.DecodeStructs[row](p, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -803,7 +805,7 @@ func TestRowsValues(t *testing.T) {
 		}
 	}
 	var all []map[string]any
-	for rows, err := range Rows(context.Background(), ds) {
+	for rows, err := range typed.Rows(context.Background(), ds) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -860,8 +862,8 @@ func TestRowsUnsupportedColumn(t *testing.T) {
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String)},
 	}, nil)
-	_, err := newRowsPlan(schema)
-	if !errors.Is(err, ErrOutputMapping) || !strings.Contains(err.Error(), `column "tags"`) || !strings.Contains(err.Error(), "list") {
+	_, err := typed.NewRowsPlan(schema)
+	if !errors.Is(err, typed.ErrOutputMapping) || !strings.Contains(err.Error(), `column "tags"`) || !strings.Contains(err.Error(), "list") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -875,7 +877,7 @@ func TestMatricesValues(t *testing.T) {
 	ds := outOpen(t, o)
 	cols := []string{"f64", "i8", "flag", "u64", "f32", "u16", "id", "f64"}
 	var ids []int64
-	for m, err := range Matrices(context.Background(), ds, cols) {
+	for m, err := range typed.Matrices(context.Background(), ds, cols) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -912,9 +914,9 @@ func TestMatricesErrors(t *testing.T) {
 		{[]string{"ts"}, []string{`column "ts"`, "timestamp", "not numeric"}},
 	} {
 		n := 0
-		for m, err := range Matrices(context.Background(), ds, c.cols) {
+		for m, err := range typed.Matrices(context.Background(), ds, c.cols) {
 			n++
-			if !errors.Is(err, ErrOutputMapping) || m.Data != nil {
+			if !errors.Is(err, typed.ErrOutputMapping) || m.Data != nil {
 				t.Fatalf("%v: got %v", c.cols, err)
 			}
 			for _, w := range c.want {
@@ -928,13 +930,13 @@ func TestMatricesErrors(t *testing.T) {
 		}
 	}
 	var got error
-	for _, err := range Matrices(context.Background(), ds, []string{"id", "ni"}) {
+	for _, err := range typed.Matrices(context.Background(), ds, []string{"id", "ni"}) {
 		if err != nil {
 			got = err
 			break
 		}
 	}
-	if !errors.Is(got, ErrNullValue) || !strings.Contains(got.Error(), `column "ni"`) || !strings.Contains(got.Error(), "row 2") {
+	if !errors.Is(got, typed.ErrNullValue) || !strings.Contains(got.Error(), `column "ni"`) || !strings.Contains(got.Error(), "row 2") {
 		t.Fatalf("got %v, want a null error naming column ni, row 2", got)
 	}
 }
@@ -942,14 +944,14 @@ func TestMatricesErrors(t *testing.T) {
 // The caller's columns slice may change after the call; the matrices keep
 // their own.
 func TestMatricesOwnColumns(t *testing.T) {
-	p, err := newMatrixPlan(synth.Schema, []string{"x", "label"})
+	p, err := typed.NewMatrixPlan(synth.Schema, []string{"x", "label"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cols := []string{"x", "label"}
-	p2, _ := newMatrixPlan(synth.Schema, cols)
+	p2, _ := typed.NewMatrixPlan(synth.Schema, cols)
 	cols[0] = "id"
-	if p2.columns[0] != "x" || p.columns[1] != "label" {
+	if p2.Columns()[0] != "x" || p.Columns()[1] != "label" {
 		t.Fatal("the plan aliases the caller's columns")
 	}
 }
@@ -983,7 +985,7 @@ func outNumericRecord(mem memory.Allocator, n int) arrow.RecordBatch {
 // Structs of numeric fields (the slice, and its reflect.Value), plus a
 // constant number per string column.
 func TestOutputsAllocsPerBatch(t *testing.T) {
-	mp, err := newMatrixPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), []string{"x", "id", "i32", "f", "ok"})
+	mp, err := typed.NewMatrixPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), []string{"x", "id", "i32", "f", "ok"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -998,24 +1000,24 @@ func TestOutputsAllocsPerBatch(t *testing.T) {
 		numeric
 		S string `sluice:"s"`
 	}
-	np, err := newStructPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), reflect.TypeFor[numeric]())
+	np, err := typed.NewStructPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), reflect.TypeFor[numeric]())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := newStructPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), reflect.TypeFor[withString]())
+	sp, err := typed.NewStructPlan(outNumericRecord(memory.DefaultAllocator, 1).Schema(), reflect.TypeFor[withString]())
 	if err != nil {
 		t.Fatal(err)
 	}
 	allocs := func(n int) (matrix, numerics, strs float64) {
 		rec := outNumericRecord(memory.DefaultAllocator, n)
 		defer rec.Release()
-		m, err := mp.decode(rec)
+		m, err := mp.Decode(rec)
 		if err != nil || m.Rows != n || m.Data[5*(n-1)+1] != float32(n-1) {
 			t.Fatalf("decode: %v", err)
 		}
-		matrix = testing.AllocsPerRun(20, func() { mp.decode(rec) })
-		numerics = testing.AllocsPerRun(20, func() { decodeStructs[numeric](np, rec) })
-		strs = testing.AllocsPerRun(20, func() { decodeStructs[withString](sp, rec) })
+		matrix = testing.AllocsPerRun(20, func() { mp.Decode(rec) })
+		numerics = testing.AllocsPerRun(20, func() { typed.DecodeStructs[numeric](np, rec) })
+		strs = testing.AllocsPerRun(20, func() { typed.DecodeStructs[withString](sp, rec) })
 		return
 	}
 	m1, n1, s1 := allocs(64)
@@ -1060,20 +1062,20 @@ func BenchmarkStructs(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	}
 	b.Run("decode/5-numeric", func(b *testing.B) {
-		p, _ := newStructPlan(rec.Schema(), reflect.TypeFor[numeric]())
-		decode(b, func() error { _, err := decodeStructs[numeric](p, rec); return err })
+		p, _ := typed.NewStructPlan(rec.Schema(), reflect.TypeFor[numeric]())
+		decode(b, func() error { _, err := typed.DecodeStructs[numeric](p, rec); return err })
 	})
 	b.Run("decode/5-numeric+string", func(b *testing.B) {
-		p, _ := newStructPlan(rec.Schema(), reflect.TypeFor[withString]())
-		decode(b, func() error { _, err := decodeStructs[withString](p, rec); return err })
+		p, _ := typed.NewStructPlan(rec.Schema(), reflect.TypeFor[withString]())
+		decode(b, func() error { _, err := typed.DecodeStructs[withString](p, rec); return err })
 	})
 	b.Run("decode/matrix-5", func(b *testing.B) {
-		p, _ := newMatrixPlan(rec.Schema(), []string{"id", "i32", "x", "f", "ok"})
-		decode(b, func() error { _, err := p.decode(rec); return err })
+		p, _ := typed.NewMatrixPlan(rec.Schema(), []string{"id", "i32", "x", "f", "ok"})
+		decode(b, func() error { _, err := p.Decode(rec); return err })
 	})
 	b.Run("decode/rows-6", func(b *testing.B) {
-		p, _ := newRowsPlan(rec.Schema())
-		decode(b, func() error { _, err := p.decode(rec); return err })
+		p, _ := typed.NewRowsPlan(rec.Schema())
+		decode(b, func() error { _, err := p.Decode(rec); return err })
 	})
 
 	dir := b.TempDir()
@@ -1081,8 +1083,8 @@ func BenchmarkStructs(b *testing.B) {
 	if err := synth.WriteDir(dir, spec); err != nil {
 		b.Fatal(err)
 	}
-	stream := func(b *testing.B, pass func(ds *Dataset) (int, error)) {
-		ds, err := Open(context.Background(), Options{URLs: []string{dir}, BatchSize: 1024})
+	streamed := func(b *testing.B, pass func(ds *stream.Dataset) (int, error)) {
+		ds, err := stream.Open(context.Background(), stream.Options{URLs: []string{dir}, BatchSize: 1024})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -1098,7 +1100,7 @@ func BenchmarkStructs(b *testing.B) {
 		b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 	}
 	b.Run("stream/batches", func(b *testing.B) {
-		stream(b, func(ds *Dataset) (int, error) {
+		streamed(b, func(ds *stream.Dataset) (int, error) {
 			n := 0
 			for batch, err := range ds.Batches(context.Background()) {
 				if err != nil {
@@ -1110,9 +1112,9 @@ func BenchmarkStructs(b *testing.B) {
 		})
 	})
 	b.Run("stream/structs", func(b *testing.B) {
-		stream(b, func(ds *Dataset) (int, error) {
+		streamed(b, func(ds *stream.Dataset) (int, error) {
 			n := 0
-			for rows, err := range Structs[outSynthRow](context.Background(), ds) {
+			for rows, err := range typed.Structs[outSynthRow](context.Background(), ds) {
 				if err != nil {
 					return 0, err
 				}
@@ -1140,12 +1142,12 @@ func ExampleStructs() {
 		Label int64 // no tag: the column "label"
 	}
 	ctx := context.Background()
-	ds, err := Open(ctx, Options{URLs: []string{dir}, Columns: []string{"id", "label"}, BatchSize: 2})
+	ds, err := stream.Open(ctx, stream.Options{URLs: []string{dir}, Columns: []string{"id", "label"}, BatchSize: 2})
 	if err != nil {
 		panic(err)
 	}
 	defer ds.Close()
-	for rows, err := range Structs[Row](ctx, ds) {
+	for rows, err := range typed.Structs[Row](ctx, ds) {
 		if err != nil {
 			fmt.Println(err)
 			return

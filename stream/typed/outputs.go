@@ -1,9 +1,4 @@
-package stream
-
-// Typed outputs: the batches of Map decoded into the user's structs, into
-// maps, or into dense float32 matrices. Every output is a copy in Go memory:
-// nothing it holds aliases an Arrow buffer, so it stays valid after the batch
-// it came from is released.
+package typed
 
 import (
 	"context"
@@ -20,21 +15,84 @@ import (
 )
 
 // ErrOutputMapping is wrapped by the errors of Structs, Rows and Matrices
-// when the dataset's schema does not fit the requested output: a missing or
+// when the source's schema does not fit the requested output: a missing or
 // ambiguous column, or a column type that does not convert to the field's
 // Go type. These errors come before the first batch is read.
+//
+// Its text, and the "stream: " that starts the outputs' errors, are as they
+// were when the outputs lived in package stream: callers match on them.
 var ErrOutputMapping = errors.New("stream: the schema does not fit the output")
 
 // ErrNullValue is wrapped when a null reaches an output that cannot hold
 // it: a non-pointer struct field (other than []byte) or a matrix cell.
 var ErrNullValue = errors.New("stream: null value where a value is required")
 
-// Structs streams the rest of the current epoch as batches of T, in exactly
-// the order of Batches: it runs on Map, so batches decode in parallel on
-// TransformConcurrency goroutines and arrive in order. T must be a struct
-// type. Each batch is one new []T that the caller owns. As with Batches,
-// breaking out of the loop keeps the position, and the end of the epoch
-// moves the dataset to the next one.
+// Source is what the outputs read: the schema of every batch, and the
+// batches of the rest of the current epoch in order, each valid at least
+// until the loop body returns (the outputs copy what they keep).
+// *stream.Dataset and *stream.Mixed are sources.
+type Source interface {
+	Schema() *arrow.Schema
+	Batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error]
+}
+
+// Mapper is a Source that runs a function over its batches on goroutines of
+// its own and yields the results in the order of Batches, as stream.Map
+// does. The outputs decode through MapAny where a source has it, so that
+// decoding runs in parallel and counts as the source's transform time;
+// *stream.Dataset is a Mapper (on Options.TransformConcurrency goroutines).
+// From any other Source the outputs decode each batch as it arrives, on the
+// loop's goroutine.
+type Mapper interface {
+	Source
+	MapAny(ctx context.Context, fn func(context.Context, arrow.RecordBatch) (any, error)) iter.Seq2[any, error]
+}
+
+// decodeAll streams the batches of src through decode, in their order.
+func decodeAll[T any](ctx context.Context, src Source, decode func(arrow.RecordBatch) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if m, ok := src.(Mapper); ok {
+			for v, err := range m.MapAny(ctx, func(_ context.Context, b arrow.RecordBatch) (any, error) {
+				out, err := decode(b)
+				return out, err
+			}) {
+				if err != nil {
+					yield(zero, err)
+					return
+				}
+				if !yield(v.(T), nil) {
+					return
+				}
+			}
+			return
+		}
+		i := 0
+		for b, err := range src.Batches(ctx) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			out, err := decode(b)
+			if err != nil {
+				// As Map names the batch a transform failed on.
+				yield(zero, fmt.Errorf("%w (batch %d of the loop)", err, i))
+				return
+			}
+			if !yield(out, nil) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// Structs streams the rest of src's current epoch as batches of T, in
+// exactly the order of src.Batches: from a Mapper (a *stream.Dataset),
+// batches decode in parallel on its transform goroutines and arrive in
+// order. T must be a struct type. Each batch is one new []T that the caller
+// owns. As with Batches, breaking out of the loop keeps the position, and
+// the end of the epoch moves the source to the next one.
 //
 // Fields map to columns by their `sluice` tag:
 //
@@ -45,7 +103,7 @@ var ErrNullValue = errors.New("stream: null value where a value is required")
 //		Note  *string `sluice:"note"` // a pointer field receives nulls as nil
 //		Debug string  `sluice:"-"`    // not decoded
 //	}
-//	for rows, err := range stream.Structs[Row](ctx, ds) {
+//	for rows, err := range typed.Structs[Row](ctx, ds) {
 //		if err != nil {
 //			return err
 //		}
@@ -58,10 +116,10 @@ var ErrNullValue = errors.New("stream: null value where a value is required")
 // embedded structs are promoted as in encoding/json; embedding a struct by
 // pointer is not supported. Two fields mapping to one column is an error.
 // Columns without a field are not decoded (select columns with
-// Options.Columns so they are not read either).
+// stream.Options.Columns so they are not read either).
 //
 // A conversion is allowed only when it is exact for every value of the
-// column's Arrow type, so it is checked once, against ds.Schema(), before
+// column's Arrow type, so it is checked once, against src.Schema(), before
 // anything is read:
 //
 //	Arrow type                         Go field kind
@@ -95,22 +153,23 @@ var ErrNullValue = errors.New("stream: null value where a value is required")
 //
 // A mapping error wraps ErrOutputMapping and names the column, its Arrow
 // type, the field and its Go type. The first error ends the iteration.
-func Structs[T any](ctx context.Context, ds *Dataset) iter.Seq2[[]T, error] {
+func Structs[T any](ctx context.Context, src Source) iter.Seq2[[]T, error] {
 	return func(yield func([]T, error) bool) {
-		p, err := newStructPlan(ds.Schema(), reflect.TypeFor[T]())
+		p, err := newStructPlan(src.Schema(), reflect.TypeFor[T]())
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		Map(ctx, ds, func(_ context.Context, b arrow.RecordBatch) ([]T, error) {
+		decodeAll(ctx, src, func(b arrow.RecordBatch) ([]T, error) {
 			return decodeStructs[T](p, b)
 		})(yield)
 	}
 }
 
-// Rows streams the rest of the current epoch as batches of rows, each a map
-// from column name to value, in exactly the order of Batches (it runs on
-// Map, like Structs). Every map holds every column of ds.Schema(). Values
+// Rows streams the rest of src's current epoch as batches of rows, each a
+// map from column name to value, in exactly the order of src.Batches (in
+// parallel from a Mapper, like Structs). Every map holds every column of
+// src.Schema(). Values
 // are Go values the caller owns, copied out of Arrow memory:
 //
 //	Arrow type                                         Go value
@@ -127,11 +186,11 @@ func Structs[T any](ctx context.Context, ds *Dataset) iter.Seq2[[]T, error] {
 //
 // A column of another type (lists, structs, decimals, dictionaries) is an
 // error wrapping ErrOutputMapping before anything is read: select columns
-// with Options.Columns. Rows allocates a map and boxes a value per cell; it
+// with stream.Options.Columns. Rows allocates a map and boxes a value per cell; it
 // is meant for inspection and glue code, Structs and Matrices for training
 // loops.
 //
-//	for rows, err := range stream.Rows(ctx, ds) {
+//	for rows, err := range typed.Rows(ctx, ds) {
 //		if err != nil {
 //			return err
 //		}
@@ -139,16 +198,14 @@ func Structs[T any](ctx context.Context, ds *Dataset) iter.Seq2[[]T, error] {
 //			fmt.Println(r["id"].(int64), r["s"].(string))
 //		}
 //	}
-func Rows(ctx context.Context, ds *Dataset) iter.Seq2[[]map[string]any, error] {
+func Rows(ctx context.Context, src Source) iter.Seq2[[]map[string]any, error] {
 	return func(yield func([]map[string]any, error) bool) {
-		p, err := newRowsPlan(ds.Schema())
+		p, err := newRowsPlan(src.Schema())
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		Map(ctx, ds, func(_ context.Context, b arrow.RecordBatch) ([]map[string]any, error) {
-			return p.decode(b)
-		})(yield)
+		decodeAll(ctx, src, p.decode)(yield)
 	}
 }
 
@@ -170,11 +227,12 @@ func (m Matrix) Row(r int) []float32 {
 	return m.Data[r*k : (r+1)*k : (r+1)*k]
 }
 
-// Matrices streams the rest of the current epoch as dense float32 matrices
-// of the given columns, in that order, one per batch and in exactly the
-// order of Batches: m.Data[r*len(columns)+c] is column columns[c] of row r.
+// Matrices streams the rest of src's current epoch as dense float32
+// matrices of the given columns, in that order, one per batch and in
+// exactly the order of src.Batches (in parallel from a Mapper, like
+// Structs): m.Data[r*len(columns)+c] is column columns[c] of row r.
 //
-//	for m, err := range stream.Matrices(ctx, ds, []string{"x", "y", "label"}) {
+//	for m, err := range typed.Matrices(ctx, ds, []string{"x", "y", "label"}) {
 //		if err != nil {
 //			return err
 //		}
@@ -193,21 +251,19 @@ func (m Matrix) Row(r int) []float32 {
 // error wrapping ErrNullValue that names the column and the row in the
 // batch: fill nulls upstream, or decode with Structs into pointer fields.
 // Each batch costs one allocation, its Data, whatever its size.
-func Matrices(ctx context.Context, ds *Dataset, columns []string) iter.Seq2[Matrix, error] {
+func Matrices(ctx context.Context, src Source, columns []string) iter.Seq2[Matrix, error] {
 	return func(yield func(Matrix, error) bool) {
-		p, err := newMatrixPlan(ds.Schema(), columns)
+		p, err := newMatrixPlan(src.Schema(), columns)
 		if err != nil {
 			yield(Matrix{}, err)
 			return
 		}
-		Map(ctx, ds, func(_ context.Context, b arrow.RecordBatch) (Matrix, error) {
-			return p.decode(b)
-		})(yield)
+		decodeAll(ctx, src, p.decode)(yield)
 	}
 }
 
 // batchColumn returns column col of b, checking that it has the type the
-// plan was checked against: a batch always has ds.Schema(), so this only
+// plan was checked against: a batch always has src.Schema(), so this only
 // guards the decoders' type assertions.
 func batchColumn(b arrow.RecordBatch, col int, name string, want arrow.DataType) (arrow.Array, error) {
 	if col >= int(b.NumCols()) {
