@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/parquet/variant"
+
+	"github.com/sluicedata/sluice/internal/govalue"
 )
 
 // rowEncoder writes the rows of record batches as JSON objects, one a line,
@@ -80,45 +82,30 @@ func appendValue(b []byte, a arrow.Array, i int) ([]byte, error) {
 	if a.IsNull(i) {
 		return append(b, "null"...), nil
 	}
+	// The types stream/typed gives Go values for become those values here,
+	// by the same table, in their JSON form. Two forms are JSON's own:
+	// binaries are base64, and a float16 or float32 prints as the shortest
+	// decimal that reads back as its own width (0.1, not float64's
+	// 0.10000000149011612), so it is formatted at that width.
+	switch govalue.KindOf(a.DataType()) {
+	case govalue.AsInt64:
+		return strconv.AppendInt(b, govalue.Int64(a, i), 10), nil
+	case govalue.AsUint64:
+		return strconv.AppendUint(b, govalue.Uint64(a, i), 10), nil
+	case govalue.AsFloat64:
+		bits := 32
+		if a.DataType().ID() == arrow.FLOAT64 {
+			bits = 64
+		}
+		return appendFloat(b, govalue.Float64(a, i), bits), nil
+	case govalue.AsBool:
+		return strconv.AppendBool(b, govalue.Bool(a, i)), nil
+	case govalue.AsString:
+		return appendString(b, govalue.String(a, i)), nil
+	case govalue.AsBytes:
+		return appendBase64(b, govalue.Bytes(a, i)), nil
+	}
 	switch a := a.(type) {
-	case *array.Int8:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
-	case *array.Int16:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
-	case *array.Int32:
-		return strconv.AppendInt(b, int64(a.Value(i)), 10), nil
-	case *array.Int64:
-		return strconv.AppendInt(b, a.Value(i), 10), nil
-	case *array.Uint8:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
-	case *array.Uint16:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
-	case *array.Uint32:
-		return strconv.AppendUint(b, uint64(a.Value(i)), 10), nil
-	case *array.Uint64:
-		return strconv.AppendUint(b, a.Value(i), 10), nil
-	case *array.Float16:
-		return appendFloat(b, float64(a.Value(i).Float32()), 32), nil
-	case *array.Float32:
-		return appendFloat(b, float64(a.Value(i)), 32), nil
-	case *array.Float64:
-		return appendFloat(b, a.Value(i), 64), nil
-	case *array.Boolean:
-		return strconv.AppendBool(b, a.Value(i)), nil
-	case *array.String:
-		return appendString(b, a.Value(i)), nil
-	case *array.LargeString:
-		return appendString(b, a.Value(i)), nil
-	case *array.StringView:
-		return appendString(b, a.Value(i)), nil
-	case *array.Binary:
-		return appendBase64(b, a.Value(i)), nil
-	case *array.LargeBinary:
-		return appendBase64(b, a.Value(i)), nil
-	case *array.BinaryView:
-		return appendBase64(b, a.Value(i)), nil
-	case *array.FixedSizeBinary:
-		return appendBase64(b, a.Value(i)), nil
 	case *array.Decimal32:
 		return appendDecimal(b, big.NewInt(int64(a.Value(i))), a.DataType().(arrow.DecimalType).GetScale()), nil
 	case *array.Decimal64:
@@ -128,9 +115,9 @@ func appendValue(b []byte, a arrow.Array, i int) ([]byte, error) {
 	case *array.Decimal256:
 		return appendDecimal(b, a.Value(i).BigInt(), a.DataType().(arrow.DecimalType).GetScale()), nil
 	case *array.Date32:
-		return appendTime(b, time.Unix(int64(a.Value(i))*86400, 0).UTC(), dateLayout), nil
+		return appendTime(b, govalue.Date32(a.Value(i)), dateLayout), nil
 	case *array.Date64:
-		return appendTime(b, time.UnixMilli(int64(a.Value(i))).UTC(), dateLayout), nil
+		return appendTime(b, govalue.Date64(a.Value(i)), dateLayout), nil
 	case *array.Time32:
 		unit := a.DataType().(*arrow.Time32Type).Unit
 		return appendTime(b, time.Unix(0, int64(a.Value(i))*int64(unit.Multiplier())).UTC(), timeLayout), nil
@@ -216,16 +203,12 @@ func appendTime(b []byte, t time.Time, layout string) []byte {
 
 // appendTimestamp appends v (in unit since the epoch) in ISO 8601: without
 // a zone for a timestamp without one, with "Z" for UTC, else with the
-// offset of zone at that instant (UTC where the zone is unknown here).
+// offset of zone at that instant. The instant is govalue's; the zone is
+// resolved here rather than by govalue.TimeOf, because a row is printed
+// even where the zone is unknown (in UTC), where typed refuses the column,
+// and because VARIANT timestamps, which have no Arrow type, come here too.
 func appendTimestamp(b []byte, v int64, unit arrow.TimeUnit, zone string) []byte {
-	// Split in whole seconds first: v in nanoseconds of unit would overflow
-	// past 2262.
-	per := int64(time.Second) / int64(unit.Multiplier())
-	sec, frac := v/per, v%per
-	if frac < 0 {
-		sec, frac = sec-1, frac+per
-	}
-	t := time.Unix(sec, frac*int64(unit.Multiplier())).UTC()
+	t := govalue.Instant(v, unit)
 	if zone == "" {
 		return appendTime(b, t, "2006-01-02T15:04:05.999999999")
 	}
@@ -401,7 +384,7 @@ func appendVariantValue(b []byte, v variant.Value, depth int, budget *int) (out 
 	case []byte:
 		return appendBase64(b, x), nil
 	case arrow.Date32:
-		return appendTime(b, time.Unix(int64(x)*86400, 0).UTC(), dateLayout), nil
+		return appendTime(b, govalue.Date32(x), dateLayout), nil
 	case arrow.Time64:
 		return appendTime(b, time.UnixMicro(int64(x)).UTC(), timeLayout), nil
 	case arrow.Timestamp:

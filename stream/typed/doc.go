@@ -35,7 +35,9 @@
 // or a []byte; anywhere else it is an error. Matrices converts as Go's
 // float32 conversion does (integers beyond 2^24 and float64 values round).
 //
-// Structs documents which field kinds each Arrow type converts to.
+// Structs documents which field kinds each Arrow type converts to. The
+// table of Rows lives in internal/govalue, which cmd/sluice prints its JSON
+// from as well.
 //
 // # What is refused, and how it fails
 //

@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/sluicedata/sluice/internal/govalue"
 )
 
 // ErrOutputMapping is wrapped by the errors of Structs, Rows and Matrices
@@ -289,33 +291,6 @@ func firstNull(arr arrow.Array) int {
 // timeOf converts one Arrow time column's values to time.Time.
 type timeOf func(v int64) time.Time
 
-// timeConv is the conversion of a timestamp, date32 or date64 column, and
-// whether the type is one.
-func timeConv(dt arrow.DataType) (timeOf, bool, error) {
-	switch t := dt.(type) {
-	case *arrow.TimestampType:
-		loc, err := t.GetZone()
-		if err != nil {
-			return nil, true, err
-		}
-		switch t.Unit {
-		case arrow.Second:
-			return func(v int64) time.Time { return time.Unix(v, 0).In(loc) }, true, nil
-		case arrow.Millisecond:
-			return func(v int64) time.Time { return time.UnixMilli(v).In(loc) }, true, nil
-		case arrow.Microsecond:
-			return func(v int64) time.Time { return time.UnixMicro(v).In(loc) }, true, nil
-		default:
-			return func(v int64) time.Time { return time.Unix(0, v).In(loc) }, true, nil
-		}
-	case *arrow.Date32Type:
-		return func(v int64) time.Time { return time.Unix(v*86400, 0).UTC() }, true, nil
-	case *arrow.Date64Type:
-		return func(v int64) time.Time { return time.UnixMilli(v).UTC() }, true, nil
-	}
-	return nil, false, nil
-}
-
 // bytesColumn is the values of a string or binary column back to back:
 // value r is data[lo:hi] where lo, hi = offs(r).
 type bytesColumn struct {
@@ -388,42 +363,6 @@ func gatherBytes(n int, size func(int) int, put func(int, []byte)) bytesColumn {
 		}
 	}
 	return bytesColumn{data: buf, owned: true, offs: func(r int) (int, int) { return ends[r], ends[r+1] }}
-}
-
-func isBytesType(id arrow.Type) bool {
-	switch id {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW, arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY:
-		return true
-	}
-	return false
-}
-
-func isStringType(id arrow.Type) bool {
-	return id == arrow.STRING || id == arrow.LARGE_STRING || id == arrow.STRING_VIEW
-}
-
-// intBits is the width of an Arrow integer type, and whether it is signed;
-// 0 for other types.
-func intBits(id arrow.Type) (bits int, signed bool) {
-	switch id {
-	case arrow.INT8:
-		return 8, true
-	case arrow.INT16:
-		return 16, true
-	case arrow.INT32:
-		return 32, true
-	case arrow.INT64:
-		return 64, true
-	case arrow.UINT8:
-		return 8, false
-	case arrow.UINT16:
-		return 16, false
-	case arrow.UINT32:
-		return 32, false
-	case arrow.UINT64:
-		return 64, false
-	}
-	return 0, false
 }
 
 // ---- Structs ----
@@ -633,7 +572,7 @@ func (f *structField) conversion() error {
 	isFloat := k == reflect.Float32 || k == reflect.Float64
 	isBytes := k == reflect.Slice && e.Elem().Kind() == reflect.Uint8
 	id := f.dt.ID()
-	if bits, signed := intBits(id); bits > 0 {
+	if bits, signed := govalue.IntBits(id); bits > 0 {
 		switch {
 		case isInt && e.Bits() >= bits && (signed || e.Bits() > bits):
 			f.set = setInt
@@ -677,13 +616,13 @@ func (f *structField) conversion() error {
 		if e != goTimeType {
 			return fmt.Errorf("timestamps and dates convert only to time.Time fields")
 		}
-		conv, _, err := timeConv(f.dt)
+		conv, err := govalue.TimeOf(f.dt)
 		if err != nil {
 			return fmt.Errorf("time zone: %w", err)
 		}
 		f.set, f.time = setTime, conv
 	default:
-		if !isBytesType(id) {
+		if k := govalue.KindOf(f.dt); k != govalue.AsString && k != govalue.AsBytes {
 			return fmt.Errorf("the type is not supported")
 		}
 		switch {
@@ -859,30 +798,31 @@ func setTimes[V ~int32 | ~int64](d *fieldDest, vals []V, conv timeOf) {
 
 // ---- Rows ----
 
+// rowsPlan gives every column the Go value govalue's table says.
 type rowsPlan struct {
 	names []string
 	types []arrow.DataType
+	kinds []govalue.Kind
 	times []timeOf
 }
 
 func newRowsPlan(schema *arrow.Schema) (*rowsPlan, error) {
 	p := &rowsPlan{}
 	for _, f := range schema.Fields() {
-		conv, isTime, err := timeConv(f.Type)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("stream: Rows: column %q of type %s: time zone: %w: %w", f.Name, f.Type, err, ErrOutputMapping)
-		case isTime, isBytesType(f.Type.ID()):
-		default:
-			switch f.Type.ID() {
-			case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-				arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.NULL:
-			default:
-				return nil, fmt.Errorf("stream: Rows: column %q of type %s has no Go value mapping (select columns with Options.Columns): %w", f.Name, f.Type, ErrOutputMapping)
+		kind := govalue.KindOf(f.Type)
+		var conv timeOf
+		switch kind {
+		case govalue.None:
+			return nil, fmt.Errorf("stream: Rows: column %q of type %s has no Go value mapping (select columns with Options.Columns): %w", f.Name, f.Type, ErrOutputMapping)
+		case govalue.AsTime:
+			var err error
+			if conv, err = govalue.TimeOf(f.Type); err != nil {
+				return nil, fmt.Errorf("stream: Rows: column %q of type %s: time zone: %w: %w", f.Name, f.Type, err, ErrOutputMapping)
 			}
 		}
 		p.names = append(p.names, f.Name)
 		p.types = append(p.types, f.Type)
+		p.kinds = append(p.kinds, kind)
 		p.times = append(p.times, conv)
 	}
 	return p, nil
@@ -899,94 +839,64 @@ func (p *rowsPlan) decode(b arrow.RecordBatch) ([]map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.column(rows, name, arr, p.times[c]); err != nil {
+		if err := column(rows, name, arr, p.kinds[c], p.times[c]); err != nil {
 			return nil, err
 		}
 	}
 	return rows, nil
 }
 
-func (p *rowsPlan) column(rows []map[string]any, name string, arr arrow.Array, conv timeOf) error {
-	switch a := arr.(type) {
-	case *array.Int8:
-		putValues(rows, name, arr, a.Values(), func(v int8) any { return int64(v) })
-	case *array.Int16:
-		putValues(rows, name, arr, a.Values(), func(v int16) any { return int64(v) })
-	case *array.Int32:
-		putValues(rows, name, arr, a.Values(), func(v int32) any { return int64(v) })
-	case *array.Int64:
-		putValues(rows, name, arr, a.Values(), func(v int64) any { return v })
-	case *array.Uint8:
-		putValues(rows, name, arr, a.Values(), func(v uint8) any { return int64(v) })
-	case *array.Uint16:
-		putValues(rows, name, arr, a.Values(), func(v uint16) any { return int64(v) })
-	case *array.Uint32:
-		putValues(rows, name, arr, a.Values(), func(v uint32) any { return int64(v) })
-	case *array.Uint64:
-		putValues(rows, name, arr, a.Values(), func(v uint64) any { return v })
-	case *array.Float32:
-		putValues(rows, name, arr, a.Values(), func(v float32) any { return float64(v) })
-	case *array.Float64:
-		putValues(rows, name, arr, a.Values(), func(v float64) any { return v })
-	case *array.Float16:
-		for r, v := range a.Values() {
-			rows[r][name] = nullOr(arr, r, func() any { return float64(v.Float32()) })
-		}
-	case *array.Boolean:
-		for r := range rows {
-			rows[r][name] = nullOr(arr, r, func() any { return a.Value(r) })
-		}
-	case *array.Null:
+// column sets column name of every row.
+func column(rows []map[string]any, name string, arr arrow.Array, kind govalue.Kind, conv timeOf) error {
+	switch kind {
+	case govalue.AsInt64:
+		putEach(rows, name, arr, func(r int) any { return govalue.Int64(arr, r) })
+	case govalue.AsUint64:
+		putEach(rows, name, arr, func(r int) any { return govalue.Uint64(arr, r) })
+	case govalue.AsFloat64:
+		putEach(rows, name, arr, func(r int) any { return govalue.Float64(arr, r) })
+	case govalue.AsBool:
+		putEach(rows, name, arr, func(r int) any { return govalue.Bool(arr, r) })
+	case govalue.AsNil:
 		for r := range rows {
 			rows[r][name] = nil
 		}
-	case *array.Timestamp:
-		putValues(rows, name, arr, a.Values(), func(v arrow.Timestamp) any { return conv(int64(v)) })
-	case *array.Date32:
-		putValues(rows, name, arr, a.Values(), func(v arrow.Date32) any { return conv(int64(v)) })
-	case *array.Date64:
-		putValues(rows, name, arr, a.Values(), func(v arrow.Date64) any { return conv(int64(v)) })
+	case govalue.AsTime:
+		switch a := arr.(type) {
+		case *array.Timestamp:
+			putEach(rows, name, arr, func(r int) any { return conv(int64(a.Value(r))) })
+		case *array.Date32:
+			putEach(rows, name, arr, func(r int) any { return conv(int64(a.Value(r))) })
+		case *array.Date64:
+			putEach(rows, name, arr, func(r int) any { return conv(int64(a.Value(r))) })
+		}
 	default:
+		// Strings and binaries are cut from one copy of the column's
+		// bytes, not copied value by value.
 		c, ok := bytesOf(arr)
 		if !ok {
 			return fmt.Errorf("column %q: no decoder for %s", name, arr.DataType())
 		}
-		if isStringType(arr.DataType().ID()) {
+		if kind == govalue.AsString {
 			s := c.str()
-			for r := range rows {
-				lo, hi := c.offs(r)
-				rows[r][name] = nullOr(arr, r, func() any { return s[lo:hi] })
-			}
+			putEach(rows, name, arr, func(r int) any { lo, hi := c.offs(r); return s[lo:hi] })
 			return nil
 		}
 		buf := c.bytes()
-		for r := range rows {
-			lo, hi := c.offs(r)
-			rows[r][name] = nullOr(arr, r, func() any { return buf[lo:hi:hi] })
-		}
+		putEach(rows, name, arr, func(r int) any { lo, hi := c.offs(r); return buf[lo:hi:hi] })
 	}
 	return nil
 }
 
-func nullOr(arr arrow.Array, r int, v func() any) any {
-	if arr.IsNull(r) {
-		return nil
-	}
-	return v()
-}
-
-func putValues[V any](rows []map[string]any, name string, arr arrow.Array, vals []V, conv func(V) any) {
-	if arr.NullN() == 0 {
-		for r, v := range vals {
-			rows[r][name] = conv(v)
-		}
-		return
-	}
-	for r, v := range vals {
-		if arr.IsNull(r) {
+// putEach sets column name of every row to value(r), or to nil where the
+// column is null.
+func putEach(rows []map[string]any, name string, arr arrow.Array, value func(r int) any) {
+	nulls := arr.NullN() > 0
+	for r := range rows {
+		if nulls && arr.IsNull(r) {
 			rows[r][name] = nil
 		} else {
-			rows[r][name] = conv(v)
+			rows[r][name] = value(r)
 		}
 	}
 }
@@ -1013,12 +923,10 @@ func newMatrixPlan(schema *arrow.Schema, columns []string) (*matrixPlan, error) 
 			return nil, fmt.Errorf("stream: Matrices: the schema has %d columns named %q: %w", len(idx), name, ErrOutputMapping)
 		}
 		dt := schema.Field(idx[0]).Type
-		if bits, _ := intBits(dt.ID()); bits == 0 {
-			switch dt.ID() {
-			case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL:
-			default:
-				return nil, fmt.Errorf("stream: Matrices: column %q of type %s is not numeric (ints, uints, floats and bool are): %w", name, dt, ErrOutputMapping)
-			}
+		switch govalue.KindOf(dt) {
+		case govalue.AsInt64, govalue.AsUint64, govalue.AsFloat64, govalue.AsBool:
+		default:
+			return nil, fmt.Errorf("stream: Matrices: column %q of type %s is not numeric (ints, uints, floats and bool are): %w", name, dt, ErrOutputMapping)
 		}
 		p.cols = append(p.cols, idx[0])
 		p.types = append(p.types, dt)
