@@ -98,30 +98,9 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(urls) == 0 {
-		return usageErrorf("no data URL given")
+	if err := cfg.check(fs, urls); err != nil {
+		return err
 	}
-	switch {
-	case cfg.batchSize < 0:
-		return usageErrorf("--batch-size %d must not be negative", cfg.batchSize)
-	case cfg.limit < -1:
-		return usageErrorf("--limit %d must be -1 (no limit) or more", cfg.limit)
-	case cfg.checkpoint == "" && (cfg.run != "" || isSet(fs, "step")):
-		return usageErrorf("--run and --step need --checkpoint")
-	case cfg.checkpoint != "" && cfg.run == "":
-		return usageErrorf("--checkpoint needs --run: a store holds many runs")
-	case cfg.positions.set && cfg.checkpoint != "":
-		return usageErrorf("--positions and --checkpoint exclude each other: positions count from the start of --epoch")
-	case isSet(fs, "split") && !cfg.positions.set:
-		return usageErrorf("--split needs --positions")
-	case cfg.badUTF8 != "error" && cfg.badUTF8 != "replace":
-		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
-	case cfg.int96 != "us" && cfg.int96 != "ns":
-		return usageErrorf("--int96 %q must be us or ns", cfg.int96)
-	case cfg.checkpoint != "" && isSet(fs, "epoch"):
-		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
-	}
-
 	if err := cfg.launch.apply(fs); err != nil {
 		return err
 	}
@@ -155,22 +134,7 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if tbl != nil {
 		defer tbl.Close()
 	}
-	opts.Rank = cfg.rank
-	opts.BatchSize = cfg.batchSize
-	if cfg.badUTF8 == "replace" || cfg.int96 == "ns" {
-		opts.Formats = slices.Clone(opts.Formats)
-		for i, f := range opts.Formats {
-			if pf, ok := f.(parquet.Format); ok {
-				if cfg.badUTF8 == "replace" {
-					pf.InvalidUTF8 = parquet.ReplaceInvalidUTF8
-				}
-				if cfg.int96 == "ns" {
-					pf.INT96 = parquet.INT96Nanoseconds
-				}
-				opts.Formats[i] = pf
-			}
-		}
-	}
+	cfg.readOptions(&opts)
 
 	showProgress := !cfg.ds.noProgress && e.progress(true)
 	ds, err := openDataset(ctx, e, opts, showProgress)
@@ -189,7 +153,61 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if cfg.limit == 0 {
 		return nil
 	}
+	return catStream(ctx, e, ds, cfg, showProgress)
+}
 
+// check refuses flags that contradict each other, before anything is read.
+func (cfg *catConfig) check(fs *flag.FlagSet, urls []string) error {
+	if len(urls) == 0 {
+		return usageErrorf("no data URL given")
+	}
+	switch {
+	case cfg.batchSize < 0:
+		return usageErrorf("--batch-size %d must not be negative", cfg.batchSize)
+	case cfg.limit < -1:
+		return usageErrorf("--limit %d must be -1 (no limit) or more", cfg.limit)
+	case cfg.checkpoint == "" && (cfg.run != "" || isSet(fs, "step")):
+		return usageErrorf("--run and --step need --checkpoint")
+	case cfg.checkpoint != "" && cfg.run == "":
+		return usageErrorf("--checkpoint needs --run: a store holds many runs")
+	case cfg.positions.set && cfg.checkpoint != "":
+		return usageErrorf("--positions and --checkpoint exclude each other: positions count from the start of --epoch")
+	case isSet(fs, "split") && !cfg.positions.set:
+		return usageErrorf("--split needs --positions")
+	case cfg.badUTF8 != "error" && cfg.badUTF8 != "replace":
+		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
+	case cfg.int96 != "us" && cfg.int96 != "ns":
+		return usageErrorf("--int96 %q must be us or ns", cfg.int96)
+	case cfg.checkpoint != "" && isSet(fs, "epoch"):
+		return usageErrorf("--epoch and --checkpoint exclude each other: the state says which epoch it is in")
+	}
+	return nil
+}
+
+// readOptions sets what cat reads as: its rank, its batch size, and how
+// the Parquet driver takes strings that are not UTF-8 and INT96 timestamps.
+func (cfg *catConfig) readOptions(opts *stream.Options) {
+	opts.Rank = cfg.rank
+	opts.BatchSize = cfg.batchSize
+	if cfg.badUTF8 == "replace" || cfg.int96 == "ns" {
+		opts.Formats = slices.Clone(opts.Formats)
+		for i, f := range opts.Formats {
+			if pf, ok := f.(parquet.Format); ok {
+				if cfg.badUTF8 == "replace" {
+					pf.InvalidUTF8 = parquet.ReplaceInvalidUTF8
+				}
+				if cfg.int96 == "ns" {
+					pf.INT96 = parquet.INT96Nanoseconds
+				}
+				opts.Formats[i] = pf
+			}
+		}
+	}
+}
+
+// catStream prints the rest of the rank's epoch (up to --limit rows) as
+// JSON lines, drawing progress on stderr where asked.
+func catStream(ctx context.Context, e *env, ds *stream.Dataset, cfg *catConfig, showProgress bool) error {
 	total := remainingRows(ds, cfg.rank, cfg.ds.worldSize)
 	if cfg.limit > 0 && (total < 0 || cfg.limit < total) {
 		total = cfg.limit
