@@ -42,9 +42,9 @@ type Source interface {
 // its own and yields the results in the order of Batches, as stream.Map
 // does. The outputs decode through MapAny where a source has it, so that
 // decoding runs in parallel and counts as the source's transform time;
-// *stream.Dataset is a Mapper (on Options.TransformConcurrency goroutines).
-// From any other Source the outputs decode each batch as it arrives, on the
-// loop's goroutine.
+// *stream.Dataset is a Mapper (on stream.Options.TransformConcurrency
+// goroutines). From any other Source the outputs decode each batch as it
+// arrives, on the loop's goroutine.
 type Mapper interface {
 	Source
 	MapAny(ctx context.Context, fn func(context.Context, arrow.RecordBatch) (any, error)) iter.Seq2[any, error]
@@ -77,7 +77,7 @@ func decodeAll[T any](ctx context.Context, src Source, decode func(arrow.RecordB
 			}
 			out, err := decode(b)
 			if err != nil {
-				// As Map names the batch a transform failed on.
+				// As stream.Map names the batch a transform failed on.
 				yield(zero, fmt.Errorf("%w (batch %d of the loop)", err, i))
 				return
 			}
@@ -188,9 +188,9 @@ func Structs[T any](ctx context.Context, src Source) iter.Seq2[[]T, error] {
 //
 // A column of another type (lists, structs, decimals, dictionaries) is an
 // error wrapping ErrOutputMapping before anything is read: select columns
-// with stream.Options.Columns. Rows allocates a map and boxes a value per cell; it
-// is meant for inspection and glue code, Structs and Matrices for training
-// loops.
+// with stream.Options.Columns. Rows allocates a map and boxes a value per
+// cell; it is meant for inspection and glue code, Structs and Matrices for
+// training loops.
 //
 //	for rows, err := range typed.Rows(ctx, ds) {
 //		if err != nil {
