@@ -2,7 +2,6 @@ package formats
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,17 +82,8 @@ func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset,
 	if len(files) == 0 && opts.Schema == nil {
 		return nil, fmt.Errorf("formats: no files given: %w", ErrEmpty)
 	}
-	if len(opts.Formats) == 0 {
-		return nil, errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
-	}
-	if opts.Columns != nil && len(opts.Columns) == 0 {
-		return nil, fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
-	}
-	if dup := firstDuplicate(opts.Columns); dup != "" {
-		return nil, fmt.Errorf("formats: %w: column %q selected twice", ErrSchema, dup)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	if opts.Schema != nil && opts.Filter != nil {
 		for _, c := range opts.Filter.Columns() {

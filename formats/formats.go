@@ -317,17 +317,8 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("formats: no URLs given: %w", ErrEmpty)
 	}
-	if len(opts.Formats) == 0 {
-		return nil, errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
-	}
-	if opts.Columns != nil && len(opts.Columns) == 0 {
-		return nil, fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
-	}
-	if dup := firstDuplicate(opts.Columns); dup != "" {
-		return nil, fmt.Errorf("formats: %w: column %q selected twice", ErrSchema, dup)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	res := storage.NewResolver(opts.Storage)
 	defer func() {
@@ -356,6 +347,24 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err
 		}
 	}
 	return finish(ctx, res, frags, opts)
+}
+
+// check validates what Plan and PlanFiles share of o, after each has
+// checked its own input, and fills in the defaults.
+func (o *PlanOptions) check() error {
+	if len(o.Formats) == 0 {
+		return errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Columns != nil && len(o.Columns) == 0 {
+		return fmt.Errorf("formats: %w: PlanOptions.Columns selects no column (nil selects all)", ErrSchema)
+	}
+	if dup := firstDuplicate(o.Columns); dup != "" {
+		return fmt.Errorf("formats: %w: column %q selected twice", ErrSchema, dup)
+	}
+	return nil
 }
 
 // finish inspects the fragments and unifies their schemas: the half of
