@@ -1265,20 +1265,7 @@ func (w *window) permute(ctx context.Context, schema *arrow.Schema, order []int3
 func recordBytes(b arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range b.Columns() {
-		n += dataBytes(c.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
+		n += formats.DataBytes(c.Data())
 	}
 	return n
 }

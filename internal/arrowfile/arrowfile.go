@@ -89,7 +89,7 @@ func (a Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 		rows := rec.NumRows()
 		var bytes int64
 		for _, c := range cols {
-			bytes += dataBytes(rec.Column(c).Data())
+			bytes += formats.DataBytes(rec.Column(c).Data())
 		}
 		rec.Release()
 		units[i] = formats.Unit{Rows: rows, Bytes: bytes}
@@ -231,19 +231,6 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 		cols[i] = col
 	}
 	return array.NewRecordBatch(schema, cols, n), nil
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	return n
 }
 
 // Schema is the schema WriteFile writes: the columns of internal/synth's
