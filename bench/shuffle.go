@@ -4,20 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-
+	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -49,13 +42,13 @@ func tableShapeFor(mode string) tableShape {
 	return tableShape{Files: 8, RowsPerFile: 524_288, RowGroupRows: 131_072}
 }
 
-var tableSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "y", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "s", Type: arrow.BinaryTypes.String},
-	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
-}, nil)
+// spec is the synth spec that writes the shape's files. Seed 16 and the
+// label sorted into mixingClasses classes are what the data was first
+// written with; the files stay the same with them.
+func (s tableShape) spec() synth.Spec {
+	return synth.Spec{Files: s.Files, RowsPerFile: s.RowsPerFile, RowGroupRows: s.RowGroupRows,
+		Shape: synth.Table, Seed: 16, Classes: mixingClasses, SortedLabels: true}
+}
 
 // tableColumns are the column sets of the table.
 var tableColumns = []struct {
@@ -104,57 +97,11 @@ func writeTable(ctx context.Context, e *env, s tableShape) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if err := writeTableFile(filepath.Join(dir, fmt.Sprintf("part-%05d.parquet", i)), s, i); err != nil {
+		if err := synth.WriteFile(dir, s.spec(), i); err != nil {
 			return "", fmt.Errorf("write table data: %w", err)
 		}
 	}
 	return dir, os.WriteFile(marker, want, 0o644)
-}
-
-func writeTableFile(path string, s tableShape, file int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(s.RowGroupRows)),
-		parquet.WithCompression(compress.Codecs.Snappy), parquet.WithStats(true))
-	fw, err := pqarrow.NewFileWriter(tableSchema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		f.Close()
-		return err
-	}
-	r := rand.New(rand.NewPCG(uint64(file), 16))
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var buf [20]byte
-	first := int64(file) * int64(s.RowsPerFile)
-	for start := 0; start < s.RowsPerFile; start += s.RowGroupRows {
-		n := min(s.RowGroupRows, s.RowsPerFile-start)
-		b := array.NewRecordBuilder(memory.DefaultAllocator, tableSchema)
-		for k := range n {
-			id := first + int64(start+k)
-			b.Field(0).(*array.Int64Builder).Append(id)
-			b.Field(1).(*array.Float64Builder).Append(r.NormFloat64())
-			b.Field(2).(*array.Float64Builder).Append(r.Float64())
-			l := 10 + r.IntN(11)
-			for j := range l {
-				buf[j] = letters[r.IntN(len(letters))]
-			}
-			b.Field(3).(*array.StringBuilder).Append(string(buf[:l]))
-			b.Field(4).(*array.Int64Builder).Append(id * mixingClasses / s.rows())
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		err := fw.WriteBuffered(rec)
-		rec.Release()
-		if err != nil {
-			fw.Close()
-			return err
-		}
-		if start+n < s.RowsPerFile {
-			fw.NewBufferedRowGroup()
-		}
-	}
-	return fw.Close()
 }
 
 // shuffleScenario runs, for each column set, sequential (BatchSize 8192),

@@ -1,6 +1,6 @@
 // Package synth writes synthetic Parquet datasets for tests, examples and
 // benchmarks: an id column that numbers every row of the dataset, a label,
-// a float feature and a string, in files of several row groups.
+// float features and a string, in files of several row groups.
 package synth
 
 import (
@@ -41,7 +41,25 @@ type Spec struct {
 	// index (PageIndex implies them): the same file but for the index, for
 	// comparing what a reader that cannot cut a row group fetches.
 	SmallPages bool
+	// Shape picks the files' columns (default Features). Left out of JSON
+	// when it is the default, so that a spec recorded before it existed
+	// still reads as the same spec.
+	Shape Shape `json:",omitempty"`
 }
+
+// Shape is which columns a dataset's files hold, and how their values are
+// drawn.
+type Shape int
+
+const (
+	// Features is Schema: id, label, x drawn from a normal distribution,
+	// and s of StringBytes random characters.
+	Features Shape = iota
+	// Table is TableSchema, shaped like the table of the issue that asked
+	// for the shuffle benchmark: id, x normal, y uniform in [0, 1), s of
+	// 10 to 20 random characters, and label. StringBytes is not used.
+	Table
+)
 
 // Schema is the schema of every file.
 var Schema = arrow.NewSchema([]arrow.Field{
@@ -49,6 +67,15 @@ var Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "s", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// TableSchema is the schema of every file of the Table shape.
+var TableSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "y", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "s", Type: arrow.BinaryTypes.String},
+	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
 }, nil)
 
 func (s *Spec) defaults() {
@@ -74,17 +101,26 @@ func WriteDir(dir string, spec Spec) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	spec.defaults()
 	for i := range spec.Files {
-		f, err := os.Create(filepath.Join(dir, FileName(i)))
-		if err != nil {
+		if err := WriteFile(dir, spec, i); err != nil {
 			return err
 		}
-		// The Parquet writer closes f.
-		if err := writeFile(f, spec, i); err != nil {
-			f.Close()
-			return err
-		}
+	}
+	return nil
+}
+
+// WriteFile writes file i of the dataset into dir, which must exist: for
+// a caller that writes the files one at a time.
+func WriteFile(dir string, spec Spec, i int) error {
+	spec.defaults()
+	f, err := os.Create(filepath.Join(dir, FileName(i)))
+	if err != nil {
+		return err
+	}
+	// The Parquet writer closes f.
+	if err := writeFile(f, spec, i); err != nil {
+		f.Close()
+		return err
 	}
 	return nil
 }
@@ -132,31 +168,23 @@ func writeFile(w io.Writer, spec Spec, file int) error {
 			parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("label", true))
 	}
 	props := parquet.NewWriterProperties(opts...)
-	fw, err := pqarrow.NewFileWriter(Schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	schema, fill := Schema, spec.features
+	// The seeds are the ones each shape's files were first written with,
+	// so that data written before stays the same.
+	r := rand.New(rand.NewPCG(spec.Seed, uint64(file)))
+	if spec.Shape == Table {
+		schema, fill = TableSchema, spec.table
+		r = rand.New(rand.NewPCG(uint64(file), spec.Seed))
+	}
+	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return err
 	}
-	r := rand.New(rand.NewPCG(spec.Seed, uint64(file)))
-	buf := make([]byte, spec.StringBytes)
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	first := int64(file) * int64(spec.RowsPerFile)
 	for start := 0; start < spec.RowsPerFile; start += spec.RowGroupRows {
 		n := min(spec.RowGroupRows, spec.RowsPerFile-start)
-		b := array.NewRecordBuilder(mem, Schema)
-		ids := b.Field(0).(*array.Int64Builder)
-		labels := b.Field(1).(*array.Int64Builder)
-		xs := b.Field(2).(*array.Float64Builder)
-		ss := b.Field(3).(*array.StringBuilder)
-		for k := range n {
-			id := first + int64(start+k)
-			ids.Append(id)
-			labels.Append(spec.Label(id))
-			xs.Append(r.NormFloat64())
-			for j := range buf {
-				buf[j] = letters[r.IntN(len(letters))]
-			}
-			ss.Append(string(buf))
-		}
+		b := array.NewRecordBuilder(mem, schema)
+		fill(b, r, first+int64(start), n)
 		rec := b.NewRecordBatch()
 		b.Release()
 		err := fw.WriteBuffered(rec)
@@ -170,6 +198,49 @@ func writeFile(w io.Writer, spec Spec, file int) error {
 		}
 	}
 	return fw.Close()
+}
+
+const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// features appends n rows of the Features shape from id first on to b.
+func (s Spec) features(b *array.RecordBuilder, r *rand.Rand, first int64, n int) {
+	ids := b.Field(0).(*array.Int64Builder)
+	labels := b.Field(1).(*array.Int64Builder)
+	xs := b.Field(2).(*array.Float64Builder)
+	ss := b.Field(3).(*array.StringBuilder)
+	buf := make([]byte, s.StringBytes)
+	for k := range n {
+		id := first + int64(k)
+		ids.Append(id)
+		labels.Append(s.Label(id))
+		xs.Append(r.NormFloat64())
+		for j := range buf {
+			buf[j] = letters[r.IntN(len(letters))]
+		}
+		ss.Append(string(buf))
+	}
+}
+
+// table appends n rows of the Table shape from id first on to b.
+func (s Spec) table(b *array.RecordBuilder, r *rand.Rand, first int64, n int) {
+	ids := b.Field(0).(*array.Int64Builder)
+	xs := b.Field(1).(*array.Float64Builder)
+	ys := b.Field(2).(*array.Float64Builder)
+	ss := b.Field(3).(*array.StringBuilder)
+	labels := b.Field(4).(*array.Int64Builder)
+	var buf [20]byte
+	for k := range n {
+		id := first + int64(k)
+		ids.Append(id)
+		xs.Append(r.NormFloat64())
+		ys.Append(r.Float64())
+		l := 10 + r.IntN(11)
+		for j := range l {
+			buf[j] = letters[r.IntN(len(letters))]
+		}
+		ss.Append(string(buf[:l]))
+		labels.Append(s.Label(id))
+	}
 }
 
 func mix(z uint64) uint64 {
