@@ -8,7 +8,6 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -200,7 +199,7 @@ func (e *env) icebergPlanning(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("iceberg table: %w", err)
 	}
-	cache := &memCache{m: map[string][]byte{}}
+	cache := &formats.MemoryCache{}
 	plan := func() (float64, bool, error) {
 		start := time.Now()
 		tbl, err := iceberg.Open(ctx, loc, iceberg.Options{Cache: cache})
@@ -237,28 +236,4 @@ func (e *env) icebergPlanning(ctx context.Context, dir string) error {
 	r.set("files", spec.Files).set("cold_seconds", cold).set("cached_seconds", cached)
 	r.target("cold_seconds", "<=", 5).target("cached_seconds", "<=", 0.3)
 	return e.emit(r)
-}
-
-// memCache is a formats.Cache in memory, as a job's checkpoint store
-// would give.
-type memCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (c *memCache) Get(_ context.Context, k []byte) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[string(k)]
-	if !ok {
-		return nil, errors.New("miss")
-	}
-	return v, nil
-}
-
-func (c *memCache) Set(_ context.Context, k, v []byte) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[string(k)] = append([]byte(nil), v...)
-	return nil
 }

@@ -96,7 +96,7 @@ func BenchmarkIcebergPlanCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cache := &memCache{m: map[string][]byte{}}
+	cache := &formats.MemoryCache{}
 	plan := func() {
 		tbl, err := iceberg.Open(ctx, loc, iceberg.Options{Cache: cache})
 		if err != nil {

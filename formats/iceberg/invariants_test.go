@@ -2,11 +2,9 @@ package iceberg_test
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/iceberg"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
@@ -265,29 +264,6 @@ func TestInvariantsWithDeletes(t *testing.T) {
 	sameIDs(t, "merged resume", done, want)
 }
 
-// mapCache is a formats.Cache in memory.
-type mapCache struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (c *mapCache) Get(_ context.Context, k []byte) ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[string(k)]
-	if !ok {
-		return nil, errors.New("miss")
-	}
-	return v, nil
-}
-
-func (c *mapCache) Set(_ context.Context, k, v []byte) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[string(k)] = slices.Clone(v)
-	return nil
-}
-
 // TestPlanCache plans a snapshot once: a second Open takes the plan,
 // masks included, from the cache and streams the same rows; a damaged
 // entry is a miss.
@@ -295,13 +271,13 @@ func TestPlanCache(t *testing.T) {
 	db, warehouse := openSQLite(t)
 	h := buildHistory(t, db, sqlcat.SQLite, warehouse)
 	ctx := context.Background()
-	cache := &mapCache{m: map[string][]byte{}}
+	cache := &formats.MemoryCache{}
 	var rows [][]string
 	for i := range 3 {
 		if i == 2 {
-			for k := range cache.m {
+			for _, k := range cache.Keys() {
 				if strings.HasPrefix(k, "sluice-iceberg-plan") {
-					cache.m[k] = []byte("not a plan")
+					cache.Set(ctx, []byte(k), []byte("not a plan"))
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package text
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -92,32 +91,12 @@ func TestQuotedLineEndPastSample(t *testing.T) {
 	}
 }
 
-// mapCache is a plan cache in memory that counts its hits.
-type mapCache struct {
-	m    map[string][]byte
-	hits int
-}
-
-func (c *mapCache) Get(_ context.Context, k []byte) ([]byte, error) {
-	v, ok := c.m[string(k)]
-	if !ok {
-		return nil, errors.New("miss")
-	}
-	c.hits++
-	return v, nil
-}
-
-func (c *mapCache) Set(_ context.Context, k, v []byte) error {
-	c.m[string(k)] = v
-	return nil
-}
-
 // TestCutsCached checks that the cuts a scan found come back from the plan
 // cache unchanged, and that a file the scan cannot cut (a quote left open)
 // is read whole, saying why.
 func TestCutsCached(t *testing.T) {
 	dir := write(t, map[string]string{"a.csv": quotedPastSample()})
-	c := &mapCache{m: map[string][]byte{}}
+	c := &formats.MemoryCache{}
 	o := Options{SampleRecords: 5, UnitBytes: 64}
 	plan := func() []formats.Unit {
 		ds, err := formats.Plan(t.Context(), []string{dir}, formats.PlanOptions{Formats: All(o), Cache: c})
@@ -128,12 +107,12 @@ func TestCutsCached(t *testing.T) {
 		return ds.Fragments[0].Units
 	}
 	first := plan()
-	if c.hits != 0 || len(c.m) == 0 {
-		t.Fatalf("first plan: %d hits, %d entries", c.hits, len(c.m))
+	if c.Hits() != 0 || len(c.Keys()) == 0 {
+		t.Fatalf("first plan: %d hits, %d entries", c.Hits(), len(c.Keys()))
 	}
 	again := plan()
-	if c.hits == 0 || !reflect.DeepEqual(first, again) {
-		t.Fatalf("cached plan: %d hits, units\n%v\nwant\n%v", c.hits, again, first)
+	if c.Hits() == 0 || !reflect.DeepEqual(first, again) {
+		t.Fatalf("cached plan: %d hits, units\n%v\nwant\n%v", c.Hits(), again, first)
 	}
 	// Every cut is a record start: the byte before it ends a line.
 	body := quotedPastSample()
