@@ -130,17 +130,16 @@ func bySplit(bs []taken, into map[int][]int64) map[int][]int64 {
 // exactlyOnce checks that ids hold every id of [0, n) once.
 func exactlyOnce(t testing.TB, ids []int64, n int64) {
 	t.Helper()
-	seen := make([]int, n)
-	for _, id := range ids {
-		if id < 0 || id >= n {
-			t.Fatalf("id %d outside [0, %d)", id, n)
-		}
-		seen[id]++
-	}
-	for id, c := range seen {
-		if c != 1 {
-			t.Fatalf("id %d delivered %d times (of %d ids)", id, c, n)
-		}
+	exactlyOnceOf(t, ids, vc.IDs(n))
+}
+
+// exactlyOnceOf checks that ids hold every id of want once, and no other.
+func exactlyOnceOf(t testing.TB, ids, want []int64) {
+	t.Helper()
+	once := vc.NewOnce()
+	once.Add(ids)
+	if err := once.Exactly(want); err != nil {
+		t.Fatal(err)
 	}
 }
 

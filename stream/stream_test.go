@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 // Every row comes exactly once per epoch across all ranks, and every split
@@ -25,33 +26,11 @@ func TestExactlyOnceAndElasticDeterminism(t *testing.T) {
 	dir := writeDataset(t, smallSpec)
 	for _, shuffle := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shuffle=%t", shuffle), func(t *testing.T) {
-			var reference map[int][]int64
-			for _, world := range []int{1, 2, 4, 8} {
-				got := map[int][]int64{}
-				var ids []int64
-				for rank := range world {
-					o := checkedOptions(t, dir)
-					o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 8, world, rank
-					bs, _ := consume(t, open(t, o), -1)
-					for _, b := range bs {
-						if b.split%world != rank {
-							t.Fatalf("world %d rank %d got a batch of split %d", world, rank, b.split)
-						}
-					}
-					bySplit(bs, got)
-					ids = append(ids, allIDs(bs)...)
-				}
-				exactlyOnce(t, ids, smallSpec.Rows())
-				if reference == nil {
-					reference = got
-					continue
-				}
-				for s := range 8 {
-					if !slices.Equal(reference[s], got[s]) {
-						t.Fatalf("world %d: split %d differs from world 1", world, s)
-					}
-				}
-			}
+			reference := vc.Elastic(t, 8, []int{1, 2, 4, 8}, vc.IDs(smallSpec.Rows()), func(world, rank int) map[int][]int64 {
+				o := checkedOptions(t, dir)
+				o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 8, world, rank
+				return bySplit(first(consume(t, open(t, o), -1)), nil)
+			})
 			if shuffle && slices.IsSorted(reference[0]) {
 				t.Fatal("shuffled split 0 came in storage order")
 			}

@@ -109,29 +109,13 @@ func TestTextExactlyOnceAndElastic(t *testing.T) {
 		for _, shuffle := range []bool{false, true} {
 			t.Run(fmt.Sprintf("count=%t/shuffle=%t", count, shuffle), func(t *testing.T) {
 				const splits = 8
-				var reference map[int][]int64
-				for _, world := range []int{1, 2, 4, 8} {
-					got := map[int][]int64{}
-					var ids []int64
-					for rank := range world {
-						o := textOptions(t, dir, count)
-						o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, splits, world, rank
-						bs, _ := consume(t, open(t, o), -1)
-						fullBatches(t, bs, o.BatchSize)
-						bySplit(bs, got)
-						ids = append(ids, allIDs(bs)...)
-					}
-					exactlyOnce(t, ids, total)
-					if reference == nil {
-						reference = got
-						continue
-					}
-					for s := range splits {
-						if !slices.Equal(reference[s], got[s]) {
-							t.Fatalf("world %d: split %d differs from world 1", world, s)
-						}
-					}
-				}
+				vc.Elastic(t, splits, []int{1, 2, 4, 8}, vc.IDs(total), func(world, rank int) map[int][]int64 {
+					o := textOptions(t, dir, count)
+					o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, splits, world, rank
+					bs, _ := consume(t, open(t, o), -1)
+					fullBatches(t, bs, o.BatchSize)
+					return bySplit(bs, nil)
+				})
 			})
 		}
 	}
@@ -238,31 +222,11 @@ func TestTextSkipBadRowsExactlyOnce(t *testing.T) {
 	// The sample would make id a string column: the schema says int64.
 	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "label", Type: arrow.PrimitiveTypes.Int64}}
 	schema := text.Options{UnitBytes: 1 << 10, BadRows: text.BadRowsSkip, Schema: arrow.NewSchema(fields, nil)}
-	var reference map[int][]int64
-	for _, world := range []int{1, 2, 4} {
-		got := map[int][]int64{}
-		var ids []int64
-		for rank := range world {
-			o := textOptions(t, dir, false)
-			o.Formats = text.All(schema)
-			o.Columns = []string{"id", "label"}
-			o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 4, world, rank
-			bs, _ := consume(t, open(t, o), -1)
-			bySplit(bs, got)
-			ids = append(ids, allIDs(bs)...)
-		}
-		slices.Sort(ids)
-		if !slices.Equal(ids, good) {
-			t.Fatalf("world %d: %d ids delivered, want the %d good ones once each", world, len(ids), len(good))
-		}
-		if reference == nil {
-			reference = got
-			continue
-		}
-		for s := range 4 {
-			if !slices.Equal(reference[s], got[s]) {
-				t.Fatalf("world %d: split %d differs from world 1", world, s)
-			}
-		}
-	}
+	vc.Elastic(t, 4, []int{1, 2, 4}, good, func(world, rank int) map[int][]int64 {
+		o := textOptions(t, dir, false)
+		o.Formats = text.All(schema)
+		o.Columns = []string{"id", "label"}
+		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 4, world, rank
+		return bySplit(first(consume(t, open(t, o), -1)), nil)
+	})
 }

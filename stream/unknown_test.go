@@ -112,41 +112,17 @@ func TestIPCExactlyOnceAndElastic(t *testing.T) {
 		for _, shuffle := range []bool{false, true} {
 			for _, splits := range []int{4, 12} {
 				t.Run(fmt.Sprintf("hide=%t/shuffle=%t/splits=%d", hide, shuffle, splits), func(t *testing.T) {
-					var reference map[int][]int64
-					for world := 1; world <= 4; world++ {
-						if splits%world != 0 {
-							continue
+					reference := vc.Elastic(t, splits, vc.Divisors(splits, 4), vc.IDs(total), func(world, rank int) map[int][]int64 {
+						o := ipcOptions(t, dir, hide)
+						o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, splits, world, rank
+						ds := open(t, o)
+						if rank == 0 && world == 1 {
+							checkSplitRows(t, ds, hide)
 						}
-						got := map[int][]int64{}
-						var ids []int64
-						for rank := range world {
-							o := ipcOptions(t, dir, hide)
-							o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, splits, world, rank
-							ds := open(t, o)
-							if rank == 0 && world == 1 {
-								checkSplitRows(t, ds, hide)
-							}
-							bs, _ := consume(t, ds, -1)
-							for _, b := range bs {
-								if b.split%world != rank {
-									t.Fatalf("world %d rank %d got a batch of split %d", world, rank, b.split)
-								}
-							}
-							fullBatches(t, bs, o.BatchSize)
-							bySplit(bs, got)
-							ids = append(ids, allIDs(bs)...)
-						}
-						exactlyOnce(t, ids, total)
-						if reference == nil {
-							reference = got
-							continue
-						}
-						for s := range splits {
-							if !slices.Equal(reference[s], got[s]) {
-								t.Fatalf("world %d: split %d differs from world 1", world, s)
-							}
-						}
-					}
+						bs, _ := consume(t, ds, -1)
+						fullBatches(t, bs, o.BatchSize)
+						return bySplit(bs, nil)
+					})
 					var all []int64
 					for s := range splits {
 						all = append(all, reference[s]...)
@@ -363,29 +339,13 @@ func TestIPCMixedWithParquet(t *testing.T) {
 			o.Shuffle, o.NumSplits = shuffle, 4
 			return o
 		}
-		var reference map[int][]int64
-		for _, world := range []int{1, 2, 4} {
-			got := map[int][]int64{}
-			var ids []int64
-			for rank := range world {
-				o := options()
-				o.WorldSize, o.Rank = world, rank
-				bs, _ := consume(t, open(t, o), -1)
-				fullBatches(t, bs, o.BatchSize)
-				bySplit(bs, got)
-				ids = append(ids, allIDs(bs)...)
-			}
-			exactlyOnce(t, ids, total)
-			if reference == nil {
-				reference = got
-				continue
-			}
-			for s := range 4 {
-				if !slices.Equal(reference[s], got[s]) {
-					t.Fatalf("shuffle=%t world %d: split %d differs from world 1", shuffle, world, s)
-				}
-			}
-		}
+		vc.Elastic(t, 4, []int{1, 2, 4}, vc.IDs(total), func(world, rank int) map[int][]int64 {
+			o := options()
+			o.WorldSize, o.Rank = world, rank
+			bs, _ := consume(t, open(t, o), -1)
+			fullBatches(t, bs, o.BatchSize)
+			return bySplit(bs, nil)
+		})
 		o := options()
 		full := allIDs(first(consume(t, open(t, o), -1)))
 		for range 4 {

@@ -256,17 +256,6 @@ func (c *Case) describe() string {
 
 func pick[T any](r Chooser, xs ...T) T { return xs[r.IntN(len(xs))] }
 
-// divisors are the world sizes that divide n.
-func divisors(n int) []int {
-	var out []int
-	for w := 1; w <= n; w++ {
-		if n%w == 0 {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // Draw draws a case over vs. Every dataset of vs must carry the columns
 // valuecheck.TextColumns, which the filters read.
 func Draw(vs Set, r Chooser) *Case {
@@ -344,12 +333,12 @@ func Draw(vs Set, r Chooser) *Case {
 	} else if c.mode == "rows" {
 		o.Columns = cols
 	}
-	ws := divisors(o.NumSplits)
+	ws := vc.Divisors(o.NumSplits, o.NumSplits)
 	c.world = pick(r, ws...)
 	c.world2 = pick(r, ws...)
 	c.batch2 = pick(r, o.BatchSize, 1+r.IntN(300))
 	c.mixNoRe = r.IntN(2) == 0
-	c.split = pick(r, divisors(o.NumSplits/c.world)...)
+	c.split = pick(r, vc.Divisors(o.NumSplits/c.world, o.NumSplits/c.world)...)
 	if c.mode == "epoch" && c.data.Known && c.filter.Expr == "" && r.IntN(5) == 0 {
 		o.DropRemainder = true
 	}
