@@ -441,175 +441,38 @@ func (e *boolRLE) flush() {
 	e.bytes.flush()
 }
 
-// flushStripe writes the pending rows as one stripe.
+// flushStripe writes the pending rows as one stripe: each column encoded
+// into its streams, the row index, the streams, and the stripe footer.
 func (w *Writer) flushStripe() error {
 	rows := w.rows
-	cols := make([]arrow.Array, w.schema.NumFields())
-	for c := range cols {
-		parts := make([]arrow.Array, len(w.pending))
-		for i, b := range w.pending {
-			parts[i] = b.Column(c)
-		}
-		a, err := array.Concatenate(parts, w.mem)
-		if err != nil {
-			return err
-		}
-		defer a.Release()
-		cols[c] = a
+	cols, err := w.takePending()
+	if err != nil {
+		return err
 	}
-	for _, b := range w.pending {
-		b.Release()
-	}
-	w.pending, w.rows = nil, 0
+	defer func() {
+		for _, a := range cols {
+			a.Release()
+		}
+	}()
 	stride := w.opts.RowIndexStride
 	if stride < 0 {
 		stride = rows
 	}
-	var index, data [][]byte
-	var streams []byte // Stream messages, in file order
-	addStream := func(list *[][]byte, kind uint64, column int, b []byte) {
-		*list = append(*list, b)
-		var m []byte
-		m = protowire.AppendTag(m, 1, protowire.VarintType)
-		m = protowire.AppendVarint(m, kind)
-		m = protowire.AppendTag(m, 2, protowire.VarintType)
-		m = protowire.AppendVarint(m, uint64(column))
-		m = protowire.AppendTag(m, 3, protowire.VarintType)
-		m = protowire.AppendVarint(m, uint64(len(b)))
-		streams = protowire.AppendTag(streams, 1, protowire.BytesType)
-		streams = protowire.AppendBytes(streams, m)
-	}
-	type colOut struct {
-		entries [][]uint64
-		streams []*stream
-	}
-	outs := make([]colOut, len(cols))
+	outs := make([]columnOut, len(cols))
 	for c, a := range cols {
-		id := c + 1
-		var present *stream
-		var pres *boolRLE
-		if a.NullN() > 0 {
-			present = &stream{kind: 0, column: id, w: w}
-			pres = &boolRLE{bytes: byteRLE{s: present}}
-		}
-		dataS := &stream{kind: 1, column: id, w: w}
-		var lenS *stream
-		var ints *intRLE
-		var bools *boolRLE
-		switch a.DataType().ID() {
-		case arrow.INT32, arrow.INT64:
-			ints = &intRLE{s: dataS, signed: true}
-		case arrow.STRING, arrow.BINARY:
-			lenS = &stream{kind: 2, column: id, w: w}
-			ints = &intRLE{s: lenS}
-		case arrow.BOOL:
-			bools = &boolRLE{bytes: byteRLE{s: dataS}}
-		}
-		var entries [][]uint64
-		for g := 0; g < rows; g += stride {
-			// Positions of the group's start, every encoder flushed.
-			var pos []uint64
-			// A boolean stream's bits run on across groups: a group
-			// starts at the byte RLE's next run, some bits into its first
-			// byte.
-			if present != nil {
-				pos = append(append(pos, present.position()...), 0, uint64(pres.n))
-			}
-			switch a.DataType().ID() {
-			case arrow.BOOL:
-				pos = append(append(pos, dataS.position()...), 0, uint64(bools.n))
-			case arrow.INT32, arrow.INT64:
-				pos = append(append(pos, dataS.position()...), 0)
-			case arrow.FLOAT32, arrow.FLOAT64:
-				pos = append(pos, dataS.position()...)
-			case arrow.STRING, arrow.BINARY:
-				pos = append(append(append(pos, dataS.position()...), lenS.position()...), 0)
-			}
-			entries = append(entries, pos)
-			var scratch [8]byte
-			for i := g; i < min(g+stride, rows); i++ {
-				if pres != nil {
-					pres.add(a.IsValid(i))
-				}
-				if a.IsNull(i) {
-					continue
-				}
-				switch a := a.(type) {
-				case *array.Int64:
-					ints.add(a.Value(i))
-				case *array.Int32:
-					ints.add(int64(a.Value(i)))
-				case *array.Float64:
-					u := math.Float64bits(a.Value(i))
-					for k := range 8 {
-						scratch[k] = byte(u >> (8 * k))
-					}
-					dataS.writeBytes(scratch[:8])
-				case *array.Float32:
-					u := math.Float32bits(a.Value(i))
-					for k := range 4 {
-						scratch[k] = byte(u >> (8 * k))
-					}
-					dataS.writeBytes(scratch[:4])
-				case *array.String:
-					v := a.Value(i)
-					dataS.writeBytes([]byte(v))
-					ints.add(int64(len(v)))
-				case *array.Binary:
-					v := a.Value(i)
-					dataS.writeBytes(v)
-					ints.add(int64(len(v)))
-				case *array.Boolean:
-					bools.add(a.Value(i))
-				}
-			}
-			if pres != nil {
-				pres.bytes.flush()
-			}
-			if ints != nil {
-				ints.flush()
-			}
-			if bools != nil {
-				bools.bytes.flush()
-			}
-		}
-		if pres != nil {
-			pres.flush()
-		}
-		if bools != nil {
-			bools.flush()
-		}
-		outs[c].entries = entries
-		for _, s := range []*stream{present, dataS, lenS} {
-			if s != nil {
-				outs[c].streams = append(outs[c].streams, s)
-			}
-		}
+		outs[c] = w.encodeColumn(a, c+1, rows, stride)
 	}
+	var st stripeStreams
 	// Index streams first (the root's entries hold no positions), then
 	// the data streams.
-	groups := (rows + stride - 1) / stride
 	if w.opts.RowIndexStride > 0 {
+		groups := (rows + stride - 1) / stride
 		for id := 0; id <= len(cols); id++ {
-			var ix []byte
-			for g := range groups {
-				var entry []byte
-				if id > 0 {
-					var packed []byte
-					for _, p := range outs[id-1].entries[g] {
-						packed = protowire.AppendVarint(packed, p)
-					}
-					entry = protowire.AppendTag(entry, 1, protowire.BytesType)
-					entry = protowire.AppendBytes(entry, packed)
-				}
-				ix = protowire.AppendTag(ix, 1, protowire.BytesType)
-				ix = protowire.AppendBytes(ix, entry)
-			}
-			stored, err := w.compress(ix)
+			stored, err := w.compress(rowIndex(outs, id, groups))
 			if err != nil {
 				return err
 			}
-			addStream(&index, 6, id, stored)
+			st.add(&st.index, 6, id, stored)
 		}
 	}
 	for _, o := range outs {
@@ -618,11 +481,205 @@ func (w *Writer) flushStripe() error {
 			if s.err != nil {
 				return s.err
 			}
-			addStream(&data, s.kind, s.column, b)
+			st.add(&st.data, s.kind, s.column, b)
 		}
 	}
-	sf := streams
-	for range len(cols) + 1 {
+	return w.writeStripe(&st, len(cols), rows)
+}
+
+// takePending concatenates the pending batches into one array a column,
+// which the caller releases, and lets the batches go.
+func (w *Writer) takePending() ([]arrow.Array, error) {
+	cols := make([]arrow.Array, w.schema.NumFields())
+	for c := range cols {
+		parts := make([]arrow.Array, len(w.pending))
+		for i, b := range w.pending {
+			parts[i] = b.Column(c)
+		}
+		a, err := array.Concatenate(parts, w.mem)
+		if err != nil {
+			for _, done := range cols[:c] {
+				done.Release()
+			}
+			return nil, err
+		}
+		cols[c] = a
+	}
+	for _, b := range w.pending {
+		b.Release()
+	}
+	w.pending, w.rows = nil, 0
+	return cols, nil
+}
+
+// stripeStreams are a stripe's stored streams, index and data, and the
+// Stream messages of its footer that describe them, in file order.
+type stripeStreams struct {
+	index, data [][]byte
+	messages    []byte
+}
+
+func (st *stripeStreams) add(list *[][]byte, kind uint64, column int, b []byte) {
+	*list = append(*list, b)
+	var m []byte
+	m = protowire.AppendTag(m, 1, protowire.VarintType)
+	m = protowire.AppendVarint(m, kind)
+	m = protowire.AppendTag(m, 2, protowire.VarintType)
+	m = protowire.AppendVarint(m, uint64(column))
+	m = protowire.AppendTag(m, 3, protowire.VarintType)
+	m = protowire.AppendVarint(m, uint64(len(b)))
+	st.messages = protowire.AppendTag(st.messages, 1, protowire.BytesType)
+	st.messages = protowire.AppendBytes(st.messages, m)
+}
+
+// columnOut is a column encoded: the row index positions of each group,
+// and its streams.
+type columnOut struct {
+	entries [][]uint64
+	streams []*stream
+}
+
+// columnEncoders are the streams and encoders of one column.
+type columnEncoders struct {
+	present, data, length *stream
+	pres, bools           *boolRLE
+	ints                  *intRLE
+}
+
+// encodeColumn encodes column id (a) of a stripe of rows rows, in row
+// groups of stride rows, each group's encoders flushed at its end.
+func (w *Writer) encodeColumn(a arrow.Array, id, rows, stride int) columnOut {
+	var e columnEncoders
+	if a.NullN() > 0 {
+		e.present = &stream{kind: 0, column: id, w: w}
+		e.pres = &boolRLE{bytes: byteRLE{s: e.present}}
+	}
+	e.data = &stream{kind: 1, column: id, w: w}
+	switch a.DataType().ID() {
+	case arrow.INT32, arrow.INT64:
+		e.ints = &intRLE{s: e.data, signed: true}
+	case arrow.STRING, arrow.BINARY:
+		e.length = &stream{kind: 2, column: id, w: w}
+		e.ints = &intRLE{s: e.length}
+	case arrow.BOOL:
+		e.bools = &boolRLE{bytes: byteRLE{s: e.data}}
+	}
+	var out columnOut
+	for g := 0; g < rows; g += stride {
+		out.entries = append(out.entries, e.positions(a.DataType().ID()))
+		for i := g; i < min(g+stride, rows); i++ {
+			e.add(a, i)
+		}
+		if e.pres != nil {
+			e.pres.bytes.flush()
+		}
+		if e.ints != nil {
+			e.ints.flush()
+		}
+		if e.bools != nil {
+			e.bools.bytes.flush()
+		}
+	}
+	if e.pres != nil {
+		e.pres.flush()
+	}
+	if e.bools != nil {
+		e.bools.flush()
+	}
+	for _, s := range []*stream{e.present, e.data, e.length} {
+		if s != nil {
+			out.streams = append(out.streams, s)
+		}
+	}
+	return out
+}
+
+// positions are the row index positions of a group's start, every encoder
+// flushed.
+func (e *columnEncoders) positions(typ arrow.Type) []uint64 {
+	var pos []uint64
+	// A boolean stream's bits run on across groups: a group starts at the
+	// byte RLE's next run, some bits into its first byte.
+	if e.present != nil {
+		pos = append(append(pos, e.present.position()...), 0, uint64(e.pres.n))
+	}
+	switch typ {
+	case arrow.BOOL:
+		pos = append(append(pos, e.data.position()...), 0, uint64(e.bools.n))
+	case arrow.INT32, arrow.INT64:
+		pos = append(append(pos, e.data.position()...), 0)
+	case arrow.FLOAT32, arrow.FLOAT64:
+		pos = append(pos, e.data.position()...)
+	case arrow.STRING, arrow.BINARY:
+		pos = append(append(append(pos, e.data.position()...), e.length.position()...), 0)
+	}
+	return pos
+}
+
+// add encodes row i of a.
+func (e *columnEncoders) add(a arrow.Array, i int) {
+	if e.pres != nil {
+		e.pres.add(a.IsValid(i))
+	}
+	if a.IsNull(i) {
+		return
+	}
+	var scratch [8]byte
+	switch a := a.(type) {
+	case *array.Int64:
+		e.ints.add(a.Value(i))
+	case *array.Int32:
+		e.ints.add(int64(a.Value(i)))
+	case *array.Float64:
+		u := math.Float64bits(a.Value(i))
+		for k := range 8 {
+			scratch[k] = byte(u >> (8 * k))
+		}
+		e.data.writeBytes(scratch[:8])
+	case *array.Float32:
+		u := math.Float32bits(a.Value(i))
+		for k := range 4 {
+			scratch[k] = byte(u >> (8 * k))
+		}
+		e.data.writeBytes(scratch[:4])
+	case *array.String:
+		v := a.Value(i)
+		e.data.writeBytes([]byte(v))
+		e.ints.add(int64(len(v)))
+	case *array.Binary:
+		v := a.Value(i)
+		e.data.writeBytes(v)
+		e.ints.add(int64(len(v)))
+	case *array.Boolean:
+		e.bools.add(a.Value(i))
+	}
+}
+
+// rowIndex is the RowIndex message of column id (0, the root, has entries
+// without positions).
+func rowIndex(outs []columnOut, id, groups int) []byte {
+	var ix []byte
+	for g := range groups {
+		var entry []byte
+		if id > 0 {
+			var packed []byte
+			for _, p := range outs[id-1].entries[g] {
+				packed = protowire.AppendVarint(packed, p)
+			}
+			entry = protowire.AppendTag(entry, 1, protowire.BytesType)
+			entry = protowire.AppendBytes(entry, packed)
+		}
+		ix = protowire.AppendTag(ix, 1, protowire.BytesType)
+		ix = protowire.AppendBytes(ix, entry)
+	}
+	return ix
+}
+
+// writeStripe writes a stripe's streams and its footer, and notes the
+// stripe for the file footer.
+func (w *Writer) writeStripe(st *stripeStreams, columns, rows int) error {
+	sf := st.messages
+	for range columns + 1 {
 		var e []byte
 		e = protowire.AppendTag(e, 1, protowire.VarintType)
 		e = protowire.AppendVarint(e, 0) // DIRECT
@@ -635,13 +692,13 @@ func (w *Writer) flushStripe() error {
 	}
 	offset := w.at
 	var indexLen, dataLen uint64
-	for _, b := range index {
+	for _, b := range st.index {
 		indexLen += uint64(len(b))
 		if err := w.write(b); err != nil {
 			return err
 		}
 	}
-	for _, b := range data {
+	for _, b := range st.data {
 		dataLen += uint64(len(b))
 		if err := w.write(b); err != nil {
 			return err
