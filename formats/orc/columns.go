@@ -339,105 +339,147 @@ func scatter[T any](out []T, valid []bool, count int) {
 
 // newColumn builds the reader of type id over a stripe's streams.
 func (s *schema) newColumn(id int, name string, st *stripeStreams, mem memory.Allocator) (column, error) {
+	b, enc, err := s.columnBase(id, name, st, mem)
+	if err != nil {
+		return nil, err
+	}
+	cs := columnStreams{stripeStreams: st, id: id, name: name, v2: enc.kind == eDirectV2 || enc.kind == eDictionaryV2}
+	t := s.types[id]
+	switch t.kind {
+	case kList, kMap, kStruct, kUnion:
+		return s.nestedColumn(b, cs, mem)
+	case kString, kVarchar, kChar, kBinary:
+		if enc.kind == eDictionary || enc.kind == eDictionaryV2 {
+			return s.dictColumn(b, cs, enc)
+		}
+	}
+	return s.leafColumn(b, cs)
+}
+
+// columnBase is what every reader of type id has (its Arrow type and
+// PRESENT stream), and the column's encoding in the stripe, checked.
+func (s *schema) columnBase(id int, name string, st *stripeStreams, mem memory.Allocator) (base, encoding, error) {
 	t := s.types[id]
 	dt, err := s.arrowType(id)
 	if err != nil {
-		return nil, err
+		return base{}, encoding{}, err
 	}
 	b := base{id: id, name: name, mem: mem, dt: dt}
 	if p, ok := st.stream(id, sPresent); ok {
 		b.present = &boolRLE{}
 		b.present.reset(p)
 		if err := skipBools(b.present, st.skipOf(id, sPresent)); err != nil {
-			return nil, fmt.Errorf("column %d (%s): PRESENT: seek: %w", id, name, err)
+			return base{}, encoding{}, fmt.Errorf("column %d (%s): PRESENT: seek: %w", id, name, err)
 		}
 	}
 	if id >= len(st.enc) {
-		return nil, fmt.Errorf("column %d (%s) has no encoding in the stripe footer", id, name)
+		return base{}, encoding{}, fmt.Errorf("column %d (%s) has no encoding in the stripe footer", id, name)
 	}
 	enc := st.enc[id]
-	v2 := enc.kind == eDirectV2 || enc.kind == eDictionaryV2
 	dict := enc.kind == eDictionary || enc.kind == eDictionaryV2
 	if enc.kind > eDictionaryV2 {
-		return nil, fmt.Errorf("column %d (%s) has unknown encoding %d", id, name, enc.kind)
+		return base{}, encoding{}, fmt.Errorf("column %d (%s) has unknown encoding %d", id, name, enc.kind)
 	}
 	if dict && t.kind != kString && t.kind != kVarchar && t.kind != kChar {
-		return nil, fmt.Errorf("column %d (%s): %s does not take a dictionary encoding", id, name, kindName(t.kind))
+		return base{}, encoding{}, fmt.Errorf("column %d (%s): %s does not take a dictionary encoding", id, name, kindName(t.kind))
 	}
-	ints := func(kind uint64, signed bool, what string) (intReader, error) {
-		data, err := st.need(id, kind, what)
-		if err != nil {
-			return nil, err
-		}
-		r := newIntReader(v2, signed)
-		r.reset(data)
-		if sk := st.skipOf(id, kind); len(sk) > 0 {
-			if err := r.skip(int(min(sk[0], 1<<20))); err != nil {
-				return nil, fmt.Errorf("column %d (%s): %s: seek: %w", id, name, what, err)
-			}
-		}
-		return r, nil
+	return b, enc, nil
+}
+
+// columnStreams are one column's streams of a stripe, and whether its
+// integers are run-length encoded in version 2.
+type columnStreams struct {
+	*stripeStreams
+	id   int
+	name string
+	v2   bool
+}
+
+// ints reads the column's stream of kind as integers, from where the read
+// starts.
+func (cs columnStreams) ints(kind uint64, signed bool, what string) (intReader, error) {
+	data, err := cs.need(cs.id, kind, what)
+	if err != nil {
+		return nil, err
 	}
+	return cs.intsOf(data, kind, signed, what)
+}
+
+// intsOf reads data, the column's stream of kind, as integers, from where
+// the read starts.
+func (cs columnStreams) intsOf(data []byte, kind uint64, signed bool, what string) (intReader, error) {
+	r := newIntReader(cs.v2, signed)
+	r.reset(data)
+	if sk := cs.skipOf(cs.id, kind); len(sk) > 0 {
+		if err := r.skip(int(min(sk[0], 1<<20))); err != nil {
+			return nil, fmt.Errorf("column %d (%s): %s: seek: %w", cs.id, cs.name, what, err)
+		}
+	}
+	return r, nil
+}
+
+// leafColumn builds the reader of a column of values: booleans, numbers,
+// strings and binaries (DIRECT), timestamps and decimals.
+func (s *schema) leafColumn(b base, cs columnStreams) (column, error) {
+	id, name := cs.id, cs.name
+	t := s.types[id]
 	switch t.kind {
 	case kBoolean:
-		data, err := st.need(id, sData, "DATA")
+		data, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		c := &boolColumn{base: b}
 		c.data.reset(data)
-		if err := skipBools(&c.data, st.skipOf(id, sData)); err != nil {
+		if err := skipBools(&c.data, cs.skipOf(id, sData)); err != nil {
 			return nil, fmt.Errorf("column %d (%s): DATA: seek: %w", id, name, err)
 		}
 		return c, nil
 	case kByte:
-		data, err := st.need(id, sData, "DATA")
+		data, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		c := &byteColumn{base: b}
 		c.data.reset(data)
-		if err := skipBytes(&c.data, st.skipOf(id, sData)); err != nil {
+		if err := skipBytes(&c.data, cs.skipOf(id, sData)); err != nil {
 			return nil, fmt.Errorf("column %d (%s): DATA: seek: %w", id, name, err)
 		}
 		return c, nil
 	case kShort, kInt, kLong, kDate:
-		r, err := ints(sData, true, "DATA")
+		r, err := cs.ints(sData, true, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		return &intColumn{base: b, data: r, kind: t.kind}, nil
 	case kFloat, kDouble:
-		data, err := st.need(id, sData, "DATA")
+		data, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		return &floatColumn{base: b, data: data, double: t.kind == kDouble}, nil
 	case kString, kVarchar, kChar, kBinary:
-		if dict {
-			return s.dictColumn(b, st, v2, enc)
-		}
-		data, err := st.need(id, sData, "DATA")
+		data, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
-		lengths, err := ints(sLength, false, "LENGTH")
+		lengths, err := cs.ints(sLength, false, "LENGTH")
 		if err != nil {
 			return nil, err
 		}
 		return &bytesColumn{base: b, data: data, lengths: lengths}, nil
 	case kTimestamp, kTimestampInstant:
-		secs, err := ints(sData, true, "DATA")
+		secs, err := cs.ints(sData, true, "DATA")
 		if err != nil {
 			return nil, err
 		}
-		nanos, err := ints(sSecondary, false, "SECONDARY")
+		nanos, err := cs.ints(sSecondary, false, "SECONDARY")
 		if err != nil {
 			return nil, err
 		}
 		c := &timestampColumn{base: b, secs: secs, nanos: nanos, loc: time.UTC}
-		if t.kind == kTimestamp && st.tz != nil {
-			c.loc = st.tz
+		if t.kind == kTimestamp && cs.tz != nil {
+			c.loc = cs.tz
 		}
 		return c, nil
 	case kDecimal:
@@ -445,30 +487,40 @@ func (s *schema) newColumn(id int, name string, st *stripeStreams, mem memory.Al
 		c := &decimalColumn{base: b, scale: sc, precision: p}
 		if s.decimal64 && t.precision <= 18 && t.precision > 0 {
 			// Stored as integers already at the type's scale.
-			r, err := ints(sData, true, "DATA")
+			r, err := cs.ints(sData, true, "DATA")
 			if err != nil {
 				return nil, err
 			}
 			c.small = r
 			return c, nil
 		}
-		data, err := st.need(id, sData, "DATA")
+		data, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		c.data = data
-		if c.scales, err = ints(sSecondary, true, "SECONDARY"); err != nil {
+		if c.scales, err = cs.ints(sSecondary, true, "SECONDARY"); err != nil {
 			return nil, err
 		}
 		return c, nil
+	}
+	return nil, fmt.Errorf("column %d (%s): %s is not supported", id, name, kindName(t.kind))
+}
+
+// nestedColumn builds the reader of a list, map, struct or union column
+// and its children's.
+func (s *schema) nestedColumn(b base, cs columnStreams, mem memory.Allocator) (column, error) {
+	id, name := cs.id, cs.name
+	t := s.types[id]
+	switch t.kind {
 	case kList, kMap:
-		lengths, err := ints(sLength, false, "LENGTH")
+		lengths, err := cs.ints(sLength, false, "LENGTH")
 		if err != nil {
 			return nil, err
 		}
 		c := &listColumn{base: b, lengths: lengths}
 		for i, sub := range t.subtypes {
-			child, err := s.newColumn(int(sub), fmt.Sprintf("%s.%s", name, []string{"element", "key", "value"}[i+int(t.kind-kList)]), st, mem)
+			child, err := s.newColumn(int(sub), fmt.Sprintf("%s.%s", name, []string{"element", "key", "value"}[i+int(t.kind-kList)]), cs.stripeStreams, mem)
 			if err != nil {
 				return nil, err
 			}
@@ -478,7 +530,7 @@ func (s *schema) newColumn(id int, name string, st *stripeStreams, mem memory.Al
 	case kStruct:
 		c := &structColumn{base: b}
 		for i, sub := range t.subtypes {
-			child, err := s.newColumn(int(sub), name+"."+t.fieldNames[i], st, mem)
+			child, err := s.newColumn(int(sub), name+"."+t.fieldNames[i], cs.stripeStreams, mem)
 			if err != nil {
 				return nil, err
 			}
@@ -486,17 +538,17 @@ func (s *schema) newColumn(id int, name string, st *stripeStreams, mem memory.Al
 		}
 		return c, nil
 	case kUnion:
-		tags, err := st.need(id, sData, "DATA")
+		tags, err := cs.need(id, sData, "DATA")
 		if err != nil {
 			return nil, err
 		}
 		c := &unionColumn{base: b}
 		c.tags.reset(tags)
-		if err := skipBytes(&c.tags, st.skipOf(id, sData)); err != nil {
+		if err := skipBytes(&c.tags, cs.skipOf(id, sData)); err != nil {
 			return nil, fmt.Errorf("column %d (%s): DATA: seek: %w", id, name, err)
 		}
 		for i, sub := range t.subtypes {
-			child, err := s.newColumn(int(sub), fmt.Sprintf("%s._%d", name, i), st, mem)
+			child, err := s.newColumn(int(sub), fmt.Sprintf("%s._%d", name, i), cs.stripeStreams, mem)
 			if err != nil {
 				return nil, err
 			}
@@ -585,13 +637,10 @@ func (c *intColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	default:
 		buf = newBuffer(c.mem, 4*n)
 	}
-	if cap(c.vals) < count {
-		c.vals = make([]int64, count)
-	}
-	vals := c.vals[:count]
-	if err := c.data.next(vals); err != nil {
+	vals, err := nextInts(c.data, &c.vals, count, "DATA")
+	if err != nil {
 		buf.Release()
-		return nil, fmt.Errorf("DATA: %w", err)
+		return nil, err
 	}
 	if c.kind == kShort {
 		out := arrow.GetData[int16](buf.Bytes())
@@ -647,6 +696,19 @@ func (c *floatColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	return fixedArray(c.mem, c.dt, n, valid, buf), nil
 }
 
+// nextInts decodes count integers of r into *buf, grown where it is too
+// small; an error names the stream, what.
+func nextInts(r intReader, buf *[]int64, count int, what string) ([]int64, error) {
+	if cap(*buf) < count {
+		*buf = make([]int64, count)
+	}
+	vals := (*buf)[:count]
+	if err := r.next(vals); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return vals, nil
+}
+
 // maxBatchBytes bounds the string bytes of one batch: Arrow's offsets are
 // 32-bit.
 const maxBatchBytes = math.MaxInt32
@@ -664,12 +726,9 @@ func (c *bytesColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(c.lens) < count {
-		c.lens = make([]int64, count)
-	}
-	lens := c.lens[:count]
-	if err := c.lengths.next(lens); err != nil {
-		return nil, fmt.Errorf("LENGTH: %w", err)
+	lens, err := nextInts(c.lengths, &c.lens, count, "LENGTH")
+	if err != nil {
+		return nil, err
 	}
 	var total int64
 	for _, l := range lens {
@@ -715,7 +774,7 @@ func varArray(mem memory.Allocator, dt arrow.DataType, n int, valid []bool, offs
 
 // dictColumn reads a string column's dictionary, which the stripe holds
 // whole, and returns the reader of its indices.
-func (s *schema) dictColumn(b base, st *stripeStreams, v2 bool, enc encoding) (column, error) {
+func (s *schema) dictColumn(b base, st columnStreams, enc encoding) (column, error) {
 	id := b.id
 	dictData, ok := st.stream(id, sDictionaryData)
 	if !ok && enc.dictSize > 0 {
@@ -734,7 +793,7 @@ func (s *schema) dictColumn(b base, st *stripeStreams, v2 bool, enc encoding) (c
 	if enc.dictSize > uint64(len(lenData))*128+512 {
 		return nil, fmt.Errorf("column %d (%s): dictionary of %d entries in a LENGTH stream of %d bytes", id, b.name, enc.dictSize, len(lenData))
 	}
-	lengths := newIntReader(v2, false)
+	lengths := newIntReader(st.v2, false)
 	lengths.reset(lenData)
 	lens := make([]int64, enc.dictSize)
 	if err := lengths.next(lens); err != nil {
@@ -747,12 +806,9 @@ func (s *schema) dictColumn(b base, st *stripeStreams, v2 bool, enc encoding) (c
 		}
 		offs[i+1] = offs[i] + l
 	}
-	idx := newIntReader(v2, false)
-	idx.reset(data)
-	if sk := st.skipOf(id, sData); len(sk) > 0 {
-		if err := idx.skip(int(min(sk[0], 1<<20))); err != nil {
-			return nil, fmt.Errorf("column %d (%s): DATA: seek: %w", id, b.name, err)
-		}
+	idx, err := st.intsOf(data, sData, false, "DATA")
+	if err != nil {
+		return nil, err
 	}
 	return &dictColumn{base: b, dict: dictData, offs: offs, idx: idx}, nil
 }
@@ -770,12 +826,9 @@ func (c *dictColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(c.ids) < count {
-		c.ids = make([]int64, count)
-	}
-	ids := c.ids[:count]
-	if err := c.idx.next(ids); err != nil {
-		return nil, fmt.Errorf("DATA: %w", err)
+	ids, err := nextInts(c.idx, &c.ids, count, "DATA")
+	if err != nil {
+		return nil, err
 	}
 	var total int64
 	entries := int64(len(c.offs) - 1)
@@ -930,12 +983,9 @@ func (c *decimalColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 		scatter(out, valid, count)
 		return fixedArray(c.mem, c.dt, n, valid, buf), nil
 	}
-	if cap(c.sc) < count {
-		c.sc = make([]int64, count)
-	}
-	scales := c.sc[:count]
-	if err := c.scales.next(scales); err != nil {
-		return fail(fmt.Errorf("SECONDARY: %w", err))
+	scales, err := nextInts(c.scales, &c.sc, count, "SECONDARY")
+	if err != nil {
+		return fail(err)
 	}
 	var v big.Int
 	for i := range count {
@@ -1026,12 +1076,9 @@ func (c *listColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(c.lens) < count {
-		c.lens = make([]int64, count)
-	}
-	lens := c.lens[:count]
-	if err := c.lengths.next(lens); err != nil {
-		return nil, fmt.Errorf("LENGTH: %w", err)
+	lens, err := nextInts(c.lengths, &c.lens, count, "LENGTH")
+	if err != nil {
+		return nil, err
 	}
 	offs := newBuffer(c.mem, 4*(n+1))
 	o := arrow.GetData[int32](offs.Bytes())
