@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,15 +54,8 @@ func (e *env) pythonScenario(ctx context.Context) error {
 	if root == "" {
 		return skip("the repository (capi/, python/) is not found from the working directory")
 	}
-	py := os.Getenv("SLUICE_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-		if _, err := os.Stat(py); err != nil {
-			py = "python3"
-		}
-	}
-	hasTorch := exec.CommandContext(ctx, py, "-c", "import numpy, torch").Run() == nil
-	if err := exec.CommandContext(ctx, py, "-c", "import numpy").Run(); err != nil {
+	py, hasTorch, ok := findPython(ctx)
+	if !ok {
 		return skip(py + " cannot import numpy")
 	}
 	tmp, err := os.MkdirTemp("", "sluice-bench-python")
@@ -70,68 +64,137 @@ func (e *env) pythonScenario(ctx context.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	lib := filepath.Join(tmp, "libsluice.so")
+	if reason := buildCABI(ctx, root, lib); reason != "" {
+		return skip(reason)
+	}
+	b, reason, err := e.startPyBench(ctx, root, py, lib)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return skip(reason)
+	}
+	defer b.close()
+	res, err := e.pythonPasses(ctx, b, hasTorch)
+	if err != nil {
+		return err
+	}
+	return e.emitPython(res, py, hasTorch)
+}
+
+// findPython is the interpreter the Python lines run (SLUICE_PYTHON, else
+// the system's), whether it imports torch, and whether it imports numpy,
+// without which nothing runs.
+func findPython(ctx context.Context) (py string, hasTorch, hasNumpy bool) {
+	py = os.Getenv("SLUICE_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+		if _, err := os.Stat(py); err != nil {
+			py = "python3"
+		}
+	}
+	hasTorch = exec.CommandContext(ctx, py, "-c", "import numpy, torch").Run() == nil
+	hasNumpy = exec.CommandContext(ctx, py, "-c", "import numpy").Run() == nil
+	return py, hasTorch, hasNumpy
+}
+
+// buildCABI builds the C ABI (capi/) as the shared library lib, and says
+// why the lines are skipped where it cannot.
+func buildCABI(ctx context.Context, root, lib string) (skipReason string) {
 	build := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-ldflags=-s -w", "-o", lib, "./capi")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		return skip(fmt.Sprintf("building the C ABI (needs cgo and a C compiler): %v: %s", err, bytes.TrimSpace(out)))
+		return fmt.Sprintf("building the C ABI (needs cgo and a C compiler): %v: %s", err, bytes.TrimSpace(out))
 	}
+	return ""
+}
 
-	type run struct {
-		Name    string   `json:"name"`
-		Mode    string   `json:"mode"`
-		Columns []string `json:"columns"`
-		Shuffle bool     `json:"shuffle"`
-		Workers int      `json:"workers"`
-	}
+// pyRequest asks bench/python_bench.py to run one pass.
+type pyRequest struct {
+	Name    string   `json:"name"`
+	Mode    string   `json:"mode"`
+	Columns []string `json:"columns"`
+	Shuffle bool     `json:"shuffle"`
+	Workers int      `json:"workers"`
+}
+
+// pyBench is bench/python_bench.py running over the dataset: it takes a
+// pass a line on its stdin and answers a line.
+type pyBench struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	answers *bufio.Scanner
+	stderr  *bytes.Buffer
+	rows    int64 // the dataset's
+}
+
+// startPyBench starts bench/python_bench.py with py over lib, or says why
+// the lines are skipped where py does not start.
+func (e *env) startPyBench(ctx context.Context, root, py, lib string) (_ *pyBench, skipReason string, _ error) {
 	cmd := exec.CommandContext(ctx, py, filepath.Join(root, "bench", "python_bench.py"), e.data.dir, fmt.Sprint(e.cfg.BatchSize))
 	cmd.Env = append(os.Environ(), "SLUICE_LIBRARY="+lib, "PYTHONPATH="+filepath.Join(root, "python"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
+	b := &pyBench{cmd: cmd, stderr: &bytes.Buffer{}, rows: e.data.spec.Rows()}
+	cmd.Stderr = b.stderr
+	var err error
+	if b.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, "", err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return skip(fmt.Sprintf("%s: %v", py, err))
+		return nil, fmt.Sprintf("%s: %v", py, err), nil
 	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	answers := bufio.NewScanner(stdout)
-	// measure runs r once in the Python process.
-	measure := func(r run) (pyRun, error) {
-		line, _ := json.Marshal(r)
-		if _, err := stdin.Write(append(line, '\n')); err != nil {
-			return pyRun{}, fmt.Errorf("python bench: %w: %s", err, lastLines(stderr.String(), 10))
-		}
-		if !answers.Scan() {
-			return pyRun{}, fmt.Errorf("python bench %s: no answer: %s", r.Name, lastLines(stderr.String(), 10))
-		}
-		var x pyRun
-		if err := json.Unmarshal(answers.Bytes(), &x); err != nil {
-			return pyRun{}, fmt.Errorf("python bench output %q: %w", answers.Text(), err)
-		}
-		if x.Rows != e.data.spec.Rows() {
-			return pyRun{}, fmt.Errorf("python bench %s delivered %d rows, the dataset has %d", r.Name, x.Rows, e.data.spec.Rows())
-		}
-		return x, nil
-	}
+	b.answers = bufio.NewScanner(stdout)
+	return b, "", nil
+}
 
-	// Each Python pass runs right after a Go pass of the same options, the
-	// fastest of each kept: the machine's speed drifts within a minute.
-	goRate, stored := map[string]float64{}, map[string]int64{}
-	pyBest := map[string]pyRun{}
-	keep := func(name string, x pyRun) {
-		if x.RowsPerS > pyBest[name].RowsPerS {
-			pyBest[name] = x
-		}
+func (b *pyBench) close() {
+	b.stdin.Close()
+	b.cmd.Wait()
+}
+
+// measure runs r once in the Python process.
+func (b *pyBench) measure(r pyRequest) (pyRun, error) {
+	line, _ := json.Marshal(r)
+	if _, err := b.stdin.Write(append(line, '\n')); err != nil {
+		return pyRun{}, fmt.Errorf("python bench: %w: %s", err, lastLines(b.stderr.String(), 10))
 	}
+	if !b.answers.Scan() {
+		return pyRun{}, fmt.Errorf("python bench %s: no answer: %s", r.Name, lastLines(b.stderr.String(), 10))
+	}
+	var x pyRun
+	if err := json.Unmarshal(b.answers.Bytes(), &x); err != nil {
+		return pyRun{}, fmt.Errorf("python bench output %q: %w", b.answers.Text(), err)
+	}
+	if x.Rows != b.rows {
+		return pyRun{}, fmt.Errorf("python bench %s delivered %d rows, the dataset has %d", r.Name, x.Rows, b.rows)
+	}
+	return x, nil
+}
+
+// pyResults are the fastest rows/s of each Go pass (by pass suffix) and of
+// each Python pass (by name: mode/suffix, dataloader/workers), with the
+// bytes each Go pass stored.
+type pyResults struct {
+	goRate map[string]float64
+	stored map[string]int64
+	best   map[string]pyRun
+}
+
+func (r *pyResults) keep(name string, x pyRun) {
+	if x.RowsPerS > r.best[name].RowsPerS {
+		r.best[name] = x
+	}
+}
+
+// pythonPasses runs the Go and Python passes. Each Python pass runs right
+// after a Go pass of the same options, the fastest of each kept: the
+// machine's speed drifts within a minute.
+func (e *env) pythonPasses(ctx context.Context, b *pyBench, hasTorch bool) (*pyResults, error) {
+	res := &pyResults{goRate: map[string]float64{}, stored: map[string]int64{}, best: map[string]pyRun{}}
 	for _, p := range pythonPasses {
 		o := e.opts()
 		o.Columns, o.Shuffle, o.Seed = p.columns, p.shuffle, 42
@@ -142,19 +205,19 @@ func (e *env) pythonScenario(ctx context.Context) error {
 				err = expectRows(m, e.data.spec.Rows())
 			}
 			if err != nil {
-				return fmt.Errorf("go %s: %w", p.suffix, err)
+				return nil, fmt.Errorf("go %s: %w", p.suffix, err)
 			}
-			goRate[p.suffix] = max(goRate[p.suffix], m.rowsPerSec())
-			stored[p.suffix] = m.storedBytes
+			res.goRate[p.suffix] = max(res.goRate[p.suffix], m.rowsPerSec())
+			res.stored[p.suffix] = m.storedBytes
 			for _, mode := range []string{"numpy", "torch"} {
 				if mode == "torch" && !hasTorch {
 					continue
 				}
-				x, err := measure(run{Name: mode + "/" + p.suffix, Mode: mode, Columns: p.columns, Shuffle: p.shuffle})
+				x, err := b.measure(pyRequest{Name: mode + "/" + p.suffix, Mode: mode, Columns: p.columns, Shuffle: p.shuffle})
 				if err != nil {
-					return err
+					return nil, err
 				}
-				keep(mode+"/"+p.suffix, x)
+				res.keep(mode+"/"+p.suffix, x)
 			}
 		}
 	}
@@ -162,15 +225,19 @@ func (e *env) pythonScenario(ctx context.Context) error {
 		for _, k := range []int{0, 2, 4} {
 			name := fmt.Sprintf("dataloader/%d", k)
 			for range max(e.cfg.Reps, 1) {
-				x, err := measure(run{Name: name, Mode: "dataloader", Columns: pythonPasses[1].columns, Shuffle: true, Workers: k})
+				x, err := b.measure(pyRequest{Name: name, Mode: "dataloader", Columns: pythonPasses[1].columns, Shuffle: true, Workers: k})
 				if err != nil {
-					return err
+					return nil, err
 				}
-				keep(name, x)
+				res.keep(name, x)
 			}
 		}
 	}
+	return res, nil
+}
 
+// emitPython emits the Python lines from the passes' results.
+func (e *env) emitPython(res *pyResults, py string, hasTorch bool) error {
 	// line fills the fields every throughput line has from a Python pass.
 	line := func(name string, x pyRun, storedBytes int64) *record {
 		r := newRecord("scenario").set("scenario", name)
@@ -182,6 +249,7 @@ func (e *env) pythonScenario(ctx context.Context) error {
 		r.set("io_amplification", float64(x.ReadBytes)/float64(storedBytes))
 		return r
 	}
+	goRate, stored, pyBest := res.goRate, res.stored, res.best
 	for _, mode := range []string{"numpy", "torch"} {
 		name := "python_" + mode
 		first := pythonPasses[0].suffix
