@@ -1,10 +1,13 @@
 package formats
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // unify computes the projected schema and checks every file against it.
@@ -49,6 +52,22 @@ func unify(frags []*Fragment, columns []string) (*arrow.Schema, error) {
 		}
 	}
 	return arrow.NewSchema(fields, nil), nil
+}
+
+// Widen returns col as the type of field, the dataset's column it reads,
+// where planning unified the files' types to a wider one (see widen): col
+// itself where it has that type already. It takes col. Drivers call it on
+// every column they decode.
+func Widen(ctx context.Context, col arrow.Array, field arrow.Field, mem memory.Allocator) (arrow.Array, error) {
+	if arrow.TypeEqual(col.DataType(), field.Type) {
+		return col, nil
+	}
+	cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(field.Type))
+	col.Release()
+	if err != nil {
+		return nil, fmt.Errorf("%w: widen column %q to %s: %w", ErrSchema, field.Name, field.Type, err)
+	}
+	return cast, nil
 }
 
 // widen returns the type both a and b convert to without loss, if any:

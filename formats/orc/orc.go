@@ -28,7 +28,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
@@ -992,13 +991,8 @@ func batch(ctx context.Context, cols []column, n int, schema *arrow.Schema, mem 
 		if err != nil {
 			return nil, fmt.Errorf("%w: column %q: %w", formats.ErrCorrupt, schema.Field(i).Name, err)
 		}
-		if want := schema.Field(i).Type; !arrow.TypeEqual(a.DataType(), want) {
-			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), a, compute.SafeCastOptions(want))
-			a.Release()
-			if err != nil {
-				return nil, fmt.Errorf("%w: widen column %q to %s: %w", formats.ErrSchema, schema.Field(i).Name, want, err)
-			}
-			a = cast
+		if a, err = formats.Widen(ctx, a, schema.Field(i), mem); err != nil {
+			return nil, err
 		}
 		arrs[i] = a
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -810,13 +809,9 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			col.Release()
 			col = re
 		}
-		if !arrow.TypeEqual(col.DataType(), want) {
-			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(want))
-			col.Release()
-			if err != nil {
-				return nil, fmt.Errorf("%w: widen column %q to %s: %w", formats.ErrSchema, schema.Field(i).Name, want, err)
-			}
-			col = cast
+		col, err := formats.Widen(ctx, col, schema.Field(i), mem)
+		if err != nil {
+			return nil, err
 		}
 		cols[i] = col
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -219,14 +218,9 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 		}
 	}()
 	for i, p := range pos {
-		col := array.NewSlice(rec.Column(p), off, off+n)
-		if want := schema.Field(i).Type; !arrow.TypeEqual(col.DataType(), want) {
-			cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(want))
-			col.Release()
-			if err != nil {
-				return nil, fmt.Errorf("%w: widen column %q to %s: %w", formats.ErrSchema, schema.Field(i).Name, want, err)
-			}
-			col = cast
+		col, err := formats.Widen(ctx, array.NewSlice(rec.Column(p), off, off+n), schema.Field(i), mem)
+		if err != nil {
+			return nil, err
 		}
 		cols[i] = col
 	}
