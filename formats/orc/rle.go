@@ -61,9 +61,15 @@ func (r *byteRLE) next(dst []byte) error {
 // skip discards n values.
 func (r *byteRLE) skip(n int) error {
 	var buf [256]byte
+	return discard(r.next, buf[:], n)
+}
+
+// discard skips n values of a decoder that cannot skip without decoding
+// them, decoding len(buf) at a time into buf.
+func discard[T any](next func([]T) error, buf []T, n int) error {
 	for n > 0 {
 		k := min(n, len(buf))
-		if err := r.next(buf[:k]); err != nil {
+		if err := next(buf[:k]); err != nil {
 			return err
 		}
 		n -= k
@@ -223,14 +229,7 @@ func (r *intRLEv1) skip(n int) error { return skipInts(r, n) }
 
 func skipInts(r intReader, n int) error {
 	var buf [512]int64
-	for n > 0 {
-		k := min(n, len(buf))
-		if err := r.next(buf[:k]); err != nil {
-			return err
-		}
-		n -= k
-	}
-	return nil
+	return discard(r.next, buf[:], n)
 }
 
 // intRLEv2 decodes runs of up to 512 values, each in one of four
