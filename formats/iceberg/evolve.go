@@ -75,22 +75,11 @@ func converter(file, want arrow.DataType) (dataConverter, error) {
 			return nil, err
 		}
 		return listConverter(want, entries), nil
-	case *arrow.ListType:
-		f, ok := file.(*arrow.ListType)
-		if !ok {
+	case *arrow.ListType, *arrow.LargeListType:
+		if file.ID() != want.ID() {
 			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
 		}
-		elem, err := converter(f.Elem(), want.Elem())
-		if err != nil {
-			return nil, fmt.Errorf("list element: %w", err)
-		}
-		return listConverter(want, elem), nil
-	case *arrow.LargeListType:
-		f, ok := file.(*arrow.LargeListType)
-		if !ok {
-			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
-		}
-		elem, err := converter(f.Elem(), want.Elem())
+		elem, err := converter(file.(arrow.ListLikeType).Elem(), want.(arrow.ListLikeType).Elem())
 		if err != nil {
 			return nil, fmt.Errorf("list element: %w", err)
 		}
