@@ -80,15 +80,10 @@ func mixingPlot(lines []*record) (*plot.Plot, vg.Length, vg.Length, error) {
 	points.Shape = draw.CircleGlyph{}
 	p.Add(line, points)
 	p.Legend.Add("sluice, ShuffleWindow sweep", line, points)
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	lb, err := pointLabels(xys, labels, 8, draw.XLeft, draw.YBottom, vg.Point{X: vg.Points(4), Y: vg.Points(3)})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(8)
-		lb.TextStyle[i].YAlign = draw.YBottom
-	}
-	lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(3)}
 	p.Add(lb)
 	p.X.Min, p.X.Max = 0, hi*1.25
 	p.Y.Min, p.Y.Max = 0, 1

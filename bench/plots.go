@@ -137,6 +137,22 @@ func reader(r *record) string {
 	return "sluice"
 }
 
+// pointLabels are labels at xys in text of size points, aligned to their
+// points as x and y say and moved by off.
+func pointLabels(xys plotter.XYs, labels []string, size float64, x draw.XAlignment, y draw.YAlignment, off vg.Point) (*plotter.Labels, error) {
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].XAlign = x
+		lb.TextStyle[i].YAlign = y
+		lb.TextStyle[i].Font.Size = vg.Points(size)
+	}
+	lb.Offset = off
+	return lb, nil
+}
+
 // humanRate prints rows/s as 3.51M or 33.2k.
 func humanRate(v float64) string {
 	switch {
@@ -190,16 +206,10 @@ func scenarioPlot(lines []*record) (*plot.Plot, vg.Length, vg.Length, error) {
 		}
 		labels = append(labels, label)
 	}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	lb, err := pointLabels(xys, labels, 9, draw.XLeft, draw.YCenter, vg.Point{X: vg.Points(4)})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].XAlign = draw.XLeft
-		lb.TextStyle[i].YAlign = draw.YCenter
-		lb.TextStyle[i].Font.Size = vg.Points(9)
-	}
-	lb.Offset = vg.Point{X: vg.Points(4)}
 	p.Add(lb)
 	p.NominalY(names...)
 	p.X.Min = 0
@@ -271,16 +281,10 @@ func concurrencyPlot(lines []*record, prefix, xlabel, title string) (*plot.Plot,
 	bc.Color = readerColors["sluice"]
 	bc.LineStyle.Width = 0
 	p.Add(plotter.NewGrid(), bc)
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	lb, err := pointLabels(xys, labels, 9, draw.XCenter, draw.YBottom, vg.Point{Y: vg.Points(4)})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].XAlign = draw.XCenter
-		lb.TextStyle[i].YAlign = draw.YBottom
-		lb.TextStyle[i].Font.Size = vg.Points(9)
-	}
-	lb.Offset = vg.Point{Y: vg.Points(4)}
 	p.Add(lb)
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(rs))-0.4
