@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/synth"
 )
 
 // Format reads Arrow IPC files. The zero value reports exact row counts.
@@ -229,12 +230,7 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 
 // Schema is the schema WriteFile writes: the columns of internal/synth's
 // Parquet files, so tests over either format check the same things.
-var Schema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "label", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "s", Type: arrow.BinaryTypes.String},
-}, nil)
+var Schema = synth.Schema
 
 // WriteFile writes an IPC file of Schema with one record batch per entry of
 // batchRows (0 writes an empty batch). Ids number the rows from first; label
