@@ -127,12 +127,8 @@ func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bo
 			if err != nil {
 				return err
 			}
-			s := &samples[i]
-			s.rates = append(s.rates, m.rowsPerSec())
-			if len(s.rates) == 1 || m.rowsPerSec() > s.m.rowsPerSec() {
-				s.m = m
-			}
-			s.baseline = e.floor
+			samples[i].add(m)
+			samples[i].baseline = e.floor
 		}
 	}
 

@@ -142,6 +142,15 @@ type sample struct {
 	probes   []float64
 }
 
+// add counts a run: its rows/s, and the run itself where it is the
+// fastest yet.
+func (s *sample) add(m measurement) {
+	s.rates = append(s.rates, m.rowsPerSec())
+	if len(s.rates) == 1 || m.rowsPerSec() > s.m.rowsPerSec() {
+		s.m = m
+	}
+}
+
 // paired measures a throughput scenario cfg.Reps times, each run right
 // after a floor probe (the floor's read of the first quarter of the files),
 // and compares the fastest run with the fastest probe. The machine is
@@ -150,7 +159,7 @@ type sample struct {
 // about sluice; one measured in the same stretch of time does not.
 func (e *env) paired(ctx context.Context, measure func() (measurement, error)) (sample, error) {
 	var s sample
-	for i := range max(e.cfg.Reps, 1) {
+	for range max(e.cfg.Reps, 1) {
 		runtime.GC()
 		p, err := measureFloor(ctx, e.data.quarter(), e.cfg.BatchSize)
 		if err != nil {
@@ -163,10 +172,7 @@ func (e *env) paired(ctx context.Context, measure func() (measurement, error)) (
 		if err != nil {
 			return s, err
 		}
-		s.rates = append(s.rates, m.rowsPerSec())
-		if i == 0 || m.rowsPerSec() > s.m.rowsPerSec() {
-			s.m = m
-		}
+		s.add(m)
 	}
 	return s, nil
 }
@@ -420,12 +426,8 @@ func (e *env) transform(ctx context.Context) error {
 			if m.checksum != samples[0].m.checksum && (i > 0 || rep > 0) {
 				return fmt.Errorf("transform results differ between runs (%x, %x)", samples[0].m.checksum, m.checksum)
 			}
-			s := &samples[i]
-			s.rates = append(s.rates, m.rowsPerSec())
-			if rep == 0 || m.rowsPerSec() > s.m.rowsPerSec() {
-				s.m = m
-			}
-			s.baseline = e.floor
+			samples[i].add(m)
+			samples[i].baseline = e.floor
 		}
 	}
 	for i, tc := range conc {

@@ -125,7 +125,7 @@ func (e *env) shuffleScenario(ctx context.Context) error {
 	}
 	for _, cs := range tableColumns {
 		samples := make([]sample, len(kinds))
-		for rep := range max(e.cfg.Reps, 1) {
+		for range max(e.cfg.Reps, 1) {
 			for i, k := range kinds {
 				o := stream.Options{BatchSize: 1024, Columns: cs.cols}
 				k.set(&o)
@@ -137,12 +137,8 @@ func (e *env) shuffleScenario(ctx context.Context) error {
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", k.name, cs.name, err)
 				}
-				s := &samples[i]
-				s.rates = append(s.rates, m.rowsPerSec())
-				if rep == 0 || m.rowsPerSec() > s.m.rowsPerSec() {
-					s.m = m
-				}
-				s.baseline = e.floor
+				samples[i].add(m)
+				samples[i].baseline = e.floor
 			}
 		}
 		for i, k := range kinds {
