@@ -136,7 +136,7 @@ func runCheckpoint(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case sub == "ls" && mix != nil:
-		err = checkpointLsMix(ctx, e.stdout, store, mix, cfg)
+		err = checkpointLsMix(ctx, e.stdout, mix, cfg)
 	case sub == "ls":
 		err = checkpointLs(ctx, e.stdout, store, cfg)
 	case sub == "show" && mix != nil:
@@ -266,42 +266,122 @@ func checkpointLs(ctx context.Context, w io.Writer, store checkpoint.Store, cfg 
 	if len(infos) == 0 {
 		return notFoundf("run %q has no steps in this store", cfg.run)
 	}
-	views := make([]stepView, 0, len(infos))
-	for _, info := range infos {
-		v := newStepView(info, "dataset")
-		if info.Complete {
-			// StepInfo does not carry the position, so a complete step is
-			// read a second time for its epoch and rows.
-			if st, err := store.LoadStep(ctx, cfg.run, info.Step); err == nil {
-				rows := rowsTaken(st)
-				v.setEpochs(st.Epoch, st.Epochs)
-				v.RowsTaken = &rows
-			}
-		}
-		views = append(views, v)
-	}
-	return writeLs(w, views, cfg)
+	return writeLs(w, datasetSteps(store).views(ctx, cfg.run, infos), cfg)
 }
 
 // checkpointLsMix is ls for a mix's run.
-func checkpointLsMix(ctx context.Context, w io.Writer, store checkpoint.Store, ms checkpoint.MixStore, cfg *checkpointConfig) error {
+func checkpointLsMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore, cfg *checkpointConfig) error {
 	infos, err := ms.ListMix(ctx, cfg.run)
 	if err != nil {
 		return err
 	}
+	return writeLs(w, mixSteps(ms).views(ctx, cfg.run, infos), cfg)
+}
+
+// runSteps reads the steps of a run for ls and show the same way whether
+// the run is a dataset's (S is checkpoint.State) or a mix's
+// (checkpoint.MixState).
+type runSteps[S any] struct {
+	kind     string // stepView.Kind
+	latest   func(ctx context.Context, run string) (int64, error)
+	load     func(ctx context.Context, run string, step int64, rank int) (S, error)
+	loadStep func(ctx context.Context, run string, step int64) (S, error)
+	// rank is what show says of a rank's state (its Rank left to fill).
+	rank func(S) rankView
+	// epochs are a state's epoch and its splits'.
+	epochs func(S) (int64, []int64)
+}
+
+func datasetSteps(store checkpoint.Store) runSteps[checkpoint.State] {
+	return runSteps[checkpoint.State]{
+		kind: "dataset", latest: store.Latest, load: store.Load, loadStep: store.LoadStep,
+		rank: func(st checkpoint.State) rankView {
+			return rankView{Epoch: st.Epoch, Next: st.Next, Rows: rowsTaken(st)}
+		},
+		epochs: func(st checkpoint.State) (int64, []int64) { return st.Epoch, st.Epochs },
+	}
+}
+
+func mixSteps(ms checkpoint.MixStore) runSteps[checkpoint.MixState] {
+	return runSteps[checkpoint.MixState]{
+		kind: "mix", latest: ms.LatestMix, load: ms.LoadMix, loadStep: ms.LoadMixStep,
+		rank: func(st checkpoint.MixState) rankView {
+			return rankView{Epoch: st.Epoch, Next: st.Next, Rows: mixRowsTaken(st)}
+		},
+		epochs: func(st checkpoint.MixState) (int64, []int64) { return st.Epoch, st.Epochs },
+	}
+}
+
+// views are ls's views of a run's steps.
+func (r runSteps[S]) views(ctx context.Context, run string, infos []checkpoint.StepInfo) []stepView {
 	views := make([]stepView, 0, len(infos))
 	for _, info := range infos {
-		v := newStepView(info, "mix")
+		v := newStepView(info, r.kind)
 		if info.Complete {
-			if st, err := ms.LoadMixStep(ctx, cfg.run, info.Step); err == nil {
-				rows := mixRowsTaken(st)
-				v.setEpochs(st.Epoch, st.Epochs)
+			// StepInfo does not carry the position, so a complete step is
+			// read a second time for its epoch and rows.
+			if st, err := r.loadStep(ctx, run, info.Step); err == nil {
+				rows := r.rank(st).Rows
+				v.setEpochs(r.epochs(st))
 				v.RowsTaken = &rows
 			}
 		}
 		views = append(views, v)
 	}
-	return writeLs(w, views, cfg)
+	return views
+}
+
+// step is the step show shows: cfg.step, or the newest complete one
+// (latest) where it is negative.
+func (r runSteps[S]) step(ctx context.Context, cfg *checkpointConfig, infos []checkpoint.StepInfo) (_ checkpoint.StepInfo, latest bool, _ error) {
+	latest = cfg.step < 0
+	step := cfg.step
+	if latest {
+		var err error
+		if step, err = r.latest(ctx, cfg.run); err != nil {
+			return checkpoint.StepInfo{}, latest, err
+		}
+	}
+	i := slices.IndexFunc(infos, func(in checkpoint.StepInfo) bool { return in.Step == step })
+	if i < 0 {
+		return checkpoint.StepInfo{}, latest, notFoundf("run %q has no step %d (it has %s)", cfg.run, step, stepList(infos))
+	}
+	return infos[i], latest, nil
+}
+
+// ranks reads each rank's own state of a step, since merging drops what is
+// per rank (the round-robin position) and an incomplete step cannot be
+// merged at all: the states read, and what show says of every rank.
+func (r runSteps[S]) ranks(ctx context.Context, run string, step int64, ranks []int) ([]S, []rankView) {
+	var states []S
+	views := []rankView{}
+	for _, rank := range ranks {
+		st, err := r.load(ctx, run, step, rank)
+		if err != nil {
+			views = append(views, rankView{Rank: rank, Error: oneLine(err.Error())})
+			continue
+		}
+		states = append(states, st)
+		rv := r.rank(st)
+		rv.Rank = rank
+		views = append(views, rv)
+	}
+	return states, views
+}
+
+// setPosition fills v's epoch (the least of the ranks', which a resumed
+// job starts at; splitEpochs are the splits') and the rows the states'
+// ranks have taken.
+func (r runSteps[S]) setPosition(v *stepView, states []S, splitEpochs []int64) {
+	var rows int64
+	epoch, _ := r.epochs(states[0])
+	for _, st := range states {
+		rows += r.rank(st).Rows
+		e, _ := r.epochs(st)
+		epoch = min(epoch, e)
+	}
+	v.setEpochs(epoch, splitEpochs)
+	v.RowsTaken = &rows
 }
 
 func writeLs(w io.Writer, views []stepView, cfg *checkpointConfig) error {
@@ -399,32 +479,14 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 	if len(infos) == 0 {
 		return notFoundf("run %q has no steps in this store", cfg.run)
 	}
-	latest := cfg.step < 0
-	step := cfg.step
-	if latest {
-		if step, err = store.Latest(ctx, cfg.run); err != nil {
-			return err
-		}
+	steps := datasetSteps(store)
+	info, latest, err := steps.step(ctx, cfg, infos)
+	if err != nil {
+		return err
 	}
-	i := slices.IndexFunc(infos, func(in checkpoint.StepInfo) bool { return in.Step == step })
-	if i < 0 {
-		return notFoundf("run %q has no step %d (it has %s)", cfg.run, step, stepList(infos))
-	}
-	info := infos[i]
-	v := showView{Run: cfg.run, stepView: newStepView(info, "dataset"), Latest: latest, RankStates: []rankView{}, Cursors: []cursorView{}}
-
-	// Each rank's own state, since merging drops what is per rank (the
-	// round-robin position) and an incomplete step cannot be merged at all.
-	var states []checkpoint.State
-	for _, r := range info.Ranks {
-		st, err := store.Load(ctx, cfg.run, step, r)
-		if err != nil {
-			v.RankStates = append(v.RankStates, rankView{Rank: r, Error: oneLine(err.Error())})
-			continue
-		}
-		states = append(states, st)
-		v.RankStates = append(v.RankStates, rankView{Rank: r, Epoch: st.Epoch, Next: st.Next, Rows: rowsTaken(st)})
-	}
+	v := showView{Run: cfg.run, stepView: newStepView(info, "dataset"), Latest: latest, Cursors: []cursorView{}}
+	states, ranks := steps.ranks(ctx, cfg.run, info.Step, info.Ranks)
+	v.RankStates = ranks
 	if len(states) > 0 {
 		first := states[0]
 		v.NumSplits, v.Columns, v.Seed, v.Shuffle = first.NumSplits, first.Columns, first.Seed, first.Shuffle
@@ -436,11 +498,7 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 		if v.Incarnation == "" {
 			v.Incarnation = first.Incarnation
 		}
-		var rows int64
 		var epochs []int64
-		for _, st := range states {
-			rows += rowsTaken(st)
-		}
 		for s := range first.NumSplits {
 			cv := cursorView{Split: s, Rank: -1}
 			if v.WorldSize > 0 {
@@ -455,12 +513,7 @@ func checkpointShow(ctx context.Context, w io.Writer, store checkpoint.Store, cf
 			}
 			v.Cursors = append(v.Cursors, cv)
 		}
-		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
-		for _, st := range states {
-			epoch = min(epoch, st.Epoch)
-		}
-		v.setEpochs(epoch, epochs)
-		v.RowsTaken = &rows
+		steps.setPosition(&v.stepView, states, epochs)
 	}
 	if cfg.json {
 		return writeJSON(w, v)
@@ -579,28 +632,14 @@ func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore,
 	if err != nil {
 		return err
 	}
-	latest := cfg.step < 0
-	step := cfg.step
-	if latest {
-		if step, err = ms.LatestMix(ctx, cfg.run); err != nil {
-			return err
-		}
+	steps := mixSteps(ms)
+	info, latest, err := steps.step(ctx, cfg, infos)
+	if err != nil {
+		return err
 	}
-	i := slices.IndexFunc(infos, func(in checkpoint.StepInfo) bool { return in.Step == step })
-	if i < 0 {
-		return notFoundf("run %q has no step %d (it has %s)", cfg.run, step, stepList(infos))
-	}
-	v := mixShowView{Run: cfg.run, stepView: newStepView(infos[i], "mix"), Latest: latest, RankStates: []rankView{}, Splits: []mixSplitView{}}
-	var states []checkpoint.MixState
-	for _, r := range v.Ranks {
-		st, err := ms.LoadMix(ctx, cfg.run, step, r)
-		if err != nil {
-			v.RankStates = append(v.RankStates, rankView{Rank: r, Error: oneLine(err.Error())})
-			continue
-		}
-		states = append(states, st)
-		v.RankStates = append(v.RankStates, rankView{Rank: r, Epoch: st.Epoch, Next: st.Next, Rows: mixRowsTaken(st)})
-	}
+	v := mixShowView{Run: cfg.run, stepView: newStepView(info, "mix"), Latest: latest, Splits: []mixSplitView{}}
+	states, ranks := steps.ranks(ctx, cfg.run, info.Step, info.Ranks)
+	v.RankStates = ranks
 	if len(states) > 0 {
 		first := states[0]
 		v.NumSplits, v.Sources, v.Fingerprint, v.Version = first.NumSplits, len(first.Taken), first.Fingerprint, first.Version
@@ -610,11 +649,7 @@ func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore,
 		if v.Incarnation == "" {
 			v.Incarnation = first.Incarnation
 		}
-		var rows int64
 		var epochs []int64
-		for _, st := range states {
-			rows += mixRowsTaken(st)
-		}
 		for s := range first.NumSplits {
 			sv := mixSplitView{Split: s, Rank: -1, Taken: []int64{}}
 			if v.WorldSize > 0 {
@@ -631,12 +666,7 @@ func checkpointShowMix(ctx context.Context, w io.Writer, ms checkpoint.MixStore,
 			}
 			v.Splits = append(v.Splits, sv)
 		}
-		epoch := first.Epoch // the least of the ranks', which a resumed job starts at
-		for _, st := range states {
-			epoch = min(epoch, st.Epoch)
-		}
-		v.setEpochs(epoch, epochs)
-		v.RowsTaken = &rows
+		steps.setPosition(&v.stepView, states, epochs)
 	}
 	if cfg.json {
 		return writeJSON(w, v)
