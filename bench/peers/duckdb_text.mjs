@@ -12,19 +12,7 @@
 //
 // On failure it prints {"peer":"duckdb","error":"..."} and exits with 1.
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
-import { DuckDBInstance } from '@duckdb/node-api';
-
-const version = (name) =>
-  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url))).version;
-
-function fail(err) {
-  console.log(JSON.stringify({ peer: 'duckdb', error: String(err?.stack ?? err) }));
-  process.exit(1);
-}
-
-const quoteString = (s) => `'${s.replaceAll("'", "''")}'`;
-const quoteIdent = (s) => `"${s.replaceAll('"', '""')}"`;
+import { connect, fail, quoteIdent, quoteString, streamAll, version } from './duckdb_stream.mjs';
 
 async function main() {
   const { values: opt } = parseArgs({
@@ -39,34 +27,13 @@ async function main() {
     throw new Error('usage: node duckdb_text.mjs --glob GLOB --reader csv|json --columns a,b,c [--threads N]');
   }
   const columns = opt.columns.split(',').filter((c) => c !== '');
-  const config = {};
-  if (opt.threads) config.threads = opt.threads;
-  const instance = await DuckDBInstance.create(':memory:', config);
-  const con = await instance.connect();
-  const settings = (await con.runAndReadAll("SELECT version(), current_setting('threads')")).getRows()[0];
+  const { con, settings } = await connect(opt.threads);
   const from = opt.reader === 'csv'
     ? `read_csv(${quoteString(opt.glob)}, header = true)`
     : `read_json(${quoteString(opt.glob)}, format = 'newline_delimited')`;
   const sql = `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${from}`;
 
-  const start = performance.now();
-  const result = await con.stream(sql);
-  let rows = 0;
-  let chunks = 0;
-  let touched = 0;
-  for (;;) {
-    const chunk = await result.fetchChunk();
-    if (chunk === null || chunk.rowCount === 0) break;
-    const n = chunk.rowCount;
-    for (let c = 0; c < chunk.columnCount; c++) {
-      const v = chunk.getColumnVector(c);
-      if (v.getItem(0) !== null) touched++;
-      if (v.getItem(n - 1) !== null) touched++;
-    }
-    rows += n;
-    chunks++;
-  }
-  const seconds = (performance.now() - start) / 1000;
+  const { rows, seconds, chunks, touched } = await streamAll(con, sql, columns);
   console.log(JSON.stringify({
     peer: 'duckdb',
     rows,
