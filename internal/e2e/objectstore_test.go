@@ -15,6 +15,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/scratch"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -131,17 +132,10 @@ func train(t *testing.T, ds *stream.Dataset, ck *stream.Checkpointer, from int64
 // exactlyOnce checks that ids hold every id of [0, n) once.
 func exactlyOnce(t *testing.T, ids []int64, n int64) {
 	t.Helper()
-	seen := make([]int, n)
-	for _, id := range ids {
-		if id < 0 || id >= n {
-			t.Fatalf("id %d outside [0, %d)", id, n)
-		}
-		seen[id]++
-	}
-	for id, c := range seen {
-		if c != 1 {
-			t.Fatalf("id %d delivered %d times (of %d ids)", id, c, len(ids))
-		}
+	once := vc.NewOnce()
+	once.Add(ids)
+	if err := once.Exactly(vc.IDs(n)); err != nil {
+		t.Fatal(err)
 	}
 }
 
