@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 // These tests save the ranks of a job at any step of any rank, the steps
@@ -102,16 +103,6 @@ func rankBatches(ref map[[2]int64][]int64, e int64, rank, world, splits, batch i
 	return n
 }
 
-func divisors(n int) []int {
-	var out []int
-	for d := 1; d <= n; d++ {
-		if n%d == 0 {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // TestMergeAtEpochBoundary is the property: random datasets (Parquet with
 // known counts, Arrow IPC with counts hidden until read and empty windows),
 // order options, world sizes and stop points, two epochs from a random
@@ -153,7 +144,7 @@ func boundaryCase(t *testing.T, o Options, r *rand.Rand) {
 	advance(t, open(t, o), -1, false, until, &all)
 	bySplitEpoch(all, ref)
 
-	ws := divisors(o.NumSplits)
+	ws := vc.Divisors(o.NumSplits, o.NumSplits)
 	w1, w2 := ws[r.IntN(len(ws))], ws[r.IntN(len(ws))]
 	store, err := checkpoint.OpenBucketStore(ctx, memblob.OpenBucket(nil), "")
 	if err != nil {
@@ -329,7 +320,7 @@ func TestMixMergeAtEpochBoundary(t *testing.T) {
 				return n
 			}
 
-			ws := divisors(splits)
+			ws := vc.Divisors(splits, splits)
 			w1, w2 := ws[r.IntN(len(ws))], ws[r.IntN(len(ws))]
 			store, err := checkpoint.OpenBucketStore(ctx, memblob.OpenBucket(nil), "")
 			if err != nil {
