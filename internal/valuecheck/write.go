@@ -188,6 +188,13 @@ func cmpOr(a, b int64) int64 {
 	return b
 }
 
+// ORCStripes is the writer's options for zstd stripes of stripeRows rows
+// with a row index entry every stride rows: what the option matrix writes,
+// named here so that it needs no import of the writer.
+func ORCStripes(stripeRows, stride int) orcwrite.Options {
+	return orcwrite.Options{StripeRows: stripeRows, RowIndexStride: stride, Compression: orcwrite.Zstd}
+}
+
 // WriteORC writes the rows of ids [from, from+n) of cols to path. The
 // writer takes flat columns of booleans, 32- and 64-bit integers, floats,
 // strings and binaries.

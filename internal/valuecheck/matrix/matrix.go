@@ -28,7 +28,6 @@ import (
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/internal/arrowfile"
-	"github.com/sluicedata/sluice/internal/orcwrite"
 	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/stream"
 	"github.com/sluicedata/sluice/stream/typed"
@@ -158,7 +157,7 @@ func Write(t testing.TB) Set {
 	pq("parquet-empty", 2, 0, vc.Parquet{})
 	add(Dataset{Name: "orc", Formats: []formats.Format{orc.Format{}}, Columns: orcColumns, Rows: 4000, Known: true}, func(sub string) error {
 		for f := range 2 {
-			err := vc.WriteORC(filepath.Join(sub, fmt.Sprintf("part-%d.orc", f)), vc.Pick(orcColumns...), int64(f)*2000, 2000, orcwrite.Options{StripeRows: 1000, RowIndexStride: 200, Compression: orcwrite.Zstd})
+			err := vc.WriteORC(filepath.Join(sub, fmt.Sprintf("part-%d.orc", f)), vc.Pick(orcColumns...), int64(f)*2000, 2000, vc.ORCStripes(1000, 200))
 			if err != nil {
 				return err
 			}
