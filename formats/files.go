@@ -78,7 +78,7 @@ type evolution struct {
 // files carry their masks. No files with opts.Schema is an empty dataset
 // (a table with no data files); no files without it, an error wrapping
 // ErrEmpty, as there are no columns to give.
-func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Dataset, err error) {
+func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Scan, err error) {
 	if len(files) == 0 && opts.Schema == nil {
 		return nil, fmt.Errorf("formats: no files given: %w", ErrEmpty)
 	}
@@ -277,7 +277,7 @@ func (f *Fragment) fileRead(read *arrow.Schema) *arrow.Schema {
 
 // rename turns a batch decoded in f's names into the dataset's read
 // schema, with null columns where f lacks one. It takes b.
-func (d *Dataset) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+func (d *Scan) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	defer b.Release()
 	n := b.NumRows()
 	cols := make([]arrow.Array, d.read.NumFields())

@@ -7,8 +7,8 @@
 // database/sql driver can.
 //
 // Planning and reading are separate, as in iceberg-go: Plan fetches every
-// footer once, up front and concurrently; Dataset.Fetch then fetches only
-// the stored bytes a range needs, and Dataset.ReadFetched decodes them.
+// footer once, up front and concurrently; Scan.Fetch then fetches only
+// the stored bytes a range needs, and Scan.Decode decodes them.
 //
 // What the planner gives the drivers' readers on top of their own work:
 // row masks (rows of a file that are not part of the dataset, such as
@@ -289,8 +289,10 @@ type PlanOptions struct {
 	Schema *arrow.Schema
 }
 
-// Dataset is a planned set of fragments with one unified schema.
-type Dataset struct {
+// Scan is a planned set of fragments with one unified schema, the
+// projection and the filter: what Plan and PlanFiles make, and what Fetch
+// and Decode read. (Package stream's Dataset is the stream over a Scan.)
+type Scan struct {
 	// Schema is the projected schema every batch has.
 	Schema *arrow.Schema
 	// Columns are the selected column names (Schema's field names).
@@ -310,7 +312,7 @@ type Dataset struct {
 // Plan resolves urls (files, directories, prefixes and globs, see
 // storage.Resolver.Resolve), reads every footer concurrently and unifies the
 // schemas of the selected columns.
-func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Dataset, err error) {
+func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Scan, err error) {
 	if opts.Schema != nil {
 		return nil, errors.New("formats: PlanOptions.Schema is for PlanFiles, whose files name their columns")
 	}
@@ -369,7 +371,7 @@ func (o *PlanOptions) check() error {
 
 // finish inspects the fragments and unifies their schemas: the half of
 // planning that Plan and PlanFiles share.
-func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts PlanOptions) (*Dataset, error) {
+func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts PlanOptions) (*Scan, error) {
 	// Files are inspected for the selected columns and the filters'.
 	inspected := opts.Columns
 	if inspected != nil {
@@ -436,7 +438,7 @@ func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts 
 			return nil, fmt.Errorf("formats: %w: %w", ErrSchema, err)
 		}
 	}
-	d := &Dataset{read: read, filter: opts.Filter, Fragments: frags, resolver: res}
+	d := &Scan{read: read, filter: opts.Filter, Fragments: frags, resolver: res}
 	d.Schema = read
 	if opts.Columns != nil {
 		d.Schema = arrow.NewSchema(read.Fields()[:len(opts.Columns)], nil)
@@ -490,7 +492,7 @@ func (f *Fragment) planUnits(filtered bool) error {
 }
 
 // Rows is the dataset's row count, or -1 if some fragment's is unknown.
-func (d *Dataset) Rows() int64 {
+func (d *Scan) Rows() int64 {
 	var n int64
 	for _, f := range d.Fragments {
 		if f.Rows < 0 {
@@ -502,7 +504,7 @@ func (d *Dataset) Rows() int64 {
 }
 
 // Fetched is a range of a fragment whose stored bytes are in memory, ready
-// for Dataset.ReadFetched.
+// for Scan.Decode.
 type Fetched struct {
 	frag int
 	rng  Range
@@ -537,19 +539,20 @@ func (r Range) String() string {
 // not counted) in batches of at most batchRows rows. yield owns each batch
 // and must release it. Errors name the file and the range; a panic in a
 // third-party decoder becomes an error wrapping ErrCorrupt.
-func (d *Dataset) Read(ctx context.Context, i int, r Range, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func (d *Scan) Read(ctx context.Context, i int, r Range, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	fe, err := d.Fetch(ctx, i, r)
 	if err != nil {
 		return err
 	}
-	return d.ReadFetched(ctx, fe, batchRows, mem, yield)
+	_, err = d.Decode(ctx, fe, batchRows, mem, yield)
+	return err
 }
 
 // RowRange is the Range of rows [start, end) of fragment i, with the units
 // that hold them. It needs the fragment's counts: where they are unknown
 // (a text file, a filter), read by units with Range{Start: -1, End: -1,
 // FirstUnit: a, EndUnit: b}.
-func (d *Dataset) RowRange(i int, start, end int64) Range {
+func (d *Scan) RowRange(i int, start, end int64) Range {
 	r := Range{Start: start, End: end, FirstUnit: -1}
 	if i < 0 || i >= len(d.Fragments) {
 		return Range{Start: start, End: end} // for Read to refuse
@@ -619,8 +622,8 @@ func (m *RowMask) fileRow(n int64) int64 {
 
 // Fetch fetches the stored bytes range r of fragment i needs, without
 // decoding them. For formats that cannot fetch ahead it does nothing, and
-// ReadFetched does all the work.
-func (d *Dataset) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
+// Decode does all the work.
+func (d *Scan) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 	if i < 0 || i >= len(d.Fragments) {
 		return nil, fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
 	}
@@ -643,7 +646,7 @@ func (d *Dataset) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 	return fe, nil
 }
 
-func (d *Dataset) request(f *Fragment, r Range, batchRows int, mem memory.Allocator) *Read {
+func (d *Scan) request(f *Fragment, r Range, batchRows int, mem memory.Allocator) *Read {
 	rd := &Read{Range: r, Schema: d.read, BatchRows: batchRows, Mem: mem}
 	if f.readSchema != nil {
 		rd.Schema = f.readSchema
@@ -655,12 +658,8 @@ func (d *Dataset) request(f *Fragment, r Range, batchRows int, mem memory.Alloca
 	return rd
 }
 
-// ReadFetched decodes what Fetch fetched, as Read does.
-func (d *Dataset) ReadFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
-	return d.readFetched(ctx, fe, batchRows, mem, yield, nil)
-}
 
-func (d *Dataset) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error, skipped func(int64)) error {
+func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error, skipped func(int64)) error {
 	f := d.Fragments[fe.frag]
 	if batchRows <= 0 {
 		batchRows = 8192
@@ -708,7 +707,7 @@ func (d *Dataset) readFetched(ctx context.Context, fe *Fetched, batchRows int, m
 // deliver applies f's mask to b, whose first row is file row at, then the
 // filter and the projection onto the dataset's schema (see pass). It takes
 // b.
-func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func (d *Scan) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if f.Mask == nil || at < 0 {
 		return d.pass(ctx, f, b, mem, yield)
 	}
@@ -734,7 +733,7 @@ func (d *Dataset) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch,
 
 // pass applies the filters to b and projects it onto the dataset's schema,
 // dropping the columns only the filters read. It takes b.
-func (d *Dataset) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func (d *Scan) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if f.readSchema != nil {
 		var err error
 		if b, err = d.rename(f, b, mem); err != nil {
@@ -784,7 +783,7 @@ func keepsAll(keep *array.Boolean, n int64) bool {
 }
 
 // Close releases the buckets the plan opened.
-func (d *Dataset) Close() error { return d.resolver.Close() }
+func (d *Scan) Close() error { return d.resolver.Close() }
 
 // guard runs fn, turning a panic (arrow-go panics on some malformed input)
 // into an error that says what it tells of the file (see panics.New), and

@@ -75,7 +75,7 @@ func checkedMem(t testing.TB) *memory.CheckedAllocator {
 	return mem
 }
 
-func planArrow(t testing.TB, dir string, hide bool, o formats.PlanOptions) *formats.Dataset {
+func planArrow(t testing.TB, dir string, hide bool, o formats.PlanOptions) *formats.Scan {
 	t.Helper()
 	o.Formats = []formats.Format{arrowfile.Format{HideCounts: hide}}
 	d, err := formats.Plan(context.Background(), []string{dir}, o)
@@ -88,7 +88,7 @@ func planArrow(t testing.TB, dir string, hide bool, o formats.PlanOptions) *form
 
 // readIDs reads range r of fragment i and returns the id column and the
 // batches' row counts. It fails the test on an error.
-func readIDs(t testing.TB, d *formats.Dataset, i int, r formats.Range, batchRows int, mem memory.Allocator) ([]int64, []int64) {
+func readIDs(t testing.TB, d *formats.Scan, i int, r formats.Range, batchRows int, mem memory.Allocator) ([]int64, []int64) {
 	t.Helper()
 	ids, sizes, err := tryRead(d, i, r, batchRows, mem)
 	if err != nil {
@@ -97,7 +97,7 @@ func readIDs(t testing.TB, d *formats.Dataset, i int, r formats.Range, batchRows
 	return ids, sizes
 }
 
-func tryRead(d *formats.Dataset, i int, r formats.Range, batchRows int, mem memory.Allocator) ([]int64, []int64, error) {
+func tryRead(d *formats.Scan, i int, r formats.Range, batchRows int, mem memory.Allocator) ([]int64, []int64, error) {
 	ids, sizes := []int64{}, []int64{}
 	col := slices.Index(d.Columns, "id")
 	err := d.Read(context.Background(), i, r, batchRows, mem, func(b arrow.RecordBatch) error {
@@ -116,7 +116,7 @@ func tryRead(d *formats.Dataset, i int, r formats.Range, batchRows int, mem memo
 
 // whole is the range of all of fragment i, by rows where its count is known
 // and by units where it is not.
-func whole(d *formats.Dataset, i int) formats.Range {
+func whole(d *formats.Scan, i int) formats.Range {
 	f := d.Fragments[i]
 	if f.Rows >= 0 {
 		return d.RowRange(i, 0, f.Rows)
@@ -212,7 +212,7 @@ func TestRandomRowRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []int64
-		err = d.ReadFetched(context.Background(), part, 0, mem, func(b arrow.RecordBatch) error {
+		_, err = d.Decode(context.Background(), part, 0, mem, func(b arrow.RecordBatch) error {
 			defer b.Release()
 			got = append(got, b.Column(1).(*array.Int64).Int64Values()...)
 			return nil
@@ -475,7 +475,7 @@ func TestBadInputs(t *testing.T) {
 	unknown := planArrow(t, dir, true, formats.PlanOptions{})
 	for _, tc := range []struct {
 		name string
-		d    *formats.Dataset
+		d    *formats.Scan
 		r    formats.Range
 	}{
 		{"rows past the end", known, known.RowRange(0, 5, 11)},

@@ -321,7 +321,7 @@ func (t *Table) Close() error { return t.res.Close() }
 // filter apply; its formats, if any, read the data files by name. A table
 // without a snapshot or data files, or whose files the filter rules out,
 // is an empty dataset with the table's schema.
-func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
 	fmts := po.Formats
 	if len(fmts) == 0 {
 		fmts = t.opts.Formats
@@ -415,7 +415,7 @@ func (t *Table) knownObjects(ctx context.Context) map[string]storage.Object {
 
 // keepObjects keeps what the store said of the data files while d was
 // planned, so that the next plan from the cache need not ask again.
-func (t *Table) keepObjects(ctx context.Context, d *formats.Dataset) {
+func (t *Table) keepObjects(ctx context.Context, d *formats.Scan) {
 	c := t.opts.Cache
 	if c == nil || len(d.Fragments) != len(t.plan.Files) {
 		return

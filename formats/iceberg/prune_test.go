@@ -109,7 +109,7 @@ func TestPrunePartitions(t *testing.T) {
 				t.Fatalf("the table has %d data files, want %d", n, c.files)
 			}
 			pruned, readPruned := filteredIDs(t, it.Plan, c.filter)
-			full, readFull := filteredIDs(t, func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+			full, readFull := filteredIDs(t, func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
 				po.Filter = hiddenFilter{po.Filter}
 				return it.Plan(ctx, po)
 			}, c.filter)
@@ -126,7 +126,7 @@ func TestPrunePartitions(t *testing.T) {
 
 // filteredIDs streams the ids planned by plan with flt, and counts the
 // data files read.
-func filteredIDs(t *testing.T, plan func(context.Context, formats.PlanOptions) (*formats.Dataset, error), flt string) ([]string, int) {
+func filteredIDs(t *testing.T, plan func(context.Context, formats.PlanOptions) (*formats.Scan, error), flt string) ([]string, int) {
 	t.Helper()
 	var mu sync.Mutex
 	read := map[string]bool{}

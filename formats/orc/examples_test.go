@@ -25,7 +25,7 @@ import (
 
 const examples = "../../../shared/testdata/orc/examples"
 
-func plan(t testing.TB, paths []string, columns []string) *formats.Dataset {
+func plan(t testing.TB, paths []string, columns []string) *formats.Scan {
 	t.Helper()
 	ds, err := formats.Plan(context.Background(), paths, formats.PlanOptions{Formats: []formats.Format{orc.Format{}}, Columns: columns})
 	if err != nil {
@@ -36,7 +36,7 @@ func plan(t testing.TB, paths []string, columns []string) *formats.Dataset {
 }
 
 // readAll reads fragment 0 of ds whole, calling check on each batch.
-func readAll(ds *formats.Dataset, batchRows int, mem memory.Allocator, check func(arrow.RecordBatch) error) error {
+func readAll(ds *formats.Scan, batchRows int, mem memory.Allocator, check func(arrow.RecordBatch) error) error {
 	f := ds.Fragments[0]
 	return ds.Read(context.Background(), 0, ds.RowRange(0, 0, f.Rows), batchRows, mem, func(b arrow.RecordBatch) error {
 		defer b.Release()

@@ -16,7 +16,7 @@ import (
 )
 
 // readRange reads rows [lo, hi) of fragment 0 into one array per column.
-func readRange(t testing.TB, ds *formats.Dataset, lo, hi int64, batchRows int, mem memory.Allocator) []arrow.Array {
+func readRange(t testing.TB, ds *formats.Scan, lo, hi int64, batchRows int, mem memory.Allocator) []arrow.Array {
 	t.Helper()
 	parts := make([][]arrow.Array, ds.Schema.NumFields())
 	err := ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), batchRows, mem, func(b arrow.RecordBatch) error {

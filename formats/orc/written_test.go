@@ -172,7 +172,7 @@ func TestProjectionFetchesSelectedStreams(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	path := filepath.Join(t.TempDir(), "w.orc")
 	writeORC(t, path, 20000, orcwrite.Options{StripeRows: 8000, RowIndexStride: 1000, Compression: orcwrite.Zlib, BlockSize: 8 << 10})
-	fetched := func(ds *formats.Dataset) int64 {
+	fetched := func(ds *formats.Scan) int64 {
 		fe, err := ds.Fetch(context.Background(), 0, ds.RowRange(0, 0, ds.Fragments[0].Rows))
 		if err != nil {
 			t.Fatal(err)

@@ -72,7 +72,7 @@ func readAll(ctx context.Context, path string) (rows int64, leaked int, err erro
 }
 
 // readColumns reads rows [lo, hi) of fragment i and concatenates each column.
-func readColumns(ctx context.Context, ds *formats.Dataset, i int, lo, hi int64, mem memory.Allocator) ([]arrow.Array, error) {
+func readColumns(ctx context.Context, ds *formats.Scan, i int, lo, hi int64, mem memory.Allocator) ([]arrow.Array, error) {
 	var batches []arrow.RecordBatch
 	defer func() {
 		for _, b := range batches {

@@ -7,7 +7,7 @@ import (
 )
 
 // planParquet plans with this driver (for the package's internal tests).
-func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Dataset, error) {
+func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Scan, error) {
 	if opts.Formats == nil {
 		opts.Formats = []formats.Format{Format{}}
 	}

@@ -686,7 +686,7 @@ func TestFetchedParts(t *testing.T) {
 		}
 		before := counter.Requests()
 		var got []int64
-		err = ds.ReadFetched(ctx, p, 256, nil, func(b arrow.RecordBatch) error {
+		_, err = ds.Decode(ctx, p, 256, nil, func(b arrow.RecordBatch) error {
 			defer b.Release()
 			got = append(got, b.Column(0).(*array.Int64).Int64Values()...)
 			return nil

@@ -122,7 +122,7 @@ func FuzzReadRange(f *testing.F) {
 		f.Fatal(err)
 	}
 	orders := [][]string{{"id", "label"}, {"label", "x", "id"}, {"s", "id", "label", "x"}}
-	var datasets []*formats.Dataset
+	var datasets []*formats.Scan
 	for _, cols := range orders {
 		ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{Columns: cols})
 		if err != nil {

@@ -64,7 +64,7 @@ func footer(t testing.TB, path string) *metadata.FileMetaData {
 // readIDs reads rows [lo, hi) of fragment i and returns the id column,
 // checking that no batch exceeds batchRows rows and that every batch has
 // the dataset's schema.
-func readIDs(t testing.TB, ds *formats.Dataset, i int, lo, hi int64, batchRows int, mem memory.Allocator) ([]int64, error) {
+func readIDs(t testing.TB, ds *formats.Scan, i int, lo, hi int64, batchRows int, mem memory.Allocator) ([]int64, error) {
 	t.Helper()
 	col := -1
 	for c, name := range ds.Columns {
@@ -96,7 +96,7 @@ func readIDs(t testing.TB, ds *formats.Dataset, i int, lo, hi int64, batchRows i
 func base(p string) string { return filepath.Base(p) }
 
 // planParquet plans with the Parquet driver, as a user of this package does.
-func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Dataset, error) {
+func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (*formats.Scan, error) {
 	if opts.Formats == nil {
 		opts.Formats = []formats.Format{parquet.Format{}}
 	}

@@ -320,7 +320,7 @@ func leafIndices(sf *pqarrow.SchemaField, out []int) []int {
 	return out
 }
 
-// parquetFetched is what Fetch hands to ReadFetched: the selected leaves,
+// parquetFetched is what Fetch hands to Decode: the selected leaves,
 // the prefetched chunk bytes and the dictionary bounds of each chunk.
 type parquetFetched struct {
 	leaves []int

@@ -358,7 +358,7 @@ func TestPruneCorpus(t *testing.T) {
 		}
 		// values reads col of every row, nil for a null, in Go types that
 		// compare with <: int64, float64, string; other types as a marker.
-		values := func(ds *formats.Dataset) ([]any, error) {
+		values := func(ds *formats.Scan) ([]any, error) {
 			var out []any
 			for i, f := range ds.Fragments {
 				rng := formats.Range{Start: -1, End: -1, FirstUnit: 0, EndUnit: len(f.Units)}

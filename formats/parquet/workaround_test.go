@@ -21,7 +21,7 @@ import (
 // readFile reads every row of the local Parquet file at path, one array per
 // column, and checks that no Arrow memory is left outstanding afterwards
 // (unless the file is DELTA encoded: see usesDelta).
-func readFile(t *testing.T, path string) (*formats.Dataset, []arrow.Array) {
+func readFile(t *testing.T, path string) (*formats.Scan, []arrow.Array) {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := planParquet(ctx, []string{path}, formats.PlanOptions{})

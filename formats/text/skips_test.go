@@ -37,7 +37,7 @@ func badRowsFile(n int) (string, int64) {
 }
 
 // TestSkippedReported checks that the reads of a file report each skipped
-// row once between them (Read.Skipped through ReadFetchedSkips): by whole
+// row once between them (Read.Skipped through Decode): by whole
 // units where counts are unknown, and by rows cut anywhere, across units,
 // where the counting pass knows them.
 func TestSkippedReported(t *testing.T) {
@@ -63,7 +63,7 @@ func TestSkippedReported(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				skipped, err = ds.ReadFetchedSkips(t.Context(), fe, 64, mem, func(b arrow.RecordBatch) error {
+				skipped, err = ds.Decode(t.Context(), fe, 64, mem, func(b arrow.RecordBatch) error {
 					rows += b.NumRows()
 					b.Release()
 					return nil

@@ -87,7 +87,7 @@ type Dataset struct {
 	URLs    []string
 	Formats []formats.Format
 	// Plan, if set, plans the dataset instead of URLs (a table's planner).
-	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
+	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error)
 	// Columns are the dataset's columns, columns of valuecheck.All.
 	Columns []string
 	// From and Rows: the dataset holds ids [From, From+Rows), but those
