@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -224,8 +225,11 @@ func TestMapChain(t *testing.T) {
 }
 
 // TestMapChainBackpressure holds the consumer on one result: both windows fill up and the
-// pipeline pulls exactly their sum past it.
-func TestMapChainBackpressure(t *testing.T) {
+// pipeline pulls exactly their sum past it. In a synctest bubble, synctest.Wait returns once
+// both stages have settled, so an overshoot would show.
+func TestMapChainBackpressure(t *testing.T) { synctest.Test(t, testMapChainBackpressure) }
+
+func testMapChainBackpressure(t *testing.T) {
 	const n, hold = 50, 2
 	c := newChain(n, 2, 3, 1, 2)
 	want := int64(hold + 1 + 2 + 3)
@@ -237,8 +241,7 @@ func TestMapChainBackpressure(t *testing.T) {
 		}
 		got++
 		if b.id == hold {
-			eventually(t, "both windows are full", func() bool { return c.src.pulled.Load() >= want })
-			time.Sleep(20 * time.Millisecond)
+			synctest.Wait() // both stages have done all they can while the consumer holds the item
 			if p := c.src.pulled.Load(); p != want {
 				t.Errorf("pulled %d items while the consumer holds item %d, want %d", p, hold, want)
 			}

@@ -141,7 +141,11 @@ func TestHooksSlowConsumer(t *testing.T) {
 }
 
 // TestHooksEarlyStop: after an early stop the queue reads empty, as its results were released.
-func TestHooksEarlyStop(t *testing.T) {
+// In a synctest bubble, synctest.Wait returns once the stage has filled its queue, so the stop
+// always releases a full queue.
+func TestHooksEarlyStop(t *testing.T) { synctest.Test(t, testHooksEarlyStop) }
+
+func testHooksEarlyStop(t *testing.T) {
 	var rec recorder
 	st := Stage[int, int]{
 		Concurrency: 2,
@@ -152,7 +156,10 @@ func TestHooksEarlyStop(t *testing.T) {
 	}
 	for i := range Map(context.Background(), newSource(100).seq(), st) {
 		if i == 3 {
-			eventually(t, "the queue fills", func() bool { return rec.lastReady.Load() == 6 })
+			synctest.Wait()
+			if r := rec.lastReady.Load(); r != 6 {
+				t.Fatalf("%d results ready once the stage settled, want a full queue of 6", r)
+			}
 			break
 		}
 	}

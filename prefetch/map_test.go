@@ -191,50 +191,52 @@ func TestMapEndings(t *testing.T) {
 
 // TestMapBackpressure holds the consumer on one result and checks that the stage fills its
 // window exactly: it pulls upstream and runs Fn until Ahead items are held, and no further.
+// It runs in a synctest bubble: synctest.Wait returns once every goroutine of the stage is
+// blocked, so the checks see the stage settled, however slow the machine, and an overshoot
+// would have happened by then.
 func TestMapBackpressure(t *testing.T) {
 	for _, tc := range []struct{ concurrency, ahead int }{
 		{1, 0}, {1, 1}, {2, 0}, {3, 1}, {2, 5}, {4, 4}, {1, 30},
 	} {
 		t.Run(fmt.Sprintf("concurrency=%d,ahead=%d", tc.concurrency, tc.ahead), func(t *testing.T) {
-			const n, hold = 40, 3
-			window := effectiveAhead(tc.concurrency, tc.ahead)
-			want := min(n, hold+1+window) // the held item and a full window after it
+			synctest.Test(t, func(t *testing.T) {
+				const n, hold = 40, 3
+				window := effectiveAhead(tc.concurrency, tc.ahead)
+				want := min(n, hold+1+window) // the held item and a full window after it
 
-			src := newSource(n)
-			l := newLedger(n)
-			st := l.stage("bp", nil)
-			st.Concurrency, st.Ahead = tc.concurrency, tc.ahead
-			var ready atomic.Int64
-			st.Hooks.Queue = func(n int, _ int64) { ready.Store(int64(n)) }
+				src := newSource(n)
+				l := newLedger(n)
+				st := l.stage("bp", nil)
+				st.Concurrency, st.Ahead = tc.concurrency, tc.ahead
+				var ready atomic.Int64
+				st.Hooks.Queue = func(n int, _ int64) { ready.Store(int64(n)) }
 
-			next := 0
-			for o, err := range Map(context.Background(), src.seq(), st) {
-				if err != nil || o.i != next {
-					t.Fatalf("got (%v, %v), want item %d", o, err, next)
+				next := 0
+				for o, err := range Map(context.Background(), src.seq(), st) {
+					if err != nil || o.i != next {
+						t.Fatalf("got (%v, %v), want item %d", o, err, next)
+					}
+					l.got(o)
+					next++
+					if o.i != hold {
+						continue
+					}
+					synctest.Wait() // the stage has done all it can while the consumer holds the item
+					if p := src.pulled.Load(); p != int64(want) {
+						t.Errorf("pulled %d items while the consumer holds item %d, want %d", p, hold, want)
+					}
+					if c := l.calls(); c != want {
+						t.Errorf("%d Fn calls while the consumer holds item %d, want %d", c, hold, want)
+					}
+					if r := ready.Load(); r != int64(want-hold-1) {
+						t.Errorf("queue reports %d results ready, want %d", r, want-hold-1)
+					}
 				}
-				l.got(o)
-				next++
-				if o.i != hold {
-					continue
+				if next != n {
+					t.Errorf("got %d items, want %d", next, n)
 				}
-				eventually(t, "the window is full", func() bool {
-					return src.pulled.Load() >= int64(want) && ready.Load() >= int64(want-hold-1)
-				})
-				time.Sleep(20 * time.Millisecond) // room for the stage to overshoot, if it would
-				if p := src.pulled.Load(); p != int64(want) {
-					t.Errorf("pulled %d items while the consumer holds item %d, want %d", p, hold, want)
-				}
-				if c := l.calls(); c != want {
-					t.Errorf("%d Fn calls while the consumer holds item %d, want %d", c, hold, want)
-				}
-				if r := ready.Load(); r != int64(want-hold-1) {
-					t.Errorf("queue reports %d results ready, want %d", r, want-hold-1)
-				}
-			}
-			if next != n {
-				t.Errorf("got %d items, want %d", next, n)
-			}
-			l.check(t, n)
+				l.check(t, n)
+			})
 		})
 	}
 }
@@ -274,7 +276,8 @@ func TestMapConcurrency(t *testing.T) {
 }
 
 // TestMapMaxBytes holds the consumer on the first result and counts the Fn calls the byte limit
-// lets through.
+// lets through. In a synctest bubble, synctest.Wait returns once the stage has settled, so the
+// counts are final when they are checked.
 func TestMapMaxBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -296,45 +299,46 @@ func TestMapMaxBytes(t *testing.T) {
 		{name: "no size", concurrency: 1, maxBytes: 1, size: 10, noSize: true, minRun: 8, maxRn: 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const n = 30
-			src := newSource(n)
-			l := newLedger(n)
-			st := l.stage("mb", nil)
-			st.Concurrency, st.Ahead, st.MaxBytes = tc.concurrency, 8, tc.maxBytes
-			if !tc.noSize {
-				st.Size = func(out) int64 { return tc.size }
-			}
-			var ready, bytes atomic.Int64
-			st.Hooks.Queue = func(n int, b int64) { ready.Store(int64(n)); bytes.Store(b) }
-
-			next := 0
-			within(t, 10*time.Second, func() {
-				for o, err := range Map(context.Background(), src.seq(), st) {
-					if err != nil || o.i != next {
-						t.Fatalf("got (%v, %v), want item %d", o, err, next)
-					}
-					l.got(o)
-					next++
-					if o.i != 0 {
-						continue
-					}
-					eventually(t, "the stage runs", func() bool { return ready.Load() >= int64(tc.minRun) })
-					time.Sleep(20 * time.Millisecond)
-					if r := int(ready.Load()); r < tc.minRun || r > tc.maxRn {
-						t.Errorf("%d results ready while the consumer holds the first, want %d to %d", r, tc.minRun, tc.maxRn)
-					}
-					if c := l.calls(); c != 1+int(ready.Load()) {
-						t.Errorf("%d Fn calls, want the held item and the %d ready", c, ready.Load())
-					}
-					if !tc.noSize && bytes.Load() != ready.Load()*tc.size {
-						t.Errorf("queue reports %d bytes for %d results of %d", bytes.Load(), ready.Load(), tc.size)
-					}
+			synctest.Test(t, func(t *testing.T) {
+				const n = 30
+				src := newSource(n)
+				l := newLedger(n)
+				st := l.stage("mb", nil)
+				st.Concurrency, st.Ahead, st.MaxBytes = tc.concurrency, 8, tc.maxBytes
+				if !tc.noSize {
+					st.Size = func(out) int64 { return tc.size }
 				}
+				var ready, bytes atomic.Int64
+				st.Hooks.Queue = func(n int, b int64) { ready.Store(int64(n)); bytes.Store(b) }
+
+				next := 0
+				within(t, 10*time.Second, func() {
+					for o, err := range Map(context.Background(), src.seq(), st) {
+						if err != nil || o.i != next {
+							t.Fatalf("got (%v, %v), want item %d", o, err, next)
+						}
+						l.got(o)
+						next++
+						if o.i != 0 {
+							continue
+						}
+						synctest.Wait() // the stage has done all the limit lets it do
+						if r := int(ready.Load()); r < tc.minRun || r > tc.maxRn {
+							t.Errorf("%d results ready while the consumer holds the first, want %d to %d", r, tc.minRun, tc.maxRn)
+						}
+						if c := l.calls(); c != 1+int(ready.Load()) {
+							t.Errorf("%d Fn calls, want the held item and the %d ready", c, ready.Load())
+						}
+						if !tc.noSize && bytes.Load() != ready.Load()*tc.size {
+							t.Errorf("queue reports %d bytes for %d results of %d", bytes.Load(), ready.Load(), tc.size)
+						}
+					}
+				})
+				if next != n {
+					t.Errorf("got %d items, want %d", next, n)
+				}
+				l.check(t, n)
 			})
-			if next != n {
-				t.Errorf("got %d items, want %d", next, n)
-			}
-			l.check(t, n)
 		})
 	}
 }
@@ -517,76 +521,89 @@ func TestMapCancel(t *testing.T) {
 	})
 
 	// The context is cancelled while the consumer waits for a result whose Fn waits for the
-	// context: both must wake up.
+	// context: both must wake up. In a synctest bubble the timer fires only once every goroutine
+	// is blocked, so the consumer has taken the two results that need no cancellation and waits
+	// for the third, on any machine.
 	t.Run("while waiting", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		src := newSource(20)
-		l := newLedger(20)
-		var sawCancel atomic.Int32
-		st := l.stage("c", func(ctx context.Context, i int) error {
-			if i < 2 {
-				return nil
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			src := newSource(20)
+			l := newLedger(20)
+			var sawCancel atomic.Int32
+			st := l.stage("c", func(ctx context.Context, i int) error {
+				if i < 2 {
+					return nil
+				}
+				<-ctx.Done()
+				sawCancel.Add(1)
+				return ctx.Err()
+			})
+			st.Concurrency = 3
+			timer := time.AfterFunc(20*time.Millisecond, cancel)
+			defer timer.Stop()
+			got := 0
+			var gotErr error
+			within(t, 5*time.Second, func() {
+				for o, err := range Map(ctx, src.seq(), st) {
+					if err != nil {
+						gotErr = err
+						continue
+					}
+					l.got(o)
+					got++
+				}
+			})
+			if !errors.Is(gotErr, context.Canceled) || got != 2 {
+				t.Errorf("got %d results then %v, want 2 then context.Canceled", got, gotErr)
 			}
-			<-ctx.Done()
-			sawCancel.Add(1)
-			return ctx.Err()
+			if s := int(sawCancel.Load()); s != l.calls()-2 {
+				t.Errorf("%d of the %d blocked Fn calls saw the cancellation", s, l.calls()-2)
+			}
+			l.check(t, int(src.pulled.Load()))
 		})
-		st.Concurrency = 3
-		timer := time.AfterFunc(20*time.Millisecond, cancel)
-		defer timer.Stop()
-		got := 0
-		var gotErr error
-		within(t, 5*time.Second, func() {
-			for o, err := range Map(ctx, src.seq(), st) {
+	})
+
+	// Cancelling from the loop body ends the iteration at the next step, even though results
+	// are ready: in a synctest bubble, synctest.Wait returns once the stage has filled its
+	// window, so results are ready when the body cancels.
+	t.Run("in body", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			src := newSource(20)
+			l := newLedger(20)
+			got := 0
+			var gotErr error
+			for o, err := range Map(ctx, src.seq(), l.stage("c", nil)) {
 				if err != nil {
 					gotErr = err
 					continue
 				}
 				l.got(o)
 				got++
+				if got == 4 {
+					synctest.Wait() // results pile up
+					cancel()
+				}
 			}
+			if !errors.Is(gotErr, context.Canceled) || got != 4 {
+				t.Errorf("got %d results then %v, want 4 then context.Canceled", got, gotErr)
+			}
+			l.check(t, int(src.pulled.Load()))
 		})
-		if !errors.Is(gotErr, context.Canceled) || got != 2 {
-			t.Errorf("got %d results then %v, want 2 then context.Canceled", got, gotErr)
-		}
-		if s := int(sawCancel.Load()); s != l.calls()-2 {
-			t.Errorf("%d of the %d blocked Fn calls saw the cancellation", s, l.calls()-2)
-		}
-		l.check(t, int(src.pulled.Load()))
-	})
-
-	// Cancelling from the loop body ends the iteration at the next step, even though results
-	// are ready.
-	t.Run("in body", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		src := newSource(20)
-		l := newLedger(20)
-		got := 0
-		var gotErr error
-		for o, err := range Map(ctx, src.seq(), l.stage("c", nil)) {
-			if err != nil {
-				gotErr = err
-				continue
-			}
-			l.got(o)
-			got++
-			if got == 4 {
-				time.Sleep(5 * time.Millisecond) // let results pile up
-				cancel()
-			}
-		}
-		if !errors.Is(gotErr, context.Canceled) || got != 4 {
-			t.Errorf("got %d results then %v, want 4 then context.Canceled", got, gotErr)
-		}
-		l.check(t, int(src.pulled.Load()))
 	})
 }
 
 // TestMapStopCancelsFn stops consuming while Fn calls wait for their context: the iteration must
-// cancel them and wait for them before it returns.
+// cancel them and wait for them before it returns. In a synctest bubble, synctest.Wait returns
+// once every worker is blocked, so the consumer stops while all three calls wait.
 func TestMapStopCancelsFn(t *testing.T) {
+	synctest.Test(t, testMapStopCancelsFn)
+	goleak.VerifyNone(t)
+}
+
+func testMapStopCancelsFn(t *testing.T) {
 	src := newSource(20)
 	l := newLedger(20)
 	var sawCancel atomic.Int32
@@ -605,7 +622,10 @@ func TestMapStopCancelsFn(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.got(o)
-			eventually(t, "Fn calls are blocked", func() bool { return l.running.Load() == 3 })
+			synctest.Wait()
+			if r := l.running.Load(); r != 3 {
+				t.Fatalf("%d Fn calls blocked once the stage settled, want 3", r)
+			}
 			break
 		}
 	})
@@ -616,12 +636,17 @@ func TestMapStopCancelsFn(t *testing.T) {
 		t.Error("upstream still running after the iteration returned")
 	}
 	l.check(t, int(src.pulled.Load()))
-	goleak.VerifyNone(t)
 }
 
 // TestMapConsumerPanic panics in the loop body: the panic must reach the caller, and the stage
-// must still stop, release and join everything on its way.
+// must still stop, release and join everything on its way. In a synctest bubble,
+// synctest.Wait returns once the stage has filled its window, so there are results to release.
 func TestMapConsumerPanic(t *testing.T) {
+	synctest.Test(t, testMapConsumerPanic)
+	goleak.VerifyNone(t)
+}
+
+func testMapConsumerPanic(t *testing.T) {
 	src := newSource(20)
 	l := newLedger(20)
 	st := l.stage("p", nil)
@@ -635,7 +660,7 @@ func TestMapConsumerPanic(t *testing.T) {
 		for o := range Map(context.Background(), src.seq(), st) {
 			l.got(o)
 			if o.i == 2 {
-				time.Sleep(5 * time.Millisecond) // let results pile up
+				synctest.Wait() // results pile up
 				panic("consumer exploded")
 			}
 		}
@@ -647,7 +672,6 @@ func TestMapConsumerPanic(t *testing.T) {
 	if p := src.pulled.Load(); p <= 3 {
 		t.Errorf("only %d items pulled: nothing was left to release", p)
 	}
-	goleak.VerifyNone(t)
 }
 
 // TestMapRerange ranges twice over one Map: each range is a full, independent run.
