@@ -271,7 +271,12 @@ func (p *Pipeline) backend(name string) *backendReads {
 	if r, ok := (*p.reads.Load())[name]; ok {
 		return r
 	}
+	return p.addBackend(name)
+}
 
+// addBackend is backend's slow path, taken after a miss: it adds the named backend's counters
+// unless another goroutine added them since the miss.
+func (p *Pipeline) addBackend(name string) *backendReads {
 	p.readsMu.Lock()
 	defer p.readsMu.Unlock()
 	// Another goroutine may have added it while this one waited for the lock.

@@ -140,15 +140,27 @@ func TestTightLoopsLoseNoUpdate(t *testing.T) {
 
 func TestNewBackendCreatedOnce(t *testing.T) {
 	// Goroutines that all miss the new backend queue on the lock; the ones after the first must
-	// find it there rather than replace it and lose the first one's count. The sleep only makes
-	// that queueing likely: a goroutine that comes late takes the fast path and the test passes.
+	// find it there rather than replace it and lose the first one's count. Each goroutine checks
+	// that it misses and says so before the lock is let go, so all four take the slow path on
+	// every run, however they are scheduled.
 	p := New()
 	p.readsMu.Lock()
 	var wg sync.WaitGroup
+	missed := make(chan bool)
 	for range 4 {
-		wg.Go(func() { p.AddRead("gs", 10, 1) })
+		wg.Go(func() {
+			_, found := (*p.reads.Load())["gs"]
+			missed <- !found
+			r := p.addBackend("gs")
+			r.bytes.Add(10)
+			r.requests.Add(1)
+		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	for range 4 {
+		if !<-missed {
+			t.Error("a goroutine found the backend before the first was let add it")
+		}
+	}
 	p.readsMu.Unlock()
 	wg.Wait()
 	if got := p.Snapshot().Backends["gs"]; got != (BackendReads{Bytes: 40, Requests: 4}) {
