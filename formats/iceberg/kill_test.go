@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,14 +24,20 @@ import (
 )
 
 // The kill test's child, run as this test binary with killChildEnv set
-// ("metadata|store|log|delay"): it opens the table (its plan cached in
+// ("metadata|store|log|delay|hold"): it opens the table (its plan cached in
 // the checkpoint store), streams it shuffled in four splits, checkpoints
 // every killEvery batches into the pebble store and logs each batch's ids
-// as "step id id ...", flushed before every checkpoint.
+// as "step id id ...", flushed before every checkpoint. It says
+// "committed step" on stdout once a checkpoint is stored, and once past
+// step hold (if not 0) it waits on stdin, which the parent never closes
+// before the kill: the run cannot reach the end of the epoch.
 const (
 	killChildEnv = "SLUICE_ICEBERG_KILL_CHILD"
 	killEvery    = 4
 	killRun      = "iceberg"
+	// killSpan is the most batches a killed run may stream, so that every
+	// kill comes before the end of the epoch (90 batches, 8 kills).
+	killSpan = 3 * killEvery
 )
 
 func killOptions() stream.Options {
@@ -49,6 +56,7 @@ func killChild() int {
 	args := strings.Split(os.Getenv(killChildEnv), "|")
 	metaLoc, storeDir, logPath := args[0], args[1], args[2]
 	delay, _ := time.ParseDuration(args[3])
+	hold, _ := strconv.ParseInt(args[4], 10, 64)
 	ctx := context.Background()
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "kill child:", err)
@@ -96,6 +104,9 @@ func killChild() int {
 		}
 		ids := slices.Clone(b.Column(0).(*array.Int64).Int64Values())
 		b.Release()
+		if hold > 0 && step >= hold {
+			io.Copy(io.Discard, os.Stdin) // until the parent kills it
+		}
 		time.Sleep(delay) // the training step
 		step++
 		fmt.Fprintf(w, "%d", step)
@@ -114,6 +125,9 @@ func killChild() int {
 		}
 		if err := ck.Step(ctx, step); err != nil {
 			return fail(err)
+		}
+		if step%killEvery == 0 {
+			fmt.Printf("committed %d\n", step)
 		}
 	}
 	if err := ck.Save(ctx, step); err != nil {
@@ -149,12 +163,14 @@ func TestKillResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []int64
+	steps := int64(0) // batches in the epoch
 	for b, err := range ds.Batches(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, b.Column(0).(*array.Int64).Int64Values()...)
 		b.Release()
+		steps++
 	}
 	ds.Close()
 	sorted := slices.Sorted(slices.Values(want))
@@ -174,38 +190,50 @@ func TestKillResume(t *testing.T) {
 		if run > kills*10 {
 			t.Fatalf("no end after %d runs", run)
 		}
+		// A run to be killed is held before the epoch's last batch, and
+		// killed a while after its first checkpoint, while it streams: so
+		// every kill comes mid-epoch after progress, however slow the
+		// machine. The hold only bounds how far a run gets before the kill.
+		hold := int64(0)
+		if killed < kills {
+			hold = min(committed+killSpan, steps-1)
+			if hold < committed+killEvery {
+				t.Fatalf("an epoch of %d batches is too short for %d kills", steps, kills)
+			}
+		}
 		logPath := filepath.Join(tmp, fmt.Sprintf("run-%d.log", run))
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), killChildEnv+"="+strings.Join([]string{metaLoc, storeDir, logPath, "5ms"}, "|"))
+		cmd.Env = append(os.Environ(), killChildEnv+"="+strings.Join([]string{metaLoc, storeDir, logPath, "5ms", strconv.FormatInt(hold, 10)}, "|"))
 		cmd.Stderr = os.Stderr
+		gate, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var exitErr error
-		if killed >= kills {
-			if exitErr = <-exited; exitErr != nil {
-				t.Fatalf("final run failed: %v", exitErr)
+		if hold == 0 {
+			io.Copy(io.Discard, stdout)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("final run failed: %v", err)
 			}
 		} else {
-			// Killed a while after its first checkpoint of the run, while
-			// it streams.
-			started := waitProgress(t, logPath, exited)
-			if started {
-				select {
-				case exitErr = <-exited:
-				case <-time.After(time.Duration(r.IntN(80)) * time.Millisecond):
-					cmd.Process.Signal(syscall.SIGKILL)
-					<-exited
-					killed++
-				}
-			} else {
-				exitErr = <-exited
+			first := firstCommit(stdout)
+			if first < 0 {
+				t.Fatalf("run %d ended before its first checkpoint: %v", run, cmd.Wait())
 			}
-			if !started && exitErr != nil {
-				t.Fatalf("run %d failed before it started: %v", run, exitErr)
-			}
+			// Any moment from the first checkpoint to the hold, at the
+			// child's 5 ms a batch: a slower child is caught at the hold.
+			time.Sleep(time.Duration(r.Int64N((hold-first)*5+1)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			io.Copy(io.Discard, stdout)
+			cmd.Wait()
+			gate.Close()
+			killed++
 		}
 
 		last := committed
@@ -243,24 +271,18 @@ func TestKillResume(t *testing.T) {
 	t.Logf("%d SIGKILLs (%d mid-epoch after progress), %d rows committed exactly", killed, midway, len(got))
 }
 
-// waitProgress waits until the child has logged a batch after its start
-// (its log is flushed at each checkpoint), or has exited.
-func waitProgress(t *testing.T, logPath string, exited chan error) bool {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(logPath); err == nil && strings.Count(string(b), "\n") >= 2 {
-			return true
-		}
-		select {
-		case err := <-exited:
-			exited <- err // for the caller
-			return false
-		case <-time.After(2 * time.Millisecond):
+// firstCommit reads the child's stdout up to its first "committed step"
+// and returns that step, or -1 if the child ended before it.
+func firstCommit(stdout io.Reader) int64 {
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if n, ok := strings.CutPrefix(sc.Text(), "committed "); ok {
+			if step, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return step
+			}
 		}
 	}
-	t.Fatal("the child made no progress within two minutes")
-	return false
+	return -1
 }
 
 type killEntry struct {
