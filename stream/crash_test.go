@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -28,11 +29,16 @@ var soak = flag.Int("soak", 0, "crash test: SIGKILL the child this many times in
 // The crash test's child, run as this test binary with crashChildEnv set:
 // it streams a shuffled dataset through Map with prefetch, checkpoints every
 // crashEvery batches into a pebble store, and logs each batch's ids to a
-// file, flushed before every checkpoint, as "step id id ...".
+// file, flushed before every checkpoint, as "step id id ...". Once past step
+// hold (if not 0) it waits on stdin, which the parent never closes before
+// the kill: a run to be killed cannot reach the end of the epoch.
 const (
 	crashChildEnv = "SLUICE_CRASH_CHILD"
 	crashEvery    = 4
 	crashRun      = "crash"
+	// crashSpan is the most batches a run to be killed may stream: 20 kills
+	// of 12 batches leave most of the 316 batches to the final run.
+	crashSpan = 3 * crashEvery
 )
 
 func crashOptions(dir string) Options {
@@ -49,11 +55,12 @@ func crashOptions(dir string) Options {
 }
 
 // crashChild runs when the test binary is the child. Arguments come in the
-// environment: data dir, store dir, log path, per-batch delay.
+// environment: data dir, store dir, log path, per-batch delay, hold.
 func crashChild() int {
 	args := strings.Split(os.Getenv(crashChildEnv), "|")
 	data, storeDir, logPath := args[0], args[1], args[2]
 	delay, _ := time.ParseDuration(args[3])
+	hold, _ := strconv.ParseInt(args[4], 10, 64)
 	ctx := context.Background()
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
@@ -84,6 +91,9 @@ func crashChild() int {
 	for ids, err := range Map(ctx, ds, transform) {
 		if err != nil {
 			return fail(err)
+		}
+		if hold > 0 && step >= hold {
+			io.Copy(io.Discard, os.Stdin) // until the parent kills it
 		}
 		time.Sleep(delay) // the training step
 		step++
@@ -130,9 +140,10 @@ func TestCrashResume(t *testing.T) {
 	if *soak > 0 {
 		kills = *soak
 	}
-	// Enough batches that the job outlives every kill: each run gets 30 to
-	// 150 ms, 10 ms a batch, and redoes up to crashEvery batches.
-	spec := synth.Spec{Files: 4, RowsPerFile: 5000 * max(1, kills/20), RowGroupRows: 250, Seed: 13}
+	// Enough batches that the job outlives every kill: each run to be
+	// killed streams at most crashSpan batches (it is held there), and 20
+	// kills take at most 240 of 316 batches.
+	spec := synth.Spec{Files: 4, RowsPerFile: 5000 * max(1, (kills+19)/20), RowGroupRows: 250, Seed: 13}
 	data := writeDataset(t, spec)
 	tmp := t.TempDir()
 	storeDir := filepath.Join(tmp, "store")
@@ -140,6 +151,7 @@ func TestCrashResume(t *testing.T) {
 	// The uninterrupted run, in process.
 	ds := open(t, crashOptions(data))
 	var want []int64
+	steps := int64(0) // batches in the epoch
 	for ids, err := range Map(context.Background(), ds, func(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
 		return slices.Clone(b.Column(0).(*array.Int64).Int64Values()), nil
 	}) {
@@ -147,6 +159,7 @@ func TestCrashResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append(want, ids...)
+		steps++
 	}
 
 	exe, err := os.Executable()
@@ -161,30 +174,35 @@ func TestCrashResume(t *testing.T) {
 		if run > kills*10 {
 			t.Fatalf("no end after %d runs", run)
 		}
+		// A run to be killed is held before the epoch's last batch, so the
+		// kill, at a random moment, always comes before the end, however
+		// slow the machine. The hold only bounds how far a run gets.
+		finishing := killed >= kills
+		hold := int64(0)
+		if !finishing {
+			hold = min(committed+crashSpan, steps-1)
+		}
 		logPath := filepath.Join(tmp, fmt.Sprintf("run-%d.log", run))
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join([]string{data, storeDir, logPath, "10ms"}, "|"))
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join([]string{data, storeDir, logPath, "10ms", strconv.FormatInt(hold, 10)}, "|"))
 		cmd.Stderr = os.Stderr
+		gate, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		finishing := killed >= kills
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var exitErr error
 		if finishing {
-			exitErr = <-exited
-		} else {
-			select {
-			case exitErr = <-exited:
-			case <-time.After(time.Duration(30+r.IntN(120)) * time.Millisecond):
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-exited
-				killed++
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("final run failed: %v", err)
 			}
-		}
-		if finishing && exitErr != nil {
-			t.Fatalf("final run failed: %v", exitErr)
+		} else {
+			time.Sleep(time.Duration(30+r.IntN(120)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			gate.Close()
+			killed++
 		}
 
 		// Read what this run logged, keep what its last checkpoint committed.
