@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -461,8 +462,13 @@ func (f *inFlight) ReadAt(ctx context.Context, key string, p []byte, off int64) 
 }
 
 // MaxRequests bounds the reads in flight to one bucket, a wrapper's time
-// included; a read waiting for a slot ends with its context.
-func TestMaxRequests(t *testing.T) {
+// included; a read waiting for a slot ends with its context. It runs in a
+// synctest bubble: synctest.Wait returns once every read is held in the
+// wrapper or waits for a slot, so a read past the bound would have entered
+// by then, and the deadline passes only once the read waits for a slot.
+func TestMaxRequests(t *testing.T) { synctest.Test(t, testMaxRequests) }
+
+func testMaxRequests(t *testing.T) {
 	dir := tree(t, "a.parquet")
 	for _, c := range []struct{ max, want int }{{3, 3}, {0, 16}, {-1, 40}} {
 		var f *inFlight
@@ -489,7 +495,7 @@ func TestMaxRequests(t *testing.T) {
 		for range c.want {
 			<-f.entered
 		}
-		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
 		f.mu.Lock()
 		most := f.most
 		f.mu.Unlock()
