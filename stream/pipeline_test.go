@@ -103,18 +103,27 @@ func TestDiagnosis(t *testing.T) {
 }
 
 // A state taken while the queues are full counts only what the consumer
-// took: resuming from it repeats and skips nothing.
+// took: resuming from it repeats and skips nothing. It runs in a synctest
+// bubble, where the consumer's sleep ends only once every stage is blocked:
+// the queues are as full as their bounds allow when the state is taken, on
+// any machine.
 func TestStateWithFullQueues(t *testing.T) {
 	dir := writeDataset(t, smallSpec)
+	synctest.Test(t, func(t *testing.T) { testStateWithFullQueues(t, dir) })
+}
+
+func testStateWithFullQueues(t *testing.T, dir string) {
 	o := checkedOptions(t, dir)
 	o.Shuffle, o.NumSplits, o.ClumpSize = true, 4, 3
 	o.PrefetchBatches, o.PrefetchWindows, o.ReadConcurrency, o.TransformConcurrency = 64, 8, 4, 2
 	var full []int64
+	batches := 0
 	for ids, err := range Map(context.Background(), open(t, o), idsOf) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		full = append(full, ids...)
+		batches++
 	}
 	for _, k := range []int{1, 17, 100, 200} {
 		ds := open(t, o)
@@ -125,13 +134,13 @@ func TestStateWithFullQueues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Millisecond) // a slow consumer: the queues fill up
+			time.Sleep(time.Millisecond) // a slow consumer: the queues fill up before it wakes
 			head = append(head, ids...)
 			n++
 			if n == k {
 				snap := ds.Metrics().Snapshot()
-				if snap.PrefetchQueueItems == 0 {
-					t.Logf("k=%d: prefetch queue empty when the state was taken", k)
+				if want := min(o.PrefetchBatches, batches-k); snap.PrefetchQueueItems != want {
+					t.Fatalf("k=%d: %d batches in the prefetch queue when the state was taken, want a full queue of %d", k, snap.PrefetchQueueItems, want)
 				}
 				st = ds.StateDict()
 				break
