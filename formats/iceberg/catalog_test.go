@@ -71,7 +71,9 @@ func buildHistoryIn(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, w
 	note := func(tb *table.Table, what string) *table.Table {
 		h.snaps = append(h.snaps, tb.CurrentSnapshot().SnapshotID)
 		h.what = append(h.what, what)
-		time.Sleep(3 * time.Millisecond) // distinct commit times, for AsOf
+		// Distinct commit times, for AsOf: a sleep lasts at least this long,
+		// so the millisecond times differ however loaded the machine.
+		time.Sleep(3 * time.Millisecond)
 		return tb
 	}
 	mem := memory.DefaultAllocator
