@@ -21,9 +21,14 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
-const examples = "../../../shared/testdata/orc/examples"
+// orcExamples is the ORC project's example files in the shared corpus.
+func orcExamples(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(corpus.Dir(tb), "orc", "examples")
+}
 
 func plan(t testing.TB, paths []string, columns []string) *formats.Scan {
 	t.Helper()
@@ -47,6 +52,7 @@ func readAll(ds *formats.Scan, batchRows int, mem memory.Allocator, check func(a
 // TestExpectedRows streams every example file that has expected output
 // to exactly those rows, value by value, in file order.
 func TestExpectedRows(t *testing.T) {
+	examples := orcExamples(t)
 	want, err := filepath.Glob(filepath.Join(examples, "expected", "*.jsn.gz"))
 	if err != nil || len(want) == 0 {
 		t.Fatalf("no expected files under %s: %v", examples, err)

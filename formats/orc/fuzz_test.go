@@ -12,9 +12,14 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/internal/panics"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
-const examples = "../../../shared/testdata/orc/examples"
+// orcExamples is the ORC project's example files in the shared corpus.
+func orcExamples(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(corpus.Dir(tb), "orc", "examples")
+}
 
 // seedFiles are small example files covering the codecs and types.
 var seedFiles = []string{"TestOrcFile.test1.orc", "TestOrcFile.testUnionAndTimestamp.orc", "decimal64_v2.orc",
@@ -22,6 +27,7 @@ var seedFiles = []string{"TestOrcFile.test1.orc", "TestOrcFile.testUnionAndTimes
 	"TestOrcFile.testTimestamp.orc", "complextypes_iceberg.orc"}
 
 func readSeed(f *testing.F, name string) []byte {
+	examples := orcExamples(f)
 	b, err := os.ReadFile(filepath.Join(examples, name))
 	if err != nil {
 		f.Fatal(err)

@@ -69,6 +69,7 @@ func release(as []arrow.Array) {
 // so started at a row group by the row index, reads the same rows as the
 // same range of a whole read.
 func TestRangesMatchWholeRead(t *testing.T) {
+	examples := orcExamples(t)
 	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
 		"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
 		"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12"}
@@ -106,6 +107,7 @@ func TestRangesMatchWholeRead(t *testing.T) {
 // index fetches a part of its streams, and the two halves of a stripe cut
 // in the middle fetch about the stripe once.
 func TestCutStripeFetchesPart(t *testing.T) {
+	examples := orcExamples(t)
 	ds := plan(t, []string{filepath.Join(examples, "TestOrcFile.testSeek.orc")}, nil)
 	f := ds.Fragments[0]
 	if !f.Units[0].Paged {

@@ -26,6 +26,7 @@ var refused = map[string]string{
 // TestFilesWithoutExpectedOutput reads every other example file to its
 // footer's row count, or sees it refused with its reason.
 func TestFilesWithoutExpectedOutput(t *testing.T) {
+	examples := orcExamples(t)
 	paths, _ := filepath.Glob(filepath.Join(examples, "*.orc"))
 	n := 0
 	for _, p := range paths {
@@ -95,6 +96,7 @@ func readFile(path string, mem memory.Allocator) (int64, error) {
 // TestCorruptAndEncrypted: every file under corrupt/ and encrypted/ is a
 // clear error (ErrCorrupt, naming the file), never a panic or a hang.
 func TestCorruptAndEncrypted(t *testing.T) {
+	examples := orcExamples(t)
 	for _, dir := range []string{"corrupt", "encrypted"} {
 		paths, _ := filepath.Glob(filepath.Join(examples, dir, "*.orc"))
 		if len(paths) == 0 {
