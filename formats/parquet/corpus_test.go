@@ -18,11 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
-
-// sharedTestdata is the folder of files written by other tools; CI checks it
-// out beside the repository: ../shared from the repository root.
-const sharedTestdata = "../../../shared/testdata"
 
 // corpusSkip lists files left out on purpose, with the reason.
 var corpusSkip = map[string]string{
@@ -176,6 +173,7 @@ func withDeadline(t *testing.T, name string, d time.Duration, fn func(ctx contex
 // including the malformed ones: each is read in full or refused with an error
 // naming it; none may panic, hang or deliver a wrong row count.
 func TestParquetTestingCorpus(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	root := filepath.Join(sharedTestdata, "parquet-testing")
 	if _, err := os.Stat(root); err != nil {
 		t.Fatalf("parquet-testing corpus not found at %s (shared/ belongs beside the repository): %v", root, err)

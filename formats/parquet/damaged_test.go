@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/internal/panics"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // damaged are real files (parquet-testing's) with a few bytes changed, as
@@ -51,6 +52,7 @@ var damaged = []struct {
 }
 
 func TestDamagedFilesSayWhatIsWrong(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	for _, c := range damaged {
 		t.Run(c.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(sharedTestdata, "parquet-testing/data", c.file))

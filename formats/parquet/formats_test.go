@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -595,6 +596,7 @@ func TestPlanRefusesBadFiles(t *testing.T) {
 // TestRdatasets reads real tables written by nanoparquet and checks their row
 // counts against the README and the matching CSVs.
 func TestRdatasets(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	root := filepath.Join(sharedTestdata, "real", "rdatasets")
 	if _, err := os.Stat(root); err != nil {
 		t.Fatalf("rdatasets not found at %s (shared/ belongs beside the repository): %v", root, err)

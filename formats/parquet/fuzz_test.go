@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -45,6 +46,7 @@ func FuzzParquetFooter(f *testing.F) {
 	}
 	// Small files written by other tools, when the corpus is there: nested
 	// types, other encodings and codecs, and the malformed ones.
+	sharedTestdata, _ := corpus.Lookup(f)
 	for _, pattern := range []string{"data/*.parquet", "bad_data/*.parquet"} {
 		paths, _ := filepath.Glob(filepath.Join(sharedTestdata, "parquet-testing", pattern))
 		for _, p := range paths {

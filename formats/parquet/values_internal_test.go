@@ -13,12 +13,15 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/variant"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // FuzzCheckVariant checks arbitrary VARIANT bytes as reads do: it must
 // return (no panic escapes, no hang on forged counts or shared offsets).
 func FuzzCheckVariant(f *testing.F) {
-	names, _ := filepath.Glob("../../../shared/testdata/parquet-testing/variant/*.value")
+	// The Parquet project's VARIANT test values, when the corpus is there.
+	shared, _ := corpus.Lookup(f)
+	names, _ := filepath.Glob(filepath.Join(shared, "parquet-testing", "variant", "*.value"))
 	for _, v := range names {
 		value, err1 := os.ReadFile(v)
 		meta, err2 := os.ReadFile(strings.TrimSuffix(v, ".value") + ".metadata")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // readFile reads every row of the local Parquet file at path, one array per
@@ -49,6 +50,7 @@ func readFile(t *testing.T, path string) (*formats.Scan, []arrow.Array) {
 // A DATA_PAGE_V2 of nulls only whose empty values section is stored as zero
 // bytes under Snappy: arrow-go's Snappy refuses the empty block.
 func TestEmptySnappyPage(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	_, cols := readFile(t, filepath.Join(sharedTestdata, "parquet-testing/data/datapage_v2_empty_datapage.snappy.parquet"))
 	if len(cols) != 1 || cols[0].Len() != 1 || cols[0].NullN() != 1 {
 		t.Fatalf("want one null row, got %v", cols)
@@ -74,6 +76,7 @@ func TestEmptySnappyPage(t *testing.T) {
 // nanoseconds; the driver reads INT96 as microseconds. The expected values
 // are the file's README's (parquet-testing/data/int96_from_spark.md).
 func TestInt96FromSpark(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	path := filepath.Join(sharedTestdata, "parquet-testing/data/int96_from_spark.parquet")
 	ds, cols := readFile(t, path)
 	want := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
@@ -230,6 +233,7 @@ func TestFixedLenDeltaByteArray(t *testing.T) {
 // as the column's physical type, as the spec asks; arrow-go panics on the
 // whole file.
 func TestUnknownLogicalType(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	ds, cols := readFile(t, filepath.Join(sharedTestdata, "parquet-testing/data/unknown-logical-type.parquet"))
 	if got := ds.Schema.Field(1).Type; !arrow.TypeEqual(got, arrow.BinaryTypes.Binary) {
 		t.Fatalf("type %s, want binary", got)
@@ -249,6 +253,7 @@ func TestUnknownLogicalType(t *testing.T) {
 // A failure arrow-go reports without naming the column is reported with
 // the column that fails when decoded alone (see guardRowGroup).
 func TestFailingColumnNamed(t *testing.T) {
+	sharedTestdata := corpus.Dir(t)
 	path := filepath.Join(sharedTestdata, "parquet-testing/bad_data/ARROW-GH-45185.parquet")
 	err := planAndRead(t, path, parquet.Format{})
 	if err == nil || !strings.Contains(err.Error(), "ARROW-GH-45185.parquet") || !strings.Contains(err.Error(), `row group 0: column "x.list.element"`) {

