@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -21,7 +22,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const testdata = "../../../shared/testdata/iceberg"
+// icebergData is the Iceberg tables of the shared corpus.
+func icebergData(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(corpus.Dir(tb), "iceberg")
+}
 
 // sharedTable is one table of the shared test data: where its metadata
 // lies, how its absolute or relative locations map onto the copy here,
@@ -55,12 +60,9 @@ var sharedTables = []sharedTable{
 // absolute /test-warehouse paths, DuckDB's paths relative to its source
 // tree) onto the copy here.
 func rewrites(t *testing.T) (map[string]string, func(string) string) {
-	root, err := filepath.Abs(testdata)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := icebergData(t)
 	if _, err := os.Stat(root); err != nil {
-		t.Skipf("no shared test data: %v", err)
+		t.Fatal(err)
 	}
 	m := map[string]string{
 		"/test-warehouse/iceberg_test/hadoop_catalog/ice/": "file://" + root + "/impala/",
@@ -83,7 +85,7 @@ func rewrites(t *testing.T) (map[string]string, func(string) string) {
 // the tables iceberg-go refuses must fail at Open with its reason.
 func TestSharedTables(t *testing.T) {
 	m, local := rewrites(t)
-	root, _ := filepath.Abs(testdata)
+	root := icebergData(t)
 	found := 0
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() && d.Name() == "metadata" {
@@ -127,7 +129,7 @@ func TestSharedTables(t *testing.T) {
 // and its metadata file alike, and refuses a location with none.
 func TestMetadataLocations(t *testing.T) {
 	m, _ := rewrites(t)
-	root, _ := filepath.Abs(testdata)
+	root := icebergData(t)
 	dir := filepath.Join(root, "duckdb-iceberg/data/persistent/hive_partitioned_table")
 	for _, loc := range []string{dir, dir + "/", "file://" + dir, dir + "/metadata/v4.metadata.json"} {
 		tbl, err := iceberg.Open(context.Background(), loc, iceberg.Options{Rewrite: m})
