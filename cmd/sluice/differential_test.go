@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
@@ -102,9 +103,9 @@ func TestDifferentialDuckDB(t *testing.T) {
 	db := &duckDB{db: duckdb.ForTest(t)}
 	db.start(t)
 	defer func() { db.db.Close() }()
-	root := sharedTestdata
+	root := corpus.Dir(t)
 	if _, err := os.Stat(filepath.Join(root, diffCorpora[0])); err != nil {
-		t.Skipf("shared test data not found at %s (CI checks shared/ out beside the repository): %v", root, err)
+		t.Fatal(err)
 	}
 	var files []string
 	for _, dir := range diffCorpora {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
@@ -140,9 +141,9 @@ func TestCatEmptyFile(t *testing.T) {
 // A VARIANT value that cannot be decoded is an error naming its file, row
 // group and column, never text in its place.
 func TestCatUndecodableVariant(t *testing.T) {
-	p := filepath.Join(sharedTestdata, "parquet-testing", "shredded_variant", "case-040.parquet")
+	p := filepath.Join(corpus.Dir(t), "parquet-testing", "shredded_variant", "case-040.parquet")
 	if !fileExists(p) {
-		t.Skipf("%s not found (CI checks shared/ out beside the repository)", p)
+		t.Fatalf("%s not found", p)
 	}
 	r := fails(t, exitFailure, []string{"case-040.parquet", "row group 0", `column "var" row 0`, "VARIANT"}, "cat", p)
 	if r.stdout != "" {
@@ -239,9 +240,9 @@ func TestCatFixedLenDeltaByteArray(t *testing.T) {
 // INT96 timestamps read in microseconds, every year Spark writes; --int96 ns
 // reads arrow-go's nanoseconds, which cannot hold them.
 func TestCatInt96(t *testing.T) {
-	p := filepath.Join(sharedTestdata, "parquet-testing", "data", "int96_from_spark.parquet")
+	p := filepath.Join(corpus.Dir(t), "parquet-testing", "data", "int96_from_spark.parquet")
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared test data not found: %v", err)
+		t.Fatal(err)
 	}
 	got := ok(t, "cat", p)
 	want := `{"a":"2024-01-01T20:34:56.123456Z"}

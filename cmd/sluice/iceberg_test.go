@@ -4,15 +4,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // TestIcebergTable inspects and cats a partitioned table of the shared
 // test data with equality deletes, through a rewrite of the relative
 // locations its metadata holds.
 func TestIcebergTable(t *testing.T) {
-	root, err := filepath.Abs("../../../shared/testdata/iceberg/duckdb-iceberg/data/persistent")
-	if err != nil || !fileExists(root) {
-		t.Skip("no shared test data")
+	root := filepath.Join(corpus.Dir(t), "iceberg", "duckdb-iceberg", "data", "persistent")
+	if !fileExists(root) {
+		t.Fatalf("%s not found", root)
 	}
 	table := root + "/equality_deletes/warehouse/mydb/mytable_partitioned"
 	rewrite := "--rewrite=data/persistent/=file://" + root + "/"

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -36,8 +37,6 @@ var (
 	dataDir string
 	spec    = synth.Spec{Files: 3, RowsPerFile: 1000, RowGroupRows: 250, Seed: 1}
 )
-
-const sharedTestdata = "../../../shared/testdata"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -228,10 +227,10 @@ func copyFile(t *testing.T, from, to string) {
 // through inspect and cat: each is refused with a one-line error naming it
 // (exit 1), or read (exit 0). A panic would exit 2.
 func TestBadDataCorpus(t *testing.T) {
-	root := filepath.Join(sharedTestdata, "parquet-testing", "bad_data")
+	root := filepath.Join(corpus.Dir(t), "parquet-testing", "bad_data")
 	files, _ := filepath.Glob(filepath.Join(root, "*.parquet"))
 	if len(files) == 0 {
-		t.Skipf("no files under %s (CI checks shared/ out beside the repository)", root)
+		t.Fatalf("no files under %s", root)
 	}
 	refused := 0
 	for _, f := range files {
@@ -789,7 +788,7 @@ func TestRowJSON(t *testing.T) {
 // TestCatNested prints files written by other tools with nested and
 // floating-point columns, compared with what those files hold.
 func TestCatNested(t *testing.T) {
-	data := filepath.Join(sharedTestdata, "parquet-testing", "data")
+	data := filepath.Join(corpus.Dir(t), "parquet-testing", "data")
 	for file, want := range map[string]string{
 		"nested_lists.snappy.parquet": `{"a":[[["a","b"],["c"]],[null,["d"]]],"b":1}`,
 		"nested_maps.snappy.parquet":  `{"a":[{"key":"a","value":[{"key":1,"value":true},{"key":2,"value":false}]}],"b":1,"c":1}`,
@@ -797,7 +796,7 @@ func TestCatNested(t *testing.T) {
 	} {
 		p := filepath.Join(data, file)
 		if !fileExists(p) {
-			t.Skipf("%s not found (CI checks shared/ out beside the repository)", p)
+			t.Fatalf("%s not found", p)
 		}
 		n := strconv.Itoa(strings.Count(want, "\n") + 1)
 		if got := strings.TrimSuffix(ok(t, "cat", p, "--limit", n), "\n"); got != want {

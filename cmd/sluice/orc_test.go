@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-const orcExamples = "../../../shared/testdata/orc/examples"
+	"github.com/sluicedata/sluice/internal/corpus"
+)
 
 // cat and inspect read ORC files, and inspect says which have no row
 // index.
 func TestORCFiles(t *testing.T) {
+	orcExamples := filepath.Join(corpus.Dir(t), "orc", "examples")
 	out := ok(t, "cat", filepath.Join(orcExamples, "TestOrcFile.test1.orc"), "--columns", "int1,string1")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 {

@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/variant"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // FuzzAppendVariant prints arbitrary VARIANT bytes (metadata, value): it
 // must return, without a panic, either an error or valid JSON. The seeds are
 // the Parquet project's VARIANT test values.
 func FuzzAppendVariant(f *testing.F) {
-	dir := filepath.Join(sharedTestdata, "parquet-testing", "variant")
+	shared, _ := corpus.Lookup(f) // seeds of its own below where it is missing
+	dir := filepath.Join(shared, "parquet-testing", "variant")
 	names, _ := filepath.Glob(filepath.Join(dir, "*.value"))
 	for _, v := range names {
 		value, err1 := os.ReadFile(v)
@@ -54,7 +56,7 @@ var errPanicked = &json.UnsupportedValueError{Str: "panicked"}
 // says, in the forms the mapping gives their
 // types.
 func TestAppendVariantCorpus(t *testing.T) {
-	dir := filepath.Join(sharedTestdata, "parquet-testing", "variant")
+	dir := filepath.Join(corpus.Dir(t), "parquet-testing", "variant")
 	for name, want := range map[string]string{
 		"array_empty":         `[]`,
 		"primitive_date":      `"2025-04-16"`,
@@ -65,7 +67,7 @@ func TestAppendVariantCorpus(t *testing.T) {
 		meta, err1 := os.ReadFile(filepath.Join(dir, name+".metadata"))
 		value, err2 := os.ReadFile(filepath.Join(dir, name+".value"))
 		if err1 != nil || err2 != nil {
-			t.Skipf("%s not found (CI checks shared/ out beside the repository)", dir)
+			t.Fatalf("%s: %v, %v", name, err1, err2)
 		}
 		v, err := variant.New(meta, value)
 		if err != nil {
