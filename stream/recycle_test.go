@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/internal/corpus"
 )
 
 // The recycler hands out zeroed buffers of the size asked, with no
@@ -101,13 +102,14 @@ func twoEpochs(ctx context.Context, batches func(context.Context) iter.Seq2[arro
 }
 
 // recycleCorpus is the options of a shuffled read of each small file of
-// ../../shared/testdata that sluice opens: Parquet, ORC, and a spread of
-// the text cases.
+// the shared corpus that sluice opens: Parquet, ORC, and a spread of the
+// text cases.
 func recycleCorpus(t *testing.T) []Options {
 	t.Helper()
+	shared := corpus.Dir(t)
 	var files, texts []string
-	for _, dir := range []string{"../../shared/testdata/parquet-testing/data", "../../shared/testdata/real", "../../shared/testdata/orc", "../../shared/testdata/text"} {
-		filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+	for _, dir := range []string{"parquet-testing/data", "real", "orc", "text"} {
+		filepath.WalkDir(filepath.Join(shared, dir), func(path string, e fs.DirEntry, err error) error {
 			switch ext := filepath.Ext(path); {
 			case err != nil || e.IsDir():
 			case ext == ".parquet" || ext == ".orc":
@@ -125,7 +127,7 @@ func recycleCorpus(t *testing.T) []Options {
 		files = append(files, texts[i])
 	}
 	if len(files) == 0 {
-		t.Fatal("no Parquet files in ../../shared/testdata")
+		t.Fatal("no Parquet files in", shared)
 	}
 	var out []Options
 	for _, f := range files {
