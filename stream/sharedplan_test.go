@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/storage"
+	"github.com/sluicedata/sluice/stream/internal/planshare"
 )
 
 // readCounter counts the range reads (footers, while planning) of every
@@ -316,7 +317,7 @@ func TestSharedPlanCorrupt(t *testing.T) {
 	}
 	// A plan that decodes but is for another dataset is a mismatch.
 	ps := planStore(t)
-	bad, _ := json.Marshal(sharedPlan{Version: sharedPlanVersion, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planFile{{URL: "file:///elsewhere.parquet"}}})
+	bad, _ := json.Marshal(planshare.Object{Version: planshare.Version, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planshare.File{{URL: "file:///elsewhere.parquet"}}})
 	if err := ps.Bucket.WriteAll(ctx, ps.Key, bad, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -341,26 +342,4 @@ func TestSharedPlanCancelWhileWaiting(t *testing.T) {
 	if _, err := Open(ctx, o); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want the context's error", err)
 	}
-}
-
-func FuzzDecodeSharedPlan(f *testing.F) {
-	good, _ := json.Marshal(sharedPlan{Version: 1, Plan: "p", Columns: []string{"a"}, Files: []planFile{{URL: "file:///a", Size: 10, Rows: 2, Footer: "d"}},
-		Cache: []cacheEntry{{Key: []byte("k"), Value: []byte{0, 1, 2}}}})
-	for _, s := range [][]byte{good, []byte("{}"), []byte(`{"version":1,"plan":"p","files":[]}`), []byte("null"), []byte(`{"files":null}`)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		sp, err := decodeSharedPlan(raw)
-		if err != nil {
-			if !errors.Is(err, formats.ErrCorrupt) {
-				t.Fatalf("error %v is not ErrCorrupt", err)
-			}
-			return
-		}
-		if sp.Version != sharedPlanVersion || len(sp.Files) == 0 || sp.Plan == "" {
-			t.Fatalf("accepted %+v", sp)
-		}
-		_ = sp.cacheMap()
-		_ = sp.check(sp)
-	})
 }

@@ -11,8 +11,6 @@ package stream
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -40,13 +38,6 @@ import (
 // ErrBusy is returned when a second iteration is started on a Dataset while
 // one is running: a dataset has one position, so one consumer.
 var ErrBusy = errors.New("stream: an iteration is already running on this dataset")
-
-// chunksPerWindow is the fewest chunks a full shuffle window is made of
-// (where row groups are small enough): a batch mixes as well as the number
-// of places its window draws from, and 256 places give a label histogram
-// about 0.06 from the global one (see TestShuffleQuality), where 16 gave
-// 0.3. Smaller chunks only mean more, smaller fetches of small row groups.
-const chunksPerWindow = 256
 
 // ErrEmpty is wrapped where a dataset without rows cannot serve: as a
 // source of a mix, whose weight it could not honour. An empty dataset
@@ -160,14 +151,14 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.data, d.chunks, d.planID = p.data, p.chunks, p.id
-	if o.EqualBatches && p.data.Rows() < 0 {
+	d.data, d.chunks, d.planID = p.Data, p.Chunks, p.ID
+	if o.EqualBatches && p.Data.Rows() < 0 {
 		var flt string
 		if po.Filter != nil {
 			flt = po.Filter.String()
 		}
-		if d.counts, err = countRows(ctx, o, p.data, p.chunks, flt); err != nil {
-			p.data.Close()
+		if d.counts, err = countRows(ctx, o, p.Data, p.Chunks, flt); err != nil {
+			p.Data.Close()
 			return nil, err
 		}
 	}
@@ -176,46 +167,6 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// planFiles is what the plan needs of the fragments: their units.
-func planFiles(data *formats.Dataset) []split.File {
-	files := make([]split.File, len(data.Fragments))
-	for i, f := range data.Fragments {
-		files[i].Units = make([]split.Unit, len(f.Units))
-		for j, u := range f.Units {
-			files[i].Units[j] = split.Unit{Rows: u.Rows, Bytes: u.Bytes}
-		}
-	}
-	return files
-}
-
-// planHash fingerprints the chunk list by relative keys, sizes and row
-// ranges (unit ranges where counts are unknown), and the filter, so a
-// dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Dataset, chunks []split.Chunk, flt formats.Filter) string {
-	h := sha256.New()
-	if flt != nil {
-		// The canonical text: the same condition written otherwise is the
-		// same plan.
-		fmt.Fprintf(h, "filter %q\n", flt.String())
-	}
-	for _, f := range data.Fragments {
-		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
-	}
-	for _, c := range chunks {
-		if c.Start < 0 {
-			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
-			continue
-		}
-		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
-	}
-	if data.Version != "" {
-		// The version leads, so that a state of another (a resume against
-		// another snapshot) is refused with both named.
-		return data.Version + "/" + hex.EncodeToString(h.Sum(nil)[:16])
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // formats are the drivers tried: Parquet unless the options name some.

@@ -1,4 +1,13 @@
-package stream
+// Package planshare plans a dataset for package stream: it turns the
+// fragments a planner found into the chunk list and its fingerprint, and,
+// where the ranks of a job share one plan through a Store, lets one rank
+// read every footer and the others plan from the object it writes.
+//
+// It owns the plan object's layout and its check against a rank's own
+// plan (ErrMismatch names the first difference). It knows nothing of
+// splits, epochs or streams: it imports formats and plan, never the
+// engine or stream.
+package planshare
 
 import (
 	"bytes"
@@ -20,63 +29,64 @@ import (
 	"github.com/sluicedata/sluice/split"
 )
 
-// ErrPlanMismatch is wrapped when the plan in a PlanStore was made for
-// other files or other options than this rank's: the ranks of one job must
-// stream one plan, or their splits would not be the same rows.
-var ErrPlanMismatch = errors.New("stream: shared plan does not match")
+// ErrMismatch is wrapped when the plan in a Store was made for other files
+// or other options than this rank's: the ranks of one job must stream one
+// plan, or their splits would not be the same rows. stream.ErrPlanMismatch
+// is this error.
+var ErrMismatch = errors.New("stream: shared plan does not match")
 
-// PlanStore is where the ranks of a job share one plan, so that one rank
-// reads every footer and the others read one object instead: the listing
-// each rank makes anyway is checked against the plan's file list, and the
-// footers come out of the plan. It is an object in a bucket, often beside
-// the job's checkpoints:
-//
-//	Options.PlanStore = &stream.PlanStore{Bucket: ckptBucket, Key: "run-7/plan.json"}
-//
-// Rank 0 plans when the object does not exist yet and writes it; other
-// ranks wait for it (up to Wait) and plan from it. A later run of the job,
-// at any world size, finds it and every rank plans from it. The write is
-// conditional (if the object does not exist), so where two ranks plan at
-// once (one waited past Wait) the first write wins and the other rank
-// checks its plan against the winner's. A plan made for other files (one
-// added, removed or changed since) or other options is refused with
-// ErrPlanMismatch naming the first difference; delete the object, or use
-// another key, to plan the changed data.
-//
-// The plan carries what drivers keep in a formats.Cache (Parquet footers);
-// a driver that keeps nothing there reads its footers on every rank still.
-type PlanStore struct {
-	// Bucket holds the plan. The caller opens and closes it. Required.
+// Store is where the ranks of a job share one plan (stream.PlanStore says
+// how): an object in a bucket, and how long a rank other than 0 waits for
+// it.
+type Store struct {
 	Bucket *blob.Bucket
-	// Key is the plan object's key. Required.
-	Key string
-	// Wait bounds how long a rank other than 0 waits for rank 0 to write
-	// the plan before planning itself (and writing it, if still missing):
-	// where rank 0 fails to plan, the others find out after Wait, when they
-	// fail the same way. The context given to Open bounds it too.
-	// Default 5 minutes.
+	Key    string
+	// Wait defaults to 5 minutes.
 	Wait time.Duration
 }
 
-// sharedPlanVersion is the layout of the plan object.
-const sharedPlanVersion = 1
-
-// sharedPlan is the plan object: what a rank needs to plan without reading
-// footers, and what it checks that the plan is its own.
-type sharedPlan struct {
-	Version int `json:"version"`
-	// Plan is the plan fingerprint (Dataset.Fingerprint).
-	Plan          string     `json:"plan"`
-	Columns       []string   `json:"columns"`
-	ChunkBytes    int64      `json:"chunk_bytes"`
-	ShuffleWindow int        `json:"shuffle_window"`
-	Files         []planFile `json:"files"`
-	// Cache holds what the drivers kept in their cache while planning,
-	// by cache key.
-	Cache []cacheEntry `json:"cache"`
+// Options are what planning needs of a dataset's options.
+type Options struct {
+	// Store, if set, shares the plan among the ranks.
+	Store *Store
+	// Rank plans and writes the plan when the Store has none: rank 0 at
+	// once, another after Store.Wait.
+	Rank int
+	// Plan finds the fragments (formats.Plan over the URLs, or a table
+	// format's planner).
+	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
+	// ChunkBytes and ShuffleWindow size the chunks.
+	ChunkBytes    int64
+	ShuffleWindow int
 }
 
-type planFile struct {
+// chunksPerWindow is the fewest chunks a full shuffle window is made of
+// (where row groups are small enough): a batch mixes as well as the number
+// of places its window draws from, and 256 places give a label histogram
+// about 0.06 from the global one (see TestShuffleQuality), where 16 gave
+// 0.3. Smaller chunks only mean more, smaller fetches of small row groups.
+const chunksPerWindow = 256
+
+// Version is the layout of the plan object.
+const Version = 1
+
+// Object is the plan object: what a rank needs to plan without reading
+// footers, and what it checks that the plan is its own.
+type Object struct {
+	Version int `json:"version"`
+	// Plan is the plan fingerprint (Dataset.Fingerprint).
+	Plan          string   `json:"plan"`
+	Columns       []string `json:"columns"`
+	ChunkBytes    int64    `json:"chunk_bytes"`
+	ShuffleWindow int      `json:"shuffle_window"`
+	Files         []File   `json:"files"`
+	// Cache holds what the drivers kept in their cache while planning,
+	// by cache key.
+	Cache []CacheEntry `json:"cache"`
+}
+
+// File is a file of the plan, as the rank that planned found it.
+type File struct {
 	URL     string `json:"url"`
 	Size    int64  `json:"size"`
 	ModTime int64  `json:"mod_time"` // Unix nanoseconds
@@ -87,32 +97,35 @@ type planFile struct {
 	Footer string `json:"footer"`
 }
 
-type cacheEntry struct {
+// CacheEntry is what a driver kept in its formats.Cache while planning.
+type CacheEntry struct {
 	Key   []byte `json:"k"`
 	Value []byte `json:"v"`
 }
 
-// planned is what Open needs of planning.
-type planned struct {
-	data   *formats.Dataset
-	chunks []split.Chunk
-	id     string
+// Planned is what planning made: the fragments, the chunk list and its
+// fingerprint.
+type Planned struct {
+	Data   *formats.Dataset
+	Chunks []split.Chunk
+	// ID is the plan fingerprint: a hash of the chunk list.
+	ID string
 }
 
-// planDataset plans the dataset: from the PlanStore's plan where there is
-// one, else by reading every footer (and, on rank 0 or after Wait, writing
-// the plan for the other ranks).
-func planDataset(ctx context.Context, o Options, po formats.PlanOptions) (planned, error) {
-	ps := o.PlanStore
+// Plan plans the dataset: from the Store's plan where there is one, else
+// by reading every footer (and, on rank 0 or after Wait, writing the plan
+// for the other ranks).
+func Plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, error) {
+	ps := o.Store
 	if ps == nil {
 		return planLocal(ctx, o, po)
 	}
 	if ps.Bucket == nil || ps.Key == "" {
-		return planned{}, errors.New("stream: Options.PlanStore needs a Bucket and a Key")
+		return Planned{}, errors.New("stream: Options.PlanStore needs a Bucket and a Key")
 	}
 	sp, err := ps.await(ctx, o.Rank == 0)
 	if err != nil {
-		return planned{}, err
+		return Planned{}, err
 	}
 	if sp != nil {
 		return planFrom(ctx, o, po, sp)
@@ -126,16 +139,16 @@ func planDataset(ctx context.Context, o Options, po formats.PlanOptions) (planne
 	own := describe(o, p, rec.entries())
 	raw, err := json.Marshal(own)
 	if err != nil {
-		p.data.Close()
-		return planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
 	}
 	err = ps.Bucket.WriteAll(ctx, ps.Key, raw, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
 	if err == nil {
 		return p, nil
 	}
 	if gcerrors.Code(err) != gcerrors.FailedPrecondition {
-		p.data.Close()
-		return planned{}, fmt.Errorf("stream: write shared plan %q: %w", ps.Key, err)
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: write shared plan %q: %w", ps.Key, err)
 	}
 	// Another rank wrote first: its plan is the job's, and must be ours.
 	theirs, err := ps.load(ctx)
@@ -143,56 +156,50 @@ func planDataset(ctx context.Context, o Options, po formats.PlanOptions) (planne
 		err = errors.New("it was written and then removed")
 	}
 	if err != nil {
-		p.data.Close()
-		return planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
 	}
 	if err := theirs.check(own); err != nil {
-		p.data.Close()
-		return planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
 	}
 	return p, nil
 }
 
 // planLocal plans by reading the footers (or the caller's cache).
-func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (planned, error) {
-	planner := o.Plan
-	if planner == nil {
-		planner = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
-			return formats.Plan(ctx, o.URLs, po)
-		}
-	}
-	data, err := planner(ctx, po)
+func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned, error) {
+	data, err := o.Plan(ctx, po)
 	if err != nil {
-		return planned{}, err // it names the file and what is wrong with it
+		return Planned{}, err // it names the file and what is wrong with it
 	}
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
 	chunks := split.Chunks(planFiles(data), split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	return planned{data: data, chunks: chunks, id: planHash(data, chunks, po.Filter)}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter)}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
 // the result is that plan.
-func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *sharedPlan) (planned, error) {
+func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object) (Planned, error) {
 	po.Cache = &replayCache{got: sp.cacheMap(), next: po.Cache}
 	p, err := planLocal(ctx, o, po)
 	if err != nil {
 		return p, err
 	}
 	if err := sp.check(describe(o, p, nil)); err != nil {
-		p.data.Close()
-		return planned{}, fmt.Errorf("stream: shared plan %q: %w", o.PlanStore.Key, err)
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", o.Store.Key, err)
 	}
 	return p, nil
 }
 
 // describe is the shared plan of p, with the cache entries given.
-func describe(o Options, p planned, cache []cacheEntry) *sharedPlan {
-	sp := &sharedPlan{Version: sharedPlanVersion, Plan: p.id, Columns: p.data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow, Cache: cache}
-	for _, f := range p.data.Fragments {
+func describe(o Options, p Planned, cache []CacheEntry) *Object {
+	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow, Cache: cache}
+	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
-		sp.Files = append(sp.Files, planFile{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f)})
+		sp.Files = append(sp.Files, File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f)})
 	}
 	return sp
 }
@@ -212,9 +219,9 @@ func footerDigest(f *formats.Fragment) string {
 
 // check returns an error naming the first difference between the stored
 // plan sp and a rank's own.
-func (sp *sharedPlan) check(own *sharedPlan) error {
+func (sp *Object) check(own *Object) error {
 	mismatch := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrPlanMismatch, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", ErrMismatch, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !slices.Equal(sp.Columns, own.Columns):
@@ -224,7 +231,7 @@ func (sp *sharedPlan) check(own *sharedPlan) error {
 	case sp.ShuffleWindow != own.ShuffleWindow:
 		return mismatch("ShuffleWindow: the plan has %d, this rank %d", sp.ShuffleWindow, own.ShuffleWindow)
 	}
-	theirs := map[string]planFile{}
+	theirs := map[string]File{}
 	for _, f := range sp.Files {
 		theirs[f.URL] = f
 	}
@@ -259,7 +266,7 @@ func (sp *sharedPlan) check(own *sharedPlan) error {
 }
 
 // cacheMap is the plan's cache entries by key.
-func (sp *sharedPlan) cacheMap() map[string][]byte {
+func (sp *Object) cacheMap() map[string][]byte {
 	m := make(map[string][]byte, len(sp.Cache))
 	for _, e := range sp.Cache {
 		m[string(e.Key)] = e.Value
@@ -269,8 +276,8 @@ func (sp *sharedPlan) cacheMap() map[string][]byte {
 
 // decodeSharedPlan parses a plan object; it comes from a bucket, so it is
 // checked, not trusted.
-func decodeSharedPlan(raw []byte) (*sharedPlan, error) {
-	var sp sharedPlan
+func decodeSharedPlan(raw []byte) (*Object, error) {
+	var sp Object
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sp); err != nil {
@@ -280,8 +287,8 @@ func decodeSharedPlan(raw []byte) (*sharedPlan, error) {
 		return nil, fmt.Errorf("%w: data after the plan", formats.ErrCorrupt)
 	}
 	switch {
-	case sp.Version != sharedPlanVersion:
-		return nil, fmt.Errorf("%w: plan version %d, this build reads %d", formats.ErrCorrupt, sp.Version, sharedPlanVersion)
+	case sp.Version != Version:
+		return nil, fmt.Errorf("%w: plan version %d, this build reads %d", formats.ErrCorrupt, sp.Version, Version)
 	case sp.Plan == "" || len(sp.Files) == 0:
 		return nil, fmt.Errorf("%w: plan without a fingerprint or files", formats.ErrCorrupt)
 	}
@@ -289,7 +296,7 @@ func decodeSharedPlan(raw []byte) (*sharedPlan, error) {
 }
 
 // load reads the plan, or returns nil if there is none.
-func (ps *PlanStore) load(ctx context.Context) (*sharedPlan, error) {
+func (ps *Store) load(ctx context.Context) (*Object, error) {
 	raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, nil
@@ -307,7 +314,7 @@ func (ps *PlanStore) load(ctx context.Context) (*sharedPlan, error) {
 // await returns the stored plan. If there is none, the planner (rank 0)
 // gets nil at once; another rank polls for it, backing off from 50 ms to
 // 1 s, and gets nil once Wait has passed.
-func (ps *PlanStore) await(ctx context.Context, planner bool) (*sharedPlan, error) {
+func (ps *Store) await(ctx context.Context, planner bool) (*Object, error) {
 	wait := ps.Wait
 	if wait <= 0 {
 		wait = 5 * time.Minute
@@ -366,12 +373,12 @@ func (c *recordingCache) keep(key, value []byte) {
 
 // entries lists what was kept, by key, so that the plan object is the same
 // whichever rank writes it.
-func (c *recordingCache) entries() []cacheEntry {
+func (c *recordingCache) entries() []CacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]cacheEntry, 0, len(c.got))
+	out := make([]CacheEntry, 0, len(c.got))
 	for _, k := range slices.Sorted(maps.Keys(c.got)) {
-		out = append(out, cacheEntry{Key: []byte(k), Value: c.got[k]})
+		out = append(out, CacheEntry{Key: []byte(k), Value: c.got[k]})
 	}
 	return out
 }
@@ -401,4 +408,44 @@ func (c *replayCache) Set(ctx context.Context, key, value []byte) error {
 		return nil
 	}
 	return c.next.Set(ctx, key, value)
+}
+
+// planFiles is what the plan needs of the fragments: their units.
+func planFiles(data *formats.Dataset) []split.File {
+	files := make([]split.File, len(data.Fragments))
+	for i, f := range data.Fragments {
+		files[i].Units = make([]split.Unit, len(f.Units))
+		for j, u := range f.Units {
+			files[i].Units[j] = split.Unit{Rows: u.Rows, Bytes: u.Bytes}
+		}
+	}
+	return files
+}
+
+// planHash fingerprints the chunk list by relative keys, sizes and row
+// ranges (unit ranges where counts are unknown), and the filter, so a
+// dataset copied to another place or bucket is the same plan.
+func planHash(data *formats.Dataset, chunks []split.Chunk, flt formats.Filter) string {
+	h := sha256.New()
+	if flt != nil {
+		// The canonical text: the same condition written otherwise is the
+		// same plan.
+		fmt.Fprintf(h, "filter %q\n", flt.String())
+	}
+	for _, f := range data.Fragments {
+		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
+	}
+	for _, c := range chunks {
+		if c.Start < 0 {
+			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
+			continue
+		}
+		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
+	}
+	if data.Version != "" {
+		// The version leads, so that a state of another (a resume against
+		// another snapshot) is refused with both named.
+		return data.Version + "/" + hex.EncodeToString(h.Sum(nil)[:16])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

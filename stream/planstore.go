@@ -1,0 +1,64 @@
+package stream
+
+import (
+	"context"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/stream/internal/planshare"
+)
+
+// ErrPlanMismatch is wrapped when the plan in a PlanStore was made for
+// other files or other options than this rank's: the ranks of one job must
+// stream one plan, or their splits would not be the same rows.
+var ErrPlanMismatch = planshare.ErrMismatch
+
+// PlanStore is where the ranks of a job share one plan, so that one rank
+// reads every footer and the others read one object instead: the listing
+// each rank makes anyway is checked against the plan's file list, and the
+// footers come out of the plan. It is an object in a bucket, often beside
+// the job's checkpoints:
+//
+//	Options.PlanStore = &stream.PlanStore{Bucket: ckptBucket, Key: "run-7/plan.json"}
+//
+// Rank 0 plans when the object does not exist yet and writes it; other
+// ranks wait for it (up to Wait) and plan from it. A later run of the job,
+// at any world size, finds it and every rank plans from it. The write is
+// conditional (if the object does not exist), so where two ranks plan at
+// once (one waited past Wait) the first write wins and the other rank
+// checks its plan against the winner's. A plan made for other files (one
+// added, removed or changed since) or other options is refused with
+// ErrPlanMismatch naming the first difference; delete the object, or use
+// another key, to plan the changed data.
+//
+// The plan carries what drivers keep in a formats.Cache (Parquet footers);
+// a driver that keeps nothing there reads its footers on every rank still.
+type PlanStore struct {
+	// Bucket holds the plan. The caller opens and closes it. Required.
+	Bucket *blob.Bucket
+	// Key is the plan object's key. Required.
+	Key string
+	// Wait bounds how long a rank other than 0 waits for rank 0 to write
+	// the plan before planning itself (and writing it, if still missing):
+	// where rank 0 fails to plan, the others find out after Wait, when they
+	// fail the same way. The context given to Open bounds it too.
+	// Default 5 minutes.
+	Wait time.Duration
+}
+
+// planDataset plans the dataset (package planshare): from the PlanStore's
+// plan where there is one, else by reading every footer.
+func planDataset(ctx context.Context, o Options, po formats.PlanOptions) (planshare.Planned, error) {
+	so := planshare.Options{Rank: o.Rank, Plan: o.Plan, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow}
+	if so.Plan == nil {
+		so.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+			return formats.Plan(ctx, o.URLs, po)
+		}
+	}
+	if ps := o.PlanStore; ps != nil {
+		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
+	}
+	return planshare.Plan(ctx, so, po)
+}
