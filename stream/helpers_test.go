@@ -200,3 +200,6 @@ func resumeAcross(t *testing.T, base Options, worlds []int, maxBatches int, r *r
 	}
 	return all
 }
+
+// decodeSlots is the decode slots the mix's lanes share.
+func (m *Mixed) decodeSlots() int { return m.eng.DecodeSlots() }

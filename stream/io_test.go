@@ -190,8 +190,8 @@ func TestResumeReadsNothingBefore(t *testing.T) {
 			// Row groups of the windows at or after each cursor may be read.
 			allowed := map[string]bool{}
 			for s := o.Rank; s < o.NumSplits; s += o.WorldSize {
-				sp := ds.ep.Splits[s]
-				for _, w := range ds.ep.Windows[s][st.Cursors[s].Window:] {
+				sp := ds.eng.Current().Splits[s]
+				for _, w := range ds.eng.Current().Windows[s][st.Cursors[s].Window:] {
 					for _, p := range sp.Pieces[w.First:w.End] {
 						f := ds.Files()[p.Fragment]
 						var row int64

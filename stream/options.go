@@ -11,6 +11,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/storage"
+	"github.com/sluicedata/sluice/stream/internal/engine"
 )
 
 // Options configure a Dataset. The zero value of every field but URLs is a
@@ -37,7 +38,7 @@ type Options struct {
 	// they are read and dropped. Units (Parquet row groups) that statistics
 	// show hold no passing row are not fetched. Row counts behind a filter
 	// are unknown until read, so DropRemainder is refused with one
-	// (plan.ErrUnknownRows), and EqualBatches counts them at Open.
+	// (split.ErrUnknownRows), and EqualBatches counts them at Open.
 	// Default "": every row. (order)
 	Filter string
 
@@ -298,25 +299,31 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	return o, nil
 }
 
-// sharedOut is o for a pipeline given part of o's budget (a StreamingSplit
-// consumer, one of n, gets 1/n; a mix's lane its source's share of the mix
-// over the splits it runs at once): the concurrency and read-ahead bounds
-// are scaled by part, none below one, so that the pipelines together hold
-// what one would; each gets metrics of its own.
-func (o Options) sharedOut(part float64) Options {
-	// The nudge keeps n × 1/k a whole n/k where floating point falls
-	// just short of it.
-	scale := func(n int) int { return max(1, int(float64(n)*part+1e-9)) }
-	co := o
-	co.FetchConcurrency = scale(o.FetchConcurrency)
-	co.ReadConcurrency = scale(o.ReadConcurrency)
-	co.TransformConcurrency = scale(o.TransformConcurrency)
-	co.PrefetchBatches = scale(o.PrefetchBatches)
-	co.PrefetchWindows = scale(o.PrefetchWindows)
-	co.PrefetchBytes = int64(float64(o.PrefetchBytes)*part + 1e-9)
-	if o.PrefetchBytes > 0 {
-		co.PrefetchBytes = max(1, co.PrefetchBytes)
+// engineOptions are what the engine runs by: o less what only planning
+// needs.
+func (o Options) engineOptions() engine.Options {
+	return engine.Options{
+		BatchSize:            o.BatchSize,
+		Shuffle:              o.Shuffle,
+		Seed:                 o.Seed,
+		ClumpSize:            o.ClumpSize,
+		ShuffleWindow:        o.ShuffleWindow,
+		NumSplits:            o.NumSplits,
+		DropRemainder:        o.DropRemainder,
+		Epoch:                o.Epoch,
+		EqualBatches:         o.EqualBatches,
+		Rank:                 o.Rank,
+		WorldSize:            o.WorldSize,
+		FetchConcurrency:     o.FetchConcurrency,
+		ReadConcurrency:      o.ReadConcurrency,
+		TransformConcurrency: o.TransformConcurrency,
+		PrefetchBatches:      o.PrefetchBatches,
+		PrefetchWindows:      o.PrefetchWindows,
+		PrefetchBytes:        o.PrefetchBytes,
+		ReadBatchSize:        o.ReadBatchSize,
+		TakeCacheBytes:       o.TakeCacheBytes,
+		Allocator:            o.Allocator,
+		Metrics:              o.Metrics,
+		Logger:               o.Logger,
 	}
-	co.Metrics = metrics.New()
-	return co
 }

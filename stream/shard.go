@@ -2,8 +2,6 @@ package stream
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/split"
@@ -40,56 +38,14 @@ import (
 // alone would, and with its own metrics.Pipeline. d itself can then no
 // longer be iterated or moved (ErrBusy): close the consumers, then d.
 func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("stream: streaming split into %d consumers: need at least 1", n)
+	engines, err := d.eng.Split(n, equal)
+	if err != nil {
+		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running {
-		return nil, ErrBusy
+	out := make([]*Dataset, len(engines))
+	for i, e := range engines {
+		out[i] = &Dataset{opts: d.opts, data: d.data, shared: true, eng: e}
 	}
-	o := d.opts
-	world := o.WorldSize * n
-	if o.NumSplits%world != 0 {
-		return nil, fmt.Errorf("stream: streaming split into %d consumers: NumSplits %d is not a multiple of %d consumers × WorldSize %d, so they cannot own as many splits each", n, o.NumSplits, n, o.WorldSize)
-	}
-	if equal && !o.DropRemainder && !o.EqualBatches {
-		return nil, fmt.Errorf("stream: streaming split into %d equal consumers: consumers get the same batches only with Options.DropRemainder or Options.EqualBatches, both off", n)
-	}
-	if o.EqualBatches && d.every == nil {
-		return nil, fmt.Errorf("stream: streaming split into %d consumers with EqualBatches: the dataset has taken batches since the start of its epoch or its merged state, and other ranks' positions are not known to count the consumers' batches; split at the start of an epoch or after loading a merged state (checkpoint.Merge)", n)
-	}
-	out := make([]*Dataset, n)
-	for i := range n {
-		co := o.sharedOut(1 / float64(n))
-		co.Rank = o.Rank + i*o.WorldSize
-		co.WorldSize = world
-		c := &Dataset{opts: co, data: d.data, chunks: d.chunks, counts: d.counts, planID: d.planID, shared: true}
-		cursors := make([]split.Cursor, o.NumSplits)
-		for _, s := range split.Owned(o.NumSplits, co.Rank, world) {
-			cursors[s] = d.cursors[s]
-			if a, ok := d.ahead[s]; ok {
-				if c.ahead == nil {
-					c.ahead = map[int]aheadCursor{}
-				}
-				c.ahead[s] = a
-			}
-		}
-		c.moveTo(d.ep, cursors, 0)
-		if o.EqualBatches {
-			// Every consumer of every rank counts the same, now and in
-			// the epochs other ranks' splits wait for.
-			if err := c.countEqual(slices.Clone(d.every)); err != nil {
-				return nil, err
-			}
-			c.ahead = maps.Clone(d.ahead)
-		}
-		out[i] = c
-	}
-	// The consumers own the position now; windows d read ahead are not
-	// theirs to use, so they go.
-	d.kept.drop()
-	d.running = true
 	return out, nil
 }
 

@@ -4,9 +4,9 @@
 // read every footer and the others plan from the object it writes.
 //
 // It owns the plan object's layout and its check against a rank's own
-// plan (ErrMismatch names the first difference). It knows nothing of
-// splits, epochs or streams: it imports formats and plan, never the
-// engine or stream.
+// plan (ErrMismatch names the first difference). It cuts chunks (package
+// split) but deals no splits and reads no rows: it imports formats and
+// split, never the engine or stream.
 package planshare
 
 import (

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 // A lane streams one split of one source of a mix through the source's own
 // pipeline (the one Batches runs: windows read whole, shuffled rows
 // gathered out of them), pass after pass, so that the mix only has to cut
-// runs of consecutive rows off each lane's batches. The lane is a dataset
+// runs of consecutive rows off each lane's batches. The lane is an engine
 // that shares the source's plan and open files, as a StreamingSplit
 // consumer does, and owns the one split: it is rank s of a world of
 // NumSplits.
 type mixLane struct {
-	d *Dataset
+	e *Engine
 	// The lane gives the rows of its split from offset q of pass first
 	// through offset last of pass lastPass: what the mix takes of the
 	// source in one of its epochs, and no more is read.
@@ -35,13 +35,13 @@ type mixLane struct {
 // laneBatchRows is the fewest rows of a lane's batches.
 const laneBatchRows = 8192
 
-// newLane makes source d's lane of split s, giving the rows from offset q of
-// the split's order in epoch pass through offset last of epoch lastPass.
-// part is the part of d's concurrency and read-ahead bounds the lane gets
-// (see Mixed.share); decoding is the mix's decode slots, shared by its
-// lanes.
-func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int64, part float64, decoding chan struct{}) (*mixLane, error) {
-	o := d.opts
+// newLane makes source src's lane of split s, giving the rows from offset q
+// of the split's order in epoch pass through offset last of epoch
+// lastPass. part is the part of src's concurrency and read-ahead bounds the
+// lane gets (see Mix.share); decoding is the mix's decode slots, shared by
+// its lanes.
+func newLane(ctx context.Context, src *Engine, s int, pass, q, lastPass, last int64, part float64, decoding chan struct{}) (*mixLane, error) {
+	o := src.opts
 	co := o.sharedOut(part)
 	co.PrefetchWindows = laneWindows(o.PrefetchWindows, part)
 	co.Rank, co.WorldSize = s, o.NumSplits
@@ -49,8 +49,9 @@ func newLane(ctx context.Context, d *Dataset, s int, pass, q, lastPass, last int
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)
-	c := &Dataset{opts: co, data: d.data, chunks: d.chunks, planID: d.planID, shared: true, recyclePermuted: true, noRecycle: d.noRecycle, decoding: decoding}
-	l := &mixLane{d: c, split: s, first: pass, lastPass: lastPass, last: last}
+	co.recyclePermuted, co.decoding = true, decoding
+	c := newEngine(src.data, Plan{Chunks: src.chunks, ID: src.planID}, co)
+	l := &mixLane{e: c, split: s, first: pass, lastPass: lastPass, last: last}
 	ep, err := l.epoch(pass)
 	if err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func laneWindows(windows int, part float64) int {
 // gives. Past it, the pipeline would read ahead (and decode) windows of
 // which the mix takes nothing this epoch.
 func (l *mixLane) epoch(pass int64) (*split.Epoch, error) {
-	ep, err := split.NewEpoch(l.d.chunks, l.d.opts.order(), pass)
+	ep, err := split.NewEpoch(l.e.chunks, l.e.opts.order(), pass)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
@@ -119,11 +120,11 @@ func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, erro
 					yield(nil, err)
 					return
 				}
-				l.d.mu.Lock()
-				l.d.moveTo(ep, make([]split.Cursor, l.d.opts.NumSplits), 0)
-				l.d.mu.Unlock()
+				l.e.mu.Lock()
+				l.e.moveTo(ep, make([]split.Cursor, l.e.opts.NumSplits), 0)
+				l.e.mu.Unlock()
 			}
-			for b, err := range l.d.Batches(ctx) {
+			for b, err := range l.e.Batches(ctx) {
 				if err != nil {
 					yield(nil, err)
 					return
@@ -230,7 +231,7 @@ func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBat
 // recycles reports whether the lane's batches are slices of recycled
 // buffers (a shuffled source's permuted windows), which no batch the mix
 // hands out may be.
-func (l *mixLane) recycles() bool { return l.d.opts.Shuffle && !l.d.noRecycle }
+func (l *mixLane) recycles() bool { return l.e.opts.Shuffle && !l.e.opts.NoRecycle }
 
 // close stops the lane's pipeline (waiting for what it has in flight) and
 // releases what it holds.
@@ -244,5 +245,5 @@ func (l *mixLane) close() {
 	}
 	l.primed = nil
 	l.stop()
-	l.d.Close()
+	l.e.Close()
 }

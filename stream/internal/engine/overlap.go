@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"github.com/sluicedata/sluice/formats"
@@ -6,35 +6,25 @@ import (
 )
 
 // Overlap is what an epoch's split boundaries cost in bytes fetched more
-// than once. A boundary may fall inside a unit (a row group); the splits
-// on each side then read part of it. Where the unit can be read by pages
-// (a page index), each side fetches about its own rows; where it cannot,
-// each side fetches the whole unit.
+// than once: the figures stream.Overlap documents, field for field.
 type Overlap struct {
-	// CutUnits is the number of units a split boundary cuts.
-	CutUnits int
-	// PagedUnits is how many of them are read page by page.
+	CutUnits   int
 	PagedUnits int
-	// Bytes is the stored bytes fetched more than once: for each cut unit
-	// without pages, its bytes once for every split past the first that
-	// reads part of it.
-	Bytes int64
-	// RankBytes is this rank's share of Bytes: of each cut unit without
-	// pages, the fraction of its readers that are this rank's splits.
-	// Summed over the ranks it is Bytes. (Both are bounds: where one rank
-	// reads adjacent parts of a unit close together, one fetch serves them.)
-	RankBytes int64
+	Bytes      int64
+	RankBytes  int64
 }
 
 // Overlap reports what the current epoch fetches twice where split
 // boundaries cut units.
-func (d *Dataset) Overlap() Overlap {
-	d.mu.Lock()
-	ep := d.ep
-	d.mu.Unlock()
-	return overlap(d.data.Fragments, ep, d.opts.Rank, d.opts.WorldSize)
+func (e *Engine) Overlap() Overlap {
+	e.mu.Lock()
+	ep := e.ep
+	e.mu.Unlock()
+	return overlap(e.data.Fragments, ep, e.opts.Rank, e.opts.WorldSize)
 }
 
+// overlap counts the units of files that ep's split boundaries cut, and
+// the bytes fetched twice for them, in all and by rank of world.
 func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overlap {
 	type unit struct{ file, index int }
 	readers := map[unit]int{} // splits reading part of a unit

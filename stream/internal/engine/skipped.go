@@ -1,9 +1,10 @@
-package stream
+package engine
 
 import (
 	"slices"
 	"sync"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/split"
 )
 
@@ -57,65 +58,63 @@ func (k *skipCounts) reset() {
 // finish counts the bad rows of split sp's windows that the consumer finishes
 // by moving its cursor to window end (exclusive): every window from the
 // cursor's, all decoded, since the schedule read each to cut the batch.
-// It returns the rows added. d.mu is held.
-func (d *Dataset) finish(sp, end int) int64 {
+// It returns the rows added. e.mu is held.
+func (e *Engine) finish(sp, end int) int64 {
 	var n int64
-	for w := d.cursors[sp].Window; w < end; w++ {
-		n += d.skips.take(split.WindowRef{Split: sp, Window: w})
+	for w := e.cursors[sp].Window; w < end; w++ {
+		n += e.skips.take(split.WindowRef{Split: sp, Window: w})
 	}
 	if n > 0 {
-		if d.skipped == nil {
-			d.skipped = make([]int64, d.opts.NumSplits)
+		if e.skipped == nil {
+			e.skipped = make([]int64, e.opts.NumSplits)
 		}
-		d.skipped[sp] += n
+		e.skipped[sp] += n
 	}
 	return n
 }
 
 // finishEpoch counts the windows left at the end of an epoch the consumer
 // read to its end: those of trailing batches with no rows, which no taken
-// batch moved the cursor past. d.mu is held.
-func (d *Dataset) finishEpoch() int64 {
+// batch moved the cursor past. e.mu is held.
+func (e *Engine) finishEpoch() int64 {
 	var n int64
-	for _, s := range split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
-		n += d.finish(s, len(d.ep.Windows[s]))
+	for _, s := range split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize) {
+		n += e.finish(s, len(e.ep.Windows[s]))
 	}
 	return n
 }
 
-// SkippedRows is how many rows this rank's splits left out as bad (a text
-// format's BadRowsSkip) in the windows the consumer finished, over every
-// epoch of the job: a state carries it (State.Skipped), so a resumed job
-// counts on from where its state was taken. The metrics' SkippedRows
-// counts the same rows for the process only.
-func (d *Dataset) SkippedRows() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// SkippedRows is how many rows this rank's splits left out as bad in the
+// windows the consumer finished, over every epoch of the job
+// (stream.Dataset.SkippedRows).
+func (e *Engine) SkippedRows() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var n int64
-	for _, k := range d.skipped {
+	for _, k := range e.skipped {
 		n += k
 	}
 	return n
 }
 
 // skippedState is State.Skipped for this rank: nil while no split counted
-// any. d.mu is held.
-func (d *Dataset) skippedState() []int64 {
-	if !slices.ContainsFunc(d.skipped, func(n int64) bool { return n > 0 }) {
+// any. e.mu is held.
+func (e *Engine) skippedState() []int64 {
+	if !slices.ContainsFunc(e.skipped, func(n int64) bool { return n > 0 }) {
 		return nil
 	}
-	return slices.Clone(d.skipped)
+	return slices.Clone(e.skipped)
 }
 
-// loadSkipped takes the counts of this rank's splits from st. d.mu is
+// loadSkipped takes the counts of this rank's splits from st. e.mu is
 // held.
-func (d *Dataset) loadSkipped(st *State) {
-	d.skipped = nil
+func (e *Engine) loadSkipped(st *checkpoint.State) {
+	e.skipped = nil
 	if st.Skipped == nil {
 		return
 	}
-	d.skipped = make([]int64, d.opts.NumSplits)
-	for _, s := range split.Owned(d.opts.NumSplits, d.opts.Rank, d.opts.WorldSize) {
-		d.skipped[s] = st.Skipped[s]
+	e.skipped = make([]int64, e.opts.NumSplits)
+	for _, s := range split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize) {
+		e.skipped[s] = st.Skipped[s]
 	}
 }

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"container/list"
@@ -33,133 +33,45 @@ import (
 // costs a page per column.
 const takeBlockRows = 1024
 
-// Location is where a position of an epoch's order comes from.
+// Location is where a position of an epoch's order comes from: the
+// fields of stream.Location, which documents them.
 type Location struct {
-	// Position is the position asked for.
-	Position int64 `json:"position"`
-	// Split is the split that emits it, and SplitOffset its offset in that
-	// split's order.
-	Split       int   `json:"split"`
-	SplitOffset int64 `json:"split_offset"`
-	// Window is the window of the split that emits it.
-	Window int `json:"window"`
-	// File indexes Files(); URL names it.
-	File int    `json:"file"`
-	URL  string `json:"url"`
-	// Unit is the row group (stripe, ...) of the file holding the row, and
-	// UnitRow the row within it.
-	Unit    int   `json:"unit"`
-	UnitRow int64 `json:"unit_row"`
-	// Row is the row of the file. Where the file has a row mask, rows are
-	// counted without the masked ones, as planning counts them.
-	Row int64 `json:"row"`
+	Position    int64
+	Split       int
+	SplitOffset int64
+	Window      int
+	File        int
+	URL         string
+	Unit        int
+	UnitRow     int64
+	Row         int64
 }
 
 // Take returns, as one record batch in the order asked, the rows at the
-// given positions of epoch's order as one consumer takes it: every split,
-// round-robin, BatchSize rows at a time, which is what Batches delivers at
-// WorldSize 1 (with NumSplits 1, simply the split's order). The same
-// position may be asked more than once. A position outside [0, rows of the
-// epoch) is an error naming the range (wrapping split.ErrPosition); a
-// dataset whose counts are not known before reading (text files, a filter)
-// is refused with split.ErrUnknownRows. The caller releases the batch.
-func (d *Dataset) Take(ctx context.Context, epoch int64, positions []int64) (arrow.RecordBatch, error) {
-	return d.take(ctx, epoch, d.allSplits(), positions)
-}
-
-// TakeSplit is Take over the order of one split: the rows split emits in
-// epoch, at the given offsets of its order.
-func (d *Dataset) TakeSplit(ctx context.Context, epoch int64, split int, positions []int64) (arrow.RecordBatch, error) {
-	if err := d.checkSplit(split); err != nil {
-		return nil, err
-	}
-	return d.take(ctx, epoch, []int{split}, positions)
-}
-
-// TakeRank is Take over the order rank of worldSize receives: its splits,
-// round-robin, BatchSize rows at a time, as Batches delivers them to that
-// rank.
-func (d *Dataset) TakeRank(ctx context.Context, epoch int64, rank, worldSize int, positions []int64) (arrow.RecordBatch, error) {
-	splits, err := d.rankSplits(rank, worldSize)
+// given positions of epoch's order over splits (round-robin where there
+// are several, as Batches delivers them to one consumer): the work of
+// stream.Dataset.Take and its kin. The caller releases the batch.
+func (e *Engine) Take(ctx context.Context, epoch int64, splits []int, positions []int64) (arrow.RecordBatch, error) {
+	locs, err := e.Locate(epoch, splits, positions)
 	if err != nil {
 		return nil, err
 	}
-	return d.take(ctx, epoch, splits, positions)
+	return e.takeLocated(ctx, locs)
 }
 
-// Locate says where each position of epoch's order (as Take counts it)
-// comes from, without reading any row.
-func (d *Dataset) Locate(epoch int64, positions []int64) ([]Location, error) {
-	return d.locate(epoch, d.allSplits(), positions)
-}
-
-// LocateSplit is Locate over the order of one split.
-func (d *Dataset) LocateSplit(epoch int64, split int, positions []int64) ([]Location, error) {
-	if err := d.checkSplit(split); err != nil {
-		return nil, err
-	}
-	return d.locate(epoch, []int{split}, positions)
-}
-
-// LocateRank is Locate over the order of one rank (see TakeRank).
-func (d *Dataset) LocateRank(epoch int64, rank, worldSize int, positions []int64) ([]Location, error) {
-	splits, err := d.rankSplits(rank, worldSize)
-	if err != nil {
-		return nil, err
-	}
-	return d.locate(epoch, splits, positions)
-}
-
-// OrderRows is the rows of epoch's order as Take counts positions (split
-// -1: all splits; otherwise one split's), or an error wrapping
-// split.ErrUnknownRows where that is not known before reading.
-func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
-	splits := d.allSplits()
-	if split >= 0 {
-		if err := d.checkSplit(split); err != nil {
-			return 0, err
-		}
-		splits = []int{split}
-	}
-	ep, err := d.takeEpoch(epoch)
+// OrderRows is the rows of epoch's order over splits, as Take counts
+// positions, or an error wrapping split.ErrUnknownRows where that is not
+// known before reading.
+func (e *Engine) OrderRows(epoch int64, splits []int) (int64, error) {
+	ep, err := e.EpochOf(epoch)
 	if err != nil {
 		return 0, err
 	}
-	iv, err := d.interleave(ep, splits)
+	iv, err := e.interleave(ep, splits)
 	if err != nil {
 		return 0, err
 	}
 	return iv.Len(), nil
-}
-
-func (d *Dataset) allSplits() []int {
-	out := make([]int, d.opts.NumSplits)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-func (d *Dataset) checkSplit(s int) error {
-	if s < 0 || s >= d.opts.NumSplits {
-		return fmt.Errorf("stream: %w: split %d is not in [0, %d)", split.ErrPosition, s, d.opts.NumSplits)
-	}
-	return nil
-}
-
-func (d *Dataset) rankSplits(rank, worldSize int) ([]int, error) {
-	if worldSize < 1 || d.opts.NumSplits%worldSize != 0 || rank < 0 || rank >= worldSize {
-		return nil, fmt.Errorf("stream: rank %d of world size %d: the world size must divide NumSplits %d and hold the rank", rank, worldSize, d.opts.NumSplits)
-	}
-	return split.Owned(d.opts.NumSplits, rank, worldSize), nil
-}
-
-func (d *Dataset) take(ctx context.Context, epoch int64, splits []int, positions []int64) (arrow.RecordBatch, error) {
-	locs, err := d.locate(epoch, splits, positions)
-	if err != nil {
-		return nil, err
-	}
-	return d.takeLocated(ctx, locs)
 }
 
 // taker is a dataset's state for random access: recent epochs' plans and a
@@ -176,48 +88,49 @@ type taker struct {
 	reading map[unitKey]chan struct{}
 }
 
-func (d *Dataset) taker() *taker {
-	t := &d.rand
+func (e *Engine) taker() *taker {
+	t := &e.rand
 	t.once.Do(func() {
 		t.epochs = map[int64]*split.Epoch{}
-		t.starts = make([][]int64, len(d.data.Fragments))
-		t.cache = newLRU(d.opts.TakeCacheBytes)
+		t.starts = make([][]int64, len(e.data.Fragments))
+		t.cache = newLRU(e.opts.TakeCacheBytes)
 		t.reading = map[unitKey]chan struct{}{}
 	})
 	return t
 }
 
-// takeEpoch is epoch e's plan, of the few kept.
-func (d *Dataset) takeEpoch(e int64) (*split.Epoch, error) {
-	if e < 0 {
-		return nil, fmt.Errorf("stream: epoch %d must not be negative", e)
+// EpochOf is epoch n's order, of the few kept for random access (and a
+// mix's split sizes), whatever epoch the position is in.
+func (e *Engine) EpochOf(n int64) (*split.Epoch, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("stream: epoch %d must not be negative", n)
 	}
-	t := d.taker()
+	t := e.taker()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ep := t.epochs[e]; ep != nil {
+	if ep := t.epochs[n]; ep != nil {
 		return ep, nil
 	}
-	ep, err := split.NewEpoch(d.chunks, d.opts.order(), e)
+	ep, err := split.NewEpoch(e.chunks, e.opts.order(), n)
 	if err != nil {
-		return nil, fmt.Errorf("stream: epoch %d: %w", e, err)
+		return nil, fmt.Errorf("stream: epoch %d: %w", n, err)
 	}
 	if len(t.recent) == 4 {
 		delete(t.epochs, t.recent[0])
 		t.recent = t.recent[1:]
 	}
-	t.epochs[e] = ep
-	t.recent = append(t.recent, e)
+	t.epochs[n] = ep
+	t.recent = append(t.recent, n)
 	return ep, nil
 }
 
 // interleave is the round-robin order of the given splits of ep.
-func (d *Dataset) interleave(ep *split.Epoch, splits []int) (*split.Interleave, error) {
+func (e *Engine) interleave(ep *split.Epoch, splits []int) (*split.Interleave, error) {
 	rows := make([]int64, len(splits))
 	for i, s := range splits {
 		rows[i] = ep.Splits[s].Rows
 	}
-	iv, err := split.NewInterleave(rows, d.opts.BatchSize)
+	iv, err := split.NewInterleave(rows, e.opts.BatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("stream: epoch %d: %w", ep.Epoch, err)
 	}
@@ -231,8 +144,8 @@ type orderKey struct {
 }
 
 // windowOrder is window r's row order, computed once and cached.
-func (d *Dataset) windowOrder(ep *split.Epoch, r split.WindowRef) []int32 {
-	t := d.taker()
+func (e *Engine) windowOrder(ep *split.Epoch, r split.WindowRef) []int32 {
+	t := e.taker()
 	k := orderKey{ep.Epoch, r}
 	if v, ok := t.cache.get(k, nil); ok {
 		return v.([]int32)
@@ -249,8 +162,8 @@ type startsKey struct {
 }
 
 // windowStarts is split s's split.WindowStarts, computed once and cached.
-func (d *Dataset) windowStarts(ep *split.Epoch, s int) []int64 {
-	t := d.taker()
+func (e *Engine) windowStarts(ep *split.Epoch, s int) []int64 {
+	t := e.taker()
 	k := startsKey{ep.Epoch, s}
 	if v, ok := t.cache.get(k, nil); ok {
 		return v.([]int64)
@@ -261,12 +174,12 @@ func (d *Dataset) windowStarts(ep *split.Epoch, s int) []int64 {
 }
 
 // unitStarts is the first row of each unit of file f, and its rows.
-func (d *Dataset) unitStarts(f int) []int64 {
-	t := d.taker()
+func (e *Engine) unitStarts(f int) []int64 {
+	t := e.taker()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.starts[f] == nil {
-		units := d.data.Fragments[f].Units
+		units := e.data.Fragments[f].Units
 		st := make([]int64, len(units)+1)
 		for i, u := range units {
 			st[i+1] = st[i] + max(u.Rows, 0)
@@ -276,14 +189,14 @@ func (d *Dataset) unitStarts(f int) []int64 {
 	return t.starts[f]
 }
 
-// locate maps positions of epoch's order over splits (round-robin where
-// there are several) to their rows.
-func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Location, error) {
-	ep, err := d.takeEpoch(epoch)
+// Locate maps positions of epoch's order over splits (round-robin where
+// there are several) to their rows, without reading any.
+func (e *Engine) Locate(epoch int64, splits []int, positions []int64) ([]Location, error) {
+	ep, err := e.EpochOf(epoch)
 	if err != nil {
 		return nil, err
 	}
-	iv, err := d.interleave(ep, splits)
+	iv, err := e.interleave(ep, splits)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +221,7 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 		l.Split, l.SplitOffset = splits[k], off
 		ws, ok := starts[l.Split]
 		if !ok {
-			ws = d.windowStarts(ep, l.Split)
+			ws = e.windowStarts(ep, l.Split)
 			starts[l.Split] = ws
 		}
 		ref, off, err := split.SeekWindow(ws, l.Split, l.SplitOffset)
@@ -318,7 +231,7 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 		l.Window = ref.Window
 		order, ok := orders[ref]
 		if !ok {
-			order = d.windowOrder(ep, ref)
+			order = e.windowOrder(ep, ref)
 			orders[ref] = order
 		}
 		p, row, err := ep.Row(ref, order, off)
@@ -326,11 +239,11 @@ func (d *Dataset) locate(epoch int64, splits []int, positions []int64) ([]Locati
 			return nil, fmt.Errorf("stream: epoch %d: %w", epoch, err)
 		}
 		l.File = ep.Pieces(ref)[p].Fragment
-		l.URL = d.data.Fragments[l.File].URL
+		l.URL = e.data.Fragments[l.File].URL
 		l.Row = row
 		st, ok := files[l.File]
 		if !ok {
-			st = d.unitStarts(l.File)
+			st = e.unitStarts(l.File)
 			files[l.File] = st
 		}
 		l.Unit = sort.Search(len(st)-1, func(u int) bool { return st[u+1] > row })
@@ -366,19 +279,19 @@ func (u *unitRows) release() {
 }
 
 // span is the rows of file f that the unit key k covers.
-func (d *Dataset) span(k unitKey) (lo, hi int64) {
-	st := d.unitStarts(k.file)
+func (e *Engine) span(k unitKey) (lo, hi int64) {
+	st := e.unitStarts(k.file)
 	lo, hi = st[k.unit], st[k.unit+1]
-	if d.data.Fragments[k.file].Units[k.unit].Paged {
+	if e.data.Fragments[k.file].Units[k.unit].Paged {
 		lo += int64(k.block) * takeBlockRows
 		hi = min(hi, lo+takeBlockRows)
 	}
 	return lo, hi
 }
 
-func (d *Dataset) keyOf(l Location) unitKey {
+func (e *Engine) keyOf(l Location) unitKey {
 	k := unitKey{file: l.File, unit: l.Unit}
-	if d.data.Fragments[l.File].Units[l.Unit].Paged {
+	if e.data.Fragments[l.File].Units[l.Unit].Paged {
 		k.block = int(l.UnitRow / takeBlockRows)
 	}
 	return k
@@ -386,14 +299,14 @@ func (d *Dataset) keyOf(l Location) unitKey {
 
 // takeLocated reads the units the locations need (each once, concurrently,
 // those cached not at all) and gathers the rows in the order asked.
-func (d *Dataset) takeLocated(ctx context.Context, locs []Location) (arrow.RecordBatch, error) {
+func (e *Engine) takeLocated(ctx context.Context, locs []Location) (arrow.RecordBatch, error) {
 	gs := newGatherSet()
 	defer gs.release()
-	idx, err := d.addUnits(ctx, locs, gs)
+	idx, err := e.addUnits(ctx, locs, gs)
 	if err != nil {
 		return nil, err
 	}
-	return gs.gather(ctx, d.data.Schema, idx, d.opts)
+	return gs.gather(ctx, e.data.Schema, idx, e.opts)
 }
 
 // gatherSet is the decoded units of one gather, of one dataset or several
@@ -405,7 +318,7 @@ type gatherSet struct {
 }
 
 type gatherKey struct {
-	d *Dataset
+	e *Engine
 	k unitKey
 }
 
@@ -418,8 +331,8 @@ func newGatherSet() *gatherSet {
 func (gs *gatherSet) release() { gs.w.release() }
 
 // add takes over u's hold, once per key.
-func (gs *gatherSet) add(d *Dataset, k unitKey, u *unitRows) {
-	gk := gatherKey{d, k}
+func (gs *gatherSet) add(e *Engine, k unitKey, u *unitRows) {
+	gk := gatherKey{e, k}
 	if _, ok := gs.base[gk]; ok {
 		u.release()
 		return
@@ -447,7 +360,7 @@ func (gs *gatherSet) gather(ctx context.Context, schema *arrow.Schema, idx []int
 // addUnits brings the units the locations need into gs, reading those not
 // cached (each once, concurrently: FetchConcurrency fetches, ReadConcurrency
 // decodes), and returns each location's row in gs.
-func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) ([]int32, error) {
+func (e *Engine) addUnits(ctx context.Context, locs []Location, gs *gatherSet) ([]int32, error) {
 	// Each row's unit, as an index into the distinct units: one map
 	// lookup per row, the rest per unit.
 	which := make([]int, len(locs))
@@ -455,13 +368,13 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 	var uniq []unitKey
 	var missing []unitKey
 	for i, l := range locs {
-		k := d.keyOf(l)
+		k := e.keyOf(l)
 		j, ok := index[k]
 		if !ok {
 			j = len(uniq)
 			index[k] = j
 			uniq = append(uniq, k)
-			if _, ok := gs.base[gatherKey{d, k}]; !ok {
+			if _, ok := gs.base[gatherKey{e, k}]; !ok {
 				missing = append(missing, k)
 			}
 		}
@@ -486,11 +399,11 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 		}
 	}()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(d.opts.FetchConcurrency, 1))
-	decoders := make(chan struct{}, max(d.opts.ReadConcurrency, 1))
+	g.SetLimit(max(e.opts.FetchConcurrency, 1))
+	decoders := make(chan struct{}, max(e.opts.ReadConcurrency, 1))
 	for i, k := range missing {
 		g.Go(func() error {
-			u, err := d.unit(gctx, k, decoders)
+			u, err := e.unit(gctx, k, decoders)
 			got[i] = u
 			return err
 		})
@@ -499,7 +412,7 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 		return nil, err
 	}
 	for i, k := range missing {
-		gs.add(d, k, got[i])
+		gs.add(e, k, got[i])
 		got[i] = nil
 	}
 	if gs.w.rows > math.MaxInt32 {
@@ -508,8 +421,8 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 	// A unit's rows start at its base in gs; its first file row is lo.
 	shift := make([]int64, len(uniq))
 	for j, k := range uniq {
-		lo, _ := d.span(k)
-		shift[j] = gs.base[gatherKey{d, k}] - lo
+		lo, _ := e.span(k)
+		shift[j] = gs.base[gatherKey{e, k}] - lo
 	}
 	idx := make([]int32, len(locs))
 	for i, l := range locs {
@@ -520,8 +433,8 @@ func (d *Dataset) addUnits(ctx context.Context, locs []Location, gs *gatherSet) 
 
 // unit returns unit k decoded and held for the caller: from the cache, from
 // a read in flight for another request, or read now.
-func (d *Dataset) unit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
-	t := d.taker()
+func (e *Engine) unit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
+	t := e.taker()
 	hold := func(v any) { v.(*unitRows).retain() }
 	for {
 		if v, ok := t.cache.get(k, hold); ok {
@@ -548,7 +461,7 @@ func (d *Dataset) unit(ctx context.Context, k unitKey, decoders chan struct{}) (
 		delete(t.reading, k)
 		t.mu.Unlock()
 	}()
-	u, err := d.readUnit(ctx, k, decoders)
+	u, err := e.readUnit(ctx, k, decoders)
 	if err != nil {
 		return nil, err
 	}
@@ -559,9 +472,9 @@ func (d *Dataset) unit(ctx context.Context, k unitKey, decoders chan struct{}) (
 
 // readUnit fetches and decodes one unit (or block), the decode waiting for
 // one of the decoders' slots.
-func (d *Dataset) readUnit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
-	lo, hi := d.span(k)
-	fe, err := d.data.Fetch(ctx, k.file, d.data.RowRange(k.file, lo, hi))
+func (e *Engine) readUnit(ctx context.Context, k unitKey, decoders chan struct{}) (*unitRows, error) {
+	lo, hi := e.span(k)
+	fe, err := e.data.Fetch(ctx, k.file, e.data.RowRange(k.file, lo, hi))
 	if err != nil {
 		return nil, fmt.Errorf("stream: take: %w", err)
 	}
@@ -572,18 +485,18 @@ func (d *Dataset) readUnit(ctx context.Context, k unitKey, decoders chan struct{
 	}
 	defer func() { <-decoders }()
 	u := &unitRows{start: lo}
-	err = d.data.ReadFetched(ctx, fe, d.opts.ReadBatchSize, d.opts.Allocator, func(b arrow.RecordBatch) error {
+	err = e.data.ReadFetched(ctx, fe, e.opts.ReadBatchSize, e.opts.Allocator, func(b arrow.RecordBatch) error {
 		u.recs = append(u.recs, b)
 		u.starts = append(u.starts, u.rows)
 		u.rows += b.NumRows()
 		return nil
 	})
 	if err == nil && u.rows != hi-lo {
-		err = fmt.Errorf("read %d rows of %s, the plan has %d: %w", u.rows, d.data.RowRange(k.file, lo, hi), hi-lo, formats.ErrCorrupt)
+		err = fmt.Errorf("read %d rows of %s, the plan has %d: %w", u.rows, e.data.RowRange(k.file, lo, hi), hi-lo, formats.ErrCorrupt)
 	}
 	if err != nil {
 		u.release()
-		return nil, fmt.Errorf("stream: take: %s: %w", d.data.Fragments[k.file].URL, err)
+		return nil, fmt.Errorf("stream: take: %s: %w", e.data.Fragments[k.file].URL, err)
 	}
 	return u, nil
 }

@@ -1,4 +1,4 @@
-package stream
+package engine
 
 import (
 	"context"
@@ -13,15 +13,16 @@ import (
 	"github.com/sluicedata/sluice/split"
 )
 
-// countRows is the counting pass EqualBatches needs where the plan does not
+// CountRows is the counting pass EqualBatches needs where the plan does not
 // know every chunk's rows (a filter, Iceberg equality deletes, CSV and JSON
 // without a driver's own count): it reads each such chunk as the stream
 // reads it, so with the filter, the deletes and the bad rows left out, and
 // counts what comes. rows[c] is chunk c's count, -1 where the plan knows it.
 // Counts are kept in the plan cache under the file's identity, the chunk's
 // units and everything else that decides which rows pass, so a restarted
-// job counts nothing again.
-func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []split.Chunk, filter string) ([]int64, error) {
+// job counts nothing again. It reads with o's ReadConcurrency,
+// ReadBatchSize and Allocator; filter is the filter's canonical text.
+func CountRows(ctx context.Context, o Options, cache formats.Cache, data *formats.Dataset, chunks []split.Chunk, filter string) ([]int64, error) {
 	rows := make([]int64, len(chunks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(o.ReadConcurrency, 1))
@@ -33,7 +34,7 @@ func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []s
 		g.Go(func() error {
 			f := data.Fragments[c.Fragment]
 			key := countKey(f, data, c, filter)
-			if cache := o.PlanCache; cache != nil {
+			if cache != nil {
 				if v, err := cache.Get(gctx, key); err == nil {
 					if n, k := binary.Varint(v); k == len(v) && n >= 0 {
 						rows[i] = n
@@ -56,7 +57,7 @@ func countRows(ctx context.Context, o Options, data *formats.Dataset, chunks []s
 				return fmt.Errorf("stream: counting pass (EqualBatches): %w", err)
 			}
 			rows[i] = n
-			if cache := o.PlanCache; cache != nil {
+			if cache != nil {
 				// A cache that fails to keep it costs a count next time.
 				_ = cache.Set(gctx, key, binary.AppendVarint(nil, rows[i]))
 			}

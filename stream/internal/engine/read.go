@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/split"
+)
+
+// readTask is one window for the read stages: fetched by the plan's task,
+// or kept from an earlier iteration.
+type readTask struct {
+	ref   split.WindowRef
+	fetch *Task
+	kept  *window
+}
+
+// groups holds the fetches of one iteration that windows share: a group
+// is made by its first window and taken from by each of its pieces' windows.
+type groups struct {
+	mu sync.Mutex
+	m  map[*Group]*group
+}
+
+// group is a fetch in progress or done.
+type group struct {
+	done  chan struct{} // closed once whole or err is set
+	whole *formats.Fetched
+	err   error
+	left  int // pieces not yet taken
+}
+
+func (gs *groups) get(g *Group) *group {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.m == nil {
+		gs.m = map[*Group]*group{}
+	}
+	st := gs.m[g]
+	if st == nil {
+		st = &group{done: make(chan struct{}), left: g.Pieces}
+		gs.m[g] = st
+	}
+	return st
+}
+
+// took records that one piece of g was taken; the group's bytes go with
+// its last.
+func (gs *groups) took(g *Group) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if st := gs.m[g]; st != nil {
+		if st.left--; st.left <= 0 {
+			delete(gs.m, g)
+		}
+	}
+}
+
+// rowRates estimates the rows of windows whose count the plan does not
+// know, from their stored bytes and the rows per byte of the windows of the
+// same split decoded so far. The walk that orders reads needs an estimate:
+// the cutter takes a split's windows as fast as their rows fill batches, and
+// reads ordered for other rows than the windows hold would have the cutter
+// hold windows it pulled past, beyond the prefetch bounds.
+type rowRates struct {
+	ep     *split.Epoch
+	chunks []split.Chunk
+	mu     sync.Mutex
+	rows   map[int][2]int64 // per split: rows and bytes of decoded windows
+}
+
+func newRowRates(ep *split.Epoch, chunks []split.Chunk) *rowRates {
+	return &rowRates{ep: ep, chunks: chunks, rows: map[int][2]int64{}}
+}
+
+// bytes is the stored bytes of window r's chunks.
+func (rr *rowRates) bytes(r split.WindowRef) int64 {
+	var n int64
+	for _, p := range rr.ep.Pieces(r) {
+		n += rr.chunks[p.Chunk].Bytes
+	}
+	return n
+}
+
+// learn records the rows a window of unknown count held.
+func (rr *rowRates) learn(w *window) {
+	if rr.ep.Windows[w.ref.Split][w.ref.Window].Rows >= 0 {
+		return
+	}
+	b := rr.bytes(w.ref)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	t := rr.rows[w.ref.Split]
+	rr.rows[w.ref.Split] = [2]int64{t[0] + w.rows, t[1] + b}
+}
+
+// estimate guesses the rows of window r: by its split's rows per byte so
+// far, or fallback before any is known.
+func (rr *rowRates) estimate(r split.WindowRef, fallback int64) int64 {
+	rr.mu.Lock()
+	t := rr.rows[r.Split]
+	rr.mu.Unlock()
+	if t[1] <= 0 {
+		return fallback
+	}
+	return max(rr.bytes(r)*t[0]/t[1], 0)
+}
+
+// fetchedWindow is a window whose stored bytes are in memory, or a window
+// kept decoded from an earlier iteration.
+type fetchedWindow struct {
+	ref    split.WindowRef
+	pieces []*formats.Fetched // in window order
+	bytes  int64
+	kept   *window
+}
+
+// fetchWindow makes the fetches a window's task owns, concurrently, then
+// takes each of its pieces from its group, waiting for groups that an
+// earlier window's fetch makes.
+func (e *Engine) fetchWindow(ctx context.Context, ep *split.Epoch, t *Task, shared *groups) (*fetchedWindow, error) {
+	r := t.Ref
+	wrap := func(err error) error {
+		return fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, pg := range t.Owned {
+		st := shared.get(pg)
+		g.Go(func() error {
+			defer close(st.done)
+			st.whole, st.err = e.data.Fetch(gctx, pg.Range.Fragment, rangeOf(pg.Range))
+			return st.err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, wrap(err)
+	}
+	pieces := ep.Pieces(r)
+	f := &fetchedWindow{ref: r, pieces: make([]*formats.Fetched, len(pieces))}
+	for i, p := range pieces {
+		pg := t.Pieces[i]
+		st := shared.get(pg)
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if st.err != nil {
+			return nil, wrap(st.err)
+		}
+		part, err := st.whole.Part(rangeOf(p))
+		if err != nil {
+			return nil, wrap(err)
+		}
+		f.pieces[i] = part
+		f.bytes += pg.Share(p, st.whole.Bytes)
+		shared.took(pg)
+	}
+	return f, nil
+}
+
+// rangeOf is what a piece reads of its file.
+func rangeOf(p split.Piece) formats.Range {
+	return formats.Range{Start: p.Start, End: p.End, FirstUnit: p.FirstUnit, EndUnit: p.EndUnit}
+}
+
+// decodeWindow decodes a fetched window and puts its rows in their order
+// (permute).
+func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWindow) (*window, error) {
+	r := f.ref
+	wd := ep.Windows[r.Split][r.Window]
+	w := &window{ref: r}
+	w.refs.n = 1
+	segments := make([]int64, 0, len(f.pieces))
+	var skipped int64
+	mem := e.decodeAllocator()
+	for _, p := range f.pieces {
+		before := w.rows
+		bad, err := e.data.ReadFetchedSkips(ctx, p, e.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
+			w.recs = append(w.recs, b)
+			w.starts = append(w.starts, w.rows)
+			w.rows += b.NumRows()
+			w.bytes += recordBytes(b)
+			return nil
+		})
+		if err != nil {
+			w.release()
+			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
+		}
+		skipped += bad
+		segments = append(segments, w.rows-before)
+	}
+	if wd.Rows >= 0 && w.rows != wd.Rows {
+		w.release()
+		return nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows, the plan has %d: %w", ep.Epoch, r.Split, r.Window, w.rows, wd.Rows, formats.ErrCorrupt)
+	}
+	if w.rows > math.MaxInt32 {
+		w.release()
+		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
+	}
+	if order := ep.RowOrder(r, segments); order != nil && w.rows > 0 {
+		// A window the filter emptied has nothing to put in order (and no
+		// batch to concatenate for the gathers that work on one).
+		if err := e.permute(ctx, w, order, mem); err != nil {
+			w.release()
+			return nil, fmt.Errorf("%w (stream: epoch %d, split %d, window %d)", err, ep.Epoch, r.Split, r.Window)
+		}
+	}
+	e.skips.record(r, skipped)
+	return w, nil
+}
+
+// permute is the decode stage's last step for a shuffled window: it puts
+// the window's rows in their shuffled order once (window.reorder says why),
+// so that the transform stage slices batches off it. mem is what the
+// window was decoded into; where that is the recycler, it is bounded to
+// what a round of decoders reuses, and a mix's lane permutes into it too.
+func (e *Engine) permute(ctx context.Context, w *window, order []int32, mem memory.Allocator) error {
+	out := e.opts.Allocator
+	if rc, ok := mem.(*recycler); ok {
+		// A round of decoders, each with a window's decoded buffers,
+		// pages and scratch: what the next round reuses.
+		n := 2 * int64(e.opts.ReadConcurrency)
+		if e.opts.recyclePermuted {
+			// And the permuted windows: those read ahead, and the
+			// one being taken.
+			n += int64(e.opts.PrefetchWindows) + 1
+			out = rc
+			if gathersFast(e.data.Schema) {
+				out = unzeroed{rc}
+			}
+		}
+		rc.fit(n * w.bytes)
+	}
+	return w.reorder(ctx, e.data.Schema, order, out)
+}
