@@ -155,7 +155,7 @@ func (d *Dataset) Splits() []split.Split { return d.eng.Current().Splits }
 func (d *Dataset) Epoch() int64 { return d.eng.Current().Epoch }
 
 // Metrics returns the live figures of the dataset's pipeline.
-func (d *Dataset) Metrics() *metrics.Pipeline { return d.eng.Options().Metrics }
+func (d *Dataset) Metrics() *metrics.Pipeline { return d.eng.Metrics() }
 
 // Fingerprint is the plan fingerprint (a hash of files, sizes and chunks).
 func (d *Dataset) Fingerprint() string { return d.eng.Fingerprint() }

@@ -172,6 +172,9 @@ func newEngine(data *formats.Dataset, p Plan, o Options) *Engine {
 // Options are the options the engine runs by.
 func (e *Engine) Options() Options { return e.opts }
 
+// Metrics is the pipeline's live figures.
+func (e *Engine) Metrics() *metrics.Pipeline { return e.opts.Metrics }
+
 // Chunks is the chunk list the plan fingerprint covers.
 func (e *Engine) Chunks() []split.Chunk { return e.chunks }
 
