@@ -17,8 +17,8 @@ import (
 	"github.com/sluicedata/sluice/split"
 )
 
-// Random access: Take and TakeSplit return the rows at given positions of
-// an epoch's order as one record batch, the rows Batches delivers there.
+// Random access: Take returns the rows at given positions of an epoch's
+// order as one record batch, the rows Batches delivers there.
 // A position is mapped to its row by the plan alone (package split: split,
 // window, the window's row order, piece, file row), so no epoch is walked.
 // The rows a request needs are read grouped by unit: each row group (or,
@@ -74,7 +74,7 @@ func (e *Engine) OrderRows(epoch int64, splits []int) (int64, error) {
 	return iv.Len(), nil
 }
 
-// taker is a dataset's state for random access: recent epochs' plans and a
+// taker is an engine's state for random access: recent epochs' plans and a
 // cache of window orders and decoded units, bounded in bytes together.
 type taker struct {
 	once   sync.Once
