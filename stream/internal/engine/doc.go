@@ -15,9 +15,9 @@
 // The stages:
 //
 //   - reads (run.go) walks the rank's schedule and says which window is
-//     read next, in the order the batches first need them, with its fetch
-//     planned against the windows after it (plan.Fetches), or kept decoded
-//     from an earlier iteration.
+//     read next, in the order the batches first need them: with its fetch
+//     planned against the windows after it (Fetches, fetch.go), or kept
+//     decoded from an earlier iteration.
 //   - fetch (run.go, read.go) is I/O: it brings a window's stored bytes into
 //     memory, many windows in flight, neighbouring pieces of a file in one
 //     request shared by the windows that need them.
@@ -42,9 +42,9 @@
 // (take.go), the counting pass EqualBatches needs (count.go), and a mix's
 // lanes and chunks (lane.go, mix.go, mixgather.go).
 //
-// It decides no order: which row comes when is package plan's, which it
-// calls. It imports plan, formats (the drivers' fetch and decode),
-// prefetch, metrics and checkpoint (the state's encoding), and never
-// stream, stream/internal/planshare, storage back ends, cmd, bench or
-// examples.
+// It decides no order: which row comes when is package permutation's and
+// package split's, which it calls. It imports permutation, split, formats
+// (the drivers' fetch and decode), prefetch, metrics and checkpoint (the
+// state's encoding), and never stream, stream/internal/planshare,
+// storage back ends, cmd, bench or examples.
 package engine

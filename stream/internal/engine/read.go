@@ -14,7 +14,7 @@ import (
 	"github.com/sluicedata/sluice/split"
 )
 
-// readTask is one window for the read stages: fetched by the plan's task,
+// readTask is one window for the read stages: fetched by its Task,
 // or kept from an earlier iteration.
 type readTask struct {
 	ref   split.WindowRef
