@@ -6,7 +6,6 @@ import (
 
 	"gocloud.dev/blob"
 
-	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/stream/internal/planshare"
 )
 
@@ -49,16 +48,25 @@ type PlanStore struct {
 }
 
 // planDataset plans the dataset (package planshare): from the PlanStore's
-// plan where there is one, else by reading every footer.
-func planDataset(ctx context.Context, o Options, po formats.PlanOptions) (planshare.Planned, error) {
-	so := planshare.Options{Rank: o.Rank, Plan: o.Plan, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow}
-	if so.Plan == nil {
-		so.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
-			return formats.Plan(ctx, o.URLs, po)
-		}
+// plan where there is one, else by reading every footer. Every read of
+// the buckets it opens is counted in the metrics.
+func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
+	so := planshare.Options{
+		Rank:          o.Rank,
+		Plan:          o.Plan,
+		URLs:          o.URLs,
+		Columns:       o.Columns,
+		Filter:        o.Filter,
+		Concurrency:   o.PlanConcurrency,
+		Storage:       o.Storage,
+		Formats:       o.Formats,
+		Cache:         o.PlanCache,
+		OnRead:        func(scheme string, n int) { o.Metrics.AddRead(scheme, int64(n), 1) },
+		ChunkBytes:    o.ChunkBytes,
+		ShuffleWindow: o.ShuffleWindow,
 	}
 	if ps := o.PlanStore; ps != nil {
 		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
 	}
-	return planshare.Plan(ctx, so, po)
+	return planshare.Plan(ctx, so)
 }

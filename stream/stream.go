@@ -22,12 +22,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/split"
-	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream/internal/engine"
 )
 
@@ -64,21 +61,13 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	po, err := o.planOptions()
-	if err != nil {
-		return nil, err
-	}
-	p, err := planDataset(ctx, o, po)
+	p, err := planDataset(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID}
 	if o.EqualBatches && p.Data.Rows() < 0 {
-		var flt string
-		if po.Filter != nil {
-			flt = po.Filter.String()
-		}
-		if ep.Counts, err = engine.CountRows(ctx, o.engineOptions(), o.PlanCache, p.Data, p.Chunks, flt); err != nil {
+		if ep.Counts, err = engine.CountRows(ctx, o.engineOptions(), o.PlanCache, p.Data, p.Chunks, p.Filter); err != nil {
 			p.Data.Close()
 			return nil, err
 		}
@@ -89,44 +78,6 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 		return nil, err
 	}
 	return &Dataset{opts: o, data: p.Data, eng: eng}, nil
-}
-
-// planOptions are what the planner gets: the columns and filter, and the
-// storage options with every bucket's reads counted in the metrics.
-func (o Options) planOptions() (formats.PlanOptions, error) {
-	so := o.Storage
-	userWrap := so.Wrap
-	so.Wrap = func(b storage.Bucket) storage.Bucket {
-		if userWrap != nil {
-			b = userWrap(b)
-		}
-		c := storage.NewCounting(b)
-		c.OnRead = func(_ string, _ int64, n int) { o.Metrics.AddRead(b.Scheme(), int64(n), 1) }
-		return c
-	}
-	po := formats.PlanOptions{
-		Columns:     o.Columns,
-		Concurrency: o.PlanConcurrency,
-		Storage:     so,
-		Formats:     o.formats(),
-		Cache:       o.PlanCache,
-	}
-	if o.Filter != "" {
-		flt, err := filter.Parse(o.Filter)
-		if err != nil {
-			return po, fmt.Errorf("stream: open: Options.Filter: %w", err)
-		}
-		po.Filter = flt
-	}
-	return po, nil
-}
-
-// formats are the drivers tried: Parquet unless the options name some.
-func (o Options) formats() []formats.Format {
-	if len(o.Formats) == 0 {
-		return []formats.Format{parquet.Format{}}
-	}
-	return o.Formats
 }
 
 // Close releases the dataset's buckets and the windows read ahead. It does

@@ -5,8 +5,9 @@
 //
 // It owns the plan object's layout and its check against a rank's own
 // plan (ErrMismatch names the first difference). It cuts chunks (package
-// split) but deals no splits and reads no rows: it imports formats and
-// split, never the engine or stream.
+// split) but deals no splits and reads no rows: it imports formats (and
+// the Parquet driver, the default), filter, storage and split, never the
+// engine or stream.
 package planshare
 
 import (
@@ -25,8 +26,11 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/split"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // ErrMismatch is wrapped when the plan in a Store was made for other files
@@ -45,19 +49,67 @@ type Store struct {
 	Wait time.Duration
 }
 
-// Options are what planning needs of a dataset's options.
+// Options are what planning needs of a dataset's options (stream.Options
+// documents the fields of the same names).
 type Options struct {
 	// Store, if set, shares the plan among the ranks.
 	Store *Store
 	// Rank plans and writes the plan when the Store has none: rank 0 at
 	// once, another after Store.Wait.
 	Rank int
-	// Plan finds the fragments (formats.Plan over the URLs, or a table
-	// format's planner).
+	// Plan, if set, finds the fragments instead of formats.Plan over URLs
+	// (a table format's planner).
 	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
+	URLs []string
+	// Columns, Filter (the condition's text), Concurrency, Storage,
+	// Formats (default Parquet) and Cache are the planner's options.
+	Columns     []string
+	Filter      string
+	Concurrency int
+	Storage     storage.Options
+	Formats     []formats.Format
+	Cache       formats.Cache
+	// OnRead, if set, is told the bytes of every read of every bucket the
+	// planner opens: the dataset keeps those buckets for its own reads.
+	OnRead func(scheme string, n int)
 	// ChunkBytes and ShuffleWindow size the chunks.
 	ChunkBytes    int64
 	ShuffleWindow int
+}
+
+// planOptions are what the planner gets: the columns and filter, the
+// drivers tried, and the storage options with every read told to OnRead.
+func (o Options) planOptions() (formats.PlanOptions, error) {
+	so := o.Storage
+	userWrap := so.Wrap
+	so.Wrap = func(b storage.Bucket) storage.Bucket {
+		if userWrap != nil {
+			b = userWrap(b)
+		}
+		c := storage.NewCounting(b)
+		if o.OnRead != nil {
+			c.OnRead = func(_ string, _ int64, n int) { o.OnRead(b.Scheme(), n) }
+		}
+		return c
+	}
+	po := formats.PlanOptions{
+		Columns:     o.Columns,
+		Concurrency: o.Concurrency,
+		Storage:     so,
+		Formats:     o.Formats,
+		Cache:       o.Cache,
+	}
+	if len(po.Formats) == 0 {
+		po.Formats = []formats.Format{parquet.Format{}}
+	}
+	if o.Filter != "" {
+		flt, err := filter.Parse(o.Filter)
+		if err != nil {
+			return po, fmt.Errorf("stream: open: Options.Filter: %w", err)
+		}
+		po.Filter = flt
+	}
+	return po, nil
 }
 
 // chunksPerWindow is the fewest chunks a full shuffle window is made of
@@ -110,12 +162,32 @@ type Planned struct {
 	Chunks []split.Chunk
 	// ID is the plan fingerprint: a hash of the chunk list.
 	ID string
+	// Filter is the filter's canonical text, "" without one.
+	Filter string
 }
 
 // Plan plans the dataset: from the Store's plan where there is one, else
 // by reading every footer (and, on rank 0 or after Wait, writing the plan
 // for the other ranks).
-func Plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, error) {
+func Plan(ctx context.Context, o Options) (Planned, error) {
+	po, err := o.planOptions()
+	if err != nil {
+		return Planned{}, err
+	}
+	if o.Plan == nil {
+		o.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+			return formats.Plan(ctx, o.URLs, po)
+		}
+	}
+	p, err := plan(ctx, o, po)
+	if err == nil && po.Filter != nil {
+		p.Filter = po.Filter.String()
+	}
+	return p, err
+}
+
+// plan is Plan with the planner's options made.
+func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, error) {
 	ps := o.Store
 	if ps == nil {
 		return planLocal(ctx, o, po)
