@@ -28,7 +28,7 @@ type Options struct {
 	// planner, such as (*iceberg.Table).Plan of formats/iceberg. It gets
 	// the planning options Open would give formats.Plan. Default: plan
 	// URLs. (order)
-	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
+	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error)
 	// Columns selects columns by top-level name, in the order batches carry
 	// them. Default: every column of the first file. (order)
 	Columns []string

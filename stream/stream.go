@@ -44,7 +44,7 @@ type Dataset struct {
 	// consumer's are its parent's); the engine runs by its own copy, a
 	// consumer's with its share of the budget.
 	opts   Options
-	data   *formats.Dataset
+	data   *formats.Scan
 	shared bool // a consumer of StreamingSplit: data is its parent's to close
 	// eng holds the position and runs the pipeline.
 	eng *engine.Engine

@@ -22,7 +22,7 @@ import (
 // units and everything else that decides which rows pass, so a restarted
 // job counts nothing again. It reads with o's ReadConcurrency,
 // ReadBatchSize and Allocator; filter is the filter's canonical text.
-func CountRows(ctx context.Context, o Options, cache formats.Cache, data *formats.Dataset, chunks []split.Chunk, filter string) ([]int64, error) {
+func CountRows(ctx context.Context, o Options, cache formats.Cache, data *formats.Scan, chunks []split.Chunk, filter string) ([]int64, error) {
 	rows := make([]int64, len(chunks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(o.ReadConcurrency, 1))
@@ -48,7 +48,7 @@ func CountRows(ctx context.Context, o Options, cache formats.Cache, data *format
 				return fmt.Errorf("stream: counting pass (EqualBatches): %w", err)
 			}
 			var n int64
-			_, err = data.ReadFetchedSkips(gctx, fe, o.ReadBatchSize, o.Allocator, func(b arrow.RecordBatch) error {
+			_, err = data.Decode(gctx, fe, o.ReadBatchSize, o.Allocator, func(b arrow.RecordBatch) error {
 				n += b.NumRows()
 				b.Release()
 				return nil
@@ -75,7 +75,7 @@ func CountRows(ctx context.Context, o Options, cache formats.Cache, data *format
 // which of their rows pass: the filter, the columns read (a text driver's
 // bad rows depend on them) and what the files are a version of (an Iceberg
 // snapshot, with its deletes).
-func countKey(f *formats.Fragment, data *formats.Dataset, c split.Chunk, filter string) []byte {
+func countKey(f *formats.Fragment, data *formats.Scan, c split.Chunk, filter string) []byte {
 	purpose := fmt.Sprintf("sluice count v1\x00%d\x00%d\x00%q\x00%q\x00%q", c.FirstUnit, c.EndUnit, filter, strings.Join(data.Columns, "\x00"), data.Version)
 	return f.CacheKey(purpose)
 }

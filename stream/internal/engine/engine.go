@@ -115,7 +115,7 @@ type Plan struct {
 // iteration (Run) runs at a time.
 type Engine struct {
 	opts   Options
-	data   *formats.Dataset
+	data   *formats.Scan
 	chunks []split.Chunk
 	planID string
 	// counts are the counting pass's rows of chunks the plan does not know
@@ -156,7 +156,7 @@ type Engine struct {
 
 // New is the engine of a planned dataset, its fragments data (which the
 // caller closes, after the engine), at the start of epoch o.Epoch.
-func New(data *formats.Dataset, p Plan, o Options) (*Engine, error) {
+func New(data *formats.Scan, p Plan, o Options) (*Engine, error) {
 	e := newEngine(data, p, o)
 	if err := e.startEpoch(o.Epoch); err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func New(data *formats.Dataset, p Plan, o Options) (*Engine, error) {
 }
 
 // newEngine is an engine without a position: its maker moves it to one.
-func newEngine(data *formats.Dataset, p Plan, o Options) *Engine {
+func newEngine(data *formats.Scan, p Plan, o Options) *Engine {
 	return &Engine{opts: o, data: data, chunks: p.Chunks, planID: p.ID, counts: p.Counts}
 }
 

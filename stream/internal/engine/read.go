@@ -183,7 +183,7 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	mem := e.decodeAllocator()
 	for _, p := range f.pieces {
 		before := w.rows
-		bad, err := e.data.ReadFetchedSkips(ctx, p, e.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
+		bad, err := e.data.Decode(ctx, p, e.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
 			w.starts = append(w.starts, w.rows)
 			w.rows += b.NumRows()

@@ -485,7 +485,7 @@ func (e *Engine) readUnit(ctx context.Context, k unitKey, decoders chan struct{}
 	}
 	defer func() { <-decoders }()
 	u := &unitRows{start: lo}
-	err = e.data.ReadFetched(ctx, fe, e.opts.ReadBatchSize, e.opts.Allocator, func(b arrow.RecordBatch) error {
+	_, err = e.data.Decode(ctx, fe, e.opts.ReadBatchSize, e.opts.Allocator, func(b arrow.RecordBatch) error {
 		u.recs = append(u.recs, b)
 		u.starts = append(u.starts, u.rows)
 		u.rows += b.NumRows()

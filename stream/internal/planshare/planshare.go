@@ -59,7 +59,7 @@ type Options struct {
 	Rank int
 	// Plan, if set, finds the fragments instead of formats.Plan over URLs
 	// (a table format's planner).
-	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error)
+	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error)
 	URLs []string
 	// Columns, Filter (the condition's text), Concurrency, Storage,
 	// Formats (default Parquet) and Cache are the planner's options.
@@ -158,7 +158,7 @@ type CacheEntry struct {
 // Planned is what planning made: the fragments, the chunk list and its
 // fingerprint.
 type Planned struct {
-	Data   *formats.Dataset
+	Data   *formats.Scan
 	Chunks []split.Chunk
 	// ID is the plan fingerprint: a hash of the chunk list.
 	ID string
@@ -175,7 +175,7 @@ func Plan(ctx context.Context, o Options) (Planned, error) {
 		return Planned{}, err
 	}
 	if o.Plan == nil {
-		o.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Dataset, error) {
+		o.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
 			return formats.Plan(ctx, o.URLs, po)
 		}
 	}
@@ -483,7 +483,7 @@ func (c *replayCache) Set(ctx context.Context, key, value []byte) error {
 }
 
 // planFiles is what the plan needs of the fragments: their units.
-func planFiles(data *formats.Dataset) []split.File {
+func planFiles(data *formats.Scan) []split.File {
 	files := make([]split.File, len(data.Fragments))
 	for i, f := range data.Fragments {
 		files[i].Units = make([]split.Unit, len(f.Units))
@@ -497,7 +497,7 @@ func planFiles(data *formats.Dataset) []split.File {
 // planHash fingerprints the chunk list by relative keys, sizes and row
 // ranges (unit ranges where counts are unknown), and the filter, so a
 // dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Dataset, chunks []split.Chunk, flt formats.Filter) string {
+func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter) string {
 	h := sha256.New()
 	if flt != nil {
 		// The canonical text: the same condition written otherwise is the
