@@ -177,3 +177,10 @@ func (d *Dataset) Overlap() Overlap { return Overlap(d.eng.Overlap()) }
 // counts on from where its state was taken. The metrics' SkippedRows
 // counts the same rows for the process only.
 func (d *Dataset) SkippedRows() int64 { return d.eng.SkippedRows() }
+
+// MapAny is Map for a caller that cannot name the result type in a type
+// parameter: package typed decodes its outputs through it, so that they run
+// on TransformConcurrency goroutines as Map's functions do. Prefer Map.
+func (d *Dataset) MapAny(ctx context.Context, fn func(context.Context, arrow.RecordBatch) (any, error)) iter.Seq2[any, error] {
+	return Map(ctx, d, fn)
+}
