@@ -147,7 +147,7 @@ func (e *env) openRanks(ctx context.Context, sc *scratch.Prefix, ranks int, shar
 var consumerLines = []string{"consumers_1", "consumers_2", "consumers_4"}
 
 // consumers streams the dataset through n consumers of one rank
-// (StreamingSplit), each drained by its own goroutine, against one consumer
+// (Consumers), each drained by its own goroutine, against one consumer
 // at the same options, alternating; total rows/s is compared with n = 1's.
 func (e *env) consumers(ctx context.Context) error {
 	ns := []int{1, 2, 4}
@@ -169,7 +169,7 @@ func (e *env) consumers(ctx context.Context) error {
 	one := best[0].m.rowsPerSec()
 	for i, n := range ns {
 		r := e.result(consumerLines[i], best[i])
-		r.set("options", fmt.Sprintf("defaults, NumSplits 4, StreamingSplit(%d, false), each consumer drained by its own goroutine, alternating with the other n; total rows/s", n))
+		r.set("options", fmt.Sprintf("defaults, NumSplits 4, Consumers(%d), each consumer drained by its own goroutine, alternating with the other n; total rows/s", n))
 		r.set("consumers", n)
 		r.set("one_consumer_rows_per_s", one).set("ratio_vs_1_consumer", best[i].m.rowsPerSec()/one)
 		r.target("ratio_vs_1_consumer", ">=", 0.9)
@@ -202,7 +202,7 @@ func (e *env) consumeSplit(ctx context.Context, n int) (measurement, error) {
 		}
 	}
 	m.planBytes = read.Load()
-	cs, err := ds.StreamingSplit(n, false)
+	cs, err := ds.Consumers(n)
 	if err != nil {
 		return m, err
 	}

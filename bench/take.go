@@ -55,7 +55,7 @@ func (e *env) takeScenario(ctx context.Context) error {
 			return measurement{}, err
 		}
 		defer ds.Close()
-		n, err := ds.OrderRows(0, -1)
+		n, err := ds.EpochRows(0)
 		if err != nil {
 			return measurement{}, err
 		}

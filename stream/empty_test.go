@@ -132,7 +132,7 @@ func TestEmptyDatasetStreamsNothing(t *testing.T) {
 			o := base
 			split := o
 			split.NumSplits = 2
-			consumers, err := open(t, split).StreamingSplit(2, false)
+			consumers, err := open(t, split).Consumers(2)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -308,7 +308,7 @@ func TestEqualBatchesOwnStateWithoutCount(t *testing.T) {
 	}
 }
 
-// StreamingSplit's consumers of every rank are counted as the ranks they
+// The Consumers of every rank are counted as the ranks they
 // are to the plan: from a merged state at a new world size, every consumer
 // of every rank takes as many batches, without DropRemainder. Split after
 // taking a batch, where the other ranks' positions are not known, is
@@ -336,7 +336,7 @@ func TestEqualBatchesStreamingSplit(t *testing.T) {
 		if err := ds.LoadStateDict(m); err != nil {
 			t.Fatal(err)
 		}
-		cs, err := ds.StreamingSplit(3, true)
+		cs, err := ds.EqualConsumers(3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +351,7 @@ func TestEqualBatchesStreamingSplit(t *testing.T) {
 	}
 	ds := open(t, opts(2, 0))
 	consume(t, ds, 1)
-	if _, err := ds.StreamingSplit(2, true); err == nil || !strings.Contains(err.Error(), "merged state") {
+	if _, err := ds.EqualConsumers(2); err == nil || !strings.Contains(err.Error(), "merged state") {
 		t.Fatalf("split after a batch: %v", err)
 	}
 }

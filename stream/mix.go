@@ -344,7 +344,7 @@ func (m *Mixed) taken(epochOf func(int) int64, cursors []int64, splits []int) []
 }
 
 // LoadStateDict moves the mix to a saved position: its own rank's state at
-// the same world size, or a merged one (MergeMixStates) at any world size
+// the same world size, or a merged one (checkpoint.MergeMix) at any world size
 // that divides NumSplits. A state of another mix is refused (wrapping
 // checkpoint.ErrMismatch). Where the state's splits are in different
 // epochs (a merge at an epoch's boundary), the mix is at the state's Epoch,
@@ -370,7 +370,7 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 	case len(st.Taken) != len(m.sources):
 		return bad("taken", "%d sources, the mix has %d", len(st.Taken), len(m.sources))
 	case st.Rank >= 0 && (st.WorldSize != m.o.WorldSize || st.Rank != m.o.Rank):
-		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (MergeMixStates) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
+		return bad("rank", "the state is rank %d of %d, the mix rank %d of %d; merge all ranks' states (checkpoint.MergeMix) to change world size", st.Rank, st.WorldSize, m.o.Rank, m.o.WorldSize)
 	}
 	owned := split.Owned(m.splits, m.o.Rank, m.o.WorldSize)
 	e := st.Epoch
@@ -408,8 +408,11 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 }
 
 // MergeMixStates merges the states all ranks of a mix saved at one step
-// into one that any world size dividing NumSplits resumes (see
-// checkpoint.MergeMix).
+// into one that any world size dividing NumSplits resumes.
+//
+// Deprecated: use checkpoint.MergeMix, beside checkpoint.Merge for a
+// dataset's states (this wraps its error in a "stream: " prefix, nothing
+// more).
 func MergeMixStates(states ...MixState) (MixState, error) {
 	st, err := checkpoint.MergeMix(states...)
 	if err != nil {

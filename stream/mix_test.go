@@ -177,7 +177,7 @@ func TestMixResume(t *testing.T) {
 		before = append(before, mixRows(t, mr, 5+r)...)
 		states = append(states, mr.StateDict())
 	}
-	merged, err := MergeMixStates(states...)
+	merged, err := checkpoint.MergeMix(states...)
 	if err != nil {
 		t.Fatal(err)
 	}

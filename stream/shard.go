@@ -7,7 +7,8 @@ import (
 	"github.com/sluicedata/sluice/split"
 )
 
-// StreamingSplit deals the rank's splits to n consumers in this process:
+// Consumers deals the rank's splits to n consumers in this process (after
+// Ray Data's streaming_split):
 // n datasets, each iterated on its own (Batches, Map) by its own goroutine,
 // over disjoint parts of the rank's splits, together exactly the rows the
 // rank would have had.
@@ -18,17 +19,18 @@ import (
 // stalls a fast one, and each takes its own StateDict, a rank state of that
 // larger world. The states of all consumers of all ranks merge
 // (checkpoint.Merge) into one that resumes the job at any world size and
-// any n, and JoinStates joins one rank's consumers' states into the rank's.
+// any n, and JoinConsumerStates joins one rank's consumers' states into the
+// rank's.
 // A Checkpointer per consumer saves them as the n×WorldSize ranks they are.
 //
-// With equal, every consumer gets the same number of batches in every
-// epoch, as data-parallel consumers need: that holds when every split has
-// the same rows, which Options.DropRemainder makes so at an epoch's start,
-// or with Options.EqualBatches, which counts the consumers of every rank as
-// the ranks they are to the plan. equal requires one of them. With
-// EqualBatches, d must stand where every rank's position is known: at the
-// start of an epoch, or at a merged state just loaded; and the consumers'
-// states resume merged (a state joined from them is refused by a dataset
+// EqualConsumers is Consumers where every consumer gets the same number of
+// batches in every epoch, as data-parallel consumers need: that holds when
+// every split has the same rows, which Options.DropRemainder makes so at an
+// epoch's start, or with Options.EqualBatches, which counts the consumers
+// of every rank as the ranks they are to the plan; it requires one of
+// them. With EqualBatches, d must stand where every rank's position is
+// known: at the start of an epoch, or at a merged state just loaded; and
+// the consumers' states resume merged (a state joined from them is refused by a dataset
 // with EqualBatches, as a rank's own state without its count).
 //
 // The consumers start where d stands (a state loaded into d is dealt out
@@ -37,7 +39,19 @@ import (
 // prefetch bounds (at least one each) so that the process holds what d
 // alone would, and with its own metrics.Pipeline. d itself can then no
 // longer be iterated or moved (ErrBusy): close the consumers, then d.
-func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
+func (d *Dataset) Consumers(n int) ([]*Dataset, error) { return d.consumers(n, false) }
+
+// EqualConsumers is Consumers with the same number of batches for every
+// consumer in every epoch: see Consumers.
+func (d *Dataset) EqualConsumers(n int) ([]*Dataset, error) { return d.consumers(n, true) }
+
+// StreamingSplit is Consumers (equal false) or EqualConsumers (equal true).
+//
+// Deprecated: use Consumers or EqualConsumers; a bare bool at the call site
+// did not say what it asked for.
+func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) { return d.consumers(n, equal) }
+
+func (d *Dataset) consumers(n int, equal bool) ([]*Dataset, error) {
 	engines, err := d.eng.Split(n, equal)
 	if err != nil {
 		return nil, err
@@ -49,14 +63,14 @@ func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) {
 	return out, nil
 }
 
-// JoinStates joins the states that the n consumers of one rank took (see
-// StreamingSplit), in any order, into that rank's state: the state a
+// JoinConsumerStates joins the states that the n consumers of one rank took
+// (see Consumers), in any order, into that rank's state: the state a
 // dataset of the rank would have taken, which merges with other ranks'
 // states and loads into the rank's dataset before it is split again, into
 // any n. The consumers may be in different epochs (one whose epoch ended
 // is in the next): each split keeps its consumer's. The joined state
 // resumes at the start of the rank's round-robin.
-func JoinStates(states ...State) (State, error) {
+func JoinConsumerStates(states ...State) (State, error) {
 	n := len(states)
 	if n == 0 {
 		return State{}, fmt.Errorf("stream: join of no states")
@@ -115,3 +129,10 @@ func JoinStates(states ...State) (State, error) {
 	out.BatchSize, out.BatchesLeft = 0, 0
 	return out, nil
 }
+
+// JoinStates is JoinConsumerStates.
+//
+// Deprecated: use JoinConsumerStates; the name said neither whose states it
+// joins nor how it differs from checkpoint.Merge (all ranks' states of one
+// step) and checkpoint.MergeMix.
+func JoinStates(states ...State) (State, error) { return JoinConsumerStates(states...) }

@@ -65,7 +65,11 @@ func drainAll(t *testing.T, cs []*Dataset, limit int) []consumed {
 
 func splitOf(t *testing.T, ds *Dataset, n int, equal bool) []*Dataset {
 	t.Helper()
-	cs, err := ds.StreamingSplit(n, equal)
+	consumers := ds.Consumers
+	if equal {
+		consumers = ds.EqualConsumers
+	}
+	cs, err := consumers(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +142,7 @@ func TestStreamingSplitEqual(t *testing.T) {
 	}
 	// Rows that do not divide: equal is refused, not approximated.
 	o.DropRemainder = false
-	_, err := open(t, o).StreamingSplit(2, true)
+	_, err := open(t, o).EqualConsumers(2)
 	if err == nil || !strings.Contains(err.Error(), "DropRemainder") {
 		t.Fatalf("equal without DropRemainder: got %v", err)
 	}
@@ -214,7 +218,7 @@ func TestStreamingSplitResume(t *testing.T) {
 			}
 			consumerStates = append(consumerStates, states...)
 			slices.Reverse(states) // any order
-			joined, err := JoinStates(states...)
+			joined, err := JoinConsumerStates(states...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +269,7 @@ func TestStreamingSplitJoinedStateLoads(t *testing.T) {
 		ids = append(ids, got.ids...)
 		states = append(states, c.StateDict())
 	}
-	joined, err := JoinStates(states...)
+	joined, err := JoinConsumerStates(states...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,13 +290,13 @@ func TestStreamingSplitErrors(t *testing.T) {
 		n    int
 		want string
 	}{{0, "at least 1"}, {3, "NumSplits 8 is not a multiple of 3 consumers × WorldSize 2"}} {
-		if _, err := ds.StreamingSplit(tc.n, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ds.Consumers(tc.n); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("n %d: got %v, want %q", tc.n, err, tc.want)
 		}
 	}
 	cs := splitOf(t, ds, 2, false)
 	// The parent's position is the consumers' now.
-	if _, err := ds.StreamingSplit(2, false); !errors.Is(err, ErrBusy) {
+	if _, err := ds.Consumers(2); !errors.Is(err, ErrBusy) {
 		t.Fatalf("second split: got %v, want ErrBusy", err)
 	}
 	for _, err := range ds.Batches(context.Background()) {
@@ -321,7 +325,7 @@ func TestStreamingSplitErrors(t *testing.T) {
 		{"another incarnation", []State{a, func() State { s := b.Clone(); s.Incarnation = "job-2"; return s }()}, "field incarnation"},
 		{"another order", []State{a, func() State { s := b.Clone(); s.Seed++; s.Fingerprint = s.OrderFingerprint(); return s }()}, "field seed"},
 	} {
-		_, err := JoinStates(tc.states...)
+		_, err := JoinConsumerStates(tc.states...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
@@ -330,7 +334,7 @@ func TestStreamingSplitErrors(t *testing.T) {
 	// its consumer's epoch.
 	later := rankState(b, b.Rank)
 	later.Epoch = a.Epoch + 1
-	j, err := JoinStates(a, later)
+	j, err := JoinConsumerStates(a, later)
 	if err != nil {
 		t.Fatal(err)
 	}

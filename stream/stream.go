@@ -40,12 +40,12 @@ var ErrEmpty = errors.New("stream: dataset has no rows")
 // Dataset is an opened, planned dataset with a position. Its methods are
 // safe to call from several goroutines, but only one iteration runs at a time.
 type Dataset struct {
-	// opts are the options the dataset was opened with (a StreamingSplit
-	// consumer's are its parent's); the engine runs by its own copy, a
+	// opts are the options the dataset was opened with (a consumer
+	// of Consumers has its parent's); the engine runs by its own copy, a
 	// consumer's with its share of the budget.
 	opts   Options
 	data   *formats.Scan
-	shared bool // a consumer of StreamingSplit: data is its parent's to close
+	shared bool // a consumer made by Consumers: data is its parent's to close
 	// eng holds the position and runs the pipeline.
 	eng *engine.Engine
 }
@@ -84,7 +84,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 // not stop a running iteration; cancel its context for that.
 func (d *Dataset) Close() error {
 	d.eng.Close()
-	if d.shared { // a consumer of StreamingSplit: the files are its parent's
+	if d.shared { // a consumer made by Consumers: the files are its parent's
 		return nil
 	}
 	return d.data.Close()

@@ -95,18 +95,32 @@ func (d *Dataset) LocateRank(epoch int64, rank, worldSize int, positions []int64
 	return d.locate(epoch, splits, positions)
 }
 
-// OrderRows is the rows of epoch's order as Take counts positions (split
-// -1: all splits; otherwise one split's), or an error wrapping
-// split.ErrUnknownRows where that is not known before reading.
-func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
-	splits := d.allSplits()
-	if split >= 0 {
-		if err := d.checkSplit(split); err != nil {
-			return 0, err
-		}
-		splits = []int{split}
+// EpochRows is the rows of epoch's order as Take counts positions, all
+// splits together, or an error wrapping split.ErrUnknownRows where that is
+// not known before reading.
+func (d *Dataset) EpochRows(epoch int64) (int64, error) {
+	return d.eng.OrderRows(epoch, d.allSplits())
+}
+
+// SplitRows is the rows of split s's order in epoch as TakeSplit counts
+// positions, or an error wrapping split.ErrUnknownRows where that is not
+// known before reading.
+func (d *Dataset) SplitRows(epoch int64, s int) (int64, error) {
+	if err := d.checkSplit(s); err != nil {
+		return 0, err
 	}
-	return d.eng.OrderRows(epoch, splits)
+	return d.eng.OrderRows(epoch, []int{s})
+}
+
+// OrderRows is EpochRows (split -1) or SplitRows (split >= 0).
+//
+// Deprecated: use EpochRows or SplitRows; -1 for every split made readers
+// guess.
+func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
+	if split < 0 {
+		return d.EpochRows(epoch)
+	}
+	return d.SplitRows(epoch, split)
 }
 
 func (d *Dataset) allSplits() []int {

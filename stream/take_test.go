@@ -104,8 +104,8 @@ func TestTakeMatchesBatches(t *testing.T) {
 			ds := open(t, o)
 			want := delivered(t, ds)
 			n := int64(len(want))
-			if got, err := ds.OrderRows(2, -1); err != nil || got != n {
-				t.Fatalf("OrderRows %d, %v; Batches delivered %d", got, err, n)
+			if got, err := ds.EpochRows(2); err != nil || got != n {
+				t.Fatalf("EpochRows %d, %v; Batches delivered %d", got, err, n)
 			}
 			r := rand.New(rand.NewPCG(uint64(c.splits), 1))
 			// Every position once, in a random order, in requests of up

@@ -1,7 +1,7 @@
 // Package matrix runs the value matrix: cases drawn over the datasets of
 // package valuecheck and the stream's options, each read through the
 // user's API (stream.Open, Batches, StateDict and a merged resume, Take,
-// Mix, StreamingSplit, Map, Rows, Matrices) and every delivered value
+// Mix, Consumers, Map, Rows, Matrices) and every delivered value
 // checked against its row's id, every wanted row once.
 //
 // A case is drawn by a Chooser: from a seed (TestValueMatrix in stream)
@@ -668,7 +668,7 @@ func (c *Case) runSplit(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		parts, err := ds.StreamingSplit(c.split, false)
+		parts, err := ds.Consumers(c.split)
 		if err != nil {
 			ds.Close()
 			return err

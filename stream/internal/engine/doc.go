@@ -38,7 +38,7 @@
 // What else it owns: the position and the states taken of it and loaded
 // into it (engine.go, state.go), the bad rows counted per split
 // (skipped.go), the bytes split boundaries fetch twice (overlap.go), a
-// StreamingSplit's consumers (split.go), random access by position
+// Dataset.Consumers (split.go), random access by position
 // (take.go), the counting pass EqualBatches needs (count.go), and a mix's
 // lanes and chunks (lane.go, mix.go, mixgather.go).
 //

@@ -73,7 +73,7 @@ func (o Options) order() permutation.Order {
 	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
 }
 
-// sharedOut is o for a pipeline given part of o's budget (a StreamingSplit
+// sharedOut is o for a pipeline given part of o's budget (a
 // consumer, one of n, gets 1/n; a mix's lane its source's share of the mix
 // over the splits it runs at once): the concurrency and read-ahead bounds
 // are scaled by part, none below one, so that the pipelines together hold
@@ -134,9 +134,9 @@ type Engine struct {
 	ahead map[int]aheadCursor
 	// left is the batches this rank has left in the epoch with
 	// EqualBatches, unused without (so that an engine made without the
-	// option, such as a StreamingSplit consumer's, needs no setting). every
+	// option, such as a consumer's of Dataset.Consumers, needs no setting). every
 	// holds every split's cursor where all ranks' positions are known (the
-	// start of an epoch, a merged state), nil elsewhere: StreamingSplit
+	// start of an epoch, a merged state), nil elsewhere: Consumers
 	// counts its consumers' batches from it.
 	left  int64
 	every []split.Cursor

@@ -14,8 +14,8 @@ import (
 // pipeline (the one Batches runs: windows read whole, shuffled rows
 // gathered out of them), pass after pass, so that the mix only has to cut
 // runs of consecutive rows off each lane's batches. The lane is an engine
-// that shares the source's plan and open files, as a StreamingSplit
-// consumer does, and owns the one split: it is rank s of a world of
+// that shares the source's plan and open files, as a consumer of
+// Dataset.Consumers does, and owns the one split: it is rank s of a world of
 // NumSplits.
 type mixLane struct {
 	e *Engine

@@ -9,7 +9,7 @@ import (
 )
 
 // Split deals the rank's splits to n consumers in this process
-// (stream.Dataset.StreamingSplit says how they behave): n engines over e's
+// (stream.Dataset.Consumers says how they behave): n engines over e's
 // plan and data, consumer i being rank Rank + i×WorldSize of a world of
 // n×WorldSize ranks, each starting where e stands with 1/n of e's
 // concurrency and read-ahead bounds and metrics of its own. e itself can
