@@ -298,6 +298,18 @@ func fixedWidth(dt arrow.DataType) bool {
 	return fw.BitWidth() >= 8 && fw.BitWidth()%8 == 0 && len(dt.Layout().Buffers) == 2
 }
 
+// withValidity makes the data of a gathered fixed-width column from its
+// values and the validity gathered from in; the data takes over vals.
+func withValidity(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, vals *memory.Buffer, mem memory.Allocator) arrow.ArrayData {
+	valid, nulls := validity(in, g, mem)
+	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
+	vals.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	return d
+}
+
 // validity gathers the null bitmap, or returns nil if no row is null.
 func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memory.Buffer, int) {
 	// A slice's ArrayData may not know its null count (-1): only a known
@@ -358,13 +370,7 @@ func gatherFixed(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem mem
 			copy(out[i*width:(i+1)*width], bufs[s.rec][int(s.row)*width:])
 		}
 	}
-	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
-	vals.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	return d
+	return withValidity(dt, in, g, vals, mem)
 }
 
 // words gathers values of one machine word each.
@@ -401,13 +407,7 @@ func gatherBool(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memo
 		p := in[s.rec]
 		bitutil.SetBitTo(out, i, bitutil.BitIsSet(p.Buffers()[1].Bytes(), p.Offset()+int(s.row)))
 	}
-	valid, nulls := validity(in, g, mem)
-	d := array.NewData(dt, g.n, []*memory.Buffer{valid, vals}, nil, nulls, 0)
-	vals.Release()
-	if valid != nil {
-		valid.Release()
-	}
-	return d
+	return withValidity(dt, in, g, vals, mem)
 }
 
 // gatherVar gathers string or binary values: one pass over the offsets
