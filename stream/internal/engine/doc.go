@@ -37,8 +37,8 @@
 //
 // What else it owns: the position and the states taken of it and loaded
 // into it (engine.go, state.go), the bad rows counted per split
-// (skipped.go), the bytes split boundaries fetch twice (overlap.go), a
-// Dataset.Consumers (split.go), random access by position
+// (skipped.go), the bytes split boundaries fetch twice (overlap.go), the
+// engines of Dataset.Consumers (split.go), random access by position
 // (take.go), the counting pass EqualBatches needs (count.go), and a mix's
 // lanes and chunks (lane.go, mix.go, mixgather.go).
 //
