@@ -150,8 +150,8 @@ func consume(t *testing.T, ds *stream.Dataset, limit int) ([]taken, stream.State
 			}
 		}
 		prev = st
+		// The stream releases the batch when the loop body returns.
 		out = append(out, taken{moved, slices.Clone(b.Column(0).(*array.Int64).Int64Values())})
-		b.Release()
 		if limit > 0 && len(out) == limit {
 			break
 		}
