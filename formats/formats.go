@@ -658,7 +658,6 @@ func (d *Scan) request(f *Fragment, r Range, batchRows int, mem memory.Allocator
 	return rd
 }
 
-
 func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error, skipped func(int64)) error {
 	f := d.Fragments[fe.frag]
 	if batchRows <= 0 {
