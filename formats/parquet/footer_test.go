@@ -285,7 +285,7 @@ func TestRowGroupCountMismatch(t *testing.T) {
 
 // chunkValuesAt returns where each ColumnMetaData.num_values of the first
 // row group of a footer starts, so that a test can change it.
-func chunkValuesAt(t *testing.T, footer []byte) []int {
+func chunkValuesAt(t testing.TB, footer []byte) []int {
 	t.Helper()
 	s := thriftScanner{b: footer}
 	var at []int
@@ -334,13 +334,12 @@ func chunkValuesAt(t *testing.T, footer []byte) []int {
 	return at
 }
 
-// TestChunkValuesMismatch changes the num_values the footer gives a column
-// chunk of 48 rows in pages of 8 values. arrow-go reads a chunk's pages
-// until their values reach num_values, so a smaller count ends the chunk a
-// page or more early: the error says which count disagrees with which.
-func TestChunkValuesMismatch(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "paged.parquet")
+// pagedFile returns a file of one column "id" of 48 rows in pages of 8
+// values, whose chunk's num_values the footer gives as values (48 is true).
+func pagedFile(t testing.TB, values int64) []byte {
+	t.Helper()
 	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
 	for i := range 48 {
 		b.Append(int64(i))
 	}
@@ -348,12 +347,9 @@ func TestChunkValuesMismatch(t *testing.T) {
 	defer ids.Release()
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ids}, 48)
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out bytes.Buffer
 	props := pq.NewWriterProperties(pq.WithDictionaryDefault(false), pq.WithDataPageSize(64), pq.WithBatchSize(8), pq.WithStats(false))
-	w, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &out, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,25 +359,30 @@ func TestChunkValuesMismatch(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(orig)
-	flen := int(binary.LittleEndian.Uint32(orig[n-8:]))
-	at := chunkValuesAt(t, orig[n-8-flen:n-8])
-	if len(at) != 1 || orig[n-8-flen+at[0]] != 96 {
+	data := out.Bytes()
+	n := len(data)
+	flen := int(binary.LittleEndian.Uint32(data[n-8:]))
+	at := chunkValuesAt(t, data[n-8-flen:n-8])
+	if len(at) != 1 || data[n-8-flen+at[0]] != 96 || values < 0 || values >= 64 {
 		t.Fatalf("num_values at %v, want one one-byte varint of 48", at)
 	}
+	data[n-8-flen+at[0]] = byte(values << 1)
+	return data
+}
+
+// TestChunkValuesMismatch changes the num_values the footer gives a column
+// chunk of 48 rows in pages of 8 values. arrow-go reads a chunk's pages
+// until their values reach num_values, so a smaller count ends the chunk a
+// page or more early: the error says which count disagrees with which.
+func TestChunkValuesMismatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paged.parquet")
 	for _, c := range []struct {
 		values  int64
 		wantErr string
 	}{
 		{20, `the row group's num_rows is 48, but column "id"'s chunk has num_values 20 (the data ended after 24 rows)`},
 	} {
-		b := bytes.Clone(orig)
-		b[n-8-flen+at[0]] = byte(c.values << 1)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
+		if err := os.WriteFile(path, pagedFile(t, c.values), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
