@@ -172,6 +172,18 @@ func TestCatDuplicateColumns(t *testing.T) {
 	})
 }
 
+// A VARIANT whose metadata field is optional (arrow-go refuses the file)
+// prints as DuckDB reads it.
+func TestCatVariantOptionalMetadata(t *testing.T) {
+	p := filepath.Join("..", "..", "formats", "parquet", "testdata", "variant_optional_metadata.parquet")
+	if got := ok(t, "cat", p); got != "{\"id\":0,\"v\":42}\n{\"id\":1,\"v\":null}\n{\"id\":2,\"v\":7}\n" {
+		t.Errorf("cat: %q", got)
+	}
+	t.Run("duckdb", func(t *testing.T) {
+		duckAgrees(t, "SELECT coalesce(v::VARCHAR, 'null') FROM read_parquet("+duckdb.Quote(p)+") ORDER BY id", "42", "null", "7")
+	})
+}
+
 // A byte-array DECIMAL holding an empty value (a zero some writers emit,
 // which arrow-go refuses) reads as 0, as parquet-java and DuckDB read it; a
 // value too wide for its Arrow decimal fails, naming the file, row group,

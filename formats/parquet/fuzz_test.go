@@ -73,6 +73,11 @@ func FuzzParquetFooter(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(parquet.PagedFile(f, 20))
+	if data, err := os.ReadFile(optionalMetadataVariantFile); err == nil {
+		f.Add(data) // a VARIANT read as a plain struct (see plainVariants)
+	} else {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const url = "mem://fuzz/f.parquet"
 		err := withDeadline(t, url, 10*time.Second, func(ctx context.Context) error {

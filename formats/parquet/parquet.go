@@ -124,6 +124,10 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if err != nil {
 		return err
 	}
+	md, variants, err := plainVariants(md)
+	if err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
 	props := pqarrow.ArrowReadProperties{}
 	manifest, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
@@ -136,6 +140,9 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	schema = annotateStrings(schema, manifest, md.Schema)
 	readMD, schema, convert, err := readAs(md, manifest, schema, p.INT96)
 	if err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
+	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert}
