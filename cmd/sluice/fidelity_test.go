@@ -151,20 +151,37 @@ func TestCatUndecodableVariant(t *testing.T) {
 	}
 }
 
-// Duplicate column names are refused only where the duplicate is read.
+// Top-level columns of one name read under the names DuckDB gives them (the
+// later ones renamed "a_1" and so on), which --columns and --filter name.
 func TestCatDuplicateColumns(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "dup.parquet")
 	i64 := pqschema.NewIntLogicalType(64, true)
 	writeTyped(t, p, []typedColumn{
-		{"a", i64, parquet.Types.Int64, -1, []int64{1}},
-		{"a", i64, parquet.Types.Int64, -1, []int64{2}},
-		{"b", i64, parquet.Types.Int64, -1, []int64{3}},
+		{"a", i64, parquet.Types.Int64, -1, []int64{1, 4}},
+		{"a", i64, parquet.Types.Int64, -1, []int64{2, 5}},
+		{"b", i64, parquet.Types.Int64, -1, []int64{3, 6}},
 	})
-	if got := ok(t, "cat", p, "--columns", "b"); got != "{\"b\":3}\n" {
-		t.Errorf("cat --columns b: %q", got)
+	if got := ok(t, "cat", p); got != "{\"a\":1,\"a_1\":2,\"b\":3}\n{\"a\":4,\"a_1\":5,\"b\":6}\n" {
+		t.Errorf("cat: %q", got)
 	}
-	fails(t, exitFailure, []string{"dup.parquet", `more than one column named "a"`}, "cat", p, "--columns", "a")
-	fails(t, exitFailure, []string{"dup.parquet", `more than one column named "a"`, "select the columns"}, "cat", p)
+	if got := ok(t, "cat", p, "--columns", "a_1", "--filter", "a_1 = 5"); got != "{\"a_1\":5}\n" {
+		t.Errorf("cat --columns a_1 --filter 'a_1 = 5': %q", got)
+	}
+	t.Run("duckdb", func(t *testing.T) {
+		duckAgrees(t, "SELECT a_1::VARCHAR FROM read_parquet("+duckdb.Quote(p)+")", "2", "5")
+	})
+}
+
+// A VARIANT whose metadata field is optional (arrow-go refuses the file)
+// prints as DuckDB reads it.
+func TestCatVariantOptionalMetadata(t *testing.T) {
+	p := filepath.Join("..", "..", "formats", "parquet", "testdata", "variant_optional_metadata.parquet")
+	if got := ok(t, "cat", p); got != "{\"id\":0,\"v\":42}\n{\"id\":1,\"v\":null}\n{\"id\":2,\"v\":7}\n" {
+		t.Errorf("cat: %q", got)
+	}
+	t.Run("duckdb", func(t *testing.T) {
+		duckAgrees(t, "SELECT coalesce(v::VARCHAR, 'null') FROM read_parquet("+duckdb.Quote(p)+") ORDER BY id", "42", "null", "7")
+	})
 }
 
 // A byte-array DECIMAL holding an empty value (a zero some writers emit,

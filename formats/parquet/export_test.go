@@ -13,3 +13,6 @@ func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (
 	}
 	return formats.Plan(ctx, urls, opts)
 }
+
+// PagedFile is pagedFile, for the fuzz seeds of the external tests.
+var PagedFile = pagedFile

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -243,7 +244,7 @@ func TestRowGroupCountMismatch(t *testing.T) {
 		wantErr string
 	}{
 		{49, [2]int64{0, 49}, "more rows than the footer's 49"},
-		{51, [2]int64{0, 51}, "ended 1 rows early"},
+		{51, [2]int64{0, 51}, `the row group's num_rows is 51, but column "id"'s chunk has num_values 50 (the data ended after 50 rows)`},
 	} {
 		b := bytes.Clone(orig)
 		zz := uint64(c.claim << 1)
@@ -277,6 +278,123 @@ func TestRowGroupCountMismatch(t *testing.T) {
 		got, err = ids(0, 10)
 		if err != nil || len(got) != 10 || got[9] != 9 {
 			t.Errorf("claim %d: rows [0, 10) read as %v, %v", c.claim, got, err)
+		}
+		ds.Close()
+	}
+}
+
+// chunkValuesAt returns where each ColumnMetaData.num_values of the first
+// row group of a footer starts, so that a test can change it.
+func chunkValuesAt(t testing.TB, footer []byte) []int {
+	t.Helper()
+	s := thriftScanner{b: footer}
+	var at []int
+	inList := func(depth int, each func() error) error {
+		n, _, err := s.listHeader()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if err := each(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rowGroups := 0
+	err := s.structFields(0, func(id int16, typ byte) error {
+		if id != 4 || typ != tList { // FileMetaData.row_groups
+			return s.skip(typ, 1)
+		}
+		return inList(1, func() error {
+			rowGroups++
+			return s.structFields(1, func(id int16, typ byte) error {
+				if id != 1 || typ != tList || rowGroups > 1 { // RowGroup.columns
+					return s.skip(typ, 2)
+				}
+				return inList(2, func() error {
+					return s.structFields(3, func(id int16, typ byte) error {
+						if id != 3 || typ != tStruct { // ColumnChunk.meta_data
+							return s.skip(typ, 4)
+						}
+						return s.structFields(4, func(id int16, typ byte) error {
+							if id == 5 && typ == tI64 { // ColumnMetaData.num_values
+								at = append(at, s.pos)
+							}
+							return s.skip(typ, 5)
+						})
+					})
+				})
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// pagedFile returns a file of one column "id" of 48 rows in pages of 8
+// values, whose chunk's num_values the footer gives as values (48 is true).
+func pagedFile(t testing.TB, values int64) []byte {
+	t.Helper()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range 48 {
+		b.Append(int64(i))
+	}
+	ids := b.NewArray()
+	defer ids.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ids}, 48)
+	defer rec.Release()
+	var out bytes.Buffer
+	props := pq.NewWriterProperties(pq.WithDictionaryDefault(false), pq.WithDataPageSize(64), pq.WithBatchSize(8), pq.WithStats(false))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &out, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := out.Bytes()
+	n := len(data)
+	flen := int(binary.LittleEndian.Uint32(data[n-8:]))
+	at := chunkValuesAt(t, data[n-8-flen:n-8])
+	if len(at) != 1 || data[n-8-flen+at[0]] != 96 || values < 0 || values >= 64 {
+		t.Fatalf("num_values at %v, want one one-byte varint of 48", at)
+	}
+	data[n-8-flen+at[0]] = byte(values << 1)
+	return data
+}
+
+// TestChunkValuesMismatch changes the num_values the footer gives a column
+// chunk of 48 rows in pages of 8 values. arrow-go reads a chunk's pages
+// until their values reach num_values, so a smaller count ends the chunk a
+// page or more early: the error says which count disagrees with which.
+func TestChunkValuesMismatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paged.parquet")
+	for _, c := range []struct {
+		values  int64
+		wantErr string
+	}{
+		{20, `the row group's num_rows is 48, but column "id"'s chunk has num_values 20 (the data ended after 24 rows)`},
+	} {
+		if err := os.WriteFile(path, pagedFile(t, c.values), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ds.Read(context.Background(), 0, ds.RowRange(0, 0, 48), 16, nil, func(rec arrow.RecordBatch) error {
+			rec.Release()
+			return nil
+		})
+		if err == nil || !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "row group 0") {
+			t.Errorf("num_values %d: Read = %v, want an error saying %q", c.values, err, c.wantErr)
 		}
 		ds.Close()
 	}

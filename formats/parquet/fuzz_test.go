@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/storage"
@@ -59,6 +60,21 @@ func FuzzParquetFooter(f *testing.F) {
 	// arrow-go as BYTE_ARRAY (see readAs).
 	if data, err := os.ReadFile(flbaDeltaFile); err == nil {
 		f.Add(data)
+	} else {
+		f.Fatal(err)
+	}
+	// Top-level columns of one name, which the driver renames (see
+	// uniqueNames), and a chunk whose num_values ends it early.
+	dup := filepath.Join(f.TempDir(), "dup.parquet")
+	writeDuplicates(f, dup, []string{"id", "s", "id", "id_1", "s"}, true)
+	if data, err := os.ReadFile(dup); err == nil {
+		f.Add(data)
+	} else {
+		f.Fatal(err)
+	}
+	f.Add(parquet.PagedFile(f, 20))
+	if data, err := os.ReadFile(optionalMetadataVariantFile); err == nil {
+		f.Add(data) // a VARIANT read as a plain struct (see plainVariants)
 	} else {
 		f.Fatal(err)
 	}

@@ -124,6 +124,10 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if err != nil {
 		return err
 	}
+	md, variants, err := plainVariants(md)
+	if err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
 	props := pqarrow.ArrowReadProperties{}
 	manifest, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
@@ -136,6 +140,9 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	schema = annotateStrings(schema, manifest, md.Schema)
 	readMD, schema, convert, err := readAs(md, manifest, schema, p.INT96)
 	if err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
+	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
 	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert}
@@ -280,7 +287,7 @@ func parseFooter(footer []byte, f *formats.Fragment) (*metadata.FileMetaData, er
 	if err := checkFooter(footer); err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
-	md, err := metadata.NewFileMetaData(dropUnknownLogicalTypes(footer), nil)
+	md, err := metadata.NewFileMetaData(renameDuplicateColumns(dropUnknownLogicalTypes(footer)), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
@@ -493,6 +500,10 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		})
 		if pageErr := src.pageFailure(); err != nil && pageErr != nil {
 			err = fmt.Errorf("%w: %w", formats.ErrCorrupt, pageErr)
+		}
+		var short *shortRowGroup
+		if errors.As(err, &short) {
+			err = short.explain(meta.md, rg, fe.leaves)
 		}
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
@@ -749,9 +760,46 @@ func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int6
 		return err
 	}
 	if want > 0 {
-		return fmt.Errorf("%w: data ended %d rows early (the footer says %d rows)", formats.ErrCorrupt, want, rows)
+		return &shortRowGroup{decoded: hi - want, rows: rows}
 	}
 	return nil
+}
+
+// shortRowGroup is a row group whose column chunks ended before the row
+// count the footer gives it: readRows says which counts disagree (see
+// explain), as only it has the row group's metadata.
+type shortRowGroup struct {
+	decoded, rows int64
+}
+
+func (e *shortRowGroup) Error() string {
+	return fmt.Sprintf("%v: the column chunks ended after %d rows; the row group's num_rows is %d", formats.ErrCorrupt, e.decoded, e.rows)
+}
+
+func (e *shortRowGroup) Unwrap() error { return formats.ErrCorrupt }
+
+// explain names the counts that disagree. arrow-go reads a column chunk's
+// pages until their values reach the chunk's num_values, so a flat column
+// whose num_values is below the row group's num_rows ends early by design:
+// the message names those columns. Where every such count agrees with
+// num_rows, the pages themselves hold fewer values than their chunks'
+// num_values say.
+func (e *shortRowGroup) explain(md *metadata.FileMetaData, rg int, leaves []int) error {
+	g := md.RowGroup(rg)
+	var short []string
+	for _, leaf := range leaves {
+		cc, err := g.ColumnChunk(leaf)
+		if err != nil || md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			continue // a repeated column's values are not rows
+		}
+		if n := cc.NumValues(); n < e.rows {
+			short = append(short, fmt.Sprintf("column %q's chunk has num_values %d", md.Schema.Column(leaf).Path(), n))
+		}
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("%w: the row group's num_rows is %d, but %s (the data ended after %d rows)", formats.ErrCorrupt, e.rows, strings.Join(short, ", "), e.decoded)
+	}
+	return fmt.Errorf("%w: the column chunks' pages hold %d rows, fewer than their num_values and the row group's num_rows (%d)", formats.ErrCorrupt, e.decoded, e.rows)
 }
 
 // positions maps schema's columns onto a decoded schema rs, whose columns

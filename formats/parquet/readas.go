@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -59,6 +60,9 @@ const (
 	convDecimal
 	// convFixed: binary to fixed_size_binary(width), or an extension over it.
 	convFixed
+	// convVariant: a struct of metadata and value to a VARIANT (see
+	// plainVariants).
+	convVariant
 )
 
 // conversion is how one top-level column is converted after decoding.
@@ -228,6 +232,8 @@ func (c conversion) convert(col arrow.Array, first int64, mem memory.Allocator) 
 			b.Append(arrow.Timestamp(us))
 		}
 		return b.NewArray(), nil
+	case convVariant:
+		return toVariant(col, c.to.(*extensions.VariantType), first)
 	case convDecimal, convFixed:
 		in, ok := col.(*array.Binary)
 		if !ok {
