@@ -3,9 +3,11 @@ package iceberg
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/gob"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +59,45 @@ func FuzzVersionHint(f *testing.F) {
 		}
 		if !strings.HasPrefix(loc, dir+"/metadata/") || strings.Contains(strings.TrimPrefix(loc, dir+"/metadata/"), "/") {
 			t.Fatalf("hint %q gives %s, outside the metadata folder", hint, loc)
+		}
+	})
+}
+
+// FuzzManifestHeader feeds the Avro header reader of delete manifests
+// (completeManifestHeader) what a damaged or foreign manifest might hold:
+// it must refuse or complete, never panic, and a completed header keeps
+// every key it had, says "deletes", and keeps the bytes after it.
+func FuzzManifestHeader(f *testing.F) {
+	header := func(kv ...string) []byte {
+		b := append([]byte{}, avroMagic...)
+		b = binary.AppendVarint(b, int64(len(kv)/2))
+		for _, s := range kv {
+			b = binary.AppendVarint(b, int64(len(s)))
+			b = append(b, s...)
+		}
+		b = binary.AppendVarint(b, 0)
+		return append(b, "0123456789abcdef\x02\x04ab0123456789abcdef"...)
+	}
+	f.Add(header("avro.schema", `{"type":"record"}`, "avro.codec", "deflate"))
+	f.Add(header("avro.schema", "{}", "content", "deletes", "format-version", "2"))
+	f.Add(header("format-version", "2"))
+	f.Add([]byte("Obj\x01\x03\x10"))
+	f.Add([]byte("Obj\x01\x00short"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := completeManifestHeader(b, 2)
+		if err != nil {
+			return
+		}
+		keys, vals, rest, err := readHeader(out)
+		if err != nil {
+			t.Fatalf("completed header does not read: %v", err)
+		}
+		k0, _, rest0, _ := readHeader(b)
+		if !bytes.Equal(rest, rest0) || !slices.Equal(keys[:len(k0)], k0) {
+			t.Fatalf("keys %q and %d bytes after the header, from %q and %d", keys, len(rest), k0, len(rest0))
+		}
+		if i := slices.Index(keys, "content"); i < 0 || (!slices.Contains(k0, "content") && string(vals[i]) != "deletes") {
+			t.Fatalf("keys %q, values %q", keys, vals)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -72,6 +73,11 @@ type fileIO struct {
 	ctx context.Context
 	res *storage.Resolver
 	loc locator
+	// For scan planning (plannerIO): files already read, by location, and
+	// the delete manifests the manifest list names, with the list's format
+	// version. Read-only once planning starts.
+	memo    map[string][]byte
+	deletes map[string]int
 }
 
 var _ iceio.ReadFileIO = (*fileIO)(nil)
@@ -89,10 +95,21 @@ func (f *fileIO) open(name string) (*ioFile, error) {
 }
 
 // Open opens a file of the table for reading.
-func (f *fileIO) Open(name string) (iceio.File, error) { return f.open(name) }
+func (f *fileIO) Open(name string) (iceio.File, error) {
+	if b, ok := f.memo[name]; ok {
+		return &memFile{Reader: bytes.NewReader(b), name: name}, nil
+	}
+	if v, ok := f.deletes[name]; ok {
+		return f.openDeleteManifest(name, v)
+	}
+	return f.open(name)
+}
 
 // ReadFile reads a whole file (metadata JSON, a manifest).
 func (f *fileIO) ReadFile(name string) ([]byte, error) {
+	if b, ok := f.memo[name]; ok {
+		return b, nil
+	}
 	file, err := f.open(name)
 	if err != nil {
 		return nil, err

@@ -57,12 +57,18 @@ type eqDeleteFile struct {
 	FieldIDs []int
 }
 
-// planVersion changes when tablePlan's encoding does, so that old cache
-// entries miss.
-const planVersion = "sluice-iceberg-plan-2"
+// planVersion changes when tablePlan's encoding or meaning does, so that
+// old cache entries miss (3: position deletes match data files by URL).
+const planVersion = "sluice-iceberg-plan-3"
 
+// cacheKey names the plan: the rewrite is part of it, since position
+// deletes match data files by where the rewrite puts them.
 func (t *Table) cacheKey() []byte {
-	return fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.SnapshotID())
+	k := fmt.Appendf(nil, "%s\x00%s\x00%d", planVersion, t.metaLoc, t.SnapshotID())
+	for i, from := range t.loc.from {
+		k = fmt.Appendf(k, "\x00%s\x00%s", from, t.loc.to[i])
+	}
+	return k
 }
 
 // loadPlan plans the snapshot, or takes its plan from the cache.
@@ -106,6 +112,10 @@ func (p *tablePlan) check() error {
 // planSnapshot runs iceberg-go's scan planning and reads the position
 // deletes and deletion vectors into masks.
 func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, error) {
+	fio, err := t.plannerIO(fio)
+	if err != nil {
+		return nil, err
+	}
 	tbl := table.New(table.Identifier{"sluice"}, t.meta, t.metaLoc, func(context.Context) (iceio.IO, error) { return fio, nil }, nil)
 	scan := tbl.Scan(table.WithSnapshotID(t.snap.SnapshotID), table.WithMaxConcurrency(t.opts.Concurrency))
 	defer scan.Close()
@@ -137,8 +147,11 @@ func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, erro
 		p.Files = append(p.Files, pf)
 	}
 	p.PosDeleteFiles = len(posFiles)
-	positions, err := t.readPositionDeletes(ctx, posFiles)
+	positions, spellings, err := t.readPositionDeletes(ctx, posFiles)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkSpellings(p.Files, spellings); err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
@@ -148,7 +161,7 @@ func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, erro
 		pf := &p.Files[i]
 		var del []int64
 		for _, d := range task.DeleteFiles {
-			del = append(del, positions[d.FilePath()][pf.Path]...)
+			del = append(del, positions[d.FilePath()][t.loc.url(pf.Path)]...)
 		}
 		pf.Deleted = del
 		if len(task.DeletionVectorFiles) == 0 {
@@ -190,15 +203,15 @@ func (t *Table) planSnapshot(ctx context.Context, fio *fileIO) (*tablePlan, erro
 
 // readPositionDeletes reads position delete files (file_path, pos) with
 // sluice's Parquet driver: for each delete file, the rows it deletes by
-// data file.
-func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.DataFile) (map[string]map[string][]int64, error) {
-	out := map[string]map[string][]int64{}
+// data file's URL (locator.url), and the URLs' spellings in the deletes.
+func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.DataFile) (map[string]map[string][]int64, map[string]string, error) {
+	out, spellings := map[string]map[string][]int64{}, map[string]string{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(t.opts.Concurrency)
 	for p, df := range files {
 		g.Go(func() error {
-			byFile := map[string][]int64{}
+			byFile, spelled := map[string][]int64{}, map[string]string{}
 			err := t.readAll(gctx, p, string(df.FileFormat()), []string{"file_path", "pos"}, func(b arrow.RecordBatch) error {
 				paths, ok1 := b.Column(0).(*array.String)
 				pos, ok2 := b.Column(1).(*array.Int64)
@@ -209,7 +222,14 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 					if paths.IsNull(i) || pos.IsNull(i) {
 						return fmt.Errorf("%w: a position delete row has a null", formats.ErrCorrupt)
 					}
-					byFile[paths.Value(i)] = append(byFile[paths.Value(i)], pos.Value(i))
+					// By where the file lies: the data file's path as the
+					// metadata spells it, and the delete's as the delete
+					// writer did, may differ in a prefix Rewrite maps.
+					u := t.loc.url(paths.Value(i))
+					if _, ok := spelled[u]; !ok {
+						spelled[u] = paths.Value(i)
+					}
+					byFile[u] = append(byFile[u], pos.Value(i))
 				}
 				return nil
 			})
@@ -218,11 +238,51 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 			}
 			mu.Lock()
 			out[p] = byFile
+			for u, raw := range spelled {
+				spellings[u] = raw
+			}
 			mu.Unlock()
 			return nil
 		})
 	}
-	return out, g.Wait()
+	return out, spellings, g.Wait()
+}
+
+// checkSpellings refuses position deletes that name a data file of the
+// snapshot by another scheme and authority than the metadata does
+// (hdfs://nn:8020/warehouse/… for /warehouse/…, as Impala's tables may
+// hold): such a delete would silently delete nothing. Options.Rewrite
+// mapping both spellings onto the same place makes them one file.
+// Deletes naming files the snapshot no longer holds, by any spelling,
+// delete nothing, as the spec says.
+func (t *Table) checkSpellings(files []plannedFile, spellings map[string]string) error {
+	urls := make(map[string]bool, len(files))
+	byPath := make(map[string]string, len(files))
+	for _, f := range files {
+		urls[t.loc.url(f.Path)] = true
+		byPath[pathOnly(f.Path)] = f.Path
+	}
+	for u, raw := range spellings {
+		if urls[u] {
+			continue
+		}
+		if data, ok := byPath[pathOnly(raw)]; ok {
+			return fmt.Errorf("iceberg: %s, %s: a position delete names data file %q, which the metadata spells %q: "+
+				"map both prefixes onto the same place with Options.Rewrite (--rewrite from=to, once for each)", t.metaLoc, t.Version(), raw, data)
+		}
+	}
+	return nil
+}
+
+// pathOnly is a location without its scheme and authority.
+func pathOnly(location string) string {
+	if i := strings.Index(location, "://"); i > 0 {
+		rest := location[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			return rest[j:]
+		}
+	}
+	return strings.TrimPrefix(location, "file:")
 }
 
 // readAll reads columns of one file of the table (a delete file) whole.

@@ -51,9 +51,9 @@ var sharedTables = []sharedTable{
 	{name: "legacy_bare_deletion_vector", location: "duckdb-iceberg/data/persistent/legacy_bare_deletion_vector/warehouse/default/legacy_bare_deletion_vector", refused: "puffin"},
 	{name: "airports_parquet", location: "impala/airports_parquet", rows: 3376},
 	{name: "iceberg_v2_no_deletes", location: "impala/iceberg_v2_no_deletes", rows: 3},
-	{name: "iceberg_v2_delete_equality", location: "impala/iceberg_v2_delete_equality", refused: "manifest file's 'content' metadata"},
-	{name: "iceberg_v2_delete_positional", location: "impala/iceberg_v2_delete_positional", refused: "manifest file's 'content' metadata"},
-	{name: "iceberg_v2_positional_delete_all_rows", location: "impala/iceberg_v2_positional_delete_all_rows", refused: "manifest file's 'content' metadata"},
+	{name: "iceberg_v2_delete_equality", location: "impala/iceberg_v2_delete_equality", rows: 2},
+	{name: "iceberg_v2_delete_positional", location: "impala/iceberg_v2_delete_positional", rows: 2},
+	{name: "iceberg_v2_positional_delete_all_rows", location: "impala/iceberg_v2_positional_delete_all_rows", rows: 0},
 }
 
 // rewrites map the locations the shared tables' metadata holds (Impala's
@@ -66,6 +66,9 @@ func rewrites(t *testing.T) (map[string]string, func(string) string) {
 	}
 	m := map[string]string{
 		"/test-warehouse/iceberg_test/hadoop_catalog/ice/": "file://" + root + "/impala/",
+		// Impala's position delete files name the data files with the
+		// scheme and authority its metadata leaves out.
+		"hdfs://localhost:20500/test-warehouse/iceberg_test/hadoop_catalog/ice/": "file://" + root + "/impala/",
 		"data/persistent/":  "file://" + root + "/duckdb-iceberg/data/persistent/",
 		"lineitem_iceberg/": "file://" + root + "/duckdb-iceberg/data/persistent/iceberg/lineitem_iceberg/",
 	}
