@@ -200,7 +200,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	// header (or read as one where Header says so).
 	var first [][]byte
 	var firstQuoted []bool
-	var afterFirst, firstLine int64
+	var firstStart, afterFirst, firstLine int64
 	firstMultiline := false
 	below := 0
 	records := o.SampleRecords
@@ -229,7 +229,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 				first = append(first, bytes.Clone(v))
 			}
 			firstQuoted = slices.Clone(t.quoted)
-			afterFirst, firstLine, firstMultiline = t.end, t.consumed+1, t.multiline
+			firstStart, afterFirst, firstLine, firstMultiline = t.start, t.end, t.consumed+1, t.multiline
 			continue
 		}
 		if t.multiline && m.whole == "" {
@@ -273,7 +273,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			dataStart = afterFirst
 			m.dataLine = firstLine
 			if firstMultiline {
-				m.whole = "the header holds a quoted line end (byte 0)"
+				m.whole = fmt.Sprintf("the header holds a quoted line end (byte %d)", firstStart)
 			}
 		} else {
 			for i := range first {
@@ -281,7 +281,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 			guesses, seen = observeRecord(guesses, seen, first, firstQuoted, isNull)
 			if firstMultiline {
-				m.whole = "a quoted field holds a line end (record at byte 0), so record boundaries cannot be found from an arbitrary byte"
+				m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", firstStart)
 			}
 		}
 	}
