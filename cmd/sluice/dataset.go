@@ -40,6 +40,7 @@ type datasetFlags struct {
 type textFlags struct {
 	delimiter   string
 	noHeader    bool
+	header      bool
 	nullStrings listFlag
 	countRows   bool
 	skipBadRows bool
@@ -59,8 +60,9 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
 	d.iceberg.register(fs)
-	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default ',', and tab for .tsv)")
-	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ...")
+	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
+	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")
+	fs.BoolVar(&d.text.header, "header", false, "the first line of CSV files names the columns (default: detected)")
 	fs.Var(&d.text.nullStrings, "null-strings", "unquoted CSV `values` read as null, comma-separated (default: the empty value)")
 	fs.BoolVar(&d.text.countRows, "count-rows", false, "count the rows of text files when planning (reads them once; --drop-remainder needs it)")
 	fs.BoolVar(&d.text.skipBadRows, "skip-bad-rows", false, "skip text records that do not fit the schema instead of failing")
@@ -69,7 +71,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 // formats are the drivers the commands read: Parquet and ORC, then the
 // text formats with the text flags.
 func (d *datasetFlags) formats() []formats.Format {
-	o := text.Options{NoHeader: d.text.noHeader, NullStrings: d.text.nullStrings, Count: d.text.countRows}
+	o := text.Options{NoHeader: d.text.noHeader, Header: d.text.header, NullStrings: d.text.nullStrings, Count: d.text.countRows}
 	if d.text.delimiter != "" {
 		o.Delimiter = d.text.delimiter[0]
 	}
@@ -97,6 +99,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
 	case len(d.text.delimiter) > 1:
 		return usageErrorf("--delimiter %q is more than one byte", d.text.delimiter)
+	case d.text.header && d.text.noHeader:
+		return usageErrorf("--header and --no-header contradict each other")
 	}
 	if d.filter != "" {
 		if _, err := filter.Parse(d.filter); err != nil {

@@ -109,6 +109,9 @@ type fileInfo struct {
 	// Whole says why a CSV or JSON Lines file is read as one unit, not in
 	// byte ranges (a quoted line end).
 	Whole string `json:"whole,omitempty"`
+	// Dialect says how a CSV or TSV file is read: its delimiter, quote,
+	// escape and header, as detected or given by the flags.
+	Dialect string `json:"dialect,omitempty"`
 }
 
 type unitInfo struct {
@@ -230,7 +233,7 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	}
 	rowsKnown := true
 	for _, f := range ds.Files() {
-		fi := fileInfo{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Rows: f.Rows, RowGroups: []unitInfo{}, Whole: text.Whole(f)}
+		fi := fileInfo{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Rows: f.Rows, RowGroups: []unitInfo{}, Whole: text.Whole(f), Dialect: text.Dialect(f)}
 		for _, u := range f.Units {
 			fi.RowGroups = append(fi.RowGroups, unitInfo{Rows: u.Rows, Bytes: u.Bytes})
 			fi.SelectedBytes += u.Bytes
@@ -320,6 +323,15 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 	for _, f := range rep.Files {
 		if f.Whole != "" {
 			fmt.Fprintf(w, "%s is read whole, not in byte ranges: %s\n", f.URL, f.Whole)
+		}
+	}
+	// The files of one text format read alike (the planner refuses them
+	// otherwise), so one line per format says how.
+	dialects := map[string]bool{}
+	for _, f := range rep.Files {
+		if f.Dialect != "" && !dialects[f.Format] {
+			dialects[f.Format] = true
+			fmt.Fprintf(w, "%s files: %s (detected where --delimiter, --header or --no-header do not say)\n", f.Format, f.Dialect)
 		}
 	}
 

@@ -31,10 +31,10 @@ import (
 // cannot cut (a quote left open, a record over the size limit) is read
 // whole, which reports the problem the way a read of the whole file does.
 func (f *Format) settleCuts(ctx context.Context, fr *formats.Fragment, m *meta) error {
-	if !m.split || f.kind == JSONLines || f.kind == JSON || f.opts.Quote == 0 {
+	if !m.split || f.kind == JSONLines || f.kind == JSON || m.d.quote == 0 {
 		return nil
 	}
-	key := fr.CacheKey("text-cuts/" + f.cutsFingerprint())
+	key := fr.CacheKey("text-cuts/" + f.cutsFingerprint(m))
 	if c := fr.Cache(); c != nil {
 		var cached []int64
 		if v, err := c.Get(ctx, key); err == nil && json.Unmarshal(v, &cached) == nil && validCuts(cached, m.bounds) {
@@ -42,7 +42,7 @@ func (f *Format) settleCuts(ctx context.Context, fr *formats.Fragment, m *meta) 
 			return nil
 		}
 	}
-	bounds, err := f.scanCuts(ctx, fr, m.bounds)
+	bounds, err := f.scanCuts(ctx, fr, m.d, m.bounds)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -66,9 +66,8 @@ func (f *Format) settleCuts(ctx context.Context, fr *formats.Fragment, m *meta) 
 }
 
 // cutsFingerprint names what a file's cuts depend on besides its bytes.
-func (f *Format) cutsFingerprint() string {
-	o := f.opts
-	return fmt.Sprintf("%s|%q|%q|%q|%t|%d", f.kind, o.Quote, o.Escape, o.Comment, o.NoHeader, o.UnitBytes)
+func (f *Format) cutsFingerprint(m *meta) string {
+	return fmt.Sprintf("%s|%q|%q|%q|%t|%d", f.kind, m.d.quote, m.d.esc, m.d.comment, m.header, f.opts.UnitBytes)
 }
 
 // validCuts reports whether cached bounds fit a file planned as planned:
@@ -90,22 +89,22 @@ func validCuts(cached, planned []int64) bool {
 // uses and returns bounds with each cut moved to the first record start at
 // or after it (the file's end if none): ranges then own exactly the
 // records that start in them, as in a read of the whole file.
-func (f *Format) scanCuts(ctx context.Context, fr *formats.Fragment, bounds []int64) ([]int64, error) {
+func (f *Format) scanCuts(ctx context.Context, fr *formats.Fragment, d dialect, bounds []int64) ([]int64, error) {
 	out := make([]int64, len(bounds))
 	copy(out, bounds)
-	start, cut, err := f.quoteFree(ctx, fr, bounds, out)
+	start, cut, err := f.quoteFree(ctx, fr, d.quote, bounds, out)
 	if err != nil || cut >= len(bounds)-1 {
 		return out, err
 	}
-	return f.tokenCuts(ctx, fr, bounds, out, start, cut)
+	return f.tokenCuts(ctx, fr, d, bounds, out, start, cut)
 }
 
 // tokenCuts settles the cuts from cut on with the tokenizer, reading from
 // start, a record boundary.
-func (f *Format) tokenCuts(ctx context.Context, fr *formats.Fragment, bounds, out []int64, start int64, cut int) ([]int64, error) {
+func (f *Format) tokenCuts(ctx context.Context, fr *formats.Fragment, d dialect, bounds, out []int64, start int64, cut int) ([]int64, error) {
 	size := fr.Size
 	src := &source{r: io.NewSectionReader(fr.Source.ReaderAt(ctx), start, size-start), base: start, step: 1 << 20}
-	t := &tokenizer{src: src, d: f.dialect()}
+	t := &tokenizer{src: src, d: d}
 	for n := 0; cut < len(bounds)-1; n++ {
 		if n&1023 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -141,7 +140,7 @@ var quoteFreeBlock = 1 << 20
 // start at or after it with no tokenizing. It returns the line start at
 // which the tokenizer must take over (a record boundary: the last line
 // start before the first block holding a quote) and the next cut to settle.
-func (f *Format) quoteFree(ctx context.Context, fr *formats.Fragment, bounds, out []int64) (int64, int, error) {
+func (f *Format) quoteFree(ctx context.Context, fr *formats.Fragment, quote byte, bounds, out []int64) (int64, int, error) {
 	block := quoteFreeBlock
 	ra := fr.Source.ReaderAt(ctx)
 	at, cut, last := bounds[0], 1, len(bounds)-1
@@ -158,7 +157,7 @@ func (f *Format) quoteFree(ctx context.Context, fr *formats.Fragment, bounds, ou
 			return 0, 0, fmt.Errorf("read bytes [%d, %d): %w", at, at+int64(len(buf)), err)
 		}
 		b := buf[:n]
-		if bytes.IndexByte(b, f.opts.Quote) >= 0 {
+		if bytes.IndexByte(b, quote) >= 0 {
 			return at, cut, nil
 		}
 		eof := at+int64(n) >= fr.Size

@@ -250,7 +250,7 @@ func (s *scanner) records(fe *fetched, first, end int) error {
 		}
 	}
 	defer closeSrc()
-	t := &tokenizer{src: src, d: f.dialect()}
+	t := &tokenizer{src: src, d: m.d}
 	limitAt := int64(-1) // records starting at or after it belong to the next range
 	lineBase := int64(0) // added to the tokenizer's lines; 0: lines unknown
 	if m.split {
@@ -276,7 +276,7 @@ func (s *scanner) records(fe *fetched, first, end int) error {
 		}
 	} else {
 		lineBase = 0
-		if f.kind != JSONLines && !f.opts.NoHeader {
+		if f.kind != JSONLines && m.header {
 			if _, err := t.next(); err != nil { // the header
 				return fmt.Errorf("%w: %s: header: %w", formats.ErrCorrupt, s.fr.URL, err)
 			}

@@ -43,6 +43,17 @@ func FuzzCSV(f *testing.F) {
 		"a,b\n1,\"open\n",
 		"a,b\r1,2\r3,4",
 		"a,b\n1,2,3\n4\n",
+		// Shapes the sniffer decides on (sniff.go): other delimiters,
+		// quotes and escapes, no header, one line.
+		"a;b\n1;\"x;y\"\n2;3,5\n",
+		"a|b\n1|x,y\n",
+		"a\tb\n1\t\"x\ty\"\n",
+		"a;b\n1;'p;q'\n",
+		"a,b\n1,\"p\\\"q\"\n2,\"r\"\n",
+		"1,2\n3,4\n",
+		"1,2.5,x\n",
+		"x,1\ny,2\n",
+		",\n1,2\n",
 	} {
 		f.Add([]byte(s), uint8(3), false)
 	}

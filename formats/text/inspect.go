@@ -35,7 +35,13 @@ type meta struct {
 	// dataLine is the line the first unit of a split file starts at.
 	dataLine int64
 	// csvTypes and jsonTypes are the types the sample suggests, by column.
-	csvTypes  []arrow.DataType
+	csvTypes []arrow.DataType
+	// d is the dialect the file is read with; header whether its first
+	// record names the columns; sniffed whether it had a record to tell
+	// (as given or detected, see sniff.go).
+	d         dialect
+	header    bool
+	sniffed   bool
 	jsonType  *jtype
 	sampleErr error
 	// rowStarts[i] is the file row unit i starts at, once counted.
@@ -79,6 +85,7 @@ func (m *meta) open(data io.Reader) (*source, func(), error) {
 	return src, closeFn, nil
 }
 
+// dialect is the dialect the options give, before detection.
 func (f *Format) dialect() dialect {
 	o := f.opts
 	if f.kind == JSONLines {
@@ -99,6 +106,9 @@ func (f *Format) nulls() [][]byte {
 // that types are inferred from (see Settle), and cuts a plain CSV or JSON
 // Lines file into byte ranges.
 func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) error {
+	if f.opts.Header && f.opts.NoHeader {
+		return fmt.Errorf("%s: text: Options.Header and Options.NoHeader are both set", fr.URL)
+	}
 	comp, _ := splitName(fr.URL)
 	m := &meta{comp: comp, bounds: []int64{0, fr.Size}, dataLine: 1}
 	stored := io.NewSectionReader(fr.Source.ReaderAt(ctx), 0, fr.Size)
@@ -156,25 +166,22 @@ func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) 
 }
 
 // sample reads a CSV file's header and SampleRecords records, or a JSON
-// Lines file's, and returns where the records after the header start.
+// Lines file's, and returns where the records after the header start. For
+// CSV it first detects the dialect and then whether there is a header,
+// where the options do not say (sniff.go).
 func (f *Format) sample(src *source, m *meta) (int64, error) {
-	t := &tokenizer{src: src, d: f.dialect()}
 	o := f.opts
-	var dataStart int64
-	if f.kind != JSONLines && !o.NoHeader {
-		ok, err := t.next()
-		if err != nil {
-			return 0, fmt.Errorf("%w: header: %w", formats.ErrCorrupt, err)
-		}
-		if ok {
-			m.names = headerNames(t.fields)
-			dataStart = t.end
-			m.dataLine = t.consumed + 1
-			if t.multiline {
-				m.whole = fmt.Sprintf("the header holds a quoted line end (byte %d)", t.start)
+	m.d = f.dialect()
+	csv := f.kind != JSONLines
+	if csv {
+		for len(src.buf) < sniffBytes && src.r != nil {
+			if _, err := src.more(0); err != nil {
+				return 0, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 			}
 		}
+		m.d = f.sniffDialect(src.buf, src.r == nil)
 	}
+	t := &tokenizer{src: src, d: m.d}
 	var guesses []guess
 	var seen []bool
 	nulls := f.nulls()
@@ -189,9 +196,23 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 		}
 		return false
 	}
-	for n := 0; n < o.SampleRecords; n++ {
+	// The first record, kept until the records below say whether it is a
+	// header (or read as one where Header says so).
+	var first [][]byte
+	var firstQuoted []bool
+	var firstStart, afterFirst, firstLine int64
+	firstMultiline := false
+	below := 0
+	records := o.SampleRecords
+	if csv {
+		records++ // the first, and SampleRecords below it
+	}
+	for n := 0; n < records; n++ {
 		ok, err := t.next()
 		if err != nil {
+			if first == nil && csv && !o.NoHeader {
+				return 0, fmt.Errorf("%w: header: %w", formats.ErrCorrupt, err)
+			}
 			if errors.Is(err, errRecordTooLarge) || src.r != nil {
 				return 0, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 			}
@@ -202,6 +223,14 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 		}
 		if !ok {
 			break
+		}
+		if csv && first == nil {
+			for _, v := range t.fields {
+				first = append(first, bytes.Clone(v))
+			}
+			firstQuoted = slices.Clone(t.quoted)
+			firstStart, afterFirst, firstLine, firstMultiline = t.start, t.end, t.consumed+1, t.multiline
+			continue
 		}
 		if t.multiline && m.whole == "" {
 			m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", t.start)
@@ -219,21 +248,8 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 			continue
 		}
-		if m.names == nil {
-			for i := range t.fields {
-				m.names = append(m.names, fmt.Sprintf("column%d", i))
-			}
-		}
-		for len(guesses) < len(m.names) {
-			guesses, seen = append(guesses, gAll), append(seen, false)
-		}
-		for i, v := range t.fields {
-			if i >= len(guesses) || isNull(v, t.quoted[i]) {
-				continue
-			}
-			guesses[i] = guesses[i].observe(v)
-			seen[i] = true
-		}
+		below++
+		guesses, seen = observeRecord(guesses, seen, t.fields, t.quoted, isNull)
 	}
 	if f.kind == JSONLines {
 		m.names = m.jsonType.keys()
@@ -241,6 +257,33 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			return 0, fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 		}
 		return 0, nil
+	}
+	var dataStart int64
+	if first != nil {
+		m.sniffed = true
+		switch {
+		case o.Header:
+			m.header = true
+		case o.NoHeader:
+		default:
+			m.header = hasHeader(first, func(i int) bool { return isNull(first[i], firstQuoted[i]) }, guesses, seen, below)
+		}
+		if m.header {
+			m.names = headerNames(first)
+			dataStart = afterFirst
+			m.dataLine = firstLine
+			if firstMultiline {
+				m.whole = fmt.Sprintf("the header holds a quoted line end (byte %d)", firstStart)
+			}
+		} else {
+			for i := range first {
+				m.names = append(m.names, fmt.Sprintf("column%d", i))
+			}
+			guesses, seen = observeRecord(guesses, seen, first, firstQuoted, isNull)
+			if firstMultiline {
+				m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", firstStart)
+			}
+		}
 	}
 	m.csvTypes = make([]arrow.DataType, len(m.names))
 	for i := range m.names {
@@ -251,6 +294,22 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 		}
 	}
 	return dataStart, nil
+}
+
+// observeRecord narrows the guesses of a CSV sample's columns by one
+// record's values, growing them to its fields.
+func observeRecord(guesses []guess, seen []bool, fields [][]byte, quoted []bool, isNull func([]byte, bool) bool) ([]guess, []bool) {
+	for len(guesses) < len(fields) {
+		guesses, seen = append(guesses, gAll), append(seen, false)
+	}
+	for i, v := range fields {
+		if isNull(v, quoted[i]) {
+			continue
+		}
+		guesses[i] = guesses[i].observe(v)
+		seen[i] = true
+	}
+	return guesses, seen
 }
 
 func (t *jtype) keys() []string {
@@ -333,6 +392,9 @@ func headerNames(fields [][]byte) []string {
 // runs the counting pass if Options.Count asks for one.
 func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 	o := f.opts
+	if err := f.sameDialect(frags); err != nil {
+		return err
+	}
 	types := map[string]arrow.DataType{}
 	from := map[string]string{}
 	if o.Schema == nil {
@@ -366,7 +428,7 @@ func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 	}
 	for _, fr := range frags {
 		m := fr.Meta.(*meta)
-		if o.Schema != nil && (f.kind == JSON || f.kind == JSONLines || o.NoHeader) {
+		if o.Schema != nil && (f.kind == JSON || f.kind == JSONLines || !m.header) {
 			// Columns come from the schema: by name for JSON, by position
 			// for CSV without a header.
 			if f.kind != JSON && f.kind != JSONLines && len(m.names) > 0 && len(m.names) != o.Schema.NumFields() {
@@ -497,7 +559,8 @@ func (f *Format) setCounts(fr *formats.Fragment, m *meta, counts []int64) error 
 // fingerprint names what a file's counts depend on besides its bytes.
 func (f *Format) fingerprint(fr *formats.Fragment) string {
 	o := f.opts
-	s := fmt.Sprintf("%s|%q|%q|%q|%q|%t|%q|%d|%d|%s", f.kind, o.Delimiter, o.Quote, o.Escape, o.Comment, o.NoHeader, o.NullStrings, o.BadRows, o.UnitBytes, fr.Schema)
+	m := fr.Meta.(*meta)
+	s := fmt.Sprintf("%s|%q|%q|%q|%q|%t|%q|%d|%d|%s", f.kind, m.d.delim, m.d.quote, m.d.esc, m.d.comment, m.header, o.NullStrings, o.BadRows, o.UnitBytes, fr.Schema)
 	return s
 }
 

@@ -91,20 +91,31 @@ const (
 // Options configure a text format. The zero value is a usable default for
 // every field.
 type Options struct {
-	// Delimiter separates CSV fields. Default ',' (TSV: '\t').
+	// Delimiter separates CSV fields. Default: detected per file from
+	// ',', '|', ';' and tab, the one that cuts the first SampleRecords
+	// records into the same number of fields, the most; ',' where none
+	// does. TSV: '\t', never detected. A delimiter given is always used.
 	Delimiter byte
 	// Quote encloses CSV fields that hold delimiters, quotes or newlines.
-	// Default '"'. NoQuote turns quoting off.
+	// Default: detected per file, '"' or '\'' ('"' where the file does not
+	// tell). NoQuote turns quoting off.
 	Quote   byte
 	NoQuote bool
-	// Escape, inside a quoted field, makes the next byte literal. Default 0:
-	// a quote is escaped by doubling it (RFC 4180).
+	// Escape, inside a quoted field, makes the next byte literal. Default:
+	// detected per file, 0 (a quote is escaped by doubling it, RFC 4180) or
+	// '\\' where only that cuts the file's records consistently.
 	Escape byte
 	// Comment starts a line that is skipped. Default 0: no comment lines.
 	Comment byte
 	// NoHeader says the first CSV record is data: columns are named
-	// column0, column1, ... Default: the first record names the columns.
+	// column0, column1, ... Header says the first record names the
+	// columns. Default (neither): detected per file, as DuckDB does: the
+	// first record is data if each of its values fits the type of its
+	// column in the records below it and not every column is text; a
+	// one-record file is data if any of its values reads as a number,
+	// boolean, date or timestamp. Setting both is an error.
 	NoHeader bool
+	Header   bool
 	// NullStrings are the unquoted CSV values read as null. Default: the
 	// empty field only. A quoted value is never null.
 	NullStrings []string
@@ -172,14 +183,16 @@ func (o Options) withDefaults(k Kind) Options {
 // Format is one text format, a formats.Format driver. Create it with New;
 // it is safe for concurrent use.
 type Format struct {
-	kind    Kind
-	opts    Options
+	kind Kind
+	opts Options
+	// given is opts as the user gave them: what is zero there is detected.
+	given   Options
 	skipped atomic.Int64
 }
 
 // New returns the driver for kind with opts.
 func New(kind Kind, opts Options) *Format {
-	return &Format{kind: kind, opts: opts.withDefaults(kind)}
+	return &Format{kind: kind, opts: opts.withDefaults(kind), given: opts}
 }
 
 // All returns drivers for every text kind with the same options, for a

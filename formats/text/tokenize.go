@@ -119,6 +119,9 @@ type tokenizer struct {
 // errNeedMore is internal: the record runs past the buffer.
 var errNeedMore = errors.New("need more bytes")
 
+// errUnclosed is the syntax error of a quote open at the end of the bytes.
+const errUnclosed = "quoted field not closed before the end of the file"
+
 // syntaxError is a record the tokenizer cannot cut.
 type syntaxError struct {
 	off int64
@@ -179,7 +182,7 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			for {
 				if j >= len(buf) {
 					if atEOF {
-						return false, &syntaxError{t.src.base + int64(t.pos), "quoted field not closed before the end of the file"}
+						return false, &syntaxError{t.src.base + int64(t.pos), errUnclosed}
 					}
 					return false, errNeedMore
 				}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// inspect says how CSV files are read, as detected; the flags override it,
+// and cat reads what inspect says.
+func TestInspectCSVDialect(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte("1;\"x;y\"\n2;z\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, "inspect", "--no-progress", dir)
+	if want := `csv files: delimiter ';', quote '"', escape doubled quote, no header`; !strings.Contains(out, want) {
+		t.Errorf("inspect does not say %q:\n%s", want, out)
+	}
+	if rep := inspectJSON(t, dir); len(rep.Files) != 1 || !strings.HasPrefix(rep.Files[0].Dialect, "delimiter ';'") {
+		t.Errorf("inspect --json files: %+v", rep.Files)
+	}
+	if got, want := ok(t, "cat", "--no-progress", dir), "{\"column0\":1,\"column1\":\"x;y\"}\n{\"column0\":2,\"column1\":\"z\"}\n"; got != want {
+		t.Errorf("cat:\n%s\nwant\n%s", got, want)
+	}
+	if out := ok(t, "inspect", "--no-progress", "--header", dir); !strings.Contains(out, "escape doubled quote, header") {
+		t.Errorf("inspect --header:\n%s", out)
+	}
+	if out := ok(t, "inspect", "--no-progress", "--delimiter", ",", dir); !strings.Contains(out, "delimiter ','") {
+		t.Errorf("inspect --delimiter ,:\n%s", out)
+	}
+	if r := run(t, "cat", "--header", "--no-header", dir); r.code != 2 || !strings.Contains(r.stderr, "--header and --no-header") {
+		t.Errorf("--header --no-header: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
