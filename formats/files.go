@@ -26,8 +26,9 @@ type File struct {
 	// planning then does not ask the store again, which saves a request
 	// per file. Default: the store is asked.
 	Object storage.Object
-	// Format reads the file. Default: the first of PlanOptions.Formats
-	// whose Match accepts the URL, else the first.
+	// Format reads the file. Default: the driver PlanOptions.Format
+	// names, else the first of PlanOptions.Formats whose Match accepts the
+	// URL, else the first.
 	Format Format
 	// Mask, if set, names rows of the file that are not part of the
 	// dataset.
@@ -121,9 +122,7 @@ func PlanFiles(ctx context.Context, files []File, opts PlanOptions) (_ *Scan, er
 			}
 			format := file.Format
 			if format == nil {
-				if format = pickFormat(opts.Formats, s.Object.Key); format == nil {
-					format = opts.Formats[0]
-				}
+				format = opts.driver(s.Object.Key)
 			}
 			rel := file.Rel
 			if rel == "" {

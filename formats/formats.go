@@ -272,6 +272,13 @@ type PlanOptions struct {
 	// whose Match accepts its name (a file named explicitly, by the first).
 	// Required: no format is built in.
 	Formats []Format
+	// Format, if set, names the driver of Formats (by its Name, such as
+	// "csv") that reads every file whatever its name: files named
+	// otherwise (.tbl, .dat, .txt, none) and every file of a directory or
+	// glob listing (names starting with '.' or '_' are still skipped).
+	// A name no driver of Formats has is refused. Default "": each file
+	// is read by the first driver whose Match accepts its name.
+	Format string
 	// Cache, if set, keeps footers between plans. Default: none.
 	Cache Cache
 	// Filter, if set, keeps only the rows it passes. Row counts behind a
@@ -287,6 +294,9 @@ type PlanOptions struct {
 	// promoted types), and reads as null from a file that lacks it (see
 	// File.Columns). Default (nil): the files' schemas decide, as in Plan.
 	Schema *arrow.Schema
+
+	// named is the driver Format names, found by check.
+	named Format
 }
 
 // Scan is a planned set of fragments with one unified schema, the
@@ -329,6 +339,9 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Scan, err er
 		}
 	}()
 	accept := func(key string) bool { return pickFormat(opts.Formats, key) != nil }
+	if opts.named != nil {
+		accept = func(string) bool { return true } // every file, whatever its name
+	}
 	var frags []*Fragment
 	seen := map[string]bool{}
 	for _, u := range urls {
@@ -341,10 +354,7 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Scan, err er
 				continue // named twice (a directory and a glob): read once
 			}
 			seen[s.URL] = true
-			f := pickFormat(opts.Formats, s.Object.Key)
-			if f == nil {
-				f = opts.Formats[0] // named explicitly: trust the caller
-			}
+			f := opts.driver(s.Object.Key)
 			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, Source: s, format: f, cache: opts.Cache, Mask: opts.Masks[s.URL]})
 		}
 	}
@@ -356,6 +366,12 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Scan, err er
 func (o *PlanOptions) check() error {
 	if len(o.Formats) == 0 {
 		return errors.New("formats: PlanOptions.Formats names no format (import a driver such as formats/parquet)")
+	}
+	if o.Format != "" {
+		o.named = Named(o.Formats, o.Format)
+		if o.named == nil {
+			return fmt.Errorf("formats: PlanOptions.Format %q names none of the drivers of PlanOptions.Formats (%s)", o.Format, strings.Join(Names(o.Formats), ", "))
+		}
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
@@ -807,6 +823,41 @@ func guard(url, part string, fn func() error) (err error) {
 		return fmt.Errorf("%s: %s: %w", url, part, err)
 	}
 	return nil
+}
+
+// driver is the driver that reads the file at key: the one Format names,
+// else the first whose Match accepts the name, else (a file named
+// explicitly: trust the caller) the first.
+func (o *PlanOptions) driver(key string) Format {
+	if o.named != nil {
+		return o.named
+	}
+	if f := pickFormat(o.Formats, key); f != nil {
+		return f
+	}
+	return o.Formats[0]
+}
+
+// Named is the driver of fs whose Name is name (compared without case),
+// or nil.
+func Named(fs []Format, name string) Format {
+	for _, f := range fs {
+		if strings.EqualFold(f.Name(), name) {
+			return f
+		}
+	}
+	return nil
+}
+
+// Names are the drivers' names, in order, each once.
+func Names(fs []Format) []string {
+	var out []string
+	for _, f := range fs {
+		if !slices.Contains(out, f.Name()) {
+			out = append(out, f.Name())
+		}
+	}
+	return out
 }
 
 func pickFormat(fs []Format, key string) Format {

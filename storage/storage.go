@@ -129,7 +129,10 @@ func (s Source) ReaderAt(ctx context.Context) *Reader {
 //     every object below it whose name does not start with '.' or '_'
 //     (Spark's _SUCCESS, checksum files), at any depth;
 //   - a glob (*, ?, [...] in the key, matched with path.Match, so * does not
-//     cross '/'): every object that matches.
+//     cross '/'): every object that matches. A key with those characters
+//     that names an object (data[1].csv, a*b.parquet; one Stat tells) is
+//     that object, and a local path that names a directory is that
+//     directory: a name that exists is read before a pattern is expanded.
 //
 // accept, if not nil, filters directory and glob listings by key (an object
 // named explicitly is always kept).
@@ -147,7 +150,22 @@ func (r *Resolver) Resolve(ctx context.Context, rawURL string, accept func(key s
 		return nil, err
 	}
 	display := func(key string) string { return loc.display(key) }
-	if hasMeta(loc.key) {
+	pattern := hasMeta(loc.key)
+	if pattern && !strings.HasSuffix(loc.key, "/") {
+		// A name that exists is that object before it is a pattern:
+		// data[1].csv and a*b.parquet are names writers give. One Stat (a
+		// HEAD on an object store) tells; any failure leaves it a pattern.
+		if o, err := b.Stat(ctx, loc.key); err == nil {
+			return []Source{{URL: display(o.Key), Rel: path.Base(o.Key), Bucket: b, Object: o}}, nil
+		}
+	}
+	if pattern && loc.scheme == "file" && isDir(loc) {
+		// A local directory of that name is listed as a directory. (On an
+		// object store a prefix is no object a HEAD finds: a pattern there
+		// that is also a prefix stays a pattern.)
+		pattern = false
+	}
+	if pattern {
 		if _, err := path.Match(loc.key, ""); err != nil {
 			return nil, fmt.Errorf("glob %s: %w", shown, err)
 		}
@@ -389,6 +407,12 @@ func fileLocation(p string) (location, error) {
 }
 
 func hasMeta(key string) bool { return strings.ContainsAny(key, "*?[") }
+
+// isDir reports whether a local location names a directory.
+func isDir(loc location) bool {
+	st, err := os.Stat(filepath.FromSlash(path.Join(loc.root, loc.key)))
+	return err == nil && st.IsDir()
+}
 
 // globRoot is the longest directory prefix of a pattern free of glob
 // metacharacters: the prefix to list.

@@ -195,6 +195,18 @@ type Options struct {
 	Storage storage.Options
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
+	// Format names the driver that reads every file whatever its name:
+	// "parquet", "orc", "csv", "tsv", "jsonl" or "json" (or the Name of a
+	// driver of Formats), for files named otherwise (.tbl, .dat, .txt, no
+	// extension) and every file of a directory or glob. With Formats
+	// empty, it reads with that format's default driver; with Formats
+	// set, with Formats' driver of that name (so text options come from
+	// the driver given there), and a name Formats has no driver for is
+	// refused. Not with Plan: a table names its files' formats. Default
+	// "": each file is read by the first of Formats whose extension it
+	// has, a file named explicitly by the first. (order: a file read by
+	// another driver than its name picks is in the fingerprint)
+	Format string
 	// PlanCache, if set, keeps every file's footer between runs so a
 	// restarted job plans without reading them (a changed file misses):
 	// for example store.KV("plans") of the job's pebblestore.Store.

@@ -60,6 +60,7 @@ func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
 		Concurrency:   o.PlanConcurrency,
 		Storage:       o.Storage,
 		Formats:       o.Formats,
+		Format:        o.Format,
 		Cache:         o.PlanCache,
 		OnRead:        func(scheme string, n int) { o.Metrics.AddRead(scheme, int64(n), 1) },
 		ChunkBytes:    o.ChunkBytes,

@@ -235,7 +235,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaData, []byte, error) {
 	const tailLen = 8 // footer length and magic
 	if f.Size < 4+tailLen {
-		return nil, nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file", formats.ErrCorrupt, f.Size)
+		return nil, nil, fmt.Errorf("%w: %d bytes is too small for a Parquet file%s", formats.ErrCorrupt, f.Size, textHint(ctx, f))
 	}
 	var key []byte
 	if c := f.Cache(); c != nil {
@@ -256,7 +256,7 @@ func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaDat
 	case "PARE":
 		return nil, nil, fmt.Errorf("%w: the footer is encrypted; encrypted Parquet files are not supported", formats.ErrCorrupt)
 	default:
-		return nil, nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet", formats.ErrCorrupt, magic)
+		return nil, nil, fmt.Errorf("%w: no Parquet magic at the end of the file (%q): truncated, or not Parquet%s", formats.ErrCorrupt, magic, textHint(ctx, f))
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[len(tail)-tailLen:]))
 	if n > f.Size-4-tailLen {
@@ -280,6 +280,22 @@ func readFooter(ctx context.Context, f *formats.Fragment) (*metadata.FileMetaDat
 		_ = f.Cache().Set(ctx, key, footer)
 	}
 	return md, tail, nil
+}
+
+// textHint is what the error of a file without Parquet magic adds when
+// its first bytes look like text: it is most likely a CSV or JSON file
+// whose name does not say so (.tbl, .dat, .txt, no extension), read as
+// Parquet because a file named explicitly goes to the first driver. It
+// costs one small read, on the way to an error only.
+func textHint(ctx context.Context, f *formats.Fragment) string {
+	head := make([]byte, min(f.Size, 4<<10))
+	if len(head) == 0 {
+		return ""
+	}
+	if _, err := f.Source.ReaderAt(ctx).ReadAt(head, 0); err != nil || !formats.LooksLikeText(head) {
+		return ""
+	}
+	return "; its first bytes look like text (printable UTF-8 lines): name its driver with Options.Format, such as \"csv\", \"tsv\" or \"jsonl\" (in sluice, --format csv)"
 }
 
 // parseFooter checks and parses the footer bytes of f.

@@ -6,8 +6,8 @@
 // It owns the plan object's layout and its check against a rank's own
 // plan (ErrMismatch names the first difference). It cuts chunks (package
 // split) but deals no splits and reads no rows: it imports formats (and
-// the Parquet driver, the default), filter, storage and split, never the
-// engine or stream.
+// the drivers Options.Format names by default: Parquet, ORC and text),
+// filter, storage and split, never the engine or stream.
 package planshare
 
 import (
@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +29,9 @@ import (
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -69,6 +72,8 @@ type Options struct {
 	Storage     storage.Options
 	Formats     []formats.Format
 	Cache       formats.Cache
+	// Format names the driver of every file (see Drivers).
+	Format string
 	// OnRead, if set, is told the bytes of every read of every bucket the
 	// planner opens: the dataset keeps those buckets for its own reads.
 	OnRead func(scheme string, n int)
@@ -92,15 +97,20 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 		}
 		return c
 	}
+	fs, err := Drivers(o.Format, o.Formats)
+	if err != nil {
+		return formats.PlanOptions{}, err
+	}
+	if o.Format != "" && o.Plan != nil {
+		return formats.PlanOptions{}, fmt.Errorf("stream: Options.Format %q names the driver of the files Options.URLs list; Options.Plan (a table) names its files' formats itself", o.Format)
+	}
 	po := formats.PlanOptions{
 		Columns:     o.Columns,
 		Concurrency: o.Concurrency,
 		Storage:     so,
-		Formats:     o.Formats,
+		Formats:     fs,
+		Format:      o.Format,
 		Cache:       o.Cache,
-	}
-	if len(po.Formats) == 0 {
-		po.Formats = []formats.Format{parquet.Format{}}
 	}
 	if o.Filter != "" {
 		flt, err := filter.Parse(o.Filter)
@@ -110,6 +120,51 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 		po.Filter = flt
 	}
 	return po, nil
+}
+
+// Known are the names Options.Format reads with a driver of its own when
+// Options.Formats is empty.
+var Known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
+
+// builtin is the default driver of a known name, or nil.
+func builtin(name string) formats.Format {
+	switch name = strings.ToLower(name); name {
+	case "parquet":
+		return parquet.Format{}
+	case "orc":
+		return orc.Format{}
+	}
+	return formats.Named(text.All(text.Options{}), name)
+}
+
+// Drivers are the drivers planning tries, given Options.Format and
+// Options.Formats: Formats, or Parquet where it is empty; with a Format,
+// Formats must have a driver of that name, and where it is empty the
+// Format's default driver (of Known) is the one. It refuses a name that is
+// neither known nor a driver's of Formats, listing the known ones, and a
+// known name that Formats, given, has no driver for: the two options would
+// say different things.
+func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
+	if format == "" {
+		if len(fs) == 0 {
+			return []formats.Format{parquet.Format{}}, nil
+		}
+		return fs, nil
+	}
+	if len(fs) > 0 {
+		if formats.Named(fs, format) != nil {
+			return fs, nil
+		}
+		if builtin(format) != nil {
+			return nil, fmt.Errorf("stream: Options.Format %q conflicts with Options.Formats, which has no %s driver (it has %s): add one to Options.Formats, or leave Options.Formats empty to read with the default %s driver", format, format, strings.Join(formats.Names(fs), ", "), format)
+		}
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(Known, ", "), strings.Join(formats.Names(fs), ", "))
+	}
+	b := builtin(format)
+	if b == nil {
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(Known, ", "))
+	}
+	return []formats.Format{b}, nil
 }
 
 // chunksPerWindow is the fewest chunks a full shuffle window is made of
@@ -248,7 +303,7 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
 	chunks := split.Chunks(planFiles(data), split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter)}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data))}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -494,15 +549,50 @@ func planFiles(data *formats.Scan) []split.File {
 	return files
 }
 
+// renamed lists the files Options.Format gives another driver than their
+// names would, each with that driver: they go into the fingerprint.
+// Options.Format is in the fingerprint this far and no further: a file
+// read by another driver may come as other rows (the same bytes as CSV and
+// as TSV are other values, and other records where quotes hold line
+// breaks), so a state must not resume across that change; but a file
+// given the driver its name picks anyway is the same rows, and a plan
+// without Format keeps the fingerprint it always had.
+func renamed(o Options, data *formats.Scan) []string {
+	if o.Format == "" {
+		return nil
+	}
+	byName := o.Formats
+	if len(byName) == 0 {
+		byName = []formats.Format{parquet.Format{}}
+	}
+	var out []string
+	for _, f := range data.Fragments {
+		d := byName[0]
+		for _, c := range byName {
+			if c.Match(f.Source.Object.Key) {
+				d = c
+				break
+			}
+		}
+		if d.Name() != f.Format {
+			out = append(out, fmt.Sprintf("%q %s", f.Rel, f.Format))
+		}
+	}
+	return out
+}
+
 // planHash fingerprints the chunk list by relative keys, sizes and row
 // ranges (unit ranges where counts are unknown), and the filter, so a
 // dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter) string {
+func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, renamed []string) string {
 	h := sha256.New()
 	if flt != nil {
 		// The canonical text: the same condition written otherwise is the
 		// same plan.
 		fmt.Fprintf(h, "filter %q\n", flt.String())
+	}
+	for _, r := range renamed {
+		fmt.Fprintf(h, "driver %s\n", r)
 	}
 	for _, f := range data.Fragments {
 		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
