@@ -122,9 +122,9 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	return po, nil
 }
 
-// Known are the names Options.Format reads with a driver of its own when
+// known are the names Options.Format reads with a driver of its own when
 // Options.Formats is empty.
-var Known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
+var known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
 
 // builtin is the default driver of a known name, or nil.
 func builtin(name string) formats.Format {
@@ -140,7 +140,7 @@ func builtin(name string) formats.Format {
 // Drivers are the drivers planning tries, given Options.Format and
 // Options.Formats: Formats, or Parquet where it is empty; with a Format,
 // Formats must have a driver of that name, and where it is empty the
-// Format's default driver (of Known) is the one. It refuses a name that is
+// Format's default driver (of known) is the one. It refuses a name that is
 // neither known nor a driver's of Formats, listing the known ones, and a
 // known name that Formats, given, has no driver for: the two options would
 // say different things.
@@ -158,11 +158,11 @@ func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 		if builtin(format) != nil {
 			return nil, fmt.Errorf("stream: Options.Format %q conflicts with Options.Formats, which has no %s driver (it has %s): add one to Options.Formats, or leave Options.Formats empty to read with the default %s driver", format, format, strings.Join(formats.Names(fs), ", "), format)
 		}
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(Known, ", "), strings.Join(formats.Names(fs), ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(known, ", "), strings.Join(formats.Names(fs), ", "))
 	}
 	b := builtin(format)
 	if b == nil {
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(Known, ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(known, ", "))
 	}
 	return []formats.Format{b}, nil
 }
