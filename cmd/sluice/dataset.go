@@ -44,6 +44,7 @@ type textFlags struct {
 	noHeader    bool
 	header      bool
 	nullStrings listFlag
+	nullPadding bool
 	countRows   bool
 	skipBadRows bool
 }
@@ -67,6 +68,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")
 	fs.BoolVar(&d.text.header, "header", false, "the first line of CSV files names the columns (default: detected)")
 	fs.Var(&d.text.nullStrings, "null-strings", "unquoted CSV `values` read as null, comma-separated (default: the empty value)")
+	fs.BoolVar(&d.text.nullPadding, "null-padding", false, "read a CSV row with fewer fields than the header as if its missing values were null (a longer row stays an error)")
 	fs.BoolVar(&d.text.countRows, "count-rows", false, "count the rows of text files when planning (reads them once; --drop-remainder needs it)")
 	fs.BoolVar(&d.text.skipBadRows, "skip-bad-rows", false, "skip text records that do not fit the schema instead of failing")
 }
@@ -74,7 +76,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 // formats are the drivers the commands read: Parquet and ORC, then the
 // text formats with the text flags.
 func (d *datasetFlags) formats() []formats.Format {
-	o := text.Options{NoHeader: d.text.noHeader, Header: d.text.header, NullStrings: d.text.nullStrings, Count: d.text.countRows}
+	o := text.Options{NoHeader: d.text.noHeader, Header: d.text.header, NullStrings: d.text.nullStrings, NullPadding: d.text.nullPadding, Count: d.text.countRows}
 	if d.text.delimiter != "" {
 		o.Delimiter = d.text.delimiter[0]
 	}

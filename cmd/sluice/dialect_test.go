@@ -34,3 +34,18 @@ func TestInspectCSVDialect(t *testing.T) {
 		t.Errorf("--header --no-header: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// --null-padding reads a short CSV row with nulls; without it the error
+// names the flag.
+func TestCatNullPadding(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte("a,b,c\n1,x,2.5\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ok(t, "cat", "--no-progress", "--null-padding", dir), "{\"a\":1,\"b\":\"x\",\"c\":2.5}\n{\"a\":2,\"b\":null,\"c\":null}\n"; got != want {
+		t.Errorf("cat --null-padding:\n%s\nwant\n%s", got, want)
+	}
+	if r := run(t, "cat", "--no-progress", dir); r.code == 0 || !strings.Contains(r.stderr, "--null-padding") {
+		t.Errorf("cat without --null-padding: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -424,10 +424,21 @@ func (s *scanner) record(t *tokenizer, line, recNo int64) error {
 		}
 		return nil
 	}
-	if len(t.fields) != len(s.m.names) {
-		return s.bad(at(), fmt.Errorf("%d fields, the header has %d", len(t.fields), len(s.m.names)))
+	if n := len(t.fields); n != len(s.m.names) {
+		switch {
+		case n > len(s.m.names):
+			// A long row stays an error even with NullPadding: which of its
+			// values belong to which column is unknown.
+			return s.bad(at(), fmt.Errorf("%d fields, the header has %d (a row longer than the header is always an error)", n, len(s.m.names)))
+		case !s.f.opts.NullPadding:
+			return s.bad(at(), fmt.Errorf("%d fields, the header has %d (text.Options.NullPadding, --null-padding, reads a short row's missing values as null)", n, len(s.m.names)))
+		}
 	}
 	for _, c := range s.cols {
+		if c.field >= len(t.fields) {
+			c.null = true // NullPadding: a value the short row lacks
+			continue
+		}
 		if err := c.parse(t.fields[c.field], t.quoted[c.field]); err != nil {
 			return s.bad(at(), fmt.Errorf("column %q: %w", s.m.names[c.field], err))
 		}

@@ -57,8 +57,19 @@ func FuzzCSV(f *testing.F) {
 	} {
 		f.Add([]byte(s), uint8(3), false)
 	}
+	// Ragged records read with NullPadding (unit's bit 64 sets it): short
+	// ones padded, a long one, a short quoted one, a detected pipe.
+	for _, s := range []string{
+		"a,b,c\n1,x,2.5\n2\n3,y\n",
+		"a,b\n1,2,3\n4\n",
+		"a,b,c\n1,\"x\ny\"\n2\n",
+		"a|b|c\n1|x|2\n3\n",
+		"a,b\n\n1\n",
+	} {
+		f.Add([]byte(s), uint8(3|64), false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, unit uint8, comment bool) {
-		o := Options{}
+		o := Options{NullPadding: unit&64 != 0}
 		if comment {
 			o.Comment = '#'
 		}

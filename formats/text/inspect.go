@@ -560,7 +560,7 @@ func (f *Format) setCounts(fr *formats.Fragment, m *meta, counts []int64) error 
 func (f *Format) fingerprint(fr *formats.Fragment) string {
 	o := f.opts
 	m := fr.Meta.(*meta)
-	s := fmt.Sprintf("%s|%q|%q|%q|%q|%t|%q|%d|%d|%s", f.kind, m.d.delim, m.d.quote, m.d.esc, m.d.comment, m.header, o.NullStrings, o.BadRows, o.UnitBytes, fr.Schema)
+	s := fmt.Sprintf("%s|%q|%q|%q|%q|%t|%q|%t|%d|%d|%s", f.kind, m.d.delim, m.d.quote, m.d.esc, m.d.comment, m.header, o.NullStrings, o.NullPadding, o.BadRows, o.UnitBytes, fr.Schema)
 	return s
 }
 

@@ -77,7 +77,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) dialect {
 	// uses reads them. A one-field cut counts only where the defaults cut
 	// the file so too (a file of one column): elsewhere it means the
 	// candidate's delimiter is not the file's.
-	baseCols, _ := consistentFields(base, head, atEOF, f.opts.SampleRecords)
+	baseCols, _ := consistentFields(base, head, atEOF, f.opts.SampleRecords, f.opts.NullPadding)
 	best, bestScore := base, 0
 	for _, delim := range delims {
 		for _, quote := range quotes {
@@ -92,7 +92,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) dialect {
 					continue
 				}
 				d := dialect{delim: delim, quote: quote, esc: esc, comment: base.comment}
-				cols, quoted := consistentFields(d, head, atEOF, f.opts.SampleRecords)
+				cols, quoted := consistentFields(d, head, atEOF, f.opts.SampleRecords, f.opts.NullPadding)
 				if cols == 0 || (cols == 1 && baseCols != 1) {
 					continue
 				}
@@ -111,8 +111,9 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) dialect {
 
 // consistentFields is the number of fields every record of head has under
 // d, or 0 if the records differ in it or d cannot cut them, and whether a
-// field was quoted.
-func consistentFields(d dialect, head []byte, atEOF bool, records int) (int, bool) {
+// field was quoted. With pad (NullPadding) a record shorter than the first
+// is consistent with it: it is read padded with nulls.
+func consistentFields(d dialect, head []byte, atEOF bool, records int, pad bool) (int, bool) {
 	t := &tokenizer{src: &source{buf: head}, d: d}
 	cols, quoted := 0, false
 	for n := 0; n < records; n++ {
@@ -130,6 +131,7 @@ func consistentFields(d dialect, head []byte, atEOF bool, records int) (int, boo
 		switch {
 		case cols == 0:
 			cols = len(t.fields)
+		case pad && len(t.fields) < cols:
 		case len(t.fields) != cols:
 			return 0, false
 		}

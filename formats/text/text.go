@@ -119,6 +119,12 @@ type Options struct {
 	// NullStrings are the unquoted CSV values read as null. Default: the
 	// empty field only. A quoted value is never null.
 	NullStrings []string
+	// NullPadding reads a CSV record with fewer fields than the header as
+	// if its missing last values were null, as DuckDB's null_padding does;
+	// dialect detection then takes a record shorter than the first as
+	// consistent with it. A record with more fields than the header is
+	// always an error. Default false: a short record is a bad row.
+	NullPadding bool
 
 	// Schema, if set, gives the columns' types (by name for CSV with a
 	// header and JSON, by position for CSV without one) and no sample is
