@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -75,7 +76,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
 	fs.Var(&cfg.positions, "positions", "print only the rows at these positions of the order: a `list` such as 10,20,100-200 (ranges inclusive)")
 	fs.IntVar(&cfg.split, "split", -1, "with --positions, count them in this `split`'s order instead of the rank's")
-	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 does: `error` fails, naming file, row group, column and row; replace reads it with U+FFFD")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 (a Parquet string, a CSV value or header name) does: `error` fails, naming file, column and row; replace reads it with U+FFFD")
 	fs.StringVar(&cfg.int96, "int96", "us", "`unit` of Parquet INT96 timestamps: us (every year; digits below the microsecond fail) or ns (keeps them; years outside 1677-2262 fail)")
 	return fs, cfg
 }
@@ -200,6 +201,9 @@ func (cfg *catConfig) readOptions(opts *stream.Options) {
 					pf.INT96 = parquet.INT96Nanoseconds
 				}
 				opts.Formats[i] = pf
+			}
+			if tf, ok := f.(*text.Format); ok && cfg.badUTF8 == "replace" {
+				opts.Formats[i] = tf.WithReplaceInvalidUTF8() // CSV values and header names
 			}
 		}
 	}

@@ -275,3 +275,16 @@ func TestCatInt96(t *testing.T) {
 	fails(t, exitFailure, []string{"int96_from_spark.parquet", `column "a"`, "INT96"}, "cat", p, "--int96", "ns")
 	fails(t, exitUsage, []string{"--int96"}, "cat", p, "--int96", "ms")
 }
+
+// --invalid-utf8 replace governs CSV values and header names alike.
+func TestCatInvalidUTF8CSV(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "latin1.csv")
+	if err := os.WriteFile(p, []byte("a,caf\xe9\n1,x\xe9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, exitFailure, []string{"latin1.csv", "column 2 of 2", "--invalid-utf8 replace"}, "cat", "--no-progress", p)
+	if got, want := ok(t, "cat", "--no-progress", "--invalid-utf8", "replace", p), `{"a":1,"caf`+"\uFFFD"+`":"x`+"\uFFFD"+`"}`+"\n"; got != want {
+		t.Errorf("--invalid-utf8 replace: %q, want %q", got, want)
+	}
+}

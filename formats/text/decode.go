@@ -396,7 +396,9 @@ func (s *scanner) setup() error {
 		if !supported(fl.Type) {
 			return fmt.Errorf("%w: column %q: type %s is not supported in CSV files", formats.ErrSchema, fl.Name, fl.Type)
 		}
-		s.cols = append(s.cols, newColumn(s.mem, idx, fl.Type, nulls))
+		c := newColumn(s.mem, idx, fl.Type, nulls)
+		c.replace = s.f.opts.ReplaceInvalidUTF8
+		s.cols = append(s.cols, c)
 	}
 	return nil
 }

@@ -68,8 +68,14 @@ func FuzzCSV(f *testing.F) {
 	} {
 		f.Add([]byte(s), uint8(3|64), false)
 	}
+	// Invalid UTF-8 in header names and values, with ReplaceInvalidUTF8
+	// (unit's bit 128) and without.
+	for _, s := range []string{"a,caf\xe9\n1,x\xe9\n", "\xff\xfe,b\n1,\"\xc3\"\n"} {
+		f.Add([]byte(s), uint8(3), false)
+		f.Add([]byte(s), uint8(3|128), false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, unit uint8, comment bool) {
-		o := Options{NullPadding: unit&64 != 0}
+		o := Options{NullPadding: unit&64 != 0, ReplaceInvalidUTF8: unit&128 != 0}
 		if comment {
 			o.Comment = '#'
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/klauspost/compress/gzip"
@@ -269,7 +270,11 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			m.header = hasHeader(first, func(i int) bool { return isNull(first[i], firstQuoted[i]) }, guesses, seen, below)
 		}
 		if m.header {
-			m.names = headerNames(first)
+			names, err := headerNames(first, o.ReplaceInvalidUTF8)
+			if err != nil {
+				return 0, err
+			}
+			m.names = names
 			dataStart = afterFirst
 			m.dataLine = firstLine
 			if firstMultiline {
@@ -365,12 +370,20 @@ func drain(src *source) ([]byte, error) {
 // headerNames names the columns from a header record: an empty name
 // becomes columnN and a repeated one gets a suffix, so every column can be
 // selected by name.
-func headerNames(fields [][]byte) []string {
+func headerNames(fields [][]byte, replace bool) ([]string, error) {
 	names := make([]string, len(fields))
 	seen := map[string]bool{}
 	for i, f := range fields {
 		if i == 0 {
 			f = bytes.TrimPrefix(f, bom)
+		}
+		// A name that is not UTF-8 is treated as a value that is not:
+		// replaced where asked, else an error (not a silent U+FFFD).
+		if !utf8.Valid(f) {
+			if !replace {
+				return nil, fmt.Errorf("%w: the header's column %d of %d, %q, is not valid UTF-8 (text.Options.ReplaceInvalidUTF8, --invalid-utf8 replace, reads it with U+FFFD)", formats.ErrCorrupt, i+1, len(fields), clip(f))
+			}
+			f = []byte(strings.ToValidUTF8(string(f), "\uFFFD"))
 		}
 		n := strings.TrimSpace(string(f))
 		if n == "" {
@@ -383,7 +396,7 @@ func headerNames(fields [][]byte) []string {
 		seen[n] = true
 		names[i] = n
 	}
-	return names
+	return names, nil
 }
 
 // Settle gives the files one schema: Options.Schema if set, else the

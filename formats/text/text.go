@@ -126,6 +126,13 @@ type Options struct {
 	// always an error. Default false: a short record is a bad row.
 	NullPadding bool
 
+	// ReplaceInvalidUTF8 reads a CSV string value or header name that is
+	// not UTF-8 with each run of invalid bytes replaced by one U+FFFD (as
+	// Parquet's ReplaceInvalidUTF8 does). Default false: such a value is a
+	// bad row, and such a header name fails the file, naming the column's
+	// position.
+	ReplaceInvalidUTF8 bool
+
 	// Schema, if set, gives the columns' types (by name for CSV with a
 	// header and JSON, by position for CSV without one) and no sample is
 	// inferred. A field whose type the driver cannot parse is an error.
@@ -205,6 +212,15 @@ func New(kind Kind, opts Options) *Format {
 // dataset of mixed text files.
 func All(opts Options) []formats.Format {
 	return []formats.Format{New(CSV, opts), New(TSV, opts), New(JSONLines, opts), New(JSON, opts)}
+}
+
+// WithReplaceInvalidUTF8 is a driver like f whose Options.ReplaceInvalidUTF8
+// is set, for a caller (sluice cat --invalid-utf8 replace) that holds
+// drivers built elsewhere.
+func (f *Format) WithReplaceInvalidUTF8() *Format {
+	o := f.given
+	o.ReplaceInvalidUTF8 = true
+	return New(f.kind, o)
 }
 
 // Name is the kind's name: "csv", "tsv", "jsonl" or "json".

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -165,6 +166,8 @@ type column struct {
 	b     array.Builder
 	nulls [][]byte
 	bits  int // of an integer type
+	// replace is Options.ReplaceInvalidUTF8, for string columns.
+	replace bool
 
 	null bool
 	i    int64
@@ -235,8 +238,11 @@ func (c *column) parse(v []byte, quoted bool) error {
 		}
 	case arrow.STRING, arrow.LARGE_STRING:
 		c.s, ok = v, utf8.Valid(v)
+		if !ok && c.replace {
+			c.s, ok = []byte(strings.ToValidUTF8(string(v), "\uFFFD")), true
+		}
 		if !ok {
-			return fmt.Errorf("%q is not valid UTF-8", clip(v))
+			return fmt.Errorf("%q is not valid UTF-8 (text.Options.ReplaceInvalidUTF8, --invalid-utf8 replace, reads it with U+FFFD)", clip(v))
 		}
 	case arrow.BINARY, arrow.LARGE_BINARY:
 		c.s, ok = v, true
