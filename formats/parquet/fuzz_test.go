@@ -72,6 +72,15 @@ func FuzzParquetFooter(f *testing.F) {
 	} else {
 		f.Fatal(err)
 	}
+	// A map whose key_value group is annotated MAP_KEY_VALUE and UNKNOWN,
+	// as parquet-mr writes it (see dropUnknownLogicalTypes).
+	hive := filepath.Join(f.TempDir(), "hive.parquet")
+	hiveMapKeyValue(f, hive, true)
+	if data, err := os.ReadFile(hive); err == nil {
+		f.Add(data)
+	} else {
+		f.Fatal(err)
+	}
 	f.Add(parquet.PagedFile(f, 20))
 	if data, err := os.ReadFile(optionalMetadataVariantFile); err == nil {
 		f.Add(data) // a VARIANT read as a plain struct (see plainVariants)
