@@ -58,10 +58,14 @@ func FuzzParquetFooter(f *testing.F) {
 	}
 	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which the driver hands to
 	// arrow-go as BYTE_ARRAY (see readAs).
-	if data, err := os.ReadFile(flbaDeltaFile); err == nil {
-		f.Add(data)
-	} else {
-		f.Fatal(err)
+	// The same inside a struct and a list, which the driver refuses (see
+	// checkFixedDelta).
+	for _, p := range []string{flbaDeltaFile, flbaDeltaNestedFile} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		} else {
+			f.Fatal(err)
+		}
 	}
 	// Top-level columns of one name, which the driver renames (see
 	// uniqueNames), and a chunk whose num_values ends it early.

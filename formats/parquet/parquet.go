@@ -145,6 +145,9 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
+	if err := checkFixedDelta(md, convert); err != nil {
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+	}
 	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
