@@ -58,16 +58,29 @@ func FuzzParquetFooter(f *testing.F) {
 	}
 	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which the driver hands to
 	// arrow-go as BYTE_ARRAY (see readAs).
-	if data, err := os.ReadFile(flbaDeltaFile); err == nil {
-		f.Add(data)
-	} else {
-		f.Fatal(err)
+	// The same inside a struct and a list, which the driver refuses (see
+	// checkFixedDelta).
+	for _, p := range []string{flbaDeltaFile, flbaDeltaNestedFile} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		} else {
+			f.Fatal(err)
+		}
 	}
 	// Top-level columns of one name, which the driver renames (see
 	// uniqueNames), and a chunk whose num_values ends it early.
 	dup := filepath.Join(f.TempDir(), "dup.parquet")
 	writeDuplicates(f, dup, []string{"id", "s", "id", "id_1", "s"}, true)
 	if data, err := os.ReadFile(dup); err == nil {
+		f.Add(data)
+	} else {
+		f.Fatal(err)
+	}
+	// A map whose key_value group is annotated MAP_KEY_VALUE and UNKNOWN,
+	// as parquet-mr writes it (see dropUnknownLogicalTypes).
+	hive := filepath.Join(f.TempDir(), "hive.parquet")
+	hiveMapKeyValue(f, hive, true)
+	if data, err := os.ReadFile(hive); err == nil {
 		f.Add(data)
 	} else {
 		f.Fatal(err)

@@ -1,6 +1,12 @@
 package parquet
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+)
 
 // knownLogicalType reports whether arrow-go's schema reader knows the
 // LogicalType union member with this field id: 1-8 and 10-18 (STRING to
@@ -9,12 +15,20 @@ func knownLogicalType(id int16, typ byte) bool {
 	return typ == tStruct && (id >= 1 && id <= 8 || id >= 10 && id <= 18)
 }
 
+// convertedMapKeyValue is the legacy MAP_KEY_VALUE converted type.
+const convertedMapKeyValue = 2
+
 // dropUnknownLogicalTypes returns footer without the logical types of
 // schema elements that arrow-go does not know, so that those columns read as
 // their physical (or converted) type, as the Parquet spec asks of a reader
 // meeting a logical type newer than itself. arrow-go instead panics ("invalid
 // logical type") on the whole file (parquet-testing's
-// unknown-logical-type.parquet). footer has passed checkFooter; it is
+// unknown-logical-type.parquet). It also drops the UNKNOWN logical type
+// that parquet-mr (Hive, older Spark) writes beside the legacy MAP_KEY_VALUE
+// converted type on a map's repeated key_value group: arrow-go refuses the
+// file ("logical type Null cannot be applied to group node"), while the
+// converted type alone under a MAP group reads as the map DuckDB gives.
+// footer has passed checkFooter; it is
 // returned as is when nothing is dropped, and on any surprise.
 func dropUnknownLogicalTypes(footer []byte) []byte {
 	type field struct {
@@ -38,12 +52,15 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 			start := s.pos
 			var fields []field
 			drop := false
+			mapKeyValue, unknownAt := false, -1
 			err := s.structFields(1, func(id int16, typ byte) error {
 				f := field{id: id, typ: typ, value: s.pos}
-				if id == 10 && typ == tStruct { // SchemaElement.logicalType
-					known := false
+				switch {
+				case id == 10 && typ == tStruct: // SchemaElement.logicalType
+					known, null := false, false
 					err := s.structFields(2, func(id int16, typ byte) error {
 						known = known || knownLogicalType(id, typ)
+						null = null || id == 11 && typ == tStruct // UNKNOWN
 						return s.skip(typ, 3)
 					})
 					if err != nil {
@@ -51,8 +68,19 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 					}
 					f.drop = !known
 					drop = drop || f.drop
-				} else if err := s.skip(typ, 2); err != nil {
-					return err
+					if null {
+						unknownAt = len(fields)
+					}
+				case id == 6 && typ == tI32: // SchemaElement.converted_type
+					v, err := s.varint()
+					if err != nil {
+						return err
+					}
+					mapKeyValue = zigzag(v) == convertedMapKeyValue
+				default:
+					if err := s.skip(typ, 2); err != nil {
+						return err
+					}
 				}
 				f.end = s.pos
 				fields = append(fields, f)
@@ -60,6 +88,9 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 			})
 			if err != nil {
 				return err
+			}
+			if mapKeyValue && unknownAt >= 0 {
+				fields[unknownAt].drop, drop = true, true
 			}
 			if !drop {
 				continue
@@ -92,4 +123,32 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 		return footer
 	}
 	return append(out, footer[copied:]...)
+}
+
+// checkMapKeyValue refuses a repeated group annotated MAP_KEY_VALUE whose
+// parent is not a MAP: arrow-go takes the annotation for MAP and fails on
+// the repeated group ("MAP group must have exactly 1 child"), and there is
+// no map for it to stand in (DuckDB reads such a group as a map of its own,
+// inside the parent's struct). Under a MAP group the annotation is the
+// legacy mark of the key_value group, and arrow-go reads the map.
+func checkMapKeyValue(n pqschema.Node, parentMap bool, path string) error {
+	g, ok := n.(*pqschema.GroupNode)
+	if !ok {
+		return nil
+	}
+	if g.ConvertedType() == pqschema.ConvertedTypes.MapKeyValue && g.RepetitionType() == parquet.Repetitions.Repeated && !parentMap {
+		return fmt.Errorf("column %q: the repeated group %q is annotated MAP_KEY_VALUE outside a MAP group, a legacy map layout that arrow-go cannot read", path, g.Name())
+	}
+	_, isMap := g.LogicalType().(pqschema.MapLogicalType)
+	for i := range g.NumFields() {
+		f := g.Field(i)
+		p := f.Name()
+		if path != "" {
+			p = path + "." + p
+		}
+		if err := checkMapKeyValue(f, isMap, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -128,6 +128,9 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
+	if err := checkMapKeyValue(md.Schema.Root(), false, ""); err != nil {
+		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
 	props := pqarrow.ArrowReadProperties{}
 	manifest, err := pqarrow.NewSchemaManifest(md.Schema, md.KeyValueMetadata(), &props)
 	if err != nil {
@@ -141,6 +144,9 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	readMD, schema, convert, err := readAs(md, manifest, schema, p.INT96)
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
+	}
+	if err := checkFixedDelta(md, convert); err != nil {
+		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)

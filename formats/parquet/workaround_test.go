@@ -1,7 +1,9 @@
 package parquet_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -17,6 +20,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
 // readFile reads every row of the local Parquet file at path, one array per
@@ -258,5 +262,105 @@ func TestFailingColumnNamed(t *testing.T) {
 	err := planAndRead(t, path, parquet.Format{})
 	if err == nil || !strings.Contains(err.Error(), "ARROW-GH-45185.parquet") || !strings.Contains(err.Error(), `row group 0: column "x.list.element"`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// flbaDeltaNestedFile holds FIXED_LEN_BYTE_ARRAY(16) columns in
+// DELTA_BYTE_ARRAY encoding inside a struct (s.u) and a list
+// (l.list.element), written by arrow-rs (testdata/*.mjs writes it).
+const flbaDeltaNestedFile = "testdata/flba_delta_byte_array_nested.parquet"
+
+// withUUID copies the Parquet file src to dst with the UUID logical type
+// on its FIXED_LEN_BYTE_ARRAY(16) column "u" (arrow-rs, through
+// parquet-wasm, does not write it): in the footer, the element's bytes end
+// with its name and a stop byte, before which the logicalType field (id 10,
+// UUID: union field 14, an empty struct) goes. The column chunks are before
+// the footer, so only its length moves.
+func withUUID(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	footer := b[len(b)-8-n : len(b)-8]
+	elem := []byte{0x15, 0x0e, 0x15, 0x20, 0x15, 0x02, 0x18, 0x01, 'u', 0x00} // FLBA(16), optional, "u", stop
+	i := bytes.Index(footer, elem)
+	if i < 0 || bytes.Count(footer, elem) != 1 {
+		t.Fatalf("%s: the element of u is not as expected", src)
+	}
+	i += len(elem) - 1
+	out := append([]byte{}, b[:len(b)-8-n]...)
+	out = append(out, footer[:i]...)
+	out = append(out, 0x6c, 0xec, 0x00, 0x00) // logicalType {UUID {}}
+	out = append(out, footer[i:]...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(n+4))
+	out = append(out, "PAR1"...)
+	if err := os.WriteFile(dst, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A UUID column in DELTA_BYTE_ARRAY reads as arrow.uuid with the values
+// written, as DuckDB reads them.
+func TestFixedLenDeltaByteArrayUUID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "uuid.parquet")
+	withUUID(t, flbaDeltaFile, path)
+	ds, cols := readFile(t, path)
+	if got := ds.Schema.Field(1).Type; !arrow.TypeEqual(got, extensions.NewUUIDType()) {
+		t.Fatalf("u read as %s", got)
+	}
+	ids, us := cols[0].(*array.Int32), cols[1].(*extensions.UUIDArray)
+	got := make([]string, us.Len())
+	for i := range us.Len() {
+		u, _ := flbaDeltaRow(int(ids.Value(i)))
+		if u == nil != us.IsNull(i) {
+			t.Fatalf("row %d: null %v", i, us.IsNull(i))
+		}
+		if u != nil {
+			v := us.Value(i)
+			if string(v[:]) != string(u) {
+				t.Fatalf("row %d: %x, want %x", i, v, u)
+			}
+			got[i] = v.String()
+		}
+	}
+	db := duckdb.ForTest(t)
+	res, err := db.Query("SELECT typeof(u), u::VARCHAR FROM " + duckdb.Quote(path) + " ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != len(got) {
+		t.Fatalf("DuckDB: %d rows, sluice %d", len(res.Rows), len(got))
+	}
+	for i, r := range res.Rows {
+		s, _ := r[1].(string)
+		if r[0] != "UUID" || s != got[i] {
+			t.Fatalf("row %d: DuckDB %v, sluice %q", i, r, got[i])
+		}
+	}
+}
+
+// Inside a struct or a list, where the driver cannot hand the column to
+// arrow-go as BYTE_ARRAY, the file is refused at plan time naming the
+// column, the encoding and arrow-go's limitation, UUID or not; DuckDB reads
+// it (so the file is not the fault).
+func TestFixedLenDeltaByteArrayNested(t *testing.T) {
+	uuid := filepath.Join(t.TempDir(), "nested_uuid.parquet")
+	withUUID(t, flbaDeltaNestedFile, uuid)
+	for _, path := range []string{flbaDeltaNestedFile, uuid} {
+		_, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{})
+		if err == nil || !strings.Contains(err.Error(), filepath.Base(path)) ||
+			!strings.Contains(err.Error(), `column "s.u" is FIXED_LEN_BYTE_ARRAY(16) in DELTA_BYTE_ARRAY encoding, which arrow-go cannot decode`) {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	db := duckdb.ForTest(t)
+	res, err := db.Query("SELECT typeof(s), count(*), count(s.u), sum(len(l)) FROM " + duckdb.Quote(uuid) + " GROUP BY ALL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != "STRUCT(u UUID)" {
+		t.Errorf("DuckDB: %v", res.Rows)
 	}
 }
