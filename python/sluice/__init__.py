@@ -116,6 +116,9 @@ class _Source:
         f = _lib.lib().sluice_next
         h = self._handle()
         while True:
+            # A Ctrl-C a finalizer swallowed surfaces here, where the loop
+            # over batches sees it.
+            _arrow.raise_lost_interrupt()
             _lib.check(f(h, ctypes.byref(arr), _POLL_MS, ctypes.byref(st)))
             if st.value != 2:
                 return st.value == 1

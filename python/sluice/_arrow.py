@@ -93,7 +93,32 @@ class Owner:
         a.release = None
 
     def __del__(self):
-        self.release()
+        # Python runs a signal's handler between any two bytecodes, so a
+        # Ctrl-C can land in this finalizer, where its KeyboardInterrupt
+        # would be printed as "Exception ignored" and lost while the
+        # training loop goes on. Release all the same (a release that ran
+        # has set a.release to NULL, as the C data interface requires, so
+        # trying again is safe) and keep the interrupt for the iteration,
+        # which raises it where the loop sees it (raise_lost_interrupt).
+        global _lost_interrupt
+        while True:
+            try:
+                self.release()
+                break
+            except KeyboardInterrupt:
+                _lost_interrupt = True
+
+
+# _lost_interrupt is set when a Ctrl-C landed in a finalizer (Owner.__del__).
+_lost_interrupt = False
+
+
+def raise_lost_interrupt():
+    """Raise the KeyboardInterrupt a finalizer could not, if there is one."""
+    global _lost_interrupt
+    if _lost_interrupt:
+        _lost_interrupt = False
+        raise KeyboardInterrupt
 
 
 class _View:

@@ -1,3 +1,4 @@
+import ctypes
 import os
 import signal
 import subprocess
@@ -161,3 +162,40 @@ def test_ctrl_c_interrupts_iteration_and_close_ends_it(data, tmp_path):
         pytest.fail("the loop did not end after SIGINT")
     assert "interrupted" in out
     assert p.returncode == 7
+
+
+def test_ctrl_c_in_a_finalizer_is_raised_by_the_next_batch(data, monkeypatch):
+    """A Ctrl-C whose handler runs inside the finalizer of an exported
+    array (Owner.__del__) would be swallowed by Python as "Exception
+    ignored" and the loop would go on; the array is released all the same
+    and the next batch raises the KeyboardInterrupt."""
+    from sluice import _arrow
+
+    released = []
+
+    @_arrow._RELEASE_ARRAY
+    def release(a):
+        released.append(1)
+        a.contents.release = None  # as every producer of the C data interface does
+
+    interrupts = [KeyboardInterrupt()]
+    real = _lib.forked
+
+    def forked():
+        # The check before the release call is where the signal lands.
+        if interrupts:
+            raise interrupts.pop()
+        return real()
+
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=64)
+    it = iter(ds)
+    next(it)
+    monkeypatch.setattr(_lib, "forked", forked)
+    o = _arrow.Owner()
+    o.array.release = ctypes.cast(release, ctypes.c_void_p).value
+    del o  # the finalizer meets the interrupt; nothing escapes it
+    assert released == [1]
+    monkeypatch.setattr(_lib, "forked", real)
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    ds.close()
