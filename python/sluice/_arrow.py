@@ -11,6 +11,7 @@ become object arrays, which are copies by nature.
 import ctypes
 import decimal
 import os
+import sys
 
 import numpy as np
 
@@ -111,6 +112,23 @@ class Owner:
 
 # _lost_interrupt is set when a Ctrl-C landed in a finalizer (Owner.__del__).
 _lost_interrupt = False
+
+# A Ctrl-C can also land on the finalizer's first line, before its try:
+# Python then hands the KeyboardInterrupt to sys.unraisablehook, which
+# prints "Exception ignored". This hook keeps that one for the iteration
+# and passes everything else to the hook it replaces.
+_prev_unraisablehook = sys.unraisablehook
+
+
+def _unraisable(u):
+    global _lost_interrupt
+    if isinstance(u.exc_value, KeyboardInterrupt) and u.object is Owner.__del__:
+        _lost_interrupt = True
+        return
+    _prev_unraisablehook(u)
+
+
+sys.unraisablehook = _unraisable
 
 
 def raise_lost_interrupt():

@@ -199,3 +199,22 @@ def test_ctrl_c_in_a_finalizer_is_raised_by_the_next_batch(data, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         next(it)
     ds.close()
+
+
+def test_ctrl_c_on_a_finalizers_first_line_is_raised_by_the_next_batch(data):
+    """A Ctrl-C can land on Owner.__del__'s first line, before its try:
+    Python then hands the KeyboardInterrupt to sys.unraisablehook. sluice's
+    hook keeps it, and the next batch raises it."""
+    from types import SimpleNamespace
+
+    from sluice import _arrow
+
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=64)
+    it = iter(ds)
+    next(it)
+    # pytest swaps sys.unraisablehook during a test, so call sluice's own.
+    _arrow._unraisable(SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                       exc_traceback=None, err_msg=None, object=_arrow.Owner.__del__))
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    ds.close()
