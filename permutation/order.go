@@ -24,6 +24,10 @@ type Order struct {
 	NumSplits int
 	// DropRemainder makes every split hold floor(rows/NumSplits) rows.
 	DropRemainder bool
+	// Passes is the number of times an epoch reads every chunk, each pass
+	// keeping a disjoint part of its rows (split.Pass says which), so that
+	// the chunk order moves Passes places per chunk. 0 or 1: one pass.
+	Passes int
 }
 
 // Stream names the independent random streams drawn from (Seed, Epoch), so

@@ -107,6 +107,11 @@ func (s *sim) checkExactlyOnce(*rand.Rand) error {
 		if _, err := NewEpoch(s.chunks, bad, s.pc.epoch); !errors.Is(err, ErrUnknownRows) {
 			return fmt.Errorf("DropRemainder over unknown counts: error %v, want ErrUnknownRows", err)
 		}
+		bad = o
+		bad.Passes = 2
+		if _, err := NewEpoch(s.chunks, bad, s.pc.epoch); !errors.Is(err, ErrUnknownRows) {
+			return fmt.Errorf("passes over unknown counts: error %v, want ErrUnknownRows", err)
+		}
 	}
 	// pos numbers the rows in chunk order: the order Balance deals them in.
 	pos := make([]int64, s.total)
@@ -114,16 +119,21 @@ func (s *sim) checkExactlyOnce(*rand.Rand) error {
 		pos[i] = -1
 	}
 	var k int64
-	for _, ci := range permutation.ChunkOrder(len(s.chunks), o, s.pc.epoch) {
+	passes := max(o.Passes, 1)
+	for _, pi := range permutation.ChunkOrder(len(s.chunks)*passes, o, s.pc.epoch) {
+		ci, pass := pi/passes, pi%passes
 		c := s.chunks[ci]
 		lo, hi, err := s.span(Piece{Chunk: ci, Fragment: c.Fragment, Start: c.Start, End: c.End, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit})
 		if err != nil {
 			return fmt.Errorf("chunk %d: %w", ci, err)
 		}
 		for x := lo; x < hi; x++ {
+			if s.passOf(ci, x) != pass {
+				continue
+			}
 			id := s.base[c.Fragment] + x
 			if pos[id] >= 0 {
-				return fmt.Errorf("chunk %d holds row %d of file %d, another chunk does too", ci, x, c.Fragment)
+				return fmt.Errorf("chunk %d pass %d holds row %d of file %d, another place does too", ci, pass, x, c.Fragment)
 			}
 			pos[id] = k
 			k++

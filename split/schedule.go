@@ -24,9 +24,15 @@ type Epoch struct {
 
 // NewEpoch orders the chunks for epoch e, deals them into splits and packs
 // each split's pieces into windows.
+//
+// With o.Passes above one, every chunk is read that many times, each pass
+// keeping a disjoint part of its rows (Pass): the chunk order then moves
+// the (chunk, pass) places, Passes of them per chunk, and the splits and
+// windows are cut from places as they are from chunks in one pass.
 func NewEpoch(chunks []Chunk, o permutation.Order, e int64) (*Epoch, error) {
-	order := permutation.ChunkOrder(len(chunks), o, e)
-	splits, err := Balance(chunks, order, o.NumSplits, o.DropRemainder)
+	pls := places(chunks, o.Passes, int64(o.ClumpSize))
+	order := permutation.ChunkOrder(len(pls), o, e)
+	splits, err := balance(chunks, pls, order, o.NumSplits, o.DropRemainder)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,10 @@ import (
 //   - a window's rows are its pieces' rows concatenated in piece order,
 //     piece p covering the file's rows [p.Start, p.End), or where counts are
 //     unknown the rows its units [p.FirstUnit, p.EndUnit) turn out to hold;
+//   - with Passes k > 1, chunk c's rows are counted from its first in clumps
+//     of max(ClumpSize, 1), clump j belongs to pass j mod k, the chunk order
+//     moves k places per chunk (place i being pass i mod k of chunk i / k),
+//     and a piece keeps only its pass's rows of [p.Start, p.End);
 //   - a window emits its rows in Epoch.RowOrder order (nil: storage order);
 //   - a batch's Part takes the emission positions [From, To) of its window.
 
@@ -79,6 +83,9 @@ func genCase(seed uint64, unknown bool) *planCase {
 		pc.order.NumSplits = 1 + r.IntN(64)
 	}
 	pc.epoch = r.Int64N(4)
+	if !unknown && r.IntN(3) == 0 {
+		pc.order.Passes = 2 + r.IntN(7)
+	}
 	return pc
 }
 
@@ -152,14 +159,17 @@ func newSim(pc *planCase) (*sim, error) {
 			var rows []int64
 			var segs []int64
 			for _, p := range ep.Pieces(ref) {
-				lo, hi, err := s.span(p)
+				kept, err := s.kept(p)
 				if err != nil {
 					return nil, fmt.Errorf("split %d window %d: %w", sp, wi, err)
 				}
-				for x := lo; x < hi; x++ {
+				if p.Rows() >= 0 && p.Rows() != int64(len(kept)) {
+					return nil, fmt.Errorf("split %d window %d: piece %+v says %d rows, keeps %d", sp, wi, p, p.Rows(), len(kept))
+				}
+				for _, x := range kept {
 					rows = append(rows, s.base[p.Fragment]+x)
 				}
-				segs = append(segs, hi-lo)
+				segs = append(segs, int64(len(kept)))
 			}
 			if w.Rows >= 0 && w.Rows != int64(len(rows)) {
 				return nil, fmt.Errorf("split %d window %d says %d rows, its pieces hold %d", sp, wi, w.Rows, len(rows))
@@ -210,6 +220,40 @@ func (s *sim) span(p Piece) (lo, hi int64, err error) {
 		return 0, 0, fmt.Errorf("piece %+v: rows outside its units' [%d, %d)", p, st[p.FirstUnit], st[p.EndUnit])
 	}
 	return p.Start, p.End, nil
+}
+
+// kept is the rows of its file piece p delivers, in file order: those of
+// its span that its pass keeps, by the definition above.
+func (s *sim) kept(p Piece) ([]int64, error) {
+	lo, hi, err := s.span(p)
+	if err != nil {
+		return nil, err
+	}
+	o := s.pc.order
+	if o.Passes > 1 {
+		c := s.chunks[p.Chunk]
+		if p.Pass.Of != o.Passes || p.Pass.Index < 0 || p.Pass.Index >= o.Passes || p.Pass.Base != c.Start || p.Pass.Clump != int64(max(o.ClumpSize, 1)) {
+			return nil, fmt.Errorf("piece %+v of chunk %+v: not a pass of %d over clumps of %d", p, c, o.Passes, max(o.ClumpSize, 1))
+		}
+	} else if p.Pass != (Pass{}) {
+		return nil, fmt.Errorf("piece %+v has a pass in an epoch of one", p)
+	}
+	var out []int64
+	for x := lo; x < hi; x++ {
+		if s.passOf(p.Chunk, x) == p.Pass.Index {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// passOf is the pass that reads row x of chunk c (0 in an epoch of one).
+func (s *sim) passOf(c int, x int64) int {
+	o := s.pc.order
+	if o.Passes <= 1 {
+		return 0
+	}
+	return int((x - s.chunks[c].Start) / int64(max(o.ClumpSize, 1)) % int64(o.Passes))
 }
 
 // rowsOf is what the cutting walk of a reader learns by decoding: a

@@ -123,14 +123,33 @@ type Piece struct {
 	// rows lie within them (where counts are unknown, the piece is the
 	// whole chunk and reads them all).
 	FirstUnit, EndUnit int
+	// Pass is the rows of [Start, End) the piece keeps, where the epoch
+	// reads its chunks in several passes: the piece reads every row of the
+	// range and keeps the pass's. The zero Pass keeps every row.
+	Pass Pass
 }
 
-// Rows is the piece's row count, or -1 if unknown.
+// Rows is the piece's row count (the rows its pass keeps), or -1 if
+// unknown.
 func (p Piece) Rows() int64 {
 	if p.Start < 0 {
 		return -1
 	}
+	return p.Pass.Count(p.Start, p.End)
+}
+
+// Span is the file rows the piece reads, [Start, End): its Rows and, with
+// passes, the rows of other passes between them. -1 if unknown.
+func (p Piece) Span() int64 {
+	if p.Start < 0 {
+		return -1
+	}
 	return p.End - p.Start
+}
+
+// FileRow is the file row of the piece's k-th row (from 0, k < Rows).
+func (p Piece) FileRow(k int64) int64 {
+	return p.Pass.After(p.Start, k+1) - 1
 }
 
 // Follows reports whether p begins where prev ends in the same file: the
@@ -163,23 +182,33 @@ var ErrUnknownRows = permutation.ErrUnknownRows
 // inside a chunk. Where some count is unknown, whole chunks are dealt
 // balanced by bytes.
 func Balance(chunks []Chunk, order []int, numSplits int, dropRemainder bool) ([]Split, error) {
+	return balance(chunks, places(chunks, 1, 1), order, numSplits, dropRemainder)
+}
+
+// balance is Balance over places (one per chunk where an epoch reads each
+// chunk once), taken in the given order of places.
+func balance(chunks []Chunk, pls []place, order []int, numSplits int, dropRemainder bool) ([]Split, error) {
 	if numSplits < 1 {
 		return nil, fmt.Errorf("plan: NumSplits %d must be at least 1", numSplits)
 	}
-	if len(order) != len(chunks) {
-		return nil, fmt.Errorf("plan: order has %d entries for %d chunks", len(order), len(chunks))
+	if len(order) != len(pls) {
+		return nil, fmt.Errorf("plan: order has %d entries for %d chunks", len(order), len(pls))
 	}
 	known := true
 	var total int64
-	for _, c := range chunks {
-		if c.Rows() < 0 {
+	for _, pl := range pls {
+		n := pl.rows(chunks)
+		if n < 0 {
 			known = false
 		}
-		total += max(c.Rows(), 0)
+		total += max(n, 0)
 	}
 	if !known {
 		if dropRemainder {
 			return nil, fmt.Errorf("%w: DropRemainder needs exact counts", ErrUnknownRows)
+		}
+		if len(pls) != len(chunks) {
+			return nil, fmt.Errorf("%w: reading chunks in several passes needs exact counts", ErrUnknownRows)
 		}
 		return byBytes(chunks, order, numSplits), nil
 	}
@@ -199,14 +228,22 @@ func Balance(chunks []Chunk, order []int, numSplits int, dropRemainder bool) ([]
 	for si < len(splits) && want(si) == 0 {
 		si++
 	}
-	for _, ci := range order {
-		c := chunks[ci]
+	for _, pi := range order {
+		pl := pls[pi]
+		c := chunks[pl.chunk]
 		at := c.Start
-		for at < c.End && si < len(splits) {
-			take := min(c.End-at, want(si)-splits[si].Rows)
-			splits[si].Pieces = append(splits[si].Pieces, Piece{Chunk: ci, Fragment: c.Fragment, Start: at, End: at + take, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit})
+		left := pl.rows(chunks)
+		for left > 0 && si < len(splits) {
+			take := min(left, want(si)-splits[si].Rows)
+			end := pl.pass.After(at, take)
+			if left -= take; left == 0 {
+				// The place's last piece reads to the chunk's end, so that
+				// its pieces tile the chunk's rows as they do in one pass.
+				end = c.End
+			}
+			splits[si].Pieces = append(splits[si].Pieces, Piece{Chunk: pl.chunk, Fragment: c.Fragment, Start: at, End: end, FirstUnit: c.FirstUnit, EndUnit: c.EndUnit, Pass: pl.pass})
 			splits[si].Rows += take
-			at += take
+			at = end
 			for si < len(splits) && splits[si].Rows == want(si) {
 				si++
 			}

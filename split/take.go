@@ -161,7 +161,7 @@ func (e *Epoch) Row(r WindowRef, order []int32, off int64) (piece int, fileRow i
 	}
 	for i, p := range e.Pieces(r) {
 		if k < p.Rows() {
-			return i, p.Start + k, nil
+			return i, p.FileRow(k), nil
 		}
 		k -= p.Rows()
 	}
