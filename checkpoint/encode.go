@@ -42,18 +42,21 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // step. Version 2 added Skipped; a version 1 state has none. Version 3
 // added Epochs and Incarnation; a state before it has every split in Epoch
 // and no incarnation. Version 4 added BatchSize and BatchesLeft; a state
-// before it counts none (0).
+// before it counts none (0). Version 5 added ShufflePasses; a state before
+// it reads every chunk once (0).
 var formatReaders = map[int]func(payload []byte) (State, error){
 	1: decodeV1,
 	2: decodeV2,
 	3: decodeV3,
 	4: decodeV4,
+	5: decodeV5,
 }
 
 // Encode returns st framed and checksummed, in the oldest format version
 // that holds it: version 1 unless a split counts skipped rows (2), splits
-// differ in epoch or the state names an incarnation (3), or it counts
-// batches left for equal batches per rank (4), so that a job that needs
+// differ in epoch or the state names an incarnation (3), it counts
+// batches left for equal batches per rank (4), or its epochs read every
+// chunk in several passes (5), so that a job that needs
 // none of them writes states that older builds still read. It
 // refuses a state that fails Validate, so that whatever is written can be
 // read back.
@@ -67,6 +70,8 @@ func Encode(st State) ([]byte, error) {
 	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
 	version := 1
 	switch {
+	case st.ShufflePasses > 1:
+		version = 5
 	case st.BatchSize > 0:
 		version = 4
 	case st.hasEpochs() || st.Incarnation != "":
@@ -187,10 +192,20 @@ var v4Fields = [...]string{
 	"batch_size", "batches_left",
 }
 
+// Version 5 payload: version 4's fields and "shuffle_passes".
+var v5Fields = [...]string{
+	"version", "fingerprint", "plan", "columns", "seed", "epoch", "shuffle",
+	"clump_size", "shuffle_window", "num_splits", "drop_remainder",
+	"world_size", "rank", "cursors", "next", "skipped", "epochs", "incarnation",
+	"batch_size", "batches_left", "shuffle_passes",
+}
+
 // fieldCount is the number of fields of a version's payload.
 func fieldCount(version int) int {
 	switch {
-	case version >= 4:
+	case version >= 5:
+		return len(v5Fields)
+	case version == 4:
 		return len(v4Fields)
 	case version == 3:
 		return len(v3Fields)
@@ -200,7 +215,7 @@ func fieldCount(version int) int {
 	return len(v1Fields)
 }
 
-// encodePayload writes st as a payload of version (1 to 4).
+// encodePayload writes st as a payload of version (1 to 5).
 func encodePayload(w io.Writer, st *State, version int) error {
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
@@ -280,6 +295,10 @@ func encodePayload(w io.Writer, st *State, version int) error {
 		key("batches_left")
 		put(e.EncodeInt(st.BatchesLeft))
 	}
+	if version >= 5 {
+		key("shuffle_passes")
+		put(e.EncodeInt(int64(st.ShufflePasses)))
+	}
 	return first
 }
 
@@ -296,7 +315,9 @@ func decodeV3(p []byte) (State, error) { return decodePayload(p, 3) }
 
 func decodeV4(p []byte) (State, error) { return decodePayload(p, 4) }
 
-// decodePayload reads a payload of version (1 to 4).
+func decodeV5(p []byte) (State, error) { return decodePayload(p, 5) }
+
+// decodePayload reads a payload of version (1 to 5).
 func decodePayload(p []byte, version int) (State, error) {
 	r := &payloadReader{br: bytes.NewReader(p), version: version}
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads from it
@@ -313,7 +334,7 @@ func decodePayload(p []byte, version int) (State, error) {
 	if want := fieldCount(version); n != want {
 		return State{}, corrupt("payload has %d fields, version %d has %d", n, version, want)
 	}
-	var seen [len(v4Fields)]bool
+	var seen [len(v5Fields)]bool
 	var keyBuf [32]byte
 	for range n {
 		k, err := r.bytes(field{name: "map key", index: -1}, keyBuf[:])
@@ -328,7 +349,7 @@ func decodePayload(p []byte, version int) (State, error) {
 			return State{}, corrupt("field %q appears twice", k)
 		}
 		seen[i] = true
-		if err := r.field(field{name: v4Fields[i], index: -1}, &st); err != nil {
+		if err := r.field(field{name: v5Fields[i], index: -1}, &st); err != nil {
 			return State{}, err
 		}
 	}
@@ -338,10 +359,10 @@ func decodePayload(p []byte, version int) (State, error) {
 	return st, nil
 }
 
-// fieldIndex is k's index in v4Fields (whose first fields are those of
+// fieldIndex is k's index in v5Fields (whose first fields are those of
 // the versions before it), or -1.
 func fieldIndex(k []byte) int {
-	for i, f := range v4Fields {
+	for i, f := range v5Fields {
 		if f == string(k) {
 			return i
 		}
@@ -420,6 +441,8 @@ func (r *payloadReader) field(k field, st *State) (err error) {
 		st.BatchSize, err = r.int(k)
 	case "batches_left":
 		st.BatchesLeft, err = r.int64(k)
+	case "shuffle_passes":
+		st.ShufflePasses, err = r.int(k)
 	}
 	return err
 }

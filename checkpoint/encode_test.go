@@ -139,7 +139,7 @@ func TestDecodeDamage(t *testing.T) {
 
 func TestDecodeNewerVersion(t *testing.T) {
 	_, err := Decode(frame(7, []byte{0x80}))
-	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 4)"
+	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 5)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}

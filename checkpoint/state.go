@@ -17,7 +17,7 @@ import (
 
 // StateVersion is the version of the State layout written by this code.
 // Encodings of older versions are upgraded on decode where that is possible.
-const StateVersion = 4
+const StateVersion = 5
 
 // ErrMismatch is wrapped by every error that refuses a state because it was
 // taken from another dataset, order or step.
@@ -89,6 +89,13 @@ type State struct {
 	// without them is still written in an older version.
 	BatchSize   int   `msgpack:"batch_size" json:"batch_size,omitempty"`
 	BatchesLeft int64 `msgpack:"batches_left" json:"batches_left,omitempty"`
+	// ShufflePasses is an order option (stream.Options.ShufflePasses): the
+	// times an epoch reads every chunk, each pass keeping a disjoint part of
+	// its rows. 0 for one pass, as every state before version 5; Fingerprint
+	// covers it only where it is above one, so that a state of one pass has
+	// the fingerprint it always had. Added in version 5; a state of one
+	// pass is still written in an older version.
+	ShufflePasses int `msgpack:"shuffle_passes" json:"shuffle_passes,omitempty"`
 }
 
 // MaxIncarnation is the longest incarnation a state carries, in bytes.
@@ -207,7 +214,7 @@ func (s *State) Validate() error {
 		return fmt.Errorf("checkpoint: state num_splits %d is not a multiple of world_size %d", s.NumSplits, s.WorldSize)
 	case s.Next < 0:
 		return fmt.Errorf("checkpoint: state next %d is negative", s.Next)
-	case s.ClumpSize < 0 || s.ShuffleWindow < 0 || s.Epoch < 0:
+	case s.ClumpSize < 0 || s.ShuffleWindow < 0 || s.Epoch < 0 || s.ShufflePasses < 0:
 		return fmt.Errorf("checkpoint: state has a negative order option")
 	case s.BatchSize < 0 || s.BatchesLeft < 0 || s.BatchSize == 0 && s.BatchesLeft != 0:
 		return fmt.Errorf("checkpoint: state batches_left %d of batch_size %d is invalid", s.BatchesLeft, s.BatchSize)
@@ -330,6 +337,8 @@ func SameOrder(a, b *State) error {
 		return mismatch("num_splits", a.NumSplits, b.NumSplits)
 	case a.DropRemainder != b.DropRemainder:
 		return mismatch("drop_remainder", a.DropRemainder, b.DropRemainder)
+	case max(a.ShufflePasses, 1) != max(b.ShufflePasses, 1):
+		return mismatch("shuffle_passes", max(a.ShufflePasses, 1), max(b.ShufflePasses, 1))
 	case a.Fingerprint != b.Fingerprint:
 		return mismatch("fingerprint", a.Fingerprint, b.Fingerprint)
 	}
@@ -342,5 +351,8 @@ func (s *State) OrderFingerprint() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "plan=%q\ncolumns=%q\nseed=%d\nshuffle=%t\nclump=%d\nwindow=%d\nsplits=%d\ndrop=%t\n",
 		s.Plan, s.Columns, s.Seed, s.Shuffle, s.ClumpSize, s.ShuffleWindow, s.NumSplits, s.DropRemainder)
+	if s.ShufflePasses > 1 {
+		fmt.Fprintf(h, "passes=%d\n", s.ShufflePasses)
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
