@@ -76,6 +76,24 @@ type Options struct {
 	// the whole dataset), at the memory of that many decoded row groups.
 	// Default 65536. (order)
 	ShuffleWindow int
+	// ShufflePasses trades decode and I/O for mixing: every chunk (row group,
+	// stripe, or run of small ones) is read ShufflePasses times an epoch,
+	// each pass keeping a disjoint part of its rows (clumps of ClumpSize
+	// rows, counted from the chunk's first, clump c going to pass c mod
+	// ShufflePasses), and the chunk order shuffles the passes as it shuffles
+	// chunks. A window of ShuffleWindow rows is then made of ShufflePasses
+	// times as many places in the dataset, and mixes like a window that many
+	// times larger (docs/performance.md#shuffle-passes has the figures), at
+	// the same memory (a window holds only its passes' rows once permuted)
+	// but ShufflePasses times the bytes fetched and decoded: every pass
+	// fetches and decodes its chunk whole. The extra bytes are counted in the
+	// metrics' RefetchBytes and Dataset.Overlap. Every row still comes once
+	// an epoch, the order is still a pure function of the plan and the order
+	// options, and states resume as without passes. It needs Shuffle, and
+	// every unit's exact row count before reading: a Filter, CSV and JSON
+	// files, and Iceberg equality deletes are refused with it. Default 1:
+	// every chunk read once. (order)
+	ShufflePasses int
 	// ChunkBytes is the target size, in stored bytes of the selected columns,
 	// of the chunks that chunk-order shuffling moves and splits are cut from.
 	// Row groups are packed into chunks, never cut. Default 1 MiB. (order)
@@ -256,6 +274,9 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	if o.ChunkBytes == 0 {
 		o.ChunkBytes = 1 << 20
 	}
+	if o.ShufflePasses == 0 {
+		o.ShufflePasses = 1
+	}
 	if o.ReadConcurrency == 0 {
 		o.ReadConcurrency = max(2, procs)
 	}
@@ -303,6 +324,12 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 		return o, fmt.Errorf("stream: ShuffleWindow %d must be positive", o.ShuffleWindow)
 	case o.ChunkBytes < 0:
 		return o, fmt.Errorf("stream: ChunkBytes %d must be positive", o.ChunkBytes)
+	case o.ShufflePasses < 0:
+		return o, fmt.Errorf("stream: ShufflePasses %d must be positive", o.ShufflePasses)
+	case o.ShufflePasses > 1 && !o.Shuffle:
+		return o, fmt.Errorf("stream: ShufflePasses %d needs Shuffle: passes only mix where windows are shuffled, and unshuffled they would only read every row group %d times", o.ShufflePasses, o.ShufflePasses)
+	case o.ShufflePasses > 1 && o.Filter != "":
+		return o, fmt.Errorf("stream: ShufflePasses %d with Filter %q: passes need every row group's exact row count before reading, which a filter leaves unknown", o.ShufflePasses, o.Filter)
 	case o.Epoch < 0:
 		return o, fmt.Errorf("stream: Epoch %d must not be negative", o.Epoch)
 	case o.ReadConcurrency < 0 || o.FetchConcurrency < 0 || o.TransformConcurrency < 0 || o.PrefetchBatches < 0 || o.PrefetchWindows < 0 || o.PrefetchBytes < 0 || o.ReadBatchSize < 0 || o.PlanConcurrency < 0:
@@ -322,6 +349,7 @@ func (o Options) engineOptions() engine.Options {
 		ShuffleWindow:        o.ShuffleWindow,
 		NumSplits:            o.NumSplits,
 		DropRemainder:        o.DropRemainder,
+		ShufflePasses:        o.ShufflePasses,
 		Epoch:                o.Epoch,
 		EqualBatches:         o.EqualBatches,
 		Rank:                 o.Rank,

@@ -23,6 +23,9 @@ import (
 // job counts nothing again. It reads with o's ReadConcurrency,
 // ReadBatchSize and Allocator; filter is the filter's canonical text.
 func CountRows(ctx context.Context, o Options, cache formats.Cache, data *formats.Scan, chunks []split.Chunk, filter string) ([]int64, error) {
+	if err := passesCounted(o, data, chunks); err != nil {
+		return nil, err // before a counting pass that could not help
+	}
 	rows := make([]int64, len(chunks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(o.ReadConcurrency, 1))

@@ -33,6 +33,7 @@ type Options struct {
 	ShuffleWindow int
 	NumSplits     int
 	DropRemainder bool
+	ShufflePasses int
 	// Epoch is the epoch New starts at.
 	Epoch        int64
 	EqualBatches bool
@@ -70,7 +71,7 @@ type Options struct {
 
 // order is the order options.
 func (o Options) order() permutation.Order {
-	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder}
+	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder, Passes: o.ShufflePasses}
 }
 
 // sharedOut is o for a pipeline given part of o's budget (a
@@ -157,11 +158,31 @@ type Engine struct {
 // New is the engine of a planned dataset, its fragments data (which the
 // caller closes, after the engine), at the start of epoch o.Epoch.
 func New(data *formats.Scan, p Plan, o Options) (*Engine, error) {
+	if err := passesCounted(o, data, p.Chunks); err != nil {
+		return nil, err
+	}
 	e := newEngine(data, p, o)
 	if err := e.startEpoch(o.Epoch); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// passesCounted refuses passes (Options.ShufflePasses) over chunks whose
+// row counts the plan does not know: which rows a pass keeps, and so how
+// the splits balance, is counted in rows before reading.
+func passesCounted(o Options, data *formats.Scan, chunks []split.Chunk) error {
+	if o.ShufflePasses <= 1 {
+		return nil
+	}
+	for _, c := range chunks {
+		if c.Rows() < 0 {
+			f := data.Fragments[c.Fragment]
+			return fmt.Errorf("stream: ShufflePasses %d needs every unit's exact row count before reading, and %s (%s) does not know its (CSV and JSON files, a filter, Iceberg equality deletes): %w",
+				o.ShufflePasses, f.URL, f.Format, split.ErrUnknownRows)
+		}
+	}
+	return nil
 }
 
 // newEngine is an engine without a position: its maker moves it to one.

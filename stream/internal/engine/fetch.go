@@ -86,13 +86,14 @@ func NewFetches(ep *split.Epoch, chunks []split.Chunk, ahead int) *Fetches {
 	return &Fetches{ep: ep, chunks: chunks, Ahead: max(ahead, 1), claimed: map[split.WindowRef][]*Group{}}
 }
 
-// bytes estimates a piece's stored bytes from its chunk's, by rows.
+// bytes estimates a piece's stored bytes from its chunk's, by the rows it
+// reads (with passes, those of other passes between its own too).
 func (fp *Fetches) bytes(p split.Piece) int64 {
 	c := fp.chunks[p.Chunk]
-	if c.Rows() <= 0 || p.Rows() < 0 {
+	if c.Rows() <= 0 || p.Span() < 0 {
 		return c.Bytes
 	}
-	return c.Bytes * p.Rows() / c.Rows()
+	return c.Bytes * p.Span() / c.Rows()
 }
 
 func (fp *Fetches) pieces(r split.WindowRef) []split.Piece { return fp.ep.Pieces(r) }

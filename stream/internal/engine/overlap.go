@@ -24,11 +24,21 @@ func (e *Engine) Overlap() Overlap {
 }
 
 // overlap counts the units of files that ep's split boundaries cut, and
-// the bytes fetched twice for them, in all and by rank of world.
+// the bytes fetched more than once, in all and by rank of world: a unit
+// that several splits' pieces read is fetched by each (by each of its
+// passes only, where it has a page index and a piece reads only its
+// pages), and with passes every unit is read once per pass.
 func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overlap {
 	type unit struct{ file, index int }
-	readers := map[unit]int{} // splits reading part of a unit
+	type unitPass struct {
+		unit
+		pass int
+	}
+	readers := map[unit]int{} // pieces reading some of a unit
 	mine := map[unit]int{}    // of them, this rank's
+	cut := map[unit]bool{}    // units a piece reads part of
+	passes := map[unitPass]bool{}
+	perPass := map[unit]int{} // distinct passes reading a unit
 	for s, sp := range ep.Splits {
 		for _, p := range sp.Pieces {
 			if p.Start < 0 {
@@ -41,12 +51,17 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 				if hi <= p.Start || lo >= p.End {
 					continue
 				}
+				k := unit{p.Fragment, u}
+				readers[k]++
+				if s%world == rank {
+					mine[k]++
+				}
 				if p.Start > lo || p.End < hi {
-					k := unit{p.Fragment, u}
-					readers[k]++
-					if s%world == rank {
-						mine[k]++
-					}
+					cut[k] = true
+				}
+				if kp := (unitPass{k, p.Pass.Index}); !passes[kp] {
+					passes[kp] = true
+					perPass[k]++
 				}
 			}
 		}
@@ -54,13 +69,21 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 	var o Overlap
 	for k, n := range readers {
 		u := files[k.file].Units[k.index]
-		o.CutUnits++
+		if cut[k] {
+			o.CutUnits++
+			if u.Paged {
+				o.PagedUnits++
+			}
+		}
+		again := int64(n - 1)
 		if u.Paged {
-			o.PagedUnits++
+			again = int64(perPass[k] - 1)
+		}
+		if again <= 0 {
 			continue
 		}
-		o.Bytes += u.Bytes * int64(n-1)
-		o.RankBytes += u.Bytes * int64(n-1) * int64(mine[k]) / int64(n)
+		o.Bytes += u.Bytes * again
+		o.RankBytes += u.Bytes * again * int64(mine[k]) / int64(n)
 	}
 	return o
 }

@@ -50,6 +50,10 @@ func (e *Engine) OrderState() checkpoint.State {
 		NumSplits:     e.opts.NumSplits,
 		DropRemainder: e.opts.DropRemainder,
 	}
+	if e.opts.ShufflePasses > 1 {
+		// One pass is written as none, as states were before passes.
+		st.ShufflePasses = e.opts.ShufflePasses
+	}
 	st.Fingerprint = st.OrderFingerprint()
 	return st
 }

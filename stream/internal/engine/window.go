@@ -130,9 +130,16 @@ func (k *keptWindows) drop() {
 // nearly every value. One column at a time, the column's values stay in
 // cache for the whole pass (1 MB for 131,072 int64s), and the gathers run
 // on the decode goroutines, beside the decoding that made the window.
+//
+// order may also name some of the rows only (a window of passes, whose
+// pieces decode rows of other passes too): those are dropped.
 func (w *window) reorder(ctx context.Context, schema *arrow.Schema, order []int32, mem memory.Allocator) error {
 	w.order = order
-	rec, err := gatherBy(ctx, schema, newPermutePlan(w, order), mem)
+	plan := newPermutePlan
+	if int64(len(order)) != w.rows {
+		plan = func(w *window, order []int32) *gatherPlan { return newGatherPlan([]gatherPart{{w, order}}) }
+	}
+	rec, err := gatherBy(ctx, schema, plan(w, order), mem)
 	if err != nil {
 		return err
 	}
@@ -144,6 +151,7 @@ func (w *window) reorder(ctx context.Context, schema *arrow.Schema, order []int3
 		w.whole = nil
 	}
 	w.recs, w.starts, w.order = []arrow.RecordBatch{rec}, []int64{0}, nil
+	w.rows = rec.NumRows()
 	w.bytes = recordBytes(rec)
 	return nil
 }
