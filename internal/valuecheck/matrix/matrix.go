@@ -248,8 +248,8 @@ type Case struct {
 
 func (c *Case) describe() string {
 	o := c.opts
-	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
-		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
+	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
+		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
 		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency, o.PrefetchBatches, o.PrefetchWindows, o.PrefetchBytes, o.DropRemainder, o.EqualBatches)
 }
 
@@ -343,6 +343,11 @@ func Draw(vs Set, r Chooser) *Case {
 	}
 	if (c.mode == "epoch" || c.mode == "resume") && !o.DropRemainder && r.IntN(4) == 0 {
 		o.EqualBatches = true
+	}
+	// Passes where they can be read: shuffled, with every count known
+	// before reading (stream.Options.ShufflePasses refuses the others).
+	if k := pick(r, 1, 1, 1, 2, 3, 4, 8); o.Shuffle && c.data.Known && c.filter.Expr == "" {
+		o.ShufflePasses = k
 	}
 	c.opts = o
 	return c
