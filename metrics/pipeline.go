@@ -151,7 +151,8 @@ func (p *Pipeline) SetUnscannedRows(n int64) {
 
 // SetRefetchBytes sets the stored bytes of the current epoch that this rank fetches although
 // another rank fetches them too: units (row groups) a split boundary cuts, in files that cannot be
-// read page by page (no page index), are fetched whole by each side.
+// read page by page (no page index), are fetched whole by each side; and a stream that reads
+// every unit in several passes (stream.Options.ShufflePasses) fetches it once per pass.
 func (p *Pipeline) SetRefetchBytes(n int64) {
 	p.refetchBytes.Store(n)
 }

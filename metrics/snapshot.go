@@ -24,8 +24,9 @@ type Snapshot struct {
 	// storage (gauge).
 	UnscannedRows int64 `json:"unscanned_rows"`
 	// RefetchBytes is the stored bytes of the epoch this rank fetches although another rank
-	// fetches them too: row groups cut by a split boundary in files without a page index
-	// (gauge; see Pipeline.SetRefetchBytes).
+	// fetches them too: row groups cut by a split boundary in files without a page index,
+	// and with ShufflePasses k the k - 1 passes' fetches past every unit's first (gauge; see
+	// Pipeline.SetRefetchBytes).
 	RefetchBytes int64 `json:"refetch_bytes"`
 
 	// RawQueueItems and RawQueueBytes are the windows decoded but not yet cut into batches,

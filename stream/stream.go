@@ -150,7 +150,9 @@ func Map[T any](ctx context.Context, d *Dataset, fn func(context.Context, arrow.
 // than once. A boundary may fall inside a unit (a row group); the splits
 // on each side then read part of it. Where the unit can be read by pages
 // (a page index), each side fetches about its own rows; where it cannot,
-// each side fetches the whole unit.
+// each side fetches the whole unit. With Options.ShufflePasses k, every
+// unit is also fetched once per pass: Bytes and RankBytes count those k - 1
+// fetches too (of a unit with pages, once per pass).
 type Overlap struct {
 	// CutUnits is the number of units a split boundary cuts.
 	CutUnits int
