@@ -23,10 +23,10 @@ type Snapshot struct {
 	// UnscannedRows is the number of rows of the epoch, for this rank, not yet read from
 	// storage (gauge).
 	UnscannedRows int64 `json:"unscanned_rows"`
-	// RefetchBytes is the stored bytes of the epoch this rank fetches although another rank
-	// fetches them too: row groups cut by a split boundary in files without a page index,
-	// and with ShufflePasses k the k - 1 passes' fetches past every unit's first (gauge; see
-	// Pipeline.SetRefetchBytes).
+	// RefetchBytes is this rank's share of the stored bytes the epoch fetches more than once:
+	// row groups cut by a split boundary in files without a page index (each side fetches
+	// them), and, with ShufflePasses k, every row group's k - 1 fetches past its first
+	// (gauge; see Pipeline.SetRefetchBytes).
 	RefetchBytes int64 `json:"refetch_bytes"`
 
 	// RawQueueItems and RawQueueBytes are the windows decoded but not yet cut into batches,
