@@ -346,7 +346,7 @@ func Draw(vs Set, r Chooser) *Case {
 	}
 	// Passes where they can be read: shuffled, with every count known
 	// before reading (stream.Options.ShufflePasses refuses the others).
-	if k := pick(r, 1, 1, 1, 2, 3, 4, 8); o.Shuffle && c.data.Known && c.filter.Expr == "" {
+	if k := pick(r, 1, 1, 2, 3, 4, 8); o.Shuffle && c.data.Known && c.filter.Expr == "" {
 		o.ShufflePasses = k
 	}
 	c.opts = o
