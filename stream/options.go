@@ -82,12 +82,14 @@ type Options struct {
 	// rows, counted from the chunk's first, clump c going to pass c mod
 	// ShufflePasses), and the chunk order shuffles the passes as it shuffles
 	// chunks. A window of ShuffleWindow rows is then made of ShufflePasses
-	// times as many places in the dataset, and mixes like a window that many
-	// times larger (docs/performance.md#shuffle-passes has the figures), at
-	// the same memory (a window holds only its passes' rows once permuted)
-	// but ShufflePasses times the bytes fetched and decoded: every pass
-	// fetches and decodes its chunk whole. The extra bytes are counted in the
-	// metrics' RefetchBytes and Dataset.Overlap. Every row still comes once
+	// times as many places in the dataset, and mixes about as a window that
+	// many times larger (docs/performance.md#shuffle-passes has the
+	// figures), at about the same memory (a window read ahead holds only its
+	// passes' rows once permuted; a window being decoded holds its chunks'
+	// rows of every pass until then) but ShufflePasses times the bytes
+	// fetched and decoded: every pass fetches and decodes its chunk whole.
+	// The extra bytes are counted in the metrics' RefetchBytes and
+	// Dataset.Overlap. Every row still comes once
 	// an epoch, the order is still a pure function of the plan and the order
 	// options, and states resume as without passes. It needs Shuffle, and
 	// every unit's exact row count before reading: a Filter, CSV and JSON
