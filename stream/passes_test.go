@@ -190,3 +190,49 @@ func TestShufflePassesTake(t *testing.T) {
 		t.Fatalf("Take gave %v, the epoch has %v", got, want)
 	}
 }
+
+// Rows an Iceberg position delete masks are gone before passes count:
+// a pass keeps its clumps of the rows left, and every row left comes once.
+func TestShufflePassesMasked(t *testing.T) {
+	spec := synth.Spec{Files: 3, RowsPerFile: 1000, RowGroupRows: 150}
+	dir := writeDataset(t, spec)
+	plan := func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
+		sc, err := formats.Plan(ctx, []string{dir}, po)
+		if err != nil {
+			return nil, err
+		}
+		po.Masks = map[string]*formats.RowMask{}
+		for _, f := range sc.Fragments {
+			m := &formats.RowMask{Deleted: []int64{}}
+			for r := int64(1); r < int64(spec.RowsPerFile); r += 3 {
+				m.Deleted = append(m.Deleted, r)
+			}
+			po.Masks[f.URL] = m
+		}
+		sc.Close()
+		return formats.Plan(ctx, []string{dir}, po)
+	}
+	var want []int64
+	for _, passes := range []int{1, 3} {
+		o := checkedOptions(t, dir)
+		o.URLs, o.Plan = nil, plan
+		o.Shuffle, o.ShufflePasses, o.NumSplits = true, passes, 2
+		var ids []int64
+		for rank := range 2 {
+			oo := o
+			oo.WorldSize, oo.Rank = 2, rank
+			bs, _ := consume(t, open(t, oo), -1)
+			for _, b := range bs {
+				ids = append(ids, b.ids...)
+			}
+		}
+		if passes == 1 {
+			want = ids
+			if n := int64(len(ids)); n != spec.Rows()-int64(spec.Files)*333 {
+				t.Fatalf("the mask left %d rows", n)
+			}
+			continue
+		}
+		exactlyOnceOf(t, ids, want)
+	}
+}
