@@ -197,18 +197,29 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 		skipped += bad
 		segments = append(segments, w.rows-before)
 	}
-	order, kept, err := e.passOrder(ep, r, segments, w.rows)
+	keep, segments, err := passRows(ep, r, segments, w.rows)
 	if err != nil {
 		w.release()
 		return nil, err
 	}
-	if wd.Rows >= 0 && kept != wd.Rows {
+	if kept := sum(segments); wd.Rows >= 0 && kept != wd.Rows {
 		w.release()
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows, the plan has %d: %w", ep.Epoch, r.Split, r.Window, kept, wd.Rows, formats.ErrCorrupt)
 	}
 	if w.rows > math.MaxInt32 {
 		w.release()
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
+	}
+	order := ep.RowOrder(r, segments)
+	switch {
+	case keep != nil && order == nil:
+		order = keep // the kept rows in storage order
+	case keep != nil:
+		// The order is over the kept rows; the window holds every row
+		// decoded.
+		for i, k := range order {
+			order[i] = keep[k]
+		}
 	}
 	if order != nil && w.rows > 0 {
 		// A window the filter emptied has nothing to put in order (and no
@@ -222,20 +233,20 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	return w, nil
 }
 
-// passOrder is the order in which window r emits the rows decoded for it
-// (nil: storage order), given the rows each of its pieces decoded
-// (segments, rows in all), and the rows it emits. Where the epoch reads its
-// chunks in passes, a piece decodes every row of its span and keeps its
-// pass's (split.Pass): the order is then over the kept rows, as the plan
-// counts them, and names each by its place among the decoded rows, so that
-// permuting the window gathers the kept rows alone and the rows of other
-// passes are dropped with the decoded buffers.
-func (e *Engine) passOrder(ep *split.Epoch, r split.WindowRef, segments []int64, rows int64) ([]int32, int64, error) {
+// passRows is, where the epoch reads its chunks in passes, the rows of
+// window r that its pieces keep, as indices among the rows decoded for it,
+// and each piece's kept rows, given the rows each decoded (segments, rows in
+// all); without passes, nil and segments. A piece of a pass decodes every
+// row of its span and keeps its pass's (split.Pass): the window's order is
+// then over the kept rows, as the plan counts them, and permuting the
+// window gathers those alone, the rows of other passes going with the
+// decoded buffers.
+func passRows(ep *split.Epoch, r split.WindowRef, segments []int64, rows int64) ([]int32, []int64, error) {
 	if ep.Order.Passes <= 1 {
-		return ep.RowOrder(r, segments), rows, nil
+		return nil, segments, nil
 	}
 	if rows > math.MaxInt32 {
-		return nil, 0, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order", ep.Epoch, r.Split, r.Window, rows)
+		return nil, nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order", ep.Epoch, r.Split, r.Window, rows)
 	}
 	pieces := ep.Pieces(r)
 	keep := make([]int32, 0, rows/int64(ep.Order.Passes)+int64(len(pieces)))
@@ -243,7 +254,7 @@ func (e *Engine) passOrder(ep *split.Epoch, r split.WindowRef, segments []int64,
 	var at int64
 	for i, p := range pieces {
 		if segments[i] != p.Span() {
-			return nil, 0, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows of file %d's rows [%d, %d): %w", ep.Epoch, r.Split, r.Window, segments[i], p.Fragment, p.Start, p.End, formats.ErrCorrupt)
+			return nil, nil, fmt.Errorf("stream: epoch %d split %d window %d: read %d rows of file %d's rows [%d, %d): %w", ep.Epoch, r.Split, r.Window, segments[i], p.Fragment, p.Start, p.End, formats.ErrCorrupt)
 		}
 		before := len(keep)
 		for k := range segments[i] {
@@ -254,14 +265,15 @@ func (e *Engine) passOrder(ep *split.Epoch, r split.WindowRef, segments []int64,
 		kept[i] = int64(len(keep) - before)
 		at += segments[i]
 	}
-	order := ep.RowOrder(r, kept)
-	if order == nil {
-		return keep, int64(len(keep)), nil
+	return keep, kept, nil
+}
+
+func sum(xs []int64) int64 {
+	var n int64
+	for _, x := range xs {
+		n += x
 	}
-	for i, k := range order {
-		order[i] = keep[k]
-	}
-	return order, int64(len(keep)), nil
+	return n
 }
 
 // permute is the decode stage's last step for a shuffled window: it puts
