@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -49,7 +50,9 @@ func TestShufflePassesMixing(t *testing.T) {
 		if got, want := before.RefetchBytes, int64(k-1)*unitBytes; got != want {
 			t.Fatalf("%d passes: RefetchBytes %d, want %d (passes - 1 times the stored bytes)", k, got, want)
 		}
+		start := time.Now()
 		bs, _ := consume(t, ds, -1)
+		took := time.Since(start)
 		read := ds.Metrics().Snapshot().Since(before).ReadBytes
 		var ids []int64
 		var tv []float64
@@ -67,7 +70,7 @@ func TestShufflePassesMixing(t *testing.T) {
 			oneBytes = read
 		}
 		ratio := float64(read) / float64(oneBytes)
-		t.Logf("passes %d: mean TVD %.3f, read %d bytes (%.2f× one pass's)", k, m, read, ratio)
+		t.Logf("passes %d: mean TVD %.3f, read %d bytes (%.2f× one pass's), epoch in %v", k, m, read, ratio, took.Round(time.Millisecond))
 		if k > 1 {
 			if m > prevTV*0.8 {
 				t.Errorf("%d passes mix to %.3f, not clearly better than %d passes (%.3f)", k, m, k/2, prevTV)
