@@ -68,7 +68,8 @@ func (h *hybrid) run() error {
 	h.pos = c.pos
 	if hdr&1 == 1 {
 		groups := hdr >> 1
-		if groups == 0 || groups > uint64(len(h.data)) {
+		// Of width 0 (a dictionary of one value) a run takes no bytes.
+		if groups > 1<<28 || (h.width > 0 && groups > uint64(len(h.data))) {
 			return fmt.Errorf("a bit-packed run of %d groups", groups)
 		}
 		nbytes := int(groups) * int(h.width)
@@ -78,7 +79,7 @@ func (h *hybrid) run() error {
 		if h.width > 0 {
 			h.bpLeft = min(h.bpLeft, avail*8/int(h.width))
 		}
-		if h.bpLeft == 0 {
+		if h.bpLeft == 0 && groups > 0 {
 			return errRunPastEnd
 		}
 		h.bpBit = h.pos * 8
@@ -86,7 +87,7 @@ func (h *hybrid) run() error {
 		return nil
 	}
 	count := hdr >> 1
-	if count == 0 || count > 1<<31 {
+	if count > 1<<31 {
 		return fmt.Errorf("an RLE run of %d values", count)
 	}
 	nb := int(h.width+7) / 8
