@@ -167,6 +167,7 @@ func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg in
 		Codec:    flatdecode.Codec(cc.Compression()),
 		Values:   cc.NumValues(),
 		Rows:     rows,
+		MaxPage:  cc.TotalUncompressedSize(),
 	}, mem)
 	if err != nil {
 		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)

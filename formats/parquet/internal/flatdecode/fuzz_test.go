@@ -97,7 +97,7 @@ func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 
 			start = min(start, cc.DictionaryPageOffset())
 		}
 		col := Column{Name: fields[c].Name, Offset: start, Physical: Physical(md.Schema.Column(c).PhysicalType()), Type: fields[c].Type,
-			Optional: true, Codec: Codec(cc.Compression()), Values: cc.NumValues(), Rows: rows}
+			Optional: true, Codec: Codec(cc.Compression()), Values: cc.NumValues(), Rows: rows, MaxPage: cc.TotalUncompressedSize()}
 		out = append(out, sampleChunk{col: col, chunk: bytes.Clone(buf.Bytes()[start : start+cc.TotalCompressedSize()])})
 	}
 	return out
@@ -164,7 +164,7 @@ func FuzzChunk(f *testing.F) {
 		if !ok {
 			return
 		}
-		col := Column{Name: "c", Physical: Physical(phys), Type: typ, Optional: optional, Codec: Codec(codec), Values: int64(rows), Rows: int64(rows)}
+		col := Column{Name: "c", Physical: Physical(phys), Type: typ, Optional: optional, Codec: Codec(codec), Values: int64(rows), Rows: int64(rows), MaxPage: 1 << 20}
 		decodeAll(t, chunk, col, int(batch)+1)
 	})
 }
@@ -246,7 +246,7 @@ func FuzzValues(f *testing.F) {
 		}
 		chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), int(n), int(enc))...)
 		chunk = append(chunk, values...)
-		col := Column{Name: "v", Physical: p, Type: typ, Values: int64(n), Rows: int64(n)}
+		col := Column{Name: "v", Physical: p, Type: typ, Values: int64(n), Rows: int64(n), MaxPage: 1 << 20}
 		decodeAll(t, chunk, col, int(batch)+1)
 	})
 }

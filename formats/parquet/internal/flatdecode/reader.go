@@ -39,6 +39,10 @@ type Column struct {
 	// Values is the chunk's num_values and Rows its row group's num_rows:
 	// for a flat column they are equal, or the chunk is not taken on.
 	Values, Rows int64
+	// MaxPage bounds the uncompressed size of a page (the chunk's
+	// total_uncompressed_size is one): a chunk with a page header that
+	// claims more is not taken on, rather than allocated for. At most 1 GiB.
+	MaxPage int64
 }
 
 // ErrUnsupported is what Open returns (wrapped, with the reason) for a
@@ -216,7 +220,7 @@ func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
 			return unsupported("page %d: header: %v", index, err)
 		}
 		body := at + h.size
-		if h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > maxPage || h.compressed > int64(len(chunk)-body) {
+		if h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > min(col.MaxPage, maxPage) || h.compressed > int64(len(chunk)-body) {
 			return unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
 		}
 		ref := pageRef{h: h, at: at, body: body, index: index}

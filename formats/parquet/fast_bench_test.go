@@ -1,0 +1,113 @@
+package parquet_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet"
+)
+
+// writeTrainingFile writes rows rows of a typical training table: id
+// int64, x and y float64, s a string of 10 to 20 letters, label an int64 of
+// 100 values (dictionary encoded; the others PLAIN), Snappy, in row groups
+// of 131,072 rows.
+func writeTrainingFile(b *testing.B, path string, rows int) {
+	b.Helper()
+	mem := memory.DefaultAllocator
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "y", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "label", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	bld := array.NewRecordBuilder(mem, schema)
+	defer bld.Release()
+	r := rand.New(rand.NewPCG(1, 2))
+	letters := make([]byte, 20)
+	for i := range rows {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i))
+		bld.Field(1).(*array.Float64Builder).Append(r.Float64())
+		bld.Field(2).(*array.Float64Builder).Append(r.NormFloat64())
+		n := 10 + r.IntN(11)
+		for j := range n {
+			letters[j] = byte('a' + r.IntN(26))
+		}
+		bld.Field(3).(*array.StringBuilder).Append(string(letters[:n]))
+		bld.Field(4).(*array.Int64Builder).Append(int64(r.IntN(100)))
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	props := pq.NewWriterProperties(pq.WithCompression(compress.Codecs.Snappy), pq.WithDictionaryDefault(false),
+		pq.WithDictionaryFor("label", true), pq.WithMaxRowGroupLength(131072))
+	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkFastDecode reads the same 1M-row file with the own decoder and
+// with arrow-go's, in one process: compare the two ns/op.
+//
+//	go test ./formats/parquet -run '^$' -bench FastDecode -benchtime 10x -count 3
+func BenchmarkFastDecode(b *testing.B) {
+	const rows = 1 << 20
+	path := filepath.Join(b.TempDir(), "train.parquet")
+	writeTrainingFile(b, path, rows)
+	ctx := context.Background()
+	for _, arrowGo := range []bool{false, true} {
+		name := "own"
+		if arrowGo {
+			name = "arrow-go"
+		}
+		b.Run(name, func(b *testing.B) {
+			ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{ArrowGoDecode: arrowGo}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ds.Close()
+			mem := memory.NewGoAllocator()
+			b.SetBytes(ds.Fragments[0].Units[0].Bytes * int64(len(ds.Fragments[0].Units)))
+			b.ResetTimer()
+			for range b.N {
+				var got int64
+				for i, f := range ds.Fragments {
+					err := ds.Read(ctx, i, ds.RowRange(i, 0, f.Rows), 8192, mem, func(rb arrow.RecordBatch) error {
+						got += rb.NumRows()
+						rb.Release()
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if got != rows {
+					b.Fatal(fmt.Errorf("read %d rows of %d", got, rows))
+				}
+			}
+		})
+	}
+}
