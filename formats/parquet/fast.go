@@ -225,12 +225,23 @@ func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
 		}
 		if got := int64(arrs[i].Len()); got != n {
 			release()
-			return nil, &shortRowGroup{decoded: got} // read adds the rows before this batch
+			return nil, &shortColumn{name: m.schema.Field(i).Name, got: got}
 		}
 	}
 	rec := array.NewRecordBatch(m.schema, arrs, n)
 	release()
 	return rec, nil
+}
+
+// shortColumn is an arrow-go column that gave fewer rows than a batch
+// asked of it.
+type shortColumn struct {
+	name string
+	got  int64
+}
+
+func (e *shortColumn) Error() string {
+	return fmt.Sprintf("column %q gave %d rows", e.name, e.got)
 }
 
 // oneArray makes one array of a chunked one, as arrow-go's record reader
@@ -260,9 +271,10 @@ func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arr
 		}
 		n := min(m.batch, rows-at)
 		rec, err := m.next(n)
-		if short, ok := err.(*shortRowGroup); ok {
-			short.decoded, short.rows = at+short.decoded, rows
-			return short
+		if short, ok := err.(*shortColumn); ok {
+			// The flatdecode columns hold the row group's rows (Open counted
+			// them): arrow-go's ended early.
+			return fmt.Errorf("%w: columns that disagree on the number of rows: column %q ended after %d rows, the row group has %d", formats.ErrCorrupt, short.name, at+short.got, rows)
 		}
 		if err != nil {
 			return err
