@@ -128,6 +128,7 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 	if m.batch <= 0 {
 		m.batch = rows
 	}
+	m.batch = max(m.batch, 1)
 	fastChunks.Add(int64(len(fields) - len(slowLeaves)))
 	return m, nil
 }
@@ -265,11 +266,16 @@ func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arr
 	if err != nil {
 		return err
 	}
-	for at := int64(0); at < hi; {
+	if err := m.skip(lo); err != nil {
+		return err
+	}
+	for at := lo; at < hi; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(m.batch, rows-at)
+		// The batches start where arrow-go's do, at multiples of the batch
+		// size, so that the rows are delivered in the same batches.
+		n := min(m.batch-at%m.batch, hi-at)
 		rec, err := m.next(n)
 		if short, ok := err.(*shortColumn); ok {
 			// The flatdecode columns hold the row group's rows (Open counted
@@ -279,13 +285,7 @@ func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arr
 		if err != nil {
 			return err
 		}
-		from, to := max(lo, at), min(hi, at+n)
-		if from >= to {
-			rec.Release()
-			at += n
-			continue
-		}
-		out, err := project(ctx, rec, schema, pos, from-at, to-from, mem, fx, from)
+		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
 		rec.Release()
 		if err != nil {
 			return err
@@ -297,6 +297,32 @@ func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arr
 	}
 	if hi == rows {
 		return m.checkEnd(rows)
+	}
+	return nil
+}
+
+// skip passes over the row group's first n rows: flatdecode's columns
+// without decoding what they need not, arrow-go's by reading them.
+func (m *mixedColumns) skip(n int64) error {
+	for i, f := range m.fast {
+		if f != nil {
+			if err := f.Skip(n); err != nil {
+				return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			continue
+		}
+		for done := int64(0); done < n; {
+			chunked, err := m.slow[i].NextBatch(min(m.batch, n-done))
+			if err != nil {
+				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+			}
+			got := int64(chunked.Len())
+			chunked.Release()
+			if got == 0 {
+				return fmt.Errorf("%w: columns that disagree on the number of rows: column %q ended after %d rows", formats.ErrCorrupt, m.schema.Field(i).Name, done)
+			}
+			done += got
+		}
 	}
 	return nil
 }

@@ -466,3 +466,92 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 	}
 	return buf, nil
 }
+
+// Skip passes over the next n rows without building them. Pages it passes
+// over whole are not even decompressed.
+func (r *Reader) Skip(n int64) error {
+	if n < 0 || n > r.left {
+		return fmt.Errorf("column %q: %d rows to skip, %d left", r.col.Name, n, r.left)
+	}
+	defer func() {
+		r.free = append(r.free, r.held...)
+		clear(r.held)
+		r.held = r.held[:0]
+	}()
+	for n > 0 {
+		if r.cur.pos == r.cur.rows {
+			if r.next < len(r.pages) && r.pages[r.next].h.values <= n {
+				if r.cur.buf != nil {
+					r.held = append(r.held, r.cur.buf)
+				}
+				ref := r.pages[r.next]
+				r.next++
+				r.cur = page{ref: ref, rows: int(ref.h.values), pos: int(ref.h.values)}
+				n -= ref.h.values
+				r.left -= ref.h.values
+				continue
+			}
+			if err := r.loadPage(); err != nil {
+				return err
+			}
+			continue
+		}
+		k := int(min(n, int64(r.cur.rows-r.cur.pos)))
+		m := k
+		if r.col.Optional {
+			m = bitutil.CountSetBits(r.valid, r.cur.pos, k)
+		}
+		if m > r.cur.nonNull-r.cur.taken {
+			return r.pageErr(r.cur.ref, fmt.Errorf("more values than the page holds"))
+		}
+		if err := r.skipValues(m); err != nil {
+			return r.pageErr(r.cur.ref, err)
+		}
+		r.cur.pos += k
+		r.cur.taken += m
+		n -= int64(k)
+		r.left -= int64(k)
+	}
+	return nil
+}
+
+// skipValues passes over the current page's next m values.
+func (r *Reader) skipValues(m int) error {
+	c := &r.cur
+	const chunk = 4096
+	switch enc := c.ref.h.encoding; {
+	case enc == encByteStreamSplit:
+	case enc == encPlain && r.col.Physical == Boolean:
+		c.plainPos += m
+	case enc == encPlain && r.col.Physical == ByteArray:
+		pos := c.plainPos
+		for range m {
+			if len(c.values)-pos < 4 {
+				return errRunPastEnd
+			}
+			l := int(binary.LittleEndian.Uint32(c.values[pos:]))
+			if l < 0 || l > len(c.values)-pos-4 {
+				return errRunPastEnd
+			}
+			pos += 4 + l
+		}
+		c.plainPos = pos
+	case enc == encPlain:
+		c.plainPos += m * r.pw
+	case enc == encDeltaBinaryPacked:
+		r.u64 = grow(r.u64, min(m, chunk))
+		for done := 0; done < m; done += chunk {
+			if err := c.dl.next(r.u64[:min(chunk, m-done)]); err != nil {
+				return err
+			}
+		}
+	default: // dictionary indices, RLE booleans
+		r.u32 = grow(r.u32, min(m, chunk))
+		for done := 0; done < m; done += chunk {
+			if err := c.hy.next(r.u32[:min(chunk, m-done)]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
