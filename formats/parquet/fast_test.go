@@ -190,7 +190,9 @@ func pick(r *rand.Rand, pool, any func() uint64) uint64 {
 }
 
 func genColumns() []genColumn {
-	u := func(r *rand.Rand) uint64 { return pick(r, func() uint64 { return uint64(r.IntN(20)) * 0x9e3779b97f4a7c15 }, r.Uint64) }
+	u := func(r *rand.Rand) uint64 {
+		return pick(r, func() uint64 { return uint64(r.IntN(20)) * 0x9e3779b97f4a7c15 }, r.Uint64)
+	}
 	ints := func(name string, typ arrow.DataType, set func(b array.Builder, v uint64)) genColumn {
 		return genColumn{field: arrow.Field{Name: name, Type: typ, Nullable: true}, encs: intEncs, make: func(b array.Builder, r *rand.Rand, null bool) {
 			if null {
