@@ -104,8 +104,12 @@ func compareFile(t *testing.T, path string, batchRows int) {
 		err := withDeadline(t, path, 60*time.Second, func(ctx context.Context) error {
 			fast, fmem, ferr := readBatches(ctx, path, false, batchRows, part)
 			defer releaseBatches(fast)
+			before := parquet.FastChunks()
 			slow, _, serr := readBatches(ctx, path, true, batchRows, part)
 			defer releaseBatches(slow)
+			if n := parquet.FastChunks() - before; n != 0 {
+				return fmt.Errorf("ArrowGoDecode set, yet %d chunks took the own decoder", n)
+			}
 			switch {
 			case (ferr == nil) != (serr == nil):
 				return fmt.Errorf("own decoder: %v; arrow-go: %v", ferr, serr)

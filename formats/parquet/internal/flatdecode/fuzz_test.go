@@ -168,7 +168,7 @@ func FuzzChunk(f *testing.F) {
 		}
 	}
 	types := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int8, Int64: arrow.FixedWidthTypes.Timestamp_us,
-		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeString}
+		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeBinary}
 	f.Fuzz(func(t *testing.T, chunk []byte, phys, codec uint8, rows uint16, optional bool, batch uint8) {
 		typ, ok := types[Physical(phys)]
 		if !ok {
@@ -242,7 +242,7 @@ func FuzzValues(f *testing.F) {
 	f.Fuzz(func(t *testing.T, values []byte, phys, enc uint8, n uint16, batch uint8) {
 		p := Physical(phys)
 		typ, ok := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int32, Int64: arrow.PrimitiveTypes.Int64,
-			Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.String}[p]
+			Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.Binary}[p]
 		if !ok || !encodes(p, int64(enc)) {
 			return
 		}
