@@ -28,7 +28,8 @@ type nativeRuns struct {
 	rows    int64    // the rows the files hold
 	best    *record  // the peer's line of its fastest run
 	rates   []float64
-	skipped string // why DuckDB cannot run
+	cpu     []float64 // rows per CPU second of each call's leanest run
+	skipped string    // why DuckDB cannot run
 	err     error
 }
 
@@ -69,6 +70,8 @@ func (n *nativeRuns) run(ctx context.Context, reps int) {
 		n.best = r
 	}
 	n.rates = append(n.rates, rate)
+	perCPU, _ := num(r.get("rows_per_cpu_s"))
+	n.cpu = append(n.cpu, perCPU)
 }
 
 // annotate adds DuckDB's figures to a sluice line r of the same files and
@@ -92,6 +95,14 @@ func (n *nativeRuns) annotate(r *record) {
 	r.set("duckdb_native_threads", n.best.get("threads"))
 	r.set("duckdb_native_query", n.best.get("query"))
 	r.set("ratio_vs_duckdb_native", r.float("rows_per_s")/rate)
+	// Rows per CPU second, DuckDB's threads and sluice's process alike:
+	// on a machine whose neighbours take cores, what the work costs.
+	if perCPU := maxOf(n.cpu); perCPU > 0 {
+		r.set("duckdb_native_rows_per_cpu_s", perCPU)
+		if own := r.float("rows_per_cpu_s"); own > 0 {
+			r.set("cpu_ratio_vs_duckdb_native", own/perCPU)
+		}
+	}
 	r.target("ratio_vs_duckdb_native", ">=", nativeTarget)
 }
 

@@ -43,8 +43,11 @@ func TestDuckDBNative(t *testing.T) {
 			t.Errorf("query %q lacks %s", q, want)
 		}
 	}
-	r := newRecord("scenario").set("scenario", "sequential").set("rows_per_s", 1e6)
+	r := newRecord("scenario").set("scenario", "sequential").set("rows_per_s", 1e6).set("rows_per_cpu_s", 2e6)
 	n.annotate(r)
+	if c := r.float("cpu_ratio_vs_duckdb_native"); c <= 0 || math.Abs(c-2e6/maxOf(n.cpu)) > 1e-3*c {
+		t.Errorf("cpu_ratio_vs_duckdb_native is %g, DuckDB's rows per CPU second %v", c, n.cpu)
+	}
 	ratio := r.float("ratio_vs_duckdb_native")
 	if want := 1e6 / maxOf(n.rates); math.Abs(ratio-want) > 1e-3*want { // set rounds
 		t.Errorf("ratio_vs_duckdb_native is %g, want %g", ratio, want)

@@ -4,9 +4,11 @@
 //
 //   node duckdb_native.mjs --data DIR | --files a.parquet,b.parquet [--columns id,x,label] [--threads N] [--reps 3]
 //
-// Runs one aggregate over the selected columns (all where --columns is not
-// given) of every row of the files,
-// SELECT count(*), sum(id), sum(x), ..., sum(strlen(s)) FROM read_parquet([...]):
+// Runs one aggregate over every row of the files and the columns selected
+// (all without --columns),
+//
+//   SELECT count(*), sum(id), sum(x), ..., sum(strlen(s)) FROM read_parquet([...])
+//
 // every value of every selected column is decoded (a sum needs it, and
 // strlen needs each string's bytes), but nothing is handed out: no chunk
 // crosses into JavaScript, so this is DuckDB's decoding alone, where
@@ -15,8 +17,9 @@
 // then --reps times; the time is of the query alone, from the call to the
 // one-row result, not of node's start or the database's creation. Prints
 // ONE JSON line: rows (count(*), checked against the other runs), seconds
-// and rows_per_s of the fastest run, every run's seconds, and what DuckDB
-// used.
+// and rows_per_s of the fastest run, every run's seconds, the least CPU
+// (user and system, all of DuckDB's threads: process.cpuUsage) a run took
+// and its rows_per_cpu_s, and what DuckDB used.
 //
 // On failure it prints {"peer":"duckdb","error":"..."} and exits with 1.
 import { readdirSync } from 'node:fs';
@@ -65,18 +68,24 @@ async function main() {
   const sql = `SELECT count(*), ${columns.map((c) => aggregateOf(c, types[c])).join(', ')} FROM ${from}`;
 
   const once = async () => {
+    const cpu = process.cpuUsage();
     const start = performance.now();
     const row = (await con.runAndReadAll(sql)).getRows()[0];
-    return { seconds: (performance.now() - start) / 1000, rows: Number(row[0]) };
+    const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
+    return { seconds, cpuSeconds: (used.user + used.system) / 1e6, rows: Number(row[0]) };
   };
   const warm = await once();
   const runs = [];
+  const cpus = [];
   for (let i = 0; i < reps; i++) {
     const r = await once();
     if (r.rows !== warm.rows) throw new Error(`run ${i + 1} counted ${r.rows} rows, the first ${warm.rows}`);
     runs.push(r.seconds);
+    cpus.push(r.cpuSeconds);
   }
   const seconds = Math.min(...runs);
+  const cpuSeconds = Math.min(...cpus);
   console.log(JSON.stringify({
     peer: 'duckdb',
     scenario: 'native',
@@ -84,6 +93,9 @@ async function main() {
     seconds,
     rows_per_s: warm.rows / seconds,
     runs_seconds: runs,
+    cpu_seconds: cpuSeconds,
+    rows_per_cpu_s: warm.rows / cpuSeconds,
+    runs_cpu_seconds: cpus,
     files: files.length,
     threads: Number(settings[1]),
     duckdb_version: String(settings[0]),
