@@ -103,7 +103,7 @@ func TestHarnessTiny(t *testing.T) {
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
 		"scaling_p1_sequential", "scaling_p1_shuffled",
-		"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
+		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 		"python_numpy", "python_torch", "python_dataloader_workers",
@@ -112,9 +112,14 @@ func TestHarnessTiny(t *testing.T) {
 			t.Errorf("no line for scenario %s", name)
 		}
 	}
-	for _, name := range []string{"duckdb_sequential", "lancedb_sequential", "lancedb_shuffled"} {
+	for _, name := range []string{"duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled"} {
 		if byName[name]["skipped"] == nil {
 			t.Errorf("%s ran without node_modules: %v", name, byName[name])
+		}
+	}
+	for _, name := range []string{"sequential", "table_sequential_all", "table_sequential_idxlabel"} {
+		if byName[name]["duckdb_native_skipped"] == nil || byName[name]["ratio_vs_duckdb_native"] != nil {
+			t.Errorf("%s: DuckDB's aggregate without node_modules: %v", name, byName[name])
 		}
 	}
 	if trace == nil {
@@ -360,13 +365,22 @@ func benchmarkStream(b *testing.B, o stream.Options) {
 	dir, _ := benchData(b)
 	o.BatchSize = 1024
 	var m measurement
+	var rows int64
+	var cpu float64
 	for b.Loop() {
 		var err error
 		if m, err = measureStream(context.Background(), streamRun{urls: []string{dir}, opts: o}); err != nil {
 			b.Fatal(err)
 		}
+		rows, cpu = rows+m.rows, cpu+m.cpuSeconds
 	}
 	reportRows(b, m)
+	// Rows per CPU second of the whole process: what a change of the
+	// per-batch work shows on a shared machine, where rows/s follows the
+	// neighbours.
+	if cpu > 0 {
+		b.ReportMetric(float64(rows)/cpu, "rows/cpu-s")
+	}
 }
 
 func BenchmarkSequential(b *testing.B) { benchmarkStream(b, stream.Options{}) }
