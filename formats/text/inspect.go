@@ -237,7 +237,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", t.start)
 		}
 		if f.kind == JSONLines {
-			jt, err := inferRecord(t.fields[0])
+			jt, err := f.inferSampled(t.fields[0])
 			if err != nil {
 				m.sampleErr = fmt.Errorf("line %d, byte %d: %w", t.line, t.start, err)
 				continue
@@ -255,7 +255,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	if f.kind == JSONLines {
 		m.names = m.jsonType.keys()
 		if m.names == nil && m.sampleErr != nil {
-			return 0, fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+			return 0, fmt.Errorf("%w: no record of the sample reads as a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 		}
 		return 0, nil
 	}
@@ -333,7 +333,7 @@ func (f *Format) sampleJSON(src *source, m *meta) error {
 	}
 	n := 0
 	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
-		jt, err := inferRecord(rec)
+		jt, err := f.inferSampled(rec)
 		if err != nil {
 			m.sampleErr = fmt.Errorf("record %d, byte %d: %w", n, off, err)
 		} else if m.jsonType == nil {
@@ -349,9 +349,21 @@ func (f *Format) sampleJSON(src *source, m *meta) error {
 	}
 	m.names = m.jsonType.keys()
 	if m.names == nil && m.sampleErr != nil {
-		return fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+		return fmt.Errorf("%w: no record of the sample reads as a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 	}
 	return nil
+}
+
+// inferSampled infers a sampled JSON record's type. A record that is not
+// UTF-8 has no say unless ReplaceInvalidUTF8 reads it (its keys as the read
+// will name them): encoding/json would replace its bytes silently, and the
+// read reports it as a bad row.
+func (f *Format) inferSampled(rec []byte) (*jtype, error) {
+	rec, err := validUTF8(rec, f.opts.ReplaceInvalidUTF8)
+	if err != nil {
+		return nil, err
+	}
+	return inferRecord(rec)
 }
 
 // drain reads what is left of a source.

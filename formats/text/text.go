@@ -126,11 +126,13 @@ type Options struct {
 	// always an error. Default false: a short record is a bad row.
 	NullPadding bool
 
-	// ReplaceInvalidUTF8 reads a CSV string value or header name that is
-	// not UTF-8 with each run of invalid bytes replaced by one U+FFFD (as
-	// Parquet's ReplaceInvalidUTF8 does). Default false: such a value is a
-	// bad row, and such a header name fails the file, naming the column's
-	// position.
+	// ReplaceInvalidUTF8 reads a CSV string value or header name, or a
+	// JSON string or key, that is not UTF-8 with each run of invalid bytes
+	// replaced by one U+FFFD (as Parquet's ReplaceInvalidUTF8 does).
+	// Default false: such a value (or JSON record) is a bad row, naming
+	// the byte, and such a CSV header name fails the file, naming the
+	// column's position; a sampled JSON record with such bytes has no say
+	// in the types.
 	ReplaceInvalidUTF8 bool
 
 	// Schema, if set, gives the columns' types (by name for CSV with a

@@ -318,3 +318,27 @@ func clip(v []byte) string {
 	}
 	return string(v)
 }
+
+// validUTF8 returns a JSON record whose strings and keys are valid UTF-8:
+// rec itself, or with each run of invalid bytes replaced by one U+FFFD if
+// replace; else an error saying where the first invalid byte is. The
+// whole record is checked at once: outside strings such bytes are a syntax
+// error in any case, and the check is cheap next to decoding.
+func validUTF8(rec []byte, replace bool) ([]byte, error) {
+	if utf8.Valid(rec) {
+		return rec, nil
+	}
+	if replace {
+		return []byte(strings.ToValidUTF8(string(rec), "\uFFFD")), nil
+	}
+	i := 0
+	for i < len(rec) {
+		r, n := utf8.DecodeRune(rec[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	lo := max(0, i-16)
+	return nil, fmt.Errorf("byte %d of the record is not valid UTF-8 (%q) (text.Options.ReplaceInvalidUTF8, --invalid-utf8 replace, reads it with U+FFFD)", i, clip(rec[lo:min(len(rec), i+16)]))
+}
