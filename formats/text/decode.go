@@ -402,6 +402,8 @@ func (s *scanner) setup() error {
 		}
 		c := newColumn(s.mem, idx, fl.Type, nulls)
 		c.replace = s.f.opts.ReplaceInvalidUTF8
+		g := s.m.guess(idx)
+		c.dateForm, c.tsForm = g.dateForm(), g.tsForm()
 		s.cols = append(s.cols, c)
 	}
 	return nil

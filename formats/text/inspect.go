@@ -35,8 +35,11 @@ type meta struct {
 	whole string
 	// dataLine is the line the first unit of a split file starts at.
 	dataLine int64
-	// csvTypes and jsonTypes are the types the sample suggests, by column.
+	// csvTypes and jsonTypes are the types the sample suggests, by column;
+	// guesses what the CSV sample knows of each column (with the orders
+	// of its dates' fields, which the read needs too).
 	csvTypes []arrow.DataType
+	guesses  []guess
 	// d is the dialect the file is read with; header whether its first
 	// record names the columns; sniffed whether it had a record to tell
 	// (as given or detected, see sniff.go).
@@ -290,7 +293,9 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 		}
 	}
+	fileForms(guesses, seen)
 	m.csvTypes = make([]arrow.DataType, len(m.names))
+	m.guesses = guesses
 	for i := range m.names {
 		if i < len(guesses) {
 			m.csvTypes[i] = guesses[i].csvType(seen[i])
@@ -315,6 +320,15 @@ func observeRecord(guesses []guess, seen []bool, fields [][]byte, quoted []bool,
 		seen[i] = true
 	}
 	return guesses, seen
+}
+
+// guess is what the sample knows of column i: gAll (nothing ruled out) if
+// it had no value for it.
+func (m *meta) guess(i int) guess {
+	if i < len(m.guesses) {
+		return m.guesses[i]
+	}
+	return gAll
 }
 
 func (t *jtype) keys() []string {
