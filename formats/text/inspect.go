@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -40,6 +41,14 @@ type meta struct {
 	// of its dates' fields, which the read needs too).
 	csvTypes []arrow.DataType
 	guesses  []guess
+	// raw and seen are the guesses before a file's date orders are
+	// settled (fileForms), and whether each column had a value: the
+	// stretches sampled across the file (spread.go) narrow them on.
+	raw  []guess
+	seen []bool
+	// sampledTo is where the records of the head sample end: the file's
+	// size if it read them all.
+	sampledTo int64
 	// d is the dialect the file is read with; header whether its first
 	// record names the columns; sniffed whether it had a record to tell
 	// (as given or detected, see sniff.go).
@@ -226,8 +235,10 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			break
 		}
 		if !ok {
+			m.sampledTo = math.MaxInt64 // every record
 			break
 		}
+		m.sampledTo = t.end
 		if csv && first == nil {
 			for _, v := range t.fields {
 				first = append(first, bytes.Clone(v))
@@ -293,17 +304,22 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 		}
 	}
-	fileForms(guesses, seen)
-	m.csvTypes = make([]arrow.DataType, len(m.names))
-	m.guesses = guesses
-	for i := range m.names {
-		if i < len(guesses) {
-			m.csvTypes[i] = guesses[i].csvType(seen[i])
-		} else {
-			m.csvTypes[i] = arrow.Null // no record: no say in the type
-		}
-	}
+	m.raw, m.seen = guesses, seen
+	m.settleTypes()
 	return dataStart, nil
+}
+
+// settleTypes sets a CSV file's types from its sample's guesses.
+func (m *meta) settleTypes() {
+	for len(m.raw) < len(m.names) {
+		m.raw, m.seen = append(m.raw, gAll), append(m.seen, false)
+	}
+	m.guesses = slices.Clone(m.raw)
+	fileForms(m.guesses, m.seen)
+	m.csvTypes = make([]arrow.DataType, len(m.names))
+	for i := range m.names {
+		m.csvTypes[i] = m.guesses[i].csvType(m.seen[i]) // no value: null, no say
+	}
 }
 
 // observeRecord narrows the guesses of a CSV sample's columns by one
@@ -432,6 +448,9 @@ func headerNames(fields [][]byte, replace bool) ([]string, error) {
 func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 	o := f.opts
 	if err := f.sameDialect(frags); err != nil {
+		return err
+	}
+	if err := f.spreadAll(ctx, frags); err != nil {
 		return err
 	}
 	types := map[string]arrow.DataType{}
