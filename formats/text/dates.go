@@ -30,14 +30,40 @@ const (
 	formDMY2
 	formYMD4
 	formYMD2
-	formsDate = formMDY4 | formMDY2 | formDMY4 | formDMY2 | formYMD4 | formYMD2
-	tsShift   = 6
+	// The separator a date uses: a column's values must share one, as
+	// DuckDB's format has one.
+	sepDash
+	sepSlash
+	sepDot
+	seps      = sepDash | sepSlash | sepDot
+	orders    = formMDY4 | formMDY2 | formDMY4 | formDMY2 | formYMD4 | formYMD2
+	formsDate = orders | seps
+	tsShift   = 9
 	formsTS   = formsDate << tsShift
 )
+
+// sepOf is the separator bit of the date at the start of v (dateFields
+// has checked it is one of them).
+func sepOf(v []byte) guess {
+	for _, c := range v {
+		switch c {
+		case '-':
+			return sepDash
+		case '/':
+			return sepSlash
+		case '.':
+			return sepDot
+		}
+	}
+	return 0
+}
 
 // bestForm is the preferred date order of a guess's date bits (shifted
 // down for a timestamp's), or 0 if none is left.
 func bestForm(forms guess) guess {
+	if forms&seps == 0 {
+		return 0 // values with separators in common: none
+	}
 	for f := formYMD2; f >= formMDY4; f >>= 1 {
 		if forms&f != 0 {
 			return f
@@ -327,14 +353,19 @@ func parseTimestamp(v []byte, form, dateForm guess, unit arrow.TimeUnit) (int64,
 
 const time1e9 = 1_000_000_000
 
+// isDate reports whether date bits g (a timestamp's shifted down) hold an
+// order and a separator every value fits.
+func isDate(g guess) bool { return g&orders != 0 && g&seps != 0 }
+
 // fileForms settles the orders of a file's date and timestamp columns as
 // DuckDB does, which has one date format and one timestamp format a file:
 // the first date column (and the first timestamp column) takes its
-// preferred order, and a later one that does not fit it is text; an ISO
-// date column where the file's dates are in another order is read as
-// timestamps, as DuckDB's timestamp parser reads it.
+// preferred order and its separator, and a later one that does not fit
+// them is text; an ISO date column where the file's dates are in another
+// form is read as timestamps, as DuckDB's timestamp parser reads it.
 func fileForms(guesses []guess, seen []bool) {
 	var date, ts guess
+	fits := func(g, form guess) bool { return g&form&orders != 0 && g&form&seps != 0 }
 	for i, g := range guesses {
 		if !seen[i] {
 			continue
@@ -342,20 +373,20 @@ func fileForms(guesses []guess, seen []bool) {
 		switch g.csvType(true).ID() {
 		case arrow.DATE32:
 			if date == 0 {
-				date = bestForm(g & gDate)
+				date = bestForm(g&gDate) | g&seps
 			}
-			if g&date == 0 {
+			if !fits(g, date) {
 				g &^= gDate
-				if guesses[i]&formYMD4 != 0 {
-					g |= formYMD4 << tsShift
+				if guesses[i]&formYMD4 != 0 && guesses[i]&sepDash != 0 {
+					g |= (formYMD4 | sepDash) << tsShift
 				}
 			}
 			guesses[i] = g &^ (gDate &^ date)
 		case arrow.TIMESTAMP:
 			if ts == 0 {
-				ts = bestForm((g & gTimestamp) >> tsShift)
+				ts = bestForm((g&gTimestamp)>>tsShift) | (g>>tsShift)&seps
 			}
-			if g&(ts<<tsShift) == 0 {
+			if !fits(g>>tsShift, ts) {
 				g &^= gTimestamp
 			}
 			guesses[i] = g &^ (gTimestamp &^ (ts << tsShift))

@@ -26,7 +26,7 @@ func str(b []byte) string {
 // guess is what inference knows of a CSV column: the types every value so
 // far parses as, from the narrowest, and for dates and timestamps the
 // orders of a date's fields every value fits (dates.go).
-type guess uint16
+type guess uint32
 
 const (
 	gBool guess = 1 << iota
@@ -62,6 +62,9 @@ func (g guess) observe(v []byte) guess {
 	}
 	if g&(gDate|gTimestamp) != 0 {
 		forms, used := dateForms(v)
+		if forms != 0 {
+			forms |= sepOf(v)
+		}
 		switch {
 		case used == len(v):
 			g &^= gTimestamp // as DuckDB: a date among timestamps makes text
@@ -95,9 +98,9 @@ func (g guess) csvType(seen bool) arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case g&gTime != 0:
 		return arrow.FixedWidthTypes.Time64us
-	case g&gDate != 0:
+	case isDate(g):
 		return arrow.FixedWidthTypes.Date32
-	case g&gTimestamp != 0:
+	case isDate(g >> tsShift):
 		return &arrow.TimestampType{Unit: arrow.Microsecond}
 	}
 	return arrow.BinaryTypes.String
