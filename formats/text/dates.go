@@ -281,39 +281,28 @@ func zone(v []byte) (int64, bool) {
 	return off, true
 }
 
-// timestampForms is the date orders the timestamp v fits: 0 if it is not
-// one.
-func timestampForms(v []byte) guess {
-	forms, used := dateForms(v)
-	if forms == 0 {
-		return 0
-	}
-	if _, ok := timeOfDay(v[used:]); !ok {
-		return 0
-	}
-	return forms
-}
-
 // timeOfDay reads what follows a timestamp's date: 'T' or a space, a time,
-// a zone after the seconds, as seconds and nanoseconds since midnight UTC.
-func timeOfDay(v []byte) (int64, bool) {
+// a zone after the seconds, as nanoseconds since midnight UTC. iso says
+// whether only ISO 8601's date order may precede it: as DuckDB, a 'T' or a
+// time without seconds follow an ISO date only.
+func timeOfDay(v []byte) (ns int64, iso, ok bool) {
 	if len(v) < 2 || (v[0] != 'T' && v[0] != ' ') {
-		return 0, false
+		return 0, false, false
 	}
 	ns, used, secs, ok := clock(v[1:])
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	var off int64
 	if rest := v[1+used:]; len(rest) > 0 {
 		if !secs {
-			return 0, false // as DuckDB: 10:00+02 is text
+			return 0, false, false // as DuckDB: 10:00+02 is text
 		}
 		if off, ok = zone(rest); !ok {
-			return 0, false
+			return 0, false, false
 		}
 	}
-	return ns - off*1e9, true
+	return ns - off*1e9, v[0] == 'T' || !secs, true
 }
 
 // parseTimestamp reads v, all of it, as a timestamp whose date is in order
@@ -331,7 +320,9 @@ func parseTimestamp(v []byte, form, dateForm guess, unit arrow.TimeUnit) (int64,
 	} else {
 		days, ok = dateIn(n, d, form)
 		if ok {
-			ns, ok = timeOfDay(v[used:])
+			var iso bool
+			ns, iso, ok = timeOfDay(v[used:])
+			ok = ok && (!iso || form == formYMD4)
 		}
 	}
 	if !ok {

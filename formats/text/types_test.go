@@ -109,6 +109,14 @@ func TestDateFormsMatchDuckDB(t *testing.T) {
 		"ts_dmy.csv":          "a\n1-2-2000 5:40:00\n13-2-2000 10:00:00\n",
 		"ts_one_digit.csv":    "a\n2000-1-1 10:00:00\n",
 		"date_and_ts.csv":     "a\n2000-01-01\n2000-01-01 10:00:00\n", // text, as DuckDB
+		"ts_dmy_no_secs.csv":  "a\n13-2-2000 5:40\n",                  // text: no seconds after ISO only
+		"ts_dmy_t.csv":        "a\n13-02-2000T10:00:00\n",             // text: T after ISO only
+		"ts_iso_t.csv":        "a\n2000-01-01T10:00\n",
+		"ts_slash.csv":        "a\n13/02/2000 10:00:00\n",
+		"ts_space_zone.csv":   "a\n2000-01-01 10:00:00 +02\n", // text
+		"ts_frac_zone.csv":    "a\n2000-01-01 10:00:00.5+02\n",
+		"extremes.csv":        "a,b\n0001-01-01,9999-12-31 23:59:59\n",
+		"time_7_digits.csv":   "a\n10:00:00.1234567\n",
 		// One date and one timestamp format a file, as DuckDB.
 		"file_dmy_mdy.csv":  "a,b\n13-01-2000,01-13-2000\n",
 		"file_dmy_iso.csv":  "a,b\n01-01-2000,2005-10-03\n",

@@ -71,7 +71,10 @@ func (g guess) observe(v []byte) guess {
 			g &= forms | ^gDate
 		case forms != 0:
 			g &^= gDate
-			if _, ok := timeOfDay(v[used:]); ok {
+			if _, iso, ok := timeOfDay(v[used:]); ok {
+				if iso {
+					forms &= formYMD4 | seps
+				}
 				g &= forms<<tsShift | ^gTimestamp
 			} else {
 				g &^= gTimestamp
