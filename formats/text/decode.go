@@ -404,6 +404,7 @@ func (s *scanner) setup() error {
 		c.replace = s.f.opts.ReplaceInvalidUTF8
 		g := s.m.guess(idx)
 		c.dateForm, c.tsForm = g.dateForm(), g.tsForm()
+		c.inferred = s.f.opts.Schema == nil
 		s.cols = append(s.cols, c)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -224,6 +225,21 @@ func TestSampleAcrossFile(t *testing.T) {
 	// The head only where asked for a schema: nothing to sample.
 	if n := len(mustRead(t, Options{Schema: arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)}, nil, p).rows); n != 100000 {
 		t.Errorf("with a schema: %d rows", n)
+	}
+	// A value no stretch saw still fails the read, naming the option that
+	// reads the column as text (DuckDB fails too).
+	bad := intsThen(t, dir, "one_bad.csv", 600000, 600000, nil)
+	body, err := os.ReadFile(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(string(body), "\n15000,") + 1
+	body = append(append(append([]byte{}, body[:at]...), "oops"...), body[at+len("15000"):]...)
+	if err := os.WriteFile(bad, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(t, Options{}, nil, bad); !errors.Is(err, ErrBadRow) || !strings.Contains(err.Error(), `"oops" is not a valid int64`) || !strings.Contains(err.Error(), "text.Options.Schema") || !strings.Contains(err.Error(), "line 15002") {
+		t.Errorf("one_bad.csv: %v", err)
 	}
 	// The stretches stay within their bound.
 	if starts, n := spreadStarts(100, 100+spreadChunks*spreadChunkBytes*10); len(starts) != spreadChunks || n != spreadChunkBytes || starts[spreadChunks-1]+n != 100+spreadChunks*spreadChunkBytes*10 {

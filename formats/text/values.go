@@ -169,6 +169,9 @@ type column struct {
 	// dateForm and tsForm are the orders of a date's fields the file's
 	// sample chose, for date and timestamp columns.
 	dateForm, tsForm guess
+	// inferred says the type came from the samples, not Options.Schema: a
+	// value that does not fit says how to read the column otherwise.
+	inferred bool
 
 	null bool
 	i    int64
@@ -257,6 +260,9 @@ func (c *column) parse(v []byte, quoted bool) error {
 		c.i, ok = parseTime(v, c.typ.(*arrow.Time64Type).Unit)
 	default:
 		return fmt.Errorf("type %s is not supported in text files", c.typ)
+	}
+	if !ok && c.inferred {
+		return fmt.Errorf("%q is not a valid %s (a type inferred from samples of the files: text.Options.Schema gives the column's type, string to read it as text)", clip(v), c.typ)
 	}
 	if !ok {
 		return fmt.Errorf("%q is not a valid %s", clip(v), c.typ)
