@@ -282,27 +282,50 @@ func zone(v []byte) (int64, bool) {
 }
 
 // timeOfDay reads what follows a timestamp's date: 'T' or a space, a time,
-// a zone after the seconds, as nanoseconds since midnight UTC. iso says
-// whether only ISO 8601's date order may precede it: as DuckDB, a 'T' or a
-// time without seconds follow an ISO date only.
-func timeOfDay(v []byte) (ns int64, iso, ok bool) {
+// after the seconds AM or PM or a zone, as nanoseconds since midnight UTC.
+// orders are the date orders that may precede it, as DuckDB's formats
+// have them: a 'T' or a time without seconds follow an ISO date only, AM
+// and PM a month-first date only.
+func timeOfDay(v []byte) (ns int64, allowed guess, ok bool) {
 	if len(v) < 2 || (v[0] != 'T' && v[0] != ' ') {
-		return 0, false, false
+		return 0, 0, false
 	}
 	ns, used, secs, ok := clock(v[1:])
 	if !ok {
-		return 0, false, false
+		return 0, 0, false
+	}
+	allowed = orders
+	if v[0] == 'T' || !secs {
+		allowed = formYMD4
+	}
+	rest := v[1+used:]
+	if len(rest) == 3 && rest[0] == ' ' && (rest[2] == 'M' || rest[2] == 'm') {
+		pm := rest[1] == 'P' || rest[1] == 'p'
+		if !pm && rest[1] != 'A' && rest[1] != 'a' {
+			return 0, 0, false
+		}
+		h := ns / 3600e9
+		if !secs || h < 1 || h > 12 {
+			return 0, 0, false
+		}
+		if h == 12 {
+			ns -= 12 * 3600e9
+		}
+		if pm {
+			ns += 12 * 3600e9
+		}
+		return ns, allowed & (formMDY4 | formMDY2), true
 	}
 	var off int64
-	if rest := v[1+used:]; len(rest) > 0 {
+	if len(rest) > 0 {
 		if !secs {
-			return 0, false, false // as DuckDB: 10:00+02 is text
+			return 0, 0, false // as DuckDB: 10:00+02 is text
 		}
 		if off, ok = zone(rest); !ok {
-			return 0, false, false
+			return 0, 0, false
 		}
 	}
-	return ns - off*1e9, v[0] == 'T' || !secs, true
+	return ns - off*1e9, allowed, true
 }
 
 // parseTimestamp reads v, all of it, as a timestamp whose date is in order
@@ -320,9 +343,9 @@ func parseTimestamp(v []byte, form, dateForm guess, unit arrow.TimeUnit) (int64,
 	} else {
 		days, ok = dateIn(n, d, form)
 		if ok {
-			var iso bool
-			ns, iso, ok = timeOfDay(v[used:])
-			ok = ok && (!iso || form == formYMD4)
+			var allowed guess
+			ns, allowed, ok = timeOfDay(v[used:])
+			ok = ok && form&allowed != 0
 		}
 	}
 	if !ok {

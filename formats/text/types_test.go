@@ -118,6 +118,10 @@ func TestDateFormsMatchDuckDB(t *testing.T) {
 		"ts_frac_zone.csv":    "a\n2000-01-01 10:00:00.5+02\n",
 		"extremes.csv":        "a,b\n0001-01-01,9999-12-31 23:59:59\n",
 		"time_7_digits.csv":   "a\n10:00:00.1234567\n",
+		"ts_ampm.csv":         "a\n01-01-90 12:12:00 AM\n02-02-02 02:15:00 PM\n12-31-01 12:00:00 PM\n",
+		"ts_ampm_dmy.csv":     "a\n13-01-1990 12:12:00 AM\n", // text: AM/PM after month first only
+		"ts_ampm_13.csv":      "a\n01-01-1990 13:12:00 PM\n", // text
+		"time_ampm.csv":       "a\n10:00 AM\n",               // text
 		// One date and one timestamp format a file, as DuckDB.
 		"file_dmy_mdy.csv":  "a,b\n13-01-2000,01-13-2000\n",
 		"file_dmy_iso.csv":  "a,b\n01-01-2000,2005-10-03\n",

@@ -71,11 +71,8 @@ func (g guess) observe(v []byte) guess {
 			g &= forms | ^gDate
 		case forms != 0:
 			g &^= gDate
-			if _, iso, ok := timeOfDay(v[used:]); ok {
-				if iso {
-					forms &= formYMD4 | seps
-				}
-				g &= forms<<tsShift | ^gTimestamp
+			if _, allowed, ok := timeOfDay(v[used:]); ok {
+				g &= (forms&(allowed|seps))<<tsShift | ^gTimestamp
 			} else {
 				g &^= gTimestamp
 			}
