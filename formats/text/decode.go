@@ -402,8 +402,7 @@ func (s *scanner) setup() error {
 		}
 		c := newColumn(s.mem, idx, fl.Type, nulls)
 		c.replace = s.f.opts.ReplaceInvalidUTF8
-		g := s.m.guess(idx)
-		c.dateForm, c.tsForm = g.dateForm(), g.tsForm()
+		c.dateForm, c.tsForm = s.m.forms(idx)
 		c.inferred = s.f.opts.Schema == nil
 		s.cols = append(s.cols, c)
 	}

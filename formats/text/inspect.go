@@ -49,6 +49,10 @@ type meta struct {
 	// sampledTo is where the records of the head sample end: the file's
 	// size if it read them all.
 	sampledTo int64
+	// shared are the date orders of the sampled files' columns, by name,
+	// for a column this file's own sample has no date in (its head all
+	// null, say) while the dataset reads it as dates.
+	shared map[string]guess
 	// d is the dialect the file is read with; header whether its first
 	// record names the columns; sniffed whether it had a record to tell
 	// (as given or detected, see sniff.go).
@@ -347,6 +351,37 @@ func (m *meta) guess(i int) guess {
 	return gAll
 }
 
+// forms are the orders column i reads dates and timestamps in: its own
+// sample's, else those of the sampled file that gave the column its type.
+func (m *meta) forms(i int) (date, ts guess) {
+	g := m.guess(i)
+	seen := i < len(m.seen) && m.seen[i]
+	if i < len(m.names) && (!seen || (!isDate(g&gDate) && !isDate(g>>tsShift))) {
+		if sg, ok := m.shared[m.names[i]]; ok {
+			g = sg
+		}
+	}
+	return g.dateForm(), g.tsForm()
+}
+
+// shareForms gives every file the date orders of the sampled files'
+// columns (the first that has dates in a column).
+func shareForms(sampled, all []*formats.Fragment) {
+	shared := map[string]guess{}
+	for _, fr := range sampled {
+		m := fr.Meta.(*meta)
+		for i, n := range m.names {
+			g := m.guess(i)
+			if _, ok := shared[n]; !ok && i < len(m.seen) && m.seen[i] && (isDate(g&gDate) || isDate(g>>tsShift)) {
+				shared[n] = g
+			}
+		}
+	}
+	for _, fr := range all {
+		fr.Meta.(*meta).shared = shared
+	}
+}
+
 func (t *jtype) keys() []string {
 	if t == nil {
 		return nil
@@ -520,6 +555,7 @@ func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 		}
 		fr.Schema = arrow.NewSchema(fields, nil)
 	}
+	shareForms(frags[:min(len(frags), o.SampleFiles)], frags)
 	if o.Count {
 		return f.countAll(ctx, frags)
 	}

@@ -250,3 +250,26 @@ func TestSampleAcrossFile(t *testing.T) {
 		t.Errorf("spreadStarts: %v, %d", starts, n)
 	}
 }
+
+// A file whose own sample has no date in a column (its head all null)
+// reads it in the order of the sampled file that gave the column its
+// type: day first here, where ISO would fail.
+func TestDateOrderSharedAcrossFiles(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a,d\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "%d,\n", i)
+	}
+	b.WriteString("20,13-01-2000\n")
+	dir := write(t, map[string]string{
+		"1.csv": "a,d\n1,13-01-2000\n2,01-02-2000\n",
+		"2.csv": b.String(),
+	})
+	got, err := readAll(t, Options{SampleFiles: 1, SampleRecords: 5}, nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ := got.schema.Field(1).Type; typ.ID() != arrow.DATE32 || got.rows[1][1] != "2000-02-01" || got.rows[22][1] != "2000-01-13" {
+		t.Errorf("%s: %v ... %v", typ, got.rows[1], got.rows[22])
+	}
+}
