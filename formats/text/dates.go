@@ -1,6 +1,10 @@
 package text
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
 
 // Dates, times and timestamps in the forms DuckDB's CSV sniffer detects.
 //
@@ -358,14 +362,26 @@ func parseTimestamp(v []byte, form, dateForm guess, unit arrow.TimeUnit) (int64,
 	if frac < 0 {
 		secs, frac = secs-1, frac+1e9
 	}
-	per := int64(time1e9 / unit.Multiplier().Nanoseconds()) // units a second
-	if secs > (1<<63-1)/per-1 || secs < -(1<<63-1)/per+1 {
+	per := int64(1e9 / unit.Multiplier().Nanoseconds()) // units a second
+	sub := frac / unit.Multiplier().Nanoseconds()
+	// Past what the unit holds (nanoseconds: 1677 to 2262) is no value. A
+	// second before 1970 is counted from its end, so that no step
+	// overflows where the sum would not.
+	if secs >= 0 {
+		if secs > (math.MaxInt64-sub)/per {
+			return 0, false
+		}
+		return secs*per + sub, true
+	}
+	if secs+1 < math.MinInt64/per {
 		return 0, false
 	}
-	return secs*per + frac/unit.Multiplier().Nanoseconds(), true
+	end := (secs + 1) * per
+	if end < math.MinInt64+(per-sub) {
+		return 0, false
+	}
+	return end - (per - sub), true
 }
-
-const time1e9 = 1_000_000_000
 
 // isDate reports whether date bits g (a timestamp's shifted down) hold an
 // order and a separator every value fits.
