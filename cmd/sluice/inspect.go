@@ -44,7 +44,7 @@ func inspectFlags() (*flag.FlagSet, *inspectConfig) {
 	cfg.ds.register(fs)
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document (every file, row group, chunk and piece) instead of tables")
 	fs.BoolVar(&cfg.rowGroups, "row-groups", false, "list every row group of every file in the table")
-	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a CSV header name or JSON key that is not UTF-8 does in the sample: `error` fails (a CSV header) or leaves the record out of the types (JSON); replace reads it with U+FFFD, as cat --invalid-utf8 replace does")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a CSV header name or JSON key that is not UTF-8 does in the sample: `error` fails (a CSV header; a JSON file none of whose sampled records reads) or leaves the record out of the types (JSON), and a counted row with such a value is a bad row; replace reads it with U+FFFD, as cat --invalid-utf8 replace does")
 	return fs, cfg
 }
 
