@@ -390,33 +390,80 @@ func (t *jtype) keys() []string {
 }
 
 // sampleJSON infers a .json file's types from its first SampleRecords
-// records; the file is read whole for it.
+// records and, as spread.go samples CSV and JSON Lines files, from those
+// that start in stretches spread over the rest. The file is read whole for
+// it (a .json file is one unit); past the head its records are found by a
+// scan of their nesting and strings only (skipValue), as no record can be
+// found from an arbitrary byte of a JSON array.
 func (f *Format) sampleJSON(src *source, m *meta) error {
 	data, err := drain(src)
 	if err != nil {
 		return err
 	}
 	n := 0
-	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
+	rest := int64(-1) // where the records after the head start
+	infer := func(rec []byte, off int64) {
 		jt, err := f.inferSampled(rec)
-		if err != nil {
+		switch {
+		case err != nil && m.sampleErr == nil:
 			m.sampleErr = fmt.Errorf("record %d, byte %d: %w", n, off, err)
-		} else if m.jsonType == nil {
+		case err != nil:
+		case m.jsonType == nil:
 			m.jsonType = jt
-		} else {
+		default:
 			m.jsonType.merge(jt)
 		}
+	}
+	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
+		if n == f.opts.SampleRecords {
+			rest = off
+			return false, nil
+		}
+		infer(rec, off)
 		n++
-		return n < f.opts.SampleRecords, nil
+		return true, nil
 	})
-	if err != nil {
+	if err != nil && m.sampleErr == nil {
 		m.sampleErr = err
+	}
+	if rest >= 0 {
+		starts, span := spreadStarts(rest, int64(len(data)))
+		walkJSON(data, int(rest), func(rec []byte, off int64) bool {
+			for len(starts) > 0 && off >= starts[0]+span {
+				starts = starts[1:]
+			}
+			if len(starts) > 0 && off >= starts[0] {
+				infer(rec, off)
+			}
+			n++
+			return len(starts) > 0
+		})
 	}
 	m.names = m.jsonType.keys()
 	if m.names == nil && m.sampleErr != nil {
 		return fmt.Errorf("%w: no record of the sample reads as a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 	}
 	return nil
+}
+
+// walkJSON calls fn with the records of a .json file from byte i (between
+// two records) on, until fn returns false, the records end, or one is
+// malformed (the read reports it).
+func walkJSON(data []byte, i int, fn func(rec []byte, off int64) bool) {
+	for {
+		i = skipWS(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+		}
+		if i >= len(data) || data[i] == ']' {
+			return
+		}
+		j, err := skipValue(data, i)
+		if err != nil || j <= i || !fn(data[i:j], int64(i)) {
+			return
+		}
+		i = j
+	}
 }
 
 // inferSampled infers a sampled JSON record's type. A record that is not

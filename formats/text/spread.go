@@ -23,9 +23,10 @@ import (
 // spreadChunks*spreadChunkBytes (2 MiB) more of a file is read, in as many
 // ranged reads. A column whose values there do not fit the head's type is
 // widened, as the head's own values would widen it (integers to floats, to
-// text). Compressed files (which cannot be read from the middle), .json
-// files and files whose head holds a quoted line end (whose records cannot
-// be found from an arbitrary byte) are sampled at the head only.
+// text). Compressed files (which cannot be read from the middle) and files
+// whose head holds a quoted line end (whose records cannot be found from an
+// arbitrary byte) are sampled at the head only; a .json file, read whole at
+// Inspect, is sampled in the same stretches there (sampleJSON).
 const (
 	spreadChunks     = 8
 	spreadChunkBytes = 256 << 10

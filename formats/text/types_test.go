@@ -230,6 +230,28 @@ func TestSampleAcrossFile(t *testing.T) {
 	if n := len(mustRead(t, Options{Schema: arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)}, nil, p).rows); n != 100000 {
 		t.Errorf("with a schema: %d rows", n)
 	}
+	// A .json file (one array) too.
+	sb.Reset()
+	sb.WriteString("[")
+	for i := range 200000 {
+		if i > 0 {
+			sb.WriteString(",\n")
+		}
+		if i < 150000 {
+			fmt.Fprintf(&sb, "{\"a\":%d}", i)
+		} else {
+			fmt.Fprintf(&sb, "{\"a\":%d.5,\"late\":\"x\"}", i)
+		}
+	}
+	sb.WriteString("]")
+	jsp := filepath.Join(dir, "late.json")
+	if err := os.WriteFile(jsp, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = mustRead(t, Options{}, nil, jsp)
+	if got.schema.NumFields() != 2 || got.schema.Field(0).Type.ID() != arrow.FLOAT64 || got.rows[199999][0] != "199999.5" || got.rows[199999][1] != "x" {
+		t.Errorf("late.json: %s, last %v", got.schema, got.rows[199999])
+	}
 	// A value no stretch saw still fails the read, naming the option that
 	// reads the column as text (DuckDB fails too).
 	bad := intsThen(t, dir, "one_bad.csv", 600000, 600000, nil)
