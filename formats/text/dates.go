@@ -19,14 +19,17 @@ import (
 // POSIX's %y.
 //
 // A time of day is H:MM, H:MM:SS or H:MM:SS.fraction (hours 0 to 23). A
-// timestamp is a date, 'T' or a space, a time, and, after the seconds, an
-// optional zone: Z, +HH, +HHMM or +HH:MM. A timestamp with a zone is
-// converted to UTC and read, as every timestamp is, as timestamp[us]
-// without a zone.
+// timestamp is a date, a space and a time with seconds; after an ISO date
+// also 'T' and a time without seconds; after the seconds an optional zone
+// (Z, +HH, +HHMM or +HH:MM), or AM or PM after a month-first date. A
+// timestamp with a zone is converted to UTC and read, as every timestamp
+// is, as timestamp[us] without a zone. As DuckDB has one date format and
+// one timestamp format a file, fileForms settles one order a file.
 
-// The date orders, as bits of a guess (dates.go's gDate... bits; the same
-// shifted by tsShift for a timestamp's date part), in DuckDB's order of
-// candidates: where several fit every value, the highest bit wins.
+// The date orders and separators, as bits of a guess (values.go's gDate;
+// the same shifted by tsShift for a timestamp's date, gTimestamp), the
+// orders in DuckDB's order of candidates: where several fit every value,
+// the highest bit wins.
 const (
 	formMDY4 guess = 1 << (iota + 4)
 	formMDY2
