@@ -35,6 +35,7 @@ type inspectConfig struct {
 	ds        datasetFlags
 	json      bool
 	rowGroups bool
+	badUTF8   string
 }
 
 func inspectFlags() (*flag.FlagSet, *inspectConfig) {
@@ -43,6 +44,7 @@ func inspectFlags() (*flag.FlagSet, *inspectConfig) {
 	cfg.ds.register(fs)
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document (every file, row group, chunk and piece) instead of tables")
 	fs.BoolVar(&cfg.rowGroups, "row-groups", false, "list every row group of every file in the table")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a CSV header name or JSON key that is not UTF-8 does in the sample: `error` fails (a CSV header; a JSON file none of whose sampled records reads) or leaves the record out of the types (JSON), and a counted row with such a value is a bad row; replace reads it with U+FFFD, as cat --invalid-utf8 replace does")
 	return fs, cfg
 }
 
@@ -181,6 +183,9 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
+	if cfg.badUTF8 != "error" && cfg.badUTF8 != "replace" {
+		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
+	}
 	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
 	if err != nil {
 		return err
@@ -188,6 +193,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if tbl != nil {
 		defer tbl.Close()
 	}
+	replaceInvalidUTF8(&opts, cfg.badUTF8)
 	ds, err := openDataset(ctx, e, opts, !cfg.ds.noProgress && e.progress(false))
 	if err != nil {
 		return err
