@@ -96,7 +96,7 @@ type Options struct {
 	// setting before any data is read: the window's rows and places, its
 	// memory, and the mixing it gives on label-sorted data. On data sorted
 	// by label, windows of 64 row groups mix to about 0.15 and windows of
-	// a thousand or the whole dataset to 0.05 (docs/shuffle.md). Setting
+	// a thousand or the whole dataset to 0.05 (docs/performance.md). Setting
 	// both ShuffleWindow and ShuffleMemory is an error. The order depends
 	// on the rows it derives, not the bytes: a state resumes where the
 	// files give the same rows, and resumes a ShuffleWindow of those rows.

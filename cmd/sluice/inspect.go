@@ -28,6 +28,16 @@ count, and two fingerprints:
 The splits depend on --num-splits, --shuffle, --seed and --epoch, never on
 --world-size, which only says which rank owns which split.
 
+It also prices the order before any data is read: the shuffle window's rows
+(--shuffle-window, or the rows --shuffle-memory holds at the plan's estimate
+of a decoded row), the places (pieces of the dataset) a window draws from,
+the decoded memory of a window, and the mixing that batches of --batch-size
+rows get on data sorted by label, the worst case: the mean total variation
+distance between a batch's label histogram and the global one, as the bench
+measures it (0.04 is a full shuffle's figure for 1024-row batches, 0.9 a
+batch of one class). It runs the epoch's own order over the plan, for a
+sample of windows.
+
 Flags:
 `
 
@@ -35,6 +45,7 @@ type inspectConfig struct {
 	ds        datasetFlags
 	json      bool
 	rowGroups bool
+	batchSize int
 }
 
 func inspectFlags() (*flag.FlagSet, *inspectConfig) {
@@ -43,6 +54,7 @@ func inspectFlags() (*flag.FlagSet, *inspectConfig) {
 	cfg.ds.register(fs)
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document (every file, row group, chunk and piece) instead of tables")
 	fs.BoolVar(&cfg.rowGroups, "row-groups", false, "list every row group of every file in the table")
+	fs.IntVar(&cfg.batchSize, "batch-size", 0, "`rows` per batch of the expected mixing (default 1024)")
 	return fs, cfg
 }
 
@@ -54,6 +66,7 @@ Examples:
   sluice inspect 'data/*.parquet' --num-splits 8 --world-size 4 --shuffle --seed 42 --epoch 3
   sluice inspect data/ --json | jq '.splits[].rows'
   sluice inspect data/ --filter "label = 3 AND x > 0.5"
+  sluice inspect data/ --shuffle --seed 42 --shuffle-memory 2G --batch-size 1024
 `
 }
 
@@ -71,6 +84,8 @@ type inspectReport struct {
 	Pruning     *pruningInfo   `json:"pruning,omitempty"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
+	// Price is what the order costs and gives (stream.Estimate).
+	Price priceInfo `json:"price"`
 
 	// ORCWithoutRowIndex are ORC files whose cut stripes are read whole.
 	ORCWithoutRowIndex []string `json:"orc_without_row_index,omitempty"`
@@ -89,6 +104,23 @@ type inspectOptions struct {
 	NumSplits     int      `json:"num_splits"`
 	WorldSize     int      `json:"world_size"`
 	DropRemainder bool     `json:"drop_remainder"`
+}
+
+// priceInfo is stream.Estimate: -1 where row counts are unknown before
+// reading (the mixing, the windows' rows), 0 where the bytes are.
+type priceInfo struct {
+	WindowRows     int     `json:"window_rows"`
+	ShuffleMemory  int64   `json:"shuffle_memory,omitempty"`
+	RowBytes       float64 `json:"row_bytes"`
+	Windows        int     `json:"windows"`
+	MeanWindowRows float64 `json:"mean_window_rows"`
+	MaxWindowRows  int64   `json:"max_window_rows"`
+	MeanPlaces     float64 `json:"mean_places"`
+	MinPlaces      int     `json:"min_places"`
+	WindowBytes    int64   `json:"window_bytes"`
+	BatchSize      int     `json:"batch_size"`
+	Mixing         float64 `json:"mixing"`
+	MixingBatches  int     `json:"mixing_batches"`
 }
 
 type columnInfo struct {
@@ -181,7 +213,12 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
-	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
+	if cfg.batchSize < 0 {
+		return usageErrorf("--batch-size %d must not be negative", cfg.batchSize)
+	}
+	o := cfg.ds.options(urls)
+	o.BatchSize = cfg.batchSize
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, o)
 	if err != nil {
 		return err
 	}
@@ -279,6 +316,13 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	}
 	ov := ds.Overlap()
 	rep.Overlap = overlapInfo{CutRowGroups: ov.CutUnits, PagedRowGroups: ov.PagedUnits, RefetchBytes: ov.Bytes}
+	e := ds.Estimate()
+	rep.Price = priceInfo{WindowRows: e.WindowRows, ShuffleMemory: int64(cfg.ds.shuffleMemory), RowBytes: e.RowBytes,
+		Windows: e.Windows, MeanWindowRows: e.MeanRows, MaxWindowRows: e.MaxRows, MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces,
+		WindowBytes: e.WindowBytes, BatchSize: max(cfg.batchSize, 0), Mixing: e.Mixing, MixingBatches: e.MixingBatches}
+	if rep.Price.BatchSize == 0 {
+		rep.Price.BatchSize = 1024 // stream.Options.BatchSize's documented default
+	}
 	rep.ORCWithoutRowIndex = orcWithoutRowIndex(ds.Files())
 	return rep
 }
@@ -371,6 +415,7 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 		fmt.Fprintln(w)
 	}
 
+	writePrice(w, rep.Price)
 	writePruning(w, rep.Pruning)
 	if n := len(rep.ORCWithoutRowIndex); n > 0 {
 		fmt.Fprintf(w, "\nORC files without a row index: %d (their stripes are the row groups above; one cut by a split boundary is read whole by each side)\n", n)
@@ -423,4 +468,31 @@ func joinInts(xs []int) string {
 		parts[i] = strconv.Itoa(x)
 	}
 	return strings.Join(parts, ",")
+}
+
+// writePrice writes what the order costs and gives.
+func writePrice(w io.Writer, p priceInfo) {
+	from := ""
+	if p.ShuffleMemory > 0 {
+		from = fmt.Sprintf(" (what --shuffle-memory %s holds at %.1f bytes a decoded row)", humanBytes(p.ShuffleMemory), p.RowBytes)
+	}
+	fmt.Fprintf(w, "\nshuffle window: %d rows%s\n", p.WindowRows, from)
+	if p.Windows == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  windows:        %d, ", p.Windows)
+	if p.MaxWindowRows < 0 {
+		fmt.Fprintln(w, "rows unknown before reading")
+	} else {
+		fmt.Fprintf(w, "%.0f rows on average, %d at most (a window holds at least a row group)\n", p.MeanWindowRows, p.MaxWindowRows)
+	}
+	fmt.Fprintf(w, "  places:         %.1f a window on average, %d at least (the pieces of the dataset a window draws from)\n", p.MeanPlaces, p.MinPlaces)
+	if p.WindowBytes > 0 {
+		fmt.Fprintf(w, "  memory:         about %s decoded for the largest window (%.1f bytes a row); each window read ahead holds one\n", humanBytes(p.WindowBytes), p.RowBytes)
+	}
+	if p.Mixing >= 0 {
+		fmt.Fprintf(w, "  mixing:         %.3f expected for %d-row batches on label-sorted data, the worst case (0 perfect, about 0.04 a full shuffle, 0.9 one class a batch; %d batches of the epoch's order)\n", p.Mixing, p.BatchSize, p.MixingBatches)
+	} else {
+		fmt.Fprintln(w, "  mixing:         unknown: row counts are not known before reading")
+	}
 }
