@@ -55,7 +55,7 @@ func TestEstimateIsMeasuredMixing(t *testing.T) {
 		{"window of one row group", func(o *Options) { o.ShuffleWindow = 500 }, 0.6, 0.95},
 		{"window of 8 row groups", func(o *Options) { o.ShuffleWindow = 4000 }, 0.2, 0.6},
 		{"clumps of 20", func(o *Options) { o.ShuffleWindow, o.ClumpSize = 8000, 20 }, 0.4, 0.8},
-		{"memory of the whole dataset, 2 splits", func(o *Options) { o.ShuffleMemory, o.NumSplits = int64(rowBytes*24000) + 1, 2 }, 0.05, 0.25},
+		{"memory of the whole dataset, 2 splits", func(o *Options) { o.ShuffleMemory, o.NumSplits = int64(rowBytes*24000)+1, 2 }, 0.05, 0.25},
 		{"unshuffled", func(o *Options) { o.Shuffle = false }, 0.85, 0.91},
 	} {
 		o := Options{URLs: []string{dir}, Columns: []string{"id", "label"}, Shuffle: true, Seed: 9, Epoch: 1, BatchSize: 100}
