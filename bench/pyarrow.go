@@ -89,11 +89,13 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		{prefix + "_sequential", "BatchSize 8192", stream.Options{BatchSize: 8192}},
 		{prefix + "_shuffled", "Shuffle, Seed 42, BatchSize 1024", stream.Options{BatchSize: 1024, Shuffle: true, Seed: 42}},
 	}
+	var sweeps [][]pricePoint
 	for _, t := range mixTargets {
-		mem, err := e.memoryFor(ctx, dir, shape, t.mixing)
+		mem, sweep, err := e.memoryFor(ctx, dir, shape, t.mixing)
 		if err != nil {
 			return err
 		}
+		sweeps = append(sweeps, sweep)
 		// Where an option that costs reads instead of memory comes (reading
 		// row groups in several passes, each keeping part of their rows),
 		// its settings join these runs as a line of their own.
@@ -141,6 +143,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		switch i {
 		case 2: // mix15: the issue's targets
 			rec.set("peak_heap_vs_shuffled", float64(g.heap)/float64(got[1].heap))
+			rec.set("price_sweep", sweeps[0])
 			rec.target("mixing", "<=", 0.15)
 			rec.target("peak_heap_vs_shuffled", "<=", 1.2)
 			rec.target("ratio_vs_sequential", ">=", 0.3)
@@ -189,10 +192,20 @@ func (s *mixSample) run(ctx context.Context, dir string, r mixRun, rows int64) e
 	return nil
 }
 
+// pricePoint is one ShuffleMemory of memoryFor's sweep and its price.
+type pricePoint struct {
+	RowGroups     int     `json:"row_groups"`
+	ShuffleMemory int64   `json:"shuffle_memory"`
+	WindowRows    int     `json:"window_rows"`
+	Places        float64 `json:"places"`
+	Mixing        float64 `json:"mixing_estimate"`
+}
+
 // memoryFor is the smallest ShuffleMemory, in steps of about 1.5 times
 // whole decoded row groups, that Dataset.Estimate prices at a mixing of
-// want or less; the memory of the whole dataset where none less does.
-func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want float64) (int64, error) {
+// want or less, the memory of the whole dataset where none less does,
+// and the prices it went through.
+func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want float64) (int64, []pricePoint, error) {
 	price := func(o stream.Options) (stream.Estimate, error) {
 		o.URLs, o.BatchSize, o.Shuffle, o.Seed = []string{dir}, 1024, true, 42
 		ds, err := stream.Open(ctx, o)
@@ -204,8 +217,9 @@ func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want 
 	}
 	base, err := price(stream.Options{})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	var sweep []pricePoint
 	groups := max(1, int(shape.rows()/int64(shape.RowGroupRows)))
 	for k := 1; ; k = max(k+1, k*3/2) {
 		k = min(k, groups)
@@ -214,11 +228,12 @@ func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want 
 		mem := int64(math.Ceil(float64(k*shape.RowGroupRows)*base.RowBytes)) + 4096
 		est, err := price(stream.Options{ShuffleMemory: mem})
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
+		sweep = append(sweep, pricePoint{k, mem, est.WindowRows, round(est.MeanPlaces), round(est.Mixing)})
 		e.cfg.Log.Info("mixing price", "dir", dir, "row_groups", k, "shuffle_memory", mem, "window_rows", est.WindowRows, "places", est.MeanPlaces, "mixing", est.Mixing)
 		if (est.Mixing >= 0 && est.Mixing <= want) || k == groups {
-			return mem, nil
+			return mem, sweep, nil
 		}
 	}
 }
