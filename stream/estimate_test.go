@@ -2,7 +2,10 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -128,4 +131,58 @@ func equalInts(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// ShuffleMemory needs a row's bytes: a plan that knows no row count before
+// reading is refused, naming what to set instead; an empty one opens.
+func TestShuffleMemoryWithoutCounts(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "a.csv")
+	if err := os.WriteFile(csv, []byte("id,label\n1,2\n3,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), Options{URLs: []string{csv}, Format: "csv", Shuffle: true, ShuffleMemory: 1 << 20})
+	if err == nil || !strings.Contains(err.Error(), "ShuffleMemory") || !strings.Contains(err.Error(), "ShuffleWindow") {
+		t.Errorf("ShuffleMemory over CSV of unknown counts: %v, want an error naming ShuffleMemory and ShuffleWindow", err)
+	}
+	empty := writeDataset(t, synth.Spec{Files: 2, RowsPerFile: 0})
+	ds := open(t, Options{URLs: []string{empty}, Columns: []string{"id", "label"}, Shuffle: true, ShuffleMemory: 1 << 20})
+	if n := countBatches(t, ds); n != 0 {
+		t.Errorf("an empty dataset with ShuffleMemory streamed %d batches", n)
+	}
+	if e := ds.Estimate(); e.Windows != 0 || e.Mixing != -1 {
+		t.Errorf("estimate of an empty dataset: %+v", e)
+	}
+}
+
+// The ranks of a shared plan derive the same window from ShuffleMemory:
+// ranks past 0 price rows from the footers the plan carries, and the
+// plan records the rows.
+func TestShuffleMemorySharedPlan(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	var ids []int64
+	var window int
+	for rank := range 2 {
+		o := checkedOptions(t, dir)
+		o.ShuffleWindow, o.ShuffleMemory = 0, 100_000
+		o.Shuffle, o.Rank, o.WorldSize, o.PlanStore = true, rank, 2, ps
+		ds := open(t, o)
+		w := ds.StateDict().ShuffleWindow
+		if rank == 0 {
+			window = w
+		} else if w != window {
+			t.Fatalf("rank 1 derived a window of %d rows, rank 0 %d", w, window)
+		}
+		got, _ := consume(t, ds, -1)
+		ids = append(ids, allIDs(got)...)
+	}
+	exactlyOnce(t, ids, int64(smallSpec.Files*smallSpec.RowsPerFile))
+	raw, err := ps.Bucket.ReadAll(context.Background(), ps.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"shuffle_window":%d`, window); !strings.Contains(string(raw), want) {
+		t.Errorf("the shared plan does not record the window's rows (%s)", want)
+	}
 }

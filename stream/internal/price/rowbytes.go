@@ -13,14 +13,17 @@ import (
 // driver tells it, else the schema's fixed-width columns exactly and the
 // unit's stored bytes for the rest, whichever is more (a text file's
 // stored bytes are about its strings; a compressed file's are less than
-// its decoded ones). Units of unknown row counts are left out. It is a pure
+// its decoded ones). Units of unknown row counts are left out; a dataset
+// without rows has the fixed-width columns' bytes. It is a pure
 // function of the footers, so every rank, and every restart of a job, gets
 // the same figure from the same files.
 func RowBytes(data *formats.Scan) (float64, error) {
 	fixed := fixedRowBytes(data.Schema)
 	var bytes, rows float64
+	unknown := false
 	for _, f := range data.Fragments {
 		for _, u := range f.Units {
+			unknown = unknown || u.Rows < 0
 			if u.Rows <= 0 {
 				continue
 			}
@@ -32,8 +35,12 @@ func RowBytes(data *formats.Scan) (float64, error) {
 			rows += float64(u.Rows)
 		}
 	}
-	if rows == 0 {
+	switch {
+	case rows == 0 && unknown:
 		return 0, ErrNoRowBytes
+	case rows == 0:
+		// No rows at all: any window is the same empty order.
+		return max(fixed, 1), nil
 	}
 	return max(bytes/rows, 1), nil
 }
