@@ -415,7 +415,7 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 		fmt.Fprintln(w)
 	}
 
-	writePrice(w, rep.Price)
+	writePrice(w, rep.Price, o.Shuffle)
 	writePruning(w, rep.Pruning)
 	if n := len(rep.ORCWithoutRowIndex); n > 0 {
 		fmt.Fprintf(w, "\nORC files without a row index: %d (their stripes are the row groups above; one cut by a split boundary is read whole by each side)\n", n)
@@ -471,10 +471,13 @@ func joinInts(xs []int) string {
 }
 
 // writePrice writes what the order costs and gives.
-func writePrice(w io.Writer, p priceInfo) {
+func writePrice(w io.Writer, p priceInfo, shuffled bool) {
 	from := ""
 	if p.ShuffleMemory > 0 {
 		from = fmt.Sprintf(" (what --shuffle-memory %s holds at %.1f bytes a decoded row)", humanBytes(p.ShuffleMemory), p.RowBytes)
+	}
+	if !shuffled {
+		from += ", read in storage order (--shuffle shuffles them)"
 	}
 	fmt.Fprintf(w, "\nshuffle window: %d rows%s\n", p.WindowRows, from)
 	if p.Windows == 0 {
