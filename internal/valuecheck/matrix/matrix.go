@@ -344,11 +344,12 @@ func Draw(vs Set, r Chooser) *Case {
 	if (c.mode == "epoch" || c.mode == "resume") && !o.DropRemainder && r.IntN(4) == 0 {
 		o.EqualBatches = true
 	}
-	// The largest window sized in bytes instead (stream's ShuffleMemory)
-	// on half the cases whose plan can price a row (counts known, no
-	// filter), with no draw of its own: a seed's cases stay what they were.
-	if o.ShuffleWindow == 7000 && o.Seed%2 == 1 && c.data.Known && c.filter.Expr == "" {
-		o.ShuffleWindow, o.ShuffleMemory = 0, 7000*40
+	// The two largest windows sized in bytes instead (stream's
+	// ShuffleMemory) on half the cases whose plan can price a row (counts
+	// known, no filter), with no draw of their own: a seed's cases stay
+	// what they were but for that.
+	if o.ShuffleWindow >= 2000 && o.Seed%2 == 1 && c.data.Known && c.filter.Expr == "" {
+		o.ShuffleWindow, o.ShuffleMemory = 0, int64(o.ShuffleWindow)*40
 	}
 	c.opts = o
 	return c
