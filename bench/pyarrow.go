@@ -126,6 +126,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		rec.set("window_rows", g.est.WindowRows)
 		rec.set("window_places", g.est.MeanPlaces)
 		rec.set("window_bytes_estimate", g.est.WindowBytes)
+		rec.set("window_peak_estimate", g.est.PeakBytes(r.opts.Shuffle))
 		if g.est.Mixing >= 0 {
 			rec.set("mixing_estimate", g.est.Mixing)
 		}

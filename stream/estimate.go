@@ -25,10 +25,14 @@ type Estimate struct {
 	MeanPlaces float64
 	MinPlaces  int
 	// WindowBytes estimates the decoded memory of the largest window,
-	// MaxRows × RowBytes: what each window read ahead holds (up to
-	// PrefetchWindows of them, and a shuffled window is permuted into a
-	// copy of itself).
-	WindowBytes int64
+	// MaxRows × RowBytes, and WindowStoredBytes the most stored bytes a
+	// window fetches. A window holds its stored bytes until it is decoded,
+	// and a shuffled one is permuted into a copy of its decoded rows, so it
+	// peaks at about WindowStoredBytes + 2 × WindowBytes (PeakBytes); the
+	// stream holds up to PrefetchWindows windows decoded and the stored
+	// bytes of up to FetchConcurrency fetched ahead.
+	WindowBytes       int64
+	WindowStoredBytes int64
 	// Mixing is the mixing figure batches of BatchSize rows get on data of
 	// this plan's shape sorted by a label of 10 classes (the worst case for
 	// a shuffle): the mean total variation distance between a batch's label
@@ -48,11 +52,24 @@ type Estimate struct {
 // order (about 16M rows, or one window where one is larger), so it takes
 // about as long as a stream takes to shuffle that many rows.
 func (d *Dataset) Estimate() Estimate {
-	e := planshare.Price(d.data, d.eng.Current(), d.opts.BatchSize)
+	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize)
 	return Estimate{
 		WindowRows: d.opts.ShuffleWindow, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,
-		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes,
+		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.StoredBytes,
 		Mixing: e.Mixing, MixingBatches: e.Batches,
 	}
+}
+
+// PeakBytes estimates the most memory one window holds at once: its stored
+// bytes while it decodes and, shuffled, its decoded rows and their
+// permuted copy (0 where the decoded size is unknown).
+func (e Estimate) PeakBytes(shuffled bool) int64 {
+	if e.WindowBytes == 0 {
+		return 0
+	}
+	if shuffled {
+		return e.WindowStoredBytes + 2*e.WindowBytes
+	}
+	return e.WindowStoredBytes + e.WindowBytes
 }

@@ -29,8 +29,10 @@ const Classes = 10
 
 // Options are what an estimate is made of.
 type Options struct {
-	// Epoch is the epoch whose order is priced.
-	Epoch *split.Epoch
+	// Epoch is the epoch whose order is priced, and Chunks the chunk list
+	// it was dealt from (for the windows' stored bytes; nil: unknown).
+	Epoch  *split.Epoch
+	Chunks []split.Chunk
 	// FileRows are the rows of each fragment of the plan, -1 where unknown.
 	FileRows []int64
 	// BatchSize is the rows of a batch.
@@ -56,6 +58,9 @@ type Estimate struct {
 	MinPlaces  int
 	// RowBytes is Options.RowBytes.
 	RowBytes float64
+	// StoredBytes is the most stored bytes a window fetches (its pieces'
+	// share of their chunks' bytes); 0 where Chunks is not given.
+	StoredBytes int64
 	// WindowBytes is the decoded memory of the largest window, MaxRows ×
 	// RowBytes; 0 where either is unknown.
 	WindowBytes int64
@@ -80,7 +85,9 @@ func Of(o Options) Estimate {
 	known := true
 	for s, ws := range o.Epoch.Windows {
 		for w, win := range ws {
-			n := len(o.Epoch.Pieces(split.WindowRef{Split: s, Window: w}))
+			pieces := o.Epoch.Pieces(split.WindowRef{Split: s, Window: w})
+			n := len(pieces)
+			est.StoredBytes = max(est.StoredBytes, storedBytes(pieces, o.Chunks))
 			est.Windows++
 			places += int64(n)
 			if est.MinPlaces < 0 || n < est.MinPlaces {
@@ -282,4 +289,22 @@ func tvd(hist []int64, n int64) float64 {
 		d += math.Abs(float64(c)/float64(n) - 1/float64(len(hist)))
 	}
 	return d / 2
+}
+
+// storedBytes is what the pieces fetch: each its rows' share of its
+// chunk's stored bytes (a whole chunk where counts are unknown).
+func storedBytes(pieces []split.Piece, chunks []split.Chunk) int64 {
+	var n int64
+	for _, p := range pieces {
+		if p.Chunk < 0 || p.Chunk >= len(chunks) {
+			continue
+		}
+		c := chunks[p.Chunk]
+		if p.Rows() < 0 || c.Rows() <= 0 {
+			n += c.Bytes
+			continue
+		}
+		n += c.Bytes * p.Rows() / c.Rows()
+	}
+	return n
 }

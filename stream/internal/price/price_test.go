@@ -9,8 +9,8 @@ import (
 )
 
 // epoch plans files of row groups of groupRows rows and returns an epoch
-// of it with the file rows.
-func epoch(t *testing.T, files, groups int, groupRows int64, o permutation.Order) (*split.Epoch, []int64) {
+// of it with its chunks and the file rows.
+func epoch(t *testing.T, files, groups int, groupRows int64, o permutation.Order) (*split.Epoch, []split.Chunk, []int64) {
 	t.Helper()
 	fs := make([]split.File, files)
 	rows := make([]int64, files)
@@ -25,7 +25,7 @@ func epoch(t *testing.T, files, groups int, groupRows int64, o permutation.Order
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ep, rows
+	return ep, chunks, rows
 }
 
 // A sample of windows gives about the mixing of them all; the places and
@@ -42,8 +42,8 @@ func TestSampleAgreesWithAll(t *testing.T) {
 		{"clumps", 64 * 1000, 32},
 	} {
 		o := permutation.Order{Shuffle: true, Seed: 4, ShuffleWindow: tc.window, ClumpSize: tc.clump, NumSplits: 4}
-		ep, rows := epoch(t, 8, 250, 1000, o) // 2M rows
-		all := Of(Options{Epoch: ep, FileRows: rows, BatchSize: 1024, RowBytes: 40, Budget: 1 << 30, Batches: 1 << 30})
+		ep, chunks, rows := epoch(t, 8, 250, 1000, o) // 2M rows
+		all := Of(Options{Epoch: ep, Chunks: chunks, FileRows: rows, BatchSize: 1024, RowBytes: 40, Budget: 1 << 30, Batches: 1 << 30})
 		some := Of(Options{Epoch: ep, FileRows: rows, BatchSize: 1024, RowBytes: 40, Budget: 200_000, Batches: 150})
 		if all.Batches < 1900 || some.Batches > 150 || some.Batches < 50 || some.SampledRows > 200_000+int64(tc.window) {
 			t.Errorf("%s: %d batches of all, %d of the sample over %d rows", tc.name, all.Batches, some.Batches, some.SampledRows)
@@ -57,6 +57,10 @@ func TestSampleAgreesWithAll(t *testing.T) {
 		}
 		if all.WindowBytes != all.MaxRows*40 || all.MaxRows > int64(tc.window) {
 			t.Errorf("%s: window of %d rows, %d bytes", tc.name, all.MaxRows, all.WindowBytes)
+		}
+		// The plan's units store 40 bytes a row too.
+		if all.StoredBytes != all.MaxRows*40 || some.StoredBytes != 0 {
+			t.Errorf("%s: %d stored bytes in a window of %d rows (%d without chunks)", tc.name, all.StoredBytes, all.MaxRows, some.StoredBytes)
 		}
 	}
 }
