@@ -89,7 +89,9 @@ type Options struct {
 	// everything ShuffleWindow says then holds of those rows; a window
 	// still holds at least a row group, so the memory is about
 	// max(ShuffleMemory, the largest decoded row group) per window read
-	// ahead. It is how mixing is bought on files of large row groups: a
+	// ahead, and a shuffled window peaks at about twice that and its
+	// stored bytes while it is permuted (Estimate.PeakBytes). It is how
+	// mixing is bought on files of large row groups: a
 	// window mixes as well as the places (row groups, or chunks of small
 	// ones) it is made of, and the bytes say what that costs whatever the
 	// files' row group size. Dataset.Estimate (sluice inspect) prices a
