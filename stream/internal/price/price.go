@@ -119,8 +119,9 @@ func Of(o Options) Estimate {
 }
 
 // mixing runs the order over a sample of windows and returns the mean
-// mixing figure of the batches that lie wholly in them, how many those
-// are, and the rows put in order. It is -1 where a file's rows are unknown.
+// mixing figure of the batches that lie wholly in them (at most
+// o.Batches, evenly spread), how many those are, and the rows put in
+// order. It is -1 where a file's rows are unknown.
 func mixing(o Options) (float64, int, int64) {
 	starts := make([]int64, len(o.FileRows)+1)
 	for f, n := range o.FileRows {
@@ -134,16 +135,10 @@ func mixing(o Options) (float64, int, int64) {
 		return -1, 0, 0
 	}
 	ep := o.Epoch
-	chosen, sampled := sampleWindows(ep, o.Budget, int64(8*o.BatchSize))
-	batches := eligible(ep, o.BatchSize, chosen)
-	if len(batches) == 0 {
+	runs, sampled := sampleRuns(ep, o.Budget, int64(8*o.BatchSize))
+	picked := pickBatches(ep, runs, sampled, o.BatchSize, o.Batches)
+	if len(picked) == 0 {
 		return -1, 0, sampled
-	}
-	// Evenly spaced batches of those, at most o.Batches.
-	step := max(1, float64(len(batches))/float64(o.Batches))
-	var picked []split.Batch
-	for x := step / 2; int(x) < len(batches); x += step {
-		picked = append(picked, batches[int(x)])
 	}
 	// Each window is put in order once, when a picked batch first needs
 	// it, and dropped after its last: the order is what the stream emits.
@@ -176,12 +171,16 @@ func mixing(o Options) (float64, int, int64) {
 	return sum / float64(len(picked)), len(picked), sampled
 }
 
-// sampleWindows chooses the windows whose order the mixing computes: all
-// of them where their rows fit the budget, else runs of consecutive
-// windows of a split (so that the batches between them are whole), each
-// of at least runRows rows where the split has them, spread evenly over
-// the epoch until the budget is spent. It returns them and their rows.
-func sampleWindows(ep *split.Epoch, budget, runRows int64) (map[split.WindowRef]bool, int64) {
+// run is a run of consecutive windows of one split, [First, End).
+type run struct{ split, first, end int }
+
+// sampleRuns chooses the windows whose order the mixing computes: every
+// split's windows where their rows fit the budget, else runs of
+// consecutive windows of a split (so that the batches across their
+// boundaries are whole), each of at least runRows rows where the split
+// has them, spread evenly over the epoch until the budget is spent. It
+// returns them and their rows.
+func sampleRuns(ep *split.Epoch, budget, runRows int64) ([]run, int64) {
 	var all []split.WindowRef
 	var total int64
 	for s, ws := range ep.Windows {
@@ -190,58 +189,74 @@ func sampleWindows(ep *split.Epoch, budget, runRows int64) (map[split.WindowRef]
 			total += ws[w].Rows
 		}
 	}
-	chosen := map[split.WindowRef]bool{}
+	var out []run
 	if total <= budget {
-		for _, r := range all {
-			chosen[r] = true
+		for s, ws := range ep.Windows {
+			if len(ws) > 0 {
+				out = append(out, run{s, 0, len(ws)})
+			}
 		}
-		return chosen, total
+		return out, total
 	}
 	mean := max(total/int64(len(all)), 1)
 	runs := max(1, min(int64(len(all)), budget/max(runRows, mean)))
 	var used int64
+	next := map[int]int{} // per split, the first window no run has taken
 	for j := int64(0); j < runs && used < budget; j++ {
 		first := all[j*int64(len(all))/runs]
+		r := run{first.Split, max(first.Window, next[first.Split]), 0}
 		var got int64
-		for w := first.Window; w < len(ep.Windows[first.Split]); w++ {
-			r := split.WindowRef{Split: first.Split, Window: w}
-			if chosen[r] || (got > 0 && used >= budget) {
-				break
-			}
-			chosen[r] = true
-			n := ep.Windows[r.Split][r.Window].Rows
+		w := r.first
+		for ; w < len(ep.Windows[r.split]) && got < runRows && (got == 0 || used < budget); w++ {
+			n := ep.Windows[r.split][w].Rows
 			got += n
 			used += n
-			if got >= runRows {
-				break
-			}
+		}
+		if r.end = w; r.end > r.first {
+			out = append(out, r)
+			next[r.split] = r.end
 		}
 	}
-	return chosen, used
+	return out, used
 }
 
-// eligible walks every batch of the epoch (rank 0 of a world of 1: a
-// batch never mixes splits, so the batches are those of any world size)
-// and keeps those whose rows all come from chosen windows.
-func eligible(ep *split.Epoch, batchSize int, chosen map[split.WindowRef]bool) []split.Batch {
-	sched := split.NewSchedule(ep, 0, 1, batchSize, make([]split.Cursor, len(ep.Splits)), 0)
+// pickBatches walks the batches that lie wholly in the runs, as the
+// stream cuts them (package split's Schedule, over the run's split alone
+// from the first batch boundary in the run: a batch never mixes splits,
+// and a split's batches are the same whatever the world size), and keeps
+// at most max of them, evenly spread over the sampled rows.
+func pickBatches(ep *split.Epoch, runs []run, rows int64, batchSize, most int) []split.Batch {
+	b := int64(batchSize)
+	// About rows/b batches, and one short one where a run ends a split.
+	stride := max(1, (rows/b+int64(len(runs))+int64(most)-1)/int64(most))
+	n := len(ep.Splits)
 	var out []split.Batch
-	for {
-		b, ok := sched.Step(nil)
-		if !ok {
-			return out
+	var seen int64
+	for _, r := range runs {
+		starts := ep.WindowStarts(r.split)
+		first := (starts[r.first] + b - 1) / b * b
+		if first >= starts[r.end] {
+			continue
 		}
-		whole := b.Rows > 0
-		for _, p := range b.Parts {
-			if p.To > p.From && !chosen[p.Ref] {
-				whole = false
+		at, off, err := split.SeekWindow(starts, r.split, first)
+		if err != nil {
+			continue // counts unknown: Of never gets here with them
+		}
+		cursors := make([]split.Cursor, n)
+		cursors[r.split] = split.Cursor{Window: at.Window, Offset: off, Rows: first}
+		sched := split.NewSchedule(ep, r.split, n, batchSize, cursors, 0)
+		for {
+			bt, ok := sched.Step(nil)
+			if !ok || bt.Parts[len(bt.Parts)-1].Ref.Window >= r.end {
 				break
 			}
-		}
-		if whole {
-			out = append(out, b)
+			if bt.Rows > 0 && seen%stride == stride/2 && len(out) < most {
+				out = append(out, bt)
+			}
+			seen++
 		}
 	}
+	return out
 }
 
 // windowOrder maps a window's emission offsets to rows of the dataset.

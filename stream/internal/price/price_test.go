@@ -78,3 +78,15 @@ func TestUnknownRows(t *testing.T) {
 		t.Errorf("unknown rows: %+v", e)
 	}
 }
+
+// Batches of one row walk no more of the epoch than the sampled windows
+// hold, and keep at most Options.Batches.
+func TestOneRowBatches(t *testing.T) {
+	o := permutation.Order{Shuffle: true, Seed: 1, ShuffleWindow: 64 * 1000, NumSplits: 2}
+	ep, chunks, rows := epoch(t, 8, 250, 1000, o)
+	e := Of(Options{Epoch: ep, Chunks: chunks, FileRows: rows, BatchSize: 1, Budget: 300_000, Batches: 500})
+	// A batch of one row is one class: 0.9 from the uniform histogram.
+	if e.Batches == 0 || e.Batches > 500 || math.Abs(e.Mixing-0.9) > 1e-9 {
+		t.Errorf("one-row batches: %d batches, mixing %.4f", e.Batches, e.Mixing)
+	}
+}
