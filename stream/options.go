@@ -101,7 +101,10 @@ type Options struct {
 	// a thousand or the whole dataset to 0.05 (docs/performance.md). Setting
 	// both ShuffleWindow and ShuffleMemory is an error. The order depends
 	// on the rows it derives, not the bytes: a state resumes where the
-	// files give the same rows, and resumes a ShuffleWindow of those rows.
+	// files give the same rows, and resumes a ShuffleWindow of those rows
+	// (State.ShuffleWindow); where they do not (another build estimating
+	// rows otherwise), the state is refused naming the window, and opening
+	// with its ShuffleWindow resumes it.
 	// Default 0: the window is ShuffleWindow rows. (order, as the rows)
 	ShuffleMemory int64
 
