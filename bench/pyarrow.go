@@ -89,13 +89,12 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		{prefix + "_sequential", "BatchSize 8192", stream.Options{BatchSize: 8192}},
 		{prefix + "_shuffled", "Shuffle, Seed 42, BatchSize 1024", stream.Options{BatchSize: 1024, Shuffle: true, Seed: 42}},
 	}
-	var sweeps [][]pricePoint
-	for _, t := range mixTargets {
-		mem, sweep, err := e.memoryFor(ctx, dir, shape, t.mixing)
-		if err != nil {
-			return err
-		}
-		sweeps = append(sweeps, sweep)
+	mems, sweep, err := e.memoryFor(ctx, dir, shape)
+	if err != nil {
+		return err
+	}
+	for i, t := range mixTargets {
+		mem := mems[i]
 		// Where an option that costs reads instead of memory comes (reading
 		// row groups in several passes, each keeping part of their rows),
 		// its settings join these runs as a line of their own.
@@ -144,7 +143,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		switch i {
 		case 2: // mix15: the issue's targets
 			rec.set("peak_heap_vs_shuffled", float64(g.heap)/float64(got[1].heap))
-			rec.set("price_sweep", sweeps[0])
+			rec.set("price_sweep", sweep)
 			rec.target("mixing", "<=", 0.15)
 			rec.target("peak_heap_vs_shuffled", "<=", 1.2)
 			rec.target("ratio_vs_sequential", ">=", 0.3)
@@ -202,11 +201,11 @@ type pricePoint struct {
 	Mixing        float64 `json:"mixing_estimate"`
 }
 
-// memoryFor is the smallest ShuffleMemory, in steps of about 1.5 times
-// whole decoded row groups, that Dataset.Estimate prices at a mixing of
-// want or less, the memory of the whole dataset where none less does,
-// and the prices it went through.
-func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want float64) (int64, []pricePoint, error) {
+// memoryFor is, for each of mixTargets, the smallest ShuffleMemory, in
+// steps of about 1.5 times whole decoded row groups, that Dataset.Estimate
+// prices at its mixing or less, the memory of the whole dataset where none
+// less does; and the prices it went through.
+func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape) ([]int64, []pricePoint, error) {
 	price := func(o stream.Options) (stream.Estimate, error) {
 		o.URLs, o.BatchSize, o.Shuffle, o.Seed = []string{dir}, 1024, true, 42
 		ds, err := stream.Open(ctx, o)
@@ -218,25 +217,29 @@ func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape, want 
 	}
 	base, err := price(stream.Options{})
 	if err != nil {
-		return 0, nil, err
+		return nil, nil, err
 	}
+	mems := make([]int64, len(mixTargets))
 	var sweep []pricePoint
 	groups := max(1, int(shape.rows()/int64(shape.RowGroupRows)))
-	for k := 1; ; k = max(k+1, k*3/2) {
+	for k := 1; mems[len(mems)-1] == 0; k = max(k+1, k*3/2) {
 		k = min(k, groups)
 		// A little over k row groups' bytes, so that the rows they hold
 		// are never one short of k groups.
 		mem := int64(math.Ceil(float64(k*shape.RowGroupRows)*base.RowBytes)) + 4096
 		est, err := price(stream.Options{ShuffleMemory: mem})
 		if err != nil {
-			return 0, nil, err
+			return nil, nil, err
 		}
 		sweep = append(sweep, pricePoint{k, mem, est.WindowRows, round(est.MeanPlaces), round(est.Mixing)})
 		e.cfg.Log.Info("mixing price", "dir", dir, "row_groups", k, "shuffle_memory", mem, "window_rows", est.WindowRows, "places", est.MeanPlaces, "mixing", est.Mixing)
-		if (est.Mixing >= 0 && est.Mixing <= want) || k == groups {
-			return mem, sweep, nil
+		for i, t := range mixTargets {
+			if mems[i] == 0 && ((est.Mixing >= 0 && est.Mixing <= t.mixing) || k == groups) {
+				mems[i] = mem
+			}
 		}
 	}
+	return mems, sweep, nil
 }
 
 func humanSize(n int64) string {
