@@ -107,6 +107,8 @@ func TestHarnessTiny(t *testing.T) {
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 		"python_numpy", "python_torch", "python_dataloader_workers",
+		"pyarrow_sequential", "pyarrow_shuffled", "pyarrow_shuffled_mix15", "pyarrow_shuffled_mix05",
+		"table131k_sequential", "table131k_shuffled", "table131k_shuffled_mix15", "table131k_shuffled_mix05",
 	} {
 		if byName[name] == nil {
 			t.Errorf("no line for scenario %s", name)

@@ -374,7 +374,9 @@ func adoptState(fs *flag.FlagSet, d *datasetFlags, st checkpoint.State) {
 	if !isSet(fs, "clump-size") {
 		d.clumpSize = st.ClumpSize
 	}
-	if !isSet(fs, "shuffle-window") {
+	// The state's window is in rows; --shuffle-memory given resumes it
+	// where its bytes buy the same rows.
+	if !isSet(fs, "shuffle-window") && !isSet(fs, "shuffle-memory") {
 		d.shuffleWindow = st.ShuffleWindow
 	}
 	if !isSet(fs, "num-splits") {

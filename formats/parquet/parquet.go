@@ -227,7 +227,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 			bytes += size
 		}
 		_, _, paged := offsetIndexRange(rg)
-		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged}
+		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged, Decoded: decodedSize(rg, n, schema, selected, meta.leaves)}
 		starts[i] = rows
 		rows += n
 	}
@@ -898,4 +898,33 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 func sortedUnique(xs []int) []int {
 	slices.Sort(xs)
 	return slices.Compact(xs)
+}
+
+// decodedSize estimates the Arrow memory of row group rg's selected
+// columns (formats.Unit.Decoded): a fixed-width column exactly, its
+// values and, where nullable, its validity bits; any other column by the
+// uncompressed size of its column chunks, which for plain-encoded
+// strings is their lengths and bytes, as Arrow's offsets and data are.
+func decodedSize(rg *metadata.RowGroupMetaData, rows int64, schema *arrow.Schema, selected []string, leaves map[string][]int) int64 {
+	var n int64
+	for _, c := range selected {
+		idx := schema.FieldIndices(c)
+		if len(idx) != 1 {
+			continue // a missing or doubled column is refused elsewhere
+		}
+		f := schema.Field(idx[0])
+		if fw, ok := f.Type.(arrow.FixedWidthDataType); ok && f.Type.ID() != arrow.DICTIONARY {
+			n += (rows*int64(fw.BitWidth()) + 7) / 8
+			if f.Nullable {
+				n += (rows + 7) / 8
+			}
+			continue
+		}
+		for _, leaf := range leaves[c] {
+			if cc, err := rg.ColumnChunk(leaf); err == nil {
+				n += max(cc.TotalUncompressedSize(), 0)
+			}
+		}
+	}
+	return n
 }

@@ -80,6 +80,10 @@ type Options struct {
 	// ChunkBytes and ShuffleWindow size the chunks.
 	ChunkBytes    int64
 	ShuffleWindow int
+	// ShuffleMemory, if positive, sizes the window in decoded bytes
+	// instead of ShuffleWindow: the window is the rows that many bytes
+	// hold at the plan's RowBytes (Planned.ShuffleWindow).
+	ShuffleMemory int64
 }
 
 // planOptions are what the planner gets: the columns and filter, the
@@ -219,6 +223,9 @@ type Planned struct {
 	ID string
 	// Filter is the filter's canonical text, "" without one.
 	Filter string
+	// ShuffleWindow is the window, in rows, the chunks were cut for:
+	// Options.ShuffleWindow, or the rows Options.ShuffleMemory holds.
+	ShuffleWindow int
 }
 
 // Plan plans the dataset: from the Store's plan where there is one, else
@@ -299,11 +306,17 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	if err != nil {
 		return Planned{}, err // it names the file and what is wrong with it
 	}
+	if o.ShuffleMemory > 0 {
+		if o.ShuffleWindow, err = windowRows(o.ShuffleMemory, data); err != nil {
+			data.Close()
+			return Planned{}, err
+		}
+	}
 	// Chunks hold at most a sixteenth of a window, so that a shuffled
 	// window mixes rows from at least sixteen places of the dataset (where
 	// row groups are that small: they are never cut).
 	chunks := split.Chunks(planFiles(data), split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data))}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: o.ShuffleWindow}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -323,7 +336,9 @@ func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object
 
 // describe is the shared plan of p, with the cache entries given.
 func describe(o Options, p Planned, cache []CacheEntry) *Object {
-	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow, Cache: cache}
+	// The window as rows, however it was given: the rows are what the
+	// chunks and the order are made of.
+	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache}
 	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
 		sp.Files = append(sp.Files, File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f)})
