@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -208,6 +209,19 @@ func (w *leafWalk) walk(ctx context.Context, f *formats.Fragment, rd *storage.Re
 		}
 	}
 	before := len(w.pages)
+	if err := w.walkTo(ctx, rd, c, hi); err != nil {
+		return err
+	}
+	if cache != nil && len(w.pages) > before && !w.unusable {
+		_ = cache.Set(ctx, key, w.encode()) // a cache that cannot be written costs a walk, no more
+	}
+	return nil
+}
+
+// walkTo reads c's page headers from w.next on until the pages found hold
+// row hi (exclusive), the chunk's pages are all found, or they turn out
+// unusable for reads by pages.
+func (w *leafWalk) walkTo(ctx context.Context, rd io.ReaderAt, c walkChunk, hi int64) error {
 	for !w.done && !w.unusable && w.rows < hi {
 		if err := w.step(ctx, rd, c); err != nil {
 			return err
@@ -218,14 +232,11 @@ func (w *leafWalk) walk(ctx context.Context, f *formats.Fragment, rd *storage.Re
 		// dictionary without an offset only by reading from the start.
 		w.unusable = true
 	}
-	if cache != nil && len(w.pages) > before && !w.unusable {
-		_ = cache.Set(ctx, key, w.encode()) // a cache that cannot be written costs a walk, no more
-	}
 	return nil
 }
 
 // step reads the header at w.next and records its page.
-func (w *leafWalk) step(ctx context.Context, rd *storage.Reader, c walkChunk) error {
+func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error {
 	at := w.next
 	h, err := w.header(rd, c, at)
 	if err != nil || h == nil {
@@ -292,7 +303,7 @@ func (w *leafWalk) step(ctx context.Context, rd *storage.Reader, c walkChunk) er
 
 // header reads and parses the page header at at: nil where it is larger
 // than a walk reads (the chunk is then read whole).
-func (w *leafWalk) header(rd *storage.Reader, c walkChunk, at int64) (*pageHeader, error) {
+func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, error) {
 	rest := c.end - at
 	if rest <= 0 {
 		return nil, fmt.Errorf("%w: row group %d: column %q: its pages hold %d rows, the row group %d (the chunk ends at byte %d)", formats.ErrCorrupt, c.rg, c.name, w.rows, c.rows, c.end)
@@ -305,7 +316,7 @@ func (w *leafWalk) header(rd *storage.Reader, c walkChunk, at int64) (*pageHeade
 		n = min(n, rest, maxWalkHeader)
 		have := int64(len(buf))
 		buf = slices.Grow(buf, int(n-have))[:n]
-		if _, err := rd.ReadAt(buf[have:], at+have); err != nil {
+		if got, err := rd.ReadAt(buf[have:], at+have); err != nil && (!errors.Is(err, io.EOF) || int64(got) != n-have) {
 			return nil, err // the file could not be read, which says nothing of its contents
 		}
 		h, err := parsePageHeader(buf)
