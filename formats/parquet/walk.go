@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"slices"
@@ -271,6 +272,8 @@ func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error 
 			return bad("a data page without its data page header")
 		}
 		rows = h.rows
+	case -1:
+		return bad("a page header without its type")
 	default:
 		// Index pages and kinds arrow-go skips: an offset index cannot
 		// name them, so the chunk is read whole.
@@ -364,8 +367,8 @@ func zigzagOf(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 const walkVersion = 1
 
 // encode is the walk as the plan's cache holds it: the version, whether
-// it is done, the offset of the next page, then each page's offset, size
-// and row count, as varints.
+// it is done, then each page's offset, size and row count, as varints,
+// and a CRC-32 of them all, so that damaged bytes are not taken for a walk.
 func (w *leafWalk) encode() []byte {
 	b := []byte{walkVersion}
 	done := uint64(0)
@@ -383,7 +386,7 @@ func (w *leafWalk) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(p.size))
 		b = binary.AppendUvarint(b, uint64(rows))
 	}
-	return b
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
 var errWalkCache = errors.New("not a walk")
@@ -405,10 +408,10 @@ func (w *leafWalk) load(b []byte, c walkChunk) {
 }
 
 func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, err error) {
-	if len(b) == 0 || b[0] != walkVersion {
+	if len(b) < 5 || b[0] != walkVersion || binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.ChecksumIEEE(b[:len(b)-4]) {
 		return nil, 0, false, errWalkCache
 	}
-	b = b[1:]
+	b = b[1 : len(b)-4]
 	next := func() int64 {
 		v, n := binary.Uvarint(b)
 		if n <= 0 || v > math.MaxInt64 {
