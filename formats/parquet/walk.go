@@ -131,7 +131,7 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 		jobs = append(jobs, job{c, m.walks.of(rg, leaf)})
 		paged += end - start
 	}
-	if len(jobs) == 0 {
+	if len(jobs) == 0 || m.singlePages(rg, leaves) {
 		return nil, nil
 	}
 	walked := true
@@ -168,6 +168,32 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 		return nil, nil
 	}
 	return ix, nil
+}
+
+// singlePages reports whether the footer says that every column chunk of
+// leaves (those without repetition) in row group rg holds one data page
+// at most: its encoding_stats count the pages. A walk would find nothing
+// to leave out. Where a chunk has no counts it may have many pages.
+func (m *parquetMeta) singlePages(rg int, leaves []int) bool {
+	cols := m.md.FileMetaData.RowGroups[rg].Columns
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			continue
+		}
+		if leaf >= len(cols) || cols[leaf] == nil || cols[leaf].MetaData == nil || len(cols[leaf].MetaData.EncodingStats) == 0 {
+			return false
+		}
+		pages := int64(0)
+		for _, st := range cols[leaf].MetaData.EncodingStats {
+			if st != nil && (int64(st.PageType) == pageData || int64(st.PageType) == pageDataV2) {
+				pages += int64(st.Count)
+			}
+		}
+		if pages > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // covers reports whether the walk has found the pages up to row hi, or

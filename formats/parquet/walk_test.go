@@ -331,3 +331,50 @@ func TestWalkFetchesThePagesNeeded(t *testing.T) {
 		t.Errorf("with the walk in the plan's cache rows [100000, 110000) took %d requests and %d bytes, want the fetch's alone", requests2.Load(), bytes2.Load())
 	}
 }
+
+// A row group whose chunks the footer says hold one data page each (their
+// encoding_stats) is not walked: a walk could leave nothing out, and would
+// cost a request per column.
+func TestWalkSkipsSinglePages(t *testing.T) {
+	defer parquet.WalkAll()()
+	const n = 60_000
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(i))
+	}
+	ids := b.NewArray()
+	defer ids.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ids}, n)
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "one-page.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, pq.NewWriterProperties(pq.WithDictionaryDefault(false)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got := len(pageStarts(t, path)); got != 1 {
+		t.Fatalf("%d pages, want 1", got)
+	}
+	ds, bytes, requests := countingPlan(t, path, nil)
+	defer ds.Close()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	got := renderRows(t, ds, 1000, 2000, mem)
+	if len(got) != 1000 || got[0] != "1000|" {
+		t.Fatalf("rows [1000, 2000) read as %d rows from %q", len(got), got[0])
+	}
+	if requests.Load() != 1 || bytes.Load() != ds.Fragments[0].Units[0].Bytes {
+		t.Errorf("rows [1000, 2000) of a one-page chunk took %d requests and %d bytes, want 1 and the chunk's %d", requests.Load(), bytes.Load(), ds.Fragments[0].Units[0].Bytes)
+	}
+}
