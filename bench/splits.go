@@ -55,9 +55,9 @@ func (e *env) splits64(ctx context.Context) error {
 	for _, name := range splitsData {
 		// The bench data's rows and row groups, written with a page index
 		// (small pages, dictionary on label only): as written for the
-		// other scenarios, without one, 64 splits cut nearly every row
-		// group and each side fetches it whole (2.0, as the nopageindex
-		// lines show for larger row groups).
+		// other scenarios, in arrow-go's default pages (one per chunk),
+		// 64 splits cut nearly every row group and each side fetches its
+		// one page per column whole (about 2.0).
 		spec := e.cfg.Spec
 		spec.PageIndex = true
 		if name != "benchdata" {
