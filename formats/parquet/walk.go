@@ -159,13 +159,13 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 		if !ok {
 			return nil, nil
 		}
-		loc := metadata.IndexLocation{Offset: at + int64(len(ix.bytes))}
+		from := len(ix.bytes)
 		ix.bytes = appendOffsetIndex(ix.bytes, pages)
-		loc.Length = int32(at + int64(len(ix.bytes)) - loc.Offset)
+		if len(ix.bytes) > math.MaxInt32 {
+			return nil, nil // arrow-go's locations are 32-bit
+		}
+		loc := metadata.IndexLocation{Offset: at + int64(from), Length: int32(len(ix.bytes) - from)}
 		ix.pages[j.c.leaf], ix.rows[j.c.leaf], ix.virtual[j.c.leaf] = pages, rows, loc
-	}
-	if len(ix.bytes) > math.MaxInt32 {
-		return nil, nil
 	}
 	return ix, nil
 }
