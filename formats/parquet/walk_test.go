@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
@@ -376,5 +377,54 @@ func TestWalkSkipsSinglePages(t *testing.T) {
 	}
 	if requests.Load() != 1 || bytes.Load() != ds.Fragments[0].Units[0].Bytes {
 		t.Errorf("rows [1000, 2000) of a one-page chunk took %d requests and %d bytes, want 1 and the chunk's %d", requests.Load(), bytes.Load(), ds.Fragments[0].Units[0].Bytes)
+	}
+}
+
+// Reads of one file at once share its walks: each row group's pages are
+// walked once, whichever read gets there first, and every read gets its
+// rows (run with -race).
+func TestWalkConcurrentReads(t *testing.T) {
+	defer parquet.WalkAll()()
+	const n, rgRows = 3000, 1000
+	path := filepath.Join(t.TempDir(), "noindex.parquet")
+	writeNoIndex(t, path, n, rgRows, false, compress.Codecs.Snappy)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	whole, _, _ := countingPlan(t, path, nil)
+	want := renderRows(t, whole, 0, n, mem)
+	whole.Close()
+	ds, _, _ := countingPlan(t, path, &formats.MemoryCache{})
+	defer ds.Close()
+	var eg errgroup.Group
+	for g := range 8 {
+		eg.Go(func() error {
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for range 30 {
+				lo := r.Int64N(n - 1)
+				hi := lo + 1 + r.Int64N(min(n-lo-1, 400)+1)
+				var got []string
+				err := ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 64, mem, func(b arrow.RecordBatch) error {
+					defer b.Release()
+					for i := range int(b.NumRows()) {
+						row := ""
+						for c := range int(b.NumCols()) {
+							row += b.Column(c).ValueStr(i) + "|"
+						}
+						got = append(got, row)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(got, want[lo:hi]) {
+					return fmt.Errorf("rows [%d, %d) differ from a whole read", lo, hi)
+				}
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
