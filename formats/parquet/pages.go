@@ -24,7 +24,8 @@ import (
 // are then fetched about once across ranks, not once per rank. arrow-go
 // decodes such a chunk from a buffer in which only the fetched pages are
 // filled: it seeks to the first needed page with the same offset index and
-// reads exactly the rows asked for, so it never parses the rest.
+// reads exactly the rows asked for, so it never parses the rest. Where the
+// file has no offset index, a walk of the page headers makes one (walk.go).
 
 // pageLoc is one data page of a column chunk, from the offset index.
 type pageLoc struct {

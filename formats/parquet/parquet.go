@@ -89,8 +89,8 @@ type parquetMeta struct {
 	// filter's, or a table format's projection planned apart from it), and a
 	// cap from the others refused their pages as too large.
 	maxChunk int64
-	// index caches the offset indexes of row groups read in part, and
-	// walks the pages found where a row group has none.
+	// index caches the offset indexes of row groups read in part; walks
+	// holds the pages found by walking the headers of those without one.
 	index offsetIndexes
 	walks pageWalks
 	// prune caches what filters read of statistics and bloom filters.
