@@ -338,8 +338,12 @@ func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, e
 		return nil, fmt.Errorf("%w: row group %d: column %q: its pages hold %d rows, the row group %d (the chunk ends at byte %d)", formats.ErrCorrupt, c.rg, c.name, w.rows, c.rows, c.end)
 	}
 	// Headers of one chunk are about the same size: ask for the last
-	// one's and a little more, and for the rest where that was short.
-	n := int64(max(w.guess, 48))
+	// one's and a little more, and for the rest where that was short. The
+	// first guess holds a header with statistics of short values.
+	n := int64(w.guess)
+	if n <= 0 {
+		n = 128
+	}
 	var buf []byte
 	for {
 		n = min(n, rest, maxWalkHeader)
