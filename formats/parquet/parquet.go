@@ -98,8 +98,10 @@ type parquetMeta struct {
 	// filter's, or a table format's projection planned apart from it), and a
 	// cap from the others refused their pages as too large.
 	maxChunk int64
-	// index caches the offset indexes of row groups read in part.
+	// index caches the offset indexes of row groups read in part; walks
+	// holds the pages found by walking the headers of those without one.
 	index offsetIndexes
+	walks pageWalks
 	// prune caches what filters read of statistics and bloom filters.
 	prune pruneCache
 	// readMD is the metadata arrow-go decodes with: md, or a copy that
@@ -107,6 +109,14 @@ type parquetMeta struct {
 	// readAs), whose values are converted back after decoding.
 	readMD  *metadata.FileMetaData
 	convert map[string]conversion
+}
+
+// readMetadata is the metadata arrow-go decodes with (see readMD).
+func (m *parquetMeta) readMetadata() *metadata.FileMetaData {
+	if m.readMD != nil {
+		return m.readMD
+	}
+	return m.md
 }
 
 // footerGuess is how much of a file's end Inspect reads first, so that most
@@ -370,6 +380,9 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+	// md, if set, is the metadata to read with: readMD with the offset
+	// indexes of the row groups whose pages were walked.
+	md *metadata.FileMetaData
 
 	// pruned holds the row groups the read's filter rules out: neither
 	// fetched nor decoded; narrow the rows of others that the filter's
@@ -397,6 +410,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	}
 	var ranges []byteRange
 	var index []span
+	var walked []*rowGroupIndex
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
@@ -421,6 +435,20 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
 			}
+			if ix == nil {
+				// Served past the end of the file, after the walked
+				// indexes of the read's earlier row groups.
+				at := f.Size
+				if n := len(walked); n > 0 {
+					at = walked[n-1].at + int64(len(walked[n-1].bytes))
+				}
+				if ix, err = meta.walkedIndex(ctx, f, rg, fe.leaves, lo, hi, at, p.FetchConcurrency); err != nil {
+					return nil, err
+				}
+				if ix != nil {
+					walked = append(walked, ix)
+				}
+			}
 			if ix != nil {
 				rs, err := fe.expectPages(meta, rg, ix, lo, hi)
 				if err != nil {
@@ -436,6 +464,9 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
 		}
 		ranges = append(ranges, rs...)
+	}
+	if len(walked) > 0 {
+		fe.md = withOffsetIndexes(meta.readMetadata(), walked)
 	}
 	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
@@ -503,9 +534,9 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
-	md := meta.readMD
+	md := fe.md
 	if md == nil {
-		md = meta.md
+		md = meta.readMetadata()
 	}
 	pf, err := file.NewParquetReader(src, file.WithMetadata(md), file.WithReadProps(props))
 	if err != nil {
@@ -658,11 +689,7 @@ func expect(meta *parquetMeta, rg int, leaves []int, chunks map[int64]chunkCheck
 // expectChunk records the chunk of leaf at offset start, of values values.
 // Chunks sharing an offset (only in corrupt files) get the strictest bound.
 func (m *parquetMeta) expectChunk(chunks map[int64]chunkCheck, start int64, leaf int, values int64) {
-	md := m.readMD
-	if md == nil {
-		md = m.md
-	}
-	col := md.Schema.Column(leaf)
+	col := m.readMetadata().Schema.Column(leaf)
 	c, ok := chunks[start]
 	if !ok {
 		c = chunkCheck{col: col, values: values}
