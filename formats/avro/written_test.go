@@ -206,8 +206,8 @@ func TestSchemaMapping(t *testing.T) {
 		"date": "date32", "tms": "time32[ms]", "tus": "time64[us]", "tsms": "timestamp[ms, tz=UTC]",
 		"tsus": "timestamp[us, tz=UTC]", "tsns": "timestamp[ns, tz=UTC]", "lts": "timestamp[us]",
 		"dur": "month_day_nano_interval",
-		"rec":  "struct<x: int32, y: utf8 nullable, deep: struct<z: float64> nullable>",
-		"arr":  "list<element: int64, nullable>", "m": "map<utf8, utf8, items_non_nullable>",
+		"rec": "struct<x: int32, y: utf8 nullable, deep: struct<z: float64> nullable>",
+		"arr": "list<element: int64, nullable>", "m": "map<utf8, utf8, items_non_nullable>",
 		"u3": "dense_union<null: type=null, nullable=0, int: type=int32=1, string: type=utf8=2>",
 		"u2": "dense_union<long: type=int64=0, string: type=utf8=1, sluice.test.four: type=fixed_size_binary[4]=2>",
 	}
