@@ -9,11 +9,12 @@
 // a read fetches only the blocks that hold its rows (Unit.Paged), so a
 // unit that a split boundary cuts is fetched about once.
 //
-// The walk costs planning requests: blocks are found one after another,
-// so a file of small blocks is read whole at planning, in windows of
-// 4 MiB, and a file of blocks of 1 MiB or more one small request a
-// block. The block index goes into the plan cache (PlanOptions.Cache),
-// so a restarted job does not walk again.
+// The walk costs planning requests, since a block is found only from the
+// one before it: blocks under 1 MiB are read through, in windows of
+// 4 MiB (a file of small blocks is read whole at planning), and after a
+// block of 1 MiB or more only its sync marker and the next header are
+// fetched, in one 64-byte request. The block index goes into the plan
+// cache (PlanOptions.Cache), so a restarted job does not walk again.
 package avro
 
 import (

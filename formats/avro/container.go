@@ -144,10 +144,10 @@ func (w *window) get(off int64, n, want int) ([]byte, error) {
 	return buf[:min(n, want)], nil
 }
 
-// Reads of block headers: where blocks are small, the walk fetches the
-// file in windows of smallWindow bytes (fewer requests); past blocks of
-// bigBlock bytes or more on average, only each header (one small request
-// a block, and bytes left unread).
+// Reads of block headers: after a block of bigBlock bytes or more, the
+// walk fetches only its sync marker and the next block's header (one
+// small request a block, the data left unread); after a smaller one, a
+// window of smallWindow bytes, which holds the headers of many.
 const (
 	smallWindow = 4 << 20
 	headerRead  = 64
@@ -161,16 +161,12 @@ const (
 // objects than those bytes hold is refused here.
 func walk(ctx context.Context, w *window, off int64, sync [syncSize]byte, minRow int64, limit func(stored int64) int64) ([]block, error) {
 	var blocks []block
-	var total int64
+	want := smallWindow
 	for off < w.size {
 		if len(blocks)%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-		}
-		want := smallWindow
-		if len(blocks) > 0 && total/int64(len(blocks)) >= bigBlock {
-			want = headerRead
 		}
 		hdr, err := w.get(off, 20, want)
 		if err != nil {
@@ -195,7 +191,11 @@ func walk(ctx context.Context, w *window, off int64, sync [syncSize]byte, minRow
 		if minRow == 0 && rows > maxZeroWidth {
 			return nil, fmt.Errorf("block %d at byte %d: claims %d objects of a type that takes no bytes", i, off, rows)
 		}
-		m, err := w.get(b.end()-syncSize, syncSize, max(want, syncSize+20))
+		want = smallWindow
+		if size >= bigBlock {
+			want = headerRead
+		}
+		m, err := w.get(b.end()-syncSize, syncSize, want)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +203,6 @@ func walk(ctx context.Context, w *window, off int64, sync [syncSize]byte, minRow
 			return nil, fmt.Errorf("block %d at byte %d: the sync marker after its %d bytes (at byte %d) is not the header's: corrupt, or a lying block size", i, off, size, b.end()-syncSize)
 		}
 		blocks = append(blocks, b)
-		total += b.end() - b.off
 		off = b.end()
 	}
 	return blocks, nil
