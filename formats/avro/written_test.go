@@ -221,3 +221,21 @@ func TestSchemaMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesUnified: files whose schemas differ by widening (int in one,
+// long in another; float and double) plan as one dataset of the wider
+// types, each file's values widened.
+func TestFilesUnified(t *testing.T) {
+	dir := t.TempDir()
+	a := writeOCF(t, dir, "a.avro", `{"type": "record", "name": "r", "fields": [{"name": "n", "type": "int"}, {"name": "f", "type": ["null", "float"]}, {"name": "only_a", "type": "string"}]}`,
+		[]map[string]any{{"n": int32(-5), "f": float32(1.5), "only_a": "x"}, {"n": int32(7), "f": nil, "only_a": "y"}})
+	b := writeOCF(t, dir, "b.avro", `{"type": "record", "name": "r", "fields": [{"name": "f", "type": "double"}, {"name": "n", "type": "long"}]}`,
+		[]map[string]any{{"n": int64(1) << 40, "f": 0.25}})
+	ds := plan(t, avro.Format{}, formats.PlanOptions{Columns: []string{"n", "f"}}, a, b)
+	if got := ds.Schema.String(); !strings.Contains(got, "n: type=int64") || !strings.Contains(got, "f: type=float64, nullable") {
+		t.Fatalf("unified schema %s", got)
+	}
+	got := append(readRows(t, ds, 0, 0, 2, 10), readRows(t, ds, 1, 0, 1, 10)...)
+	want := []map[string]any{{"n": int64(-5), "f": 1.5}, {"n": int64(7), "f": nil}, {"n": int64(1) << 40, "f": 0.25}}
+	sameRows(t, "unified", got, want)
+}
