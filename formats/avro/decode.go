@@ -462,10 +462,11 @@ func skipper(n *node) dec {
 			}
 		}
 	case kArray, kMap:
-		item := skipper(n.items)
+		item, least := skipper(n.items), minSize(n.items)
 		if n.kind == kMap {
 			val := item
 			item = func(c *cursor) { c.bytes(); val(c) }
+			least++
 		}
 		return func(c *cursor) {
 			for {
@@ -487,7 +488,7 @@ func skipper(n *node) dec {
 					c.p += int(size)
 					continue
 				}
-				if least := max(minSize(n.items), 1); k > int64(len(c.b)-c.p)/least && minSize(n.items) > 0 || k > maxZeroWidth {
+				if (least > 0 && k > int64(len(c.b)-c.p)/least) || (least == 0 && k > maxZeroWidth) {
 					c.fail(fmt.Errorf("%d items in the %d bytes left", k, len(c.b)-c.p))
 					return
 				}

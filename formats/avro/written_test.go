@@ -156,7 +156,7 @@ var codecs = map[string]ocf.Codec{
 func TestEveryTypeEveryCodec(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 3000
+	const n = 2000
 	rows := make([]map[string]any, n)
 	for i := range rows {
 		rows[i] = everyRow(rng, int64(i))
@@ -186,7 +186,7 @@ func TestEveryTypeEveryCodec(t *testing.T) {
 				t.Fatalf("units count %d rows, want %d", sum, n)
 			}
 			sameRows(t, "whole", readRows(t, ds, 0, 0, n, 1000), want)
-			for range 20 {
+			for range 12 {
 				lo := rng.Int64N(n)
 				hi := lo + rng.Int64N(n-lo+1)
 				sameRows(t, fmt.Sprintf("rows [%d, %d)", lo, hi), readRows(t, ds, 0, lo, hi, 1+rng.IntN(300)), want[lo:hi])
