@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,22 +12,6 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 )
-
-func seedFiles(f *testing.F) [][]byte {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*.avro"))
-	var out [][]byte
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if len(out) == 0 {
-		f.Fatal("no seed files in testdata")
-	}
-	return out
-}
 
 // readFile reads a whole file from its bytes as the driver does: the
 // header, the walk of its blocks, and every object of every block
@@ -70,17 +52,6 @@ func readFile(t *testing.T, data []byte) error {
 		b.Release()
 	}
 	return nil
-}
-
-// FuzzFile feeds whole files to the header and block parsers and the
-// value decoder.
-func FuzzFile(f *testing.F) {
-	for _, b := range seedFiles(f) {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = readFile(t, data) // any error but a panic; Inspect wraps ErrCorrupt
-	})
 }
 
 // FuzzValues decodes objects of a schema from arbitrary bytes, the
