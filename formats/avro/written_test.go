@@ -52,6 +52,10 @@ const everyType = `{"type": "record", "name": "every", "namespace": "sluice.test
 	{"name": "nrec", "type": ["null", "inner"]},
 	{"name": "arr", "type": {"type": "array", "items": ["null", "long"]}},
 	{"name": "arrec", "type": {"type": "array", "items": "deeper"}},
+	{"name": "vf", "type": {"type": "array", "items": "float"}},
+	{"name": "vd", "type": ["null", {"type": "array", "items": "double"}]},
+	{"name": "vi", "type": {"type": "array", "items": "int"}},
+	{"name": "vl", "type": {"type": "array", "items": "long"}},
 	{"name": "m", "type": {"type": "map", "values": "string"}},
 	{"name": "marr", "type": ["null", {"type": "map", "values": {"type": "array", "items": "int"}}]},
 	{"name": "u3", "type": ["null", "int", "string"]},
@@ -74,6 +78,17 @@ func everyRow(rng *rand.Rand, id int64) map[string]any {
 	for range rng.IntN(5) {
 		arr = append(arr, maybe(rng.Int64()-rng.Int64()))
 	}
+	vec := func(f func() any) []any {
+		out := []any{}
+		for range rng.IntN(20) {
+			out = append(out, f())
+		}
+		return out
+	}
+	vf := vec(func() any { return rng.Float32() })
+	vd := maybe(vec(func() any { return rng.NormFloat64() }))
+	vi := vec(func() any { return rng.Int32() - rng.Int32() })
+	vl := vec(func() any { return rng.Int64() - rng.Int64() })
 	var arrec []any
 	for range rng.IntN(3) {
 		arrec = append(arrec, map[string]any{"z": rng.NormFloat64()})
@@ -138,7 +153,7 @@ func everyRow(rng *rand.Rand, id int64) map[string]any {
 		"lts":    time.UnixMicro(rng.Int64N(4e15)).UTC(),
 		"dur":    twmb.Duration{Months: rng.Uint32N(1000), Days: rng.Uint32N(1000), Milliseconds: rng.Uint32N(86400000)},
 		"rec":    inner(), "nrec": maybe(inner()),
-		"arr": arr, "arrec": arrec, "m": m, "marr": marr, "u3": u3, "u2": u2,
+		"arr": arr, "arrec": arrec, "vf": vf, "vd": vd, "vi": vi, "vl": vl, "m": m, "marr": marr, "u3": u3, "u2": u2,
 	}
 }
 
@@ -211,7 +226,7 @@ func TestSchemaMapping(t *testing.T) {
 		"u3": "dense_union<null: type=null, nullable=0, int: type=int32=1, string: type=utf8=2>",
 		"u2": "dense_union<long: type=int64=0, string: type=utf8=1, sluice.test.four: type=fixed_size_binary[4]=2>",
 	}
-	nullable := map[string]bool{"n": true, "ni": true, "sn": true, "ne": true, "dec256": true, "tsus": true, "nrec": true, "marr": true}
+	nullable := map[string]bool{"n": true, "ni": true, "sn": true, "ne": true, "dec256": true, "tsus": true, "nrec": true, "marr": true, "vd": true}
 	for _, f := range ds.Schema.Fields() {
 		if w, ok := want[f.Name]; ok && f.Type.String() != w {
 			t.Errorf("column %q reads as %s, want %s", f.Name, f.Type, w)
