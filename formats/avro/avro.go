@@ -87,6 +87,8 @@ type meta struct {
 const headGuess = 64 << 10
 
 // Inspect reads the header, walks the blocks and groups them into units.
+// A unit's Bytes are its blocks' whatever the columns: Avro stores rows,
+// and a read fetches whole blocks.
 func (o Format) Inspect(ctx context.Context, f *formats.Fragment, columns []string) error {
 	m, err := o.load(ctx, f)
 	if err != nil {

@@ -62,7 +62,7 @@ func parseHeader(buf []byte) (*header, error) {
 			c.long() // the block's size in bytes
 		}
 		if n > int64(len(buf)) {
-			return nil, fmt.Errorf("header metadata of %d entries", n)
+			return nil, errShort // each entry takes 2 bytes or more: read more, if there is more
 		}
 		for range n {
 			k, v := c.bytes(), c.bytes()

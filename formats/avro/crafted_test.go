@@ -201,3 +201,12 @@ func TestDamage(t *testing.T) {
 func swapTail(b []byte, n int, tail []byte) []byte {
 	return append(b[:len(b)-n:len(b)-n], tail...)
 }
+
+// TestLargeHeader: a header larger than the first read (a schema with a
+// long doc) is read in more requests.
+func TestLargeHeader(t *testing.T) {
+	schema := strings.Replace(craftedSchema, `"name": "r",`, `"name": "r", "doc": "`+strings.Repeat("d", 300<<10)+`",`, 1)
+	path := writeFile(t, "big-header.avro", container(schema, craftedBlocks(4, 2)...))
+	ds := plan(t, avro.Format{}, formats.PlanOptions{}, path)
+	sameRows(t, "whole", readRows(t, ds, 0, 0, 6, 4), reference(t, path))
+}
