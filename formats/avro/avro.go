@@ -154,7 +154,8 @@ func (o Format) load(ctx context.Context, f *formats.Fragment) (*meta, error) {
 		return nil, err
 	}
 	if m.blocks, err = walk(ctx, w, h.size, h.sync, minSize(m.root), o.limit(h.codec)); err != nil {
-		if ctx.Err() != nil {
+		var re *readError
+		if ctx.Err() != nil || errors.As(err, &re) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)

@@ -138,11 +138,18 @@ func (w *window) get(off int64, n, want int) ([]byte, error) {
 	buf := make([]byte, want)
 	w.reads++
 	if _, err := w.r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && len(buf) == want) {
-		return nil, err
+		return nil, &readError{err}
 	}
 	w.buf, w.at = buf, off
 	return buf[:min(n, want)], nil
 }
+
+// readError is a failed read, which says nothing of the file: it is not
+// reported as corrupt.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
 
 // Reads of block headers: after a block of bigBlock bytes or more, the
 // walk fetches only its sync marker and the next block's header (one

@@ -2,6 +2,7 @@ package avro_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -156,5 +157,30 @@ func TestRangesFetchTheirBlocks(t *testing.T) {
 	}
 	if !strings.HasSuffix(fr.URL, "r.avro") {
 		t.Fatal(fr.URL)
+	}
+}
+
+// failingBucket fails every read past the first 64 KiB of an object.
+type failingBucket struct{ storage.Bucket }
+
+var errInjected = errors.New("injected read failure")
+
+func (b failingBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if off >= 64<<10 {
+		return 0, errInjected
+	}
+	return b.Bucket.ReadAt(ctx, key, p, off)
+}
+
+// TestReadFailureIsNotCorrupt: a read that fails while planning walks the
+// blocks is the storage's error, not the file's.
+func TestReadFailureIsNotCorrupt(t *testing.T) {
+	path := writeOCF(t, t.TempDir(), "f.avro", textSchema, textRows(5000, 100), ocf.WithBlockCount(50))
+	_, err := formats.Plan(context.Background(), []string{path}, formats.PlanOptions{
+		Formats: []formats.Format{avro.Format{}},
+		Storage: storage.Options{Wrap: func(b storage.Bucket) storage.Bucket { return failingBucket{b} }},
+	})
+	if !errors.Is(err, errInjected) || errors.Is(err, formats.ErrCorrupt) {
+		t.Fatalf("got %v, want the injected error, not ErrCorrupt", err)
 	}
 }
