@@ -24,6 +24,8 @@ import (
 	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/iceberg"
 	"github.com/sluicedata/sluice/formats/parquet"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/stream"
 )
 
 // The Avro schemas Iceberg's writers give data and delete files: field
@@ -224,6 +226,22 @@ func TestAvroDataFiles(t *testing.T) {
 	if !slices.Equal(ids, left) {
 		t.Fatalf("read %d ids, want the %d left (first %v)", len(ids), len(left), ids[:min(len(ids), 10)])
 	}
+	// The stream over the table: each split the same rows whatever the
+	// world size, every row left once.
+	vc.Elastic(t, 4, []int{1, 2, 4}, left, func(world, rank int) map[int][]int64 {
+		ds, err := stream.Open(ctx, stream.Options{Plan: it.Plan, Columns: []string{"id"}, BatchSize: 50, Shuffle: true, Seed: 3,
+			ShuffleWindow: 300, NumSplits: 4, WorldSize: world, Rank: rank, Allocator: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		bs, _ := consume(t, ds, -1)
+		got := map[int][]int64{}
+		for _, b := range bs {
+			got[b.split] = append(got[b.split], b.ids...)
+		}
+		return got
+	})
 }
 
 func avroFile(t *testing.T, tbl *table.Table, content ice.ManifestEntryContent, loc string, rows, size int64, eqIDs []int) ice.DataFile {
