@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/avro"
@@ -209,4 +211,57 @@ func TestLargeHeader(t *testing.T) {
 	path := writeFile(t, "big-header.avro", container(schema, craftedBlocks(4, 2)...))
 	ds := plan(t, avro.Format{}, formats.PlanOptions{}, path)
 	sameRows(t, "whole", readRows(t, ds, 0, 0, 6, 4), reference(t, path))
+}
+
+// TestEdgeTypes: types at the edges of the specification read as
+// twmb/avro reads them, with the Arrow types the docs give.
+func TestEdgeTypes(t *testing.T) {
+	cases := []struct {
+		name, schema string
+		row          []byte // one object
+		types        string
+		// want is the object as read, where twmb/avro refuses the schema
+		// (a decimal without precision, which the specification reads as
+		// its underlying type).
+		want map[string]any
+	}{
+		{"fixed of 0 and an empty record", `{"type": "record", "name": "r", "fields": [{"name": "z", "type": {"type": "fixed", "name": "z0", "size": 0}}, {"name": "e", "type": {"type": "record", "name": "empty", "fields": []}}, {"name": "a", "type": "int"}]}`,
+			[]byte{6}, "z: fixed_size_binary[0], e: struct<>, a: int32", nil},
+		{"root not a record", `"long"`, []byte{0x81, 0x01}, "value: int64", nil},
+		{"root an array", `{"type": "array", "items": "string"}`, append(append([]byte{2}, str(nil, "x")...), 0), "value: list<element: utf8>", nil},
+		{"union of one type", `{"type": "record", "name": "r", "fields": [{"name": "u", "type": ["int"]}]}`, []byte{0, 8}, "u: int32", nil},
+		{"union of null only", `{"type": "record", "name": "r", "fields": [{"name": "u", "type": ["null"]}]}`, []byte{0}, "u: null", nil},
+		{"namespaces and references", `{"type": "record", "name": "a.b.r", "fields": [
+			{"name": "x", "type": {"type": "fixed", "name": "f", "size": 1}},
+			{"name": "y", "type": "a.b.f"},
+			{"name": "z", "type": {"type": "record", "name": "s", "namespace": "c", "fields": [{"name": "w", "type": "a.b.f"}, {"name": "v", "type": {"type": "enum", "name": "e", "symbols": ["P", "Q"]}}]}},
+			{"name": "q", "type": "c.e"}]}`, []byte{1, 2, 3, 2, 0}, "x: fixed_size_binary[1], y: fixed_size_binary[1], z: struct<w: fixed_size_binary[1], v: utf8>, q: utf8", nil},
+		{"invalid and unknown logical types", `{"type": "record", "name": "r", "fields": [
+			{"name": "d", "type": {"type": "bytes", "logicalType": "decimal"}},
+			{"name": "t", "type": {"type": "int", "logicalType": "timestamp-millis"}},
+			{"name": "k", "type": {"type": "long", "logicalType": "no-such-type"}},
+			{"name": "l", "type": {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": false}}]}`,
+			[]byte{2, 0xff, 4, 6, 8}, "d: binary, t: int32, k: int64, l: timestamp[us]",
+			map[string]any{"d": []byte{0xff}, "t": int32(2), "k": int64(3), "l": norm(time.UnixMicro(4))}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeFile(t, "edge.avro", container(c.schema, craftedBlock{2, append(slices.Clone(c.row), c.row...)}))
+			ds := plan(t, avro.Format{}, formats.PlanOptions{}, path)
+			var types []string
+			for _, f := range ds.Schema.Fields() {
+				types = append(types, f.Name+": "+f.Type.String())
+			}
+			if got := strings.Join(types, ", "); got != c.types {
+				t.Errorf("types %s, want %s", got, c.types)
+			}
+			var want []map[string]any
+			if c.want != nil {
+				want = []map[string]any{c.want, c.want}
+			} else {
+				want = reference(t, path)
+			}
+			sameRows(t, c.name, readRows(t, ds, 0, 0, 2, 1), want)
+		})
+	}
 }

@@ -83,11 +83,11 @@ func goValue(a arrow.Array, i int) any {
 	case *array.Float64:
 		return a.Value(i)
 	case *array.Binary:
-		return bytes.Clone(a.Value(i))
+		return append([]byte{}, a.Value(i)...)
 	case *array.String:
 		return a.Value(i)
 	case *array.FixedSizeBinary:
-		return bytes.Clone(a.Value(i))
+		return append([]byte{}, a.Value(i)...)
 	case *array.Date32:
 		return norm(time.Unix(int64(a.Value(i))*86400, 0).UTC())
 	case *array.Time32:
