@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 )
 
 // cursor reads Avro's binary encoding from a block's objects. The first
@@ -328,6 +329,12 @@ func bytesDecoder(n *node, b array.Builder) dec {
 		return func(c *cursor) {
 			if v := read(c); c.err == nil {
 				bb.Append(v)
+			}
+		}
+	case *extensions.UUIDBuilder:
+		return func(c *cursor) {
+			if v := read(c); c.err == nil {
+				bb.AppendBytes([16]byte(v))
 			}
 		}
 	case *array.Decimal128Builder:

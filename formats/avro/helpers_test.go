@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	twmb "github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
@@ -86,6 +87,9 @@ func goValue(a arrow.Array, i int) any {
 		return append([]byte{}, a.Value(i)...)
 	case *array.String:
 		return a.Value(i)
+	case *extensions.UUIDArray:
+		v := a.Value(i)
+		return append([]byte{}, v[:]...)
 	case *array.FixedSizeBinary:
 		return append([]byte{}, a.Value(i)...)
 	case *array.Date32:

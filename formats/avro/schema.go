@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 )
 
 // kind is an Avro type.
@@ -361,7 +362,7 @@ func arrowType(n *node) arrow.DataType {
 			case n.logical == "duration" && n.size == 12:
 				return arrow.FixedWidthTypes.MonthDayNanoInterval
 			case n.logical == "uuid" && n.size == 16:
-				return &arrow.FixedSizeBinaryType{ByteWidth: 16}
+				return extensions.NewUUIDType() // as Iceberg's tables type it
 			}
 			n.logical = ""
 			return &arrow.FixedSizeBinaryType{ByteWidth: n.size}

@@ -36,6 +36,7 @@ const everyType = `{"type": "record", "name": "every", "namespace": "sluice.test
 	{"name": "decfx", "type": {"type": "fixed", "name": "d16", "size": 16, "logicalType": "decimal", "precision": 38, "scale": 5}},
 	{"name": "dec256", "type": ["null", {"type": "fixed", "name": "d24", "size": 24, "logicalType": "decimal", "precision": 55, "scale": 10}]},
 	{"name": "uuid", "type": {"type": "string", "logicalType": "uuid"}},
+	{"name": "uuidfx", "type": ["null", {"type": "fixed", "name": "u16", "size": 16, "logicalType": "uuid"}]},
 	{"name": "date", "type": {"type": "int", "logicalType": "date"}},
 	{"name": "tms", "type": {"type": "int", "logicalType": "time-millis"}},
 	{"name": "tus", "type": {"type": "long", "logicalType": "time-micros"}},
@@ -144,6 +145,7 @@ func everyRow(rng *rand.Rand, id int64) map[string]any {
 		"decfx":  new(big.Rat).SetFrac(new(big.Int).Mul(big.NewInt(rng.Int64()-rng.Int64()), big.NewInt(1e15)), big.NewInt(1e5)),
 		"dec256": maybe(new(big.Rat).SetFrac(big256, new(big.Int).Exp(big.NewInt(10), big.NewInt(10), nil))),
 		"uuid":   fmt.Sprintf("%08x-0000-4000-8000-%012x", id, rng.Int64N(1<<40)),
+		"uuidfx": maybe([16]byte{byte(id), byte(id >> 8), 0x40, 3: byte(rng.IntN(256)), 15: 0xee}),
 		"date":   time.Unix(86400*(rng.Int64N(40000)-20000), 0).UTC(),
 		"tms":    time.Duration(rng.Int64N(86400000)) * time.Millisecond,
 		"tus":    time.Duration(rng.Int64N(86400000000)) * time.Microsecond,
@@ -217,7 +219,7 @@ func TestSchemaMapping(t *testing.T) {
 	want := map[string]string{
 		"id": "int64", "b": "bool", "i": "int32", "f": "float32", "d": "float64", "by": "binary", "s": "utf8", "n": "null",
 		"ni": "int32", "sn": "utf8", "e": "utf8", "ne": "utf8", "fx": "fixed_size_binary[4]",
-		"dec": "decimal(12, 3)", "decfx": "decimal(38, 5)", "dec256": "decimal256(55, 10)", "uuid": "utf8",
+		"dec": "decimal(12, 3)", "decfx": "decimal(38, 5)", "dec256": "decimal256(55, 10)", "uuid": "utf8", "uuidfx": "extension<arrow.uuid>",
 		"date": "date32", "tms": "time32[ms]", "tus": "time64[us]", "tsms": "timestamp[ms, tz=UTC]",
 		"tsus": "timestamp[us, tz=UTC]", "tsns": "timestamp[ns, tz=UTC]", "lts": "timestamp[us]",
 		"dur": "month_day_nano_interval",
@@ -226,7 +228,7 @@ func TestSchemaMapping(t *testing.T) {
 		"u3": "dense_union<null: type=null, nullable=0, int: type=int32=1, string: type=utf8=2>",
 		"u2": "dense_union<long: type=int64=0, string: type=utf8=1, sluice.test.four: type=fixed_size_binary[4]=2>",
 	}
-	nullable := map[string]bool{"n": true, "ni": true, "sn": true, "ne": true, "dec256": true, "tsus": true, "nrec": true, "marr": true, "vd": true}
+	nullable := map[string]bool{"n": true, "ni": true, "sn": true, "ne": true, "dec256": true, "tsus": true, "nrec": true, "marr": true, "vd": true, "uuidfx": true}
 	for _, f := range ds.Schema.Fields() {
 		if w, ok := want[f.Name]; ok && f.Type.String() != w {
 			t.Errorf("column %q reads as %s, want %s", f.Name, f.Type, w)

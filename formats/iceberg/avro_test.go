@@ -37,7 +37,8 @@ const (
 		{"name": "name", "type": ["null", "string"], "default": null, "field-id": 3},
 		{"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros", "adjust-to-utc": true}], "default": null, "field-id": 4},
 		{"name": "st", "type": ["null", {"type": "record", "name": "r5", "fields": [{"name": "a", "type": ["null", "int"], "default": null, "field-id": 6}]}], "default": null, "field-id": 5},
-		{"name": "tags", "type": ["null", {"type": "array", "items": "string", "element-id": 8}], "default": null, "field-id": 7}
+		{"name": "tags", "type": ["null", {"type": "array", "items": "string", "element-id": 8}], "default": null, "field-id": 7},
+		{"name": "u", "type": ["null", {"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"}], "default": null, "field-id": 9}
 	]}`
 	avroPosDeleteSchema = `{"type": "record", "name": "pos", "fields": [
 		{"name": "file_path", "type": "string", "field-id": 2147483546},
@@ -48,7 +49,8 @@ const (
 
 func avroDataRow(id int64) map[string]any {
 	row := map[string]any{"id": id, "x": float64(id) / 4, "name": fmt.Sprint("n", id), "ts": time.UnixMicro(id * 1_000_003).UTC(),
-		"st": map[string]any{"a": int32(id % 1000)}, "tags": []any{fmt.Sprint(id % 3), "t"}}
+		"st": map[string]any{"a": int32(id % 1000)}, "tags": []any{fmt.Sprint(id % 3), "t"},
+		"u": [16]byte{byte(id >> 8), byte(id), 15: 0xee}}
 	if id%11 == 0 {
 		row["x"], row["name"], row["st"] = nil, nil, nil
 	}
@@ -112,6 +114,7 @@ func TestAvroDataFiles(t *testing.T) {
 		ice.NestedField{ID: 4, Name: "ts", Type: ice.PrimitiveTypes.TimestampTz},
 		ice.NestedField{ID: 5, Name: "st", Type: &ice.StructType{FieldList: []ice.NestedField{{ID: 6, Name: "a", Type: ice.PrimitiveTypes.Int32}}}},
 		ice.NestedField{ID: 7, Name: "tags", Type: &ice.ListType{ElementID: 8, Element: ice.PrimitiveTypes.String, ElementRequired: true}},
+		ice.NestedField{ID: 9, Name: "u", Type: ice.PrimitiveTypes.UUID},
 	)
 	tbl, err := cat.CreateTable(ctx, ident, schema, catalog.WithProperties(ice.Properties{"format-version": "2"}))
 	if err != nil {
@@ -190,7 +193,7 @@ func TestAvroDataFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	if got := strings.Join(ds.Columns, ","); got != "id,x2,name,ts,st,tags,added" {
+	if got := strings.Join(ds.Columns, ","); got != "id,x2,name,ts,st,tags,u,added" {
 		t.Fatalf("columns %s", got)
 	}
 	for _, f := range ds.Fragments {
@@ -271,8 +274,9 @@ func avroRowText(b arrow.RecordBatch, r int) string {
 func avroRowWant(id int64) string {
 	ts := time.UnixMicro(id * 1_000_003).UTC().Format("2006-01-02T15:04:05.999999Z")
 	tags := fmt.Sprintf(`["%d","t"]`, id%3)
+	u := fmt.Sprintf("%02x%02x0000-0000-0000-0000-0000000000ee", byte(id>>8), byte(id))
 	if id%11 == 0 {
-		return fmt.Sprintf("%d|null|null|%s|null|%s|null", id, ts, tags)
+		return fmt.Sprintf("%d|null|null|%s|null|%s|%s|null", id, ts, tags, u)
 	}
-	return fmt.Sprintf(`%d|%v|n%d|%s|{"a":%d}|%s|null`, id, float64(id)/4, id, ts, id%1000, tags)
+	return fmt.Sprintf(`%d|%v|n%d|%s|{"a":%d}|%s|%s|null`, id, float64(id)/4, id, ts, id%1000, tags, u)
 }
