@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"iter"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -259,19 +260,16 @@ func (o Format) fromCache(v []byte, size int64) (*meta, error) {
 	return m, nil
 }
 
-// blockRange is the blocks [first, end) that hold r's rows.
+// blockRange is the blocks [first, end) that hold r's rows: found by the
+// rows where r has them, else r's units whole.
 func (m *meta) blockRange(r formats.Range) (int, int) {
 	if !r.Known() {
 		return m.units[r.FirstUnit], m.units[r.EndUnit]
 	}
-	first, end := m.units[r.FirstUnit], m.units[r.EndUnit]
-	for first < end && m.starts[first+1] <= r.Start {
-		first++
-	}
-	for end > first && m.starts[end-1] >= r.End {
-		end--
-	}
-	return first, end
+	n := len(m.blocks)
+	first := sort.Search(n, func(b int) bool { return m.starts[b+1] > r.Start })
+	end := sort.Search(n, func(b int) bool { return m.starts[b] >= r.End })
+	return first, max(first, end)
 }
 
 // fetched is what Fetch hands to Decode: the file's bytes [off, off+len).
