@@ -243,9 +243,9 @@ type Options struct {
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
 	// Format names the driver that reads every file whatever its name:
-	// "parquet", "orc", "csv", "tsv", "jsonl" or "json" (or the Name of a
-	// driver of Formats), for files named otherwise (.tbl, .dat, .txt, no
-	// extension) and every file of a directory or glob. With Formats
+	// "parquet", "orc", "avro", "csv", "tsv", "jsonl" or "json" (or the
+	// Name of a driver of Formats), for files named otherwise (.tbl,
+	// .dat, .txt, no extension) and every file of a directory or glob. With Formats
 	// empty, it reads with that format's default driver; with Formats
 	// set, with Formats' driver of that name (so text options come from
 	// the driver given there), and a name Formats has no driver for is

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/text"
@@ -128,7 +129,7 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 
 // known are the names Options.Format reads with a driver of its own when
 // Options.Formats is empty.
-var known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
+var known = []string{"parquet", "orc", "avro", "csv", "tsv", "jsonl", "json"}
 
 // builtin is the default driver of a known name, or nil.
 func builtin(name string) formats.Format {
@@ -137,6 +138,8 @@ func builtin(name string) formats.Format {
 		return parquet.Format{}
 	case "orc":
 		return orc.Format{}
+	case "avro":
+		return avro.Format{}
 	}
 	return formats.Named(text.All(text.Options{}), name)
 }
