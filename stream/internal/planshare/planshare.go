@@ -29,10 +29,7 @@ import (
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/avro"
-	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -127,34 +124,17 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	return po, nil
 }
 
-// known are the names Options.Format reads with a driver of its own when
-// Options.Formats is empty.
-var known = []string{"parquet", "orc", "avro", "csv", "tsv", "jsonl", "json"}
-
-// builtin is the default driver of a known name, or nil.
-func builtin(name string) formats.Format {
-	switch name = strings.ToLower(name); name {
-	case "parquet":
-		return parquet.Format{}
-	case "orc":
-		return orc.Format{}
-	case "avro":
-		return avro.Format{}
-	}
-	return formats.Named(text.All(text.Options{}), name)
-}
-
 // Drivers are the drivers planning tries, given Options.Format and
 // Options.Formats: Formats, or Parquet where it is empty; with a Format,
 // Formats must have a driver of that name, and where it is empty the
-// Format's default driver (of known) is the one. It refuses a name that is
+// Format's built-in driver (package drivers) is the one. It refuses a name that is
 // neither known nor a driver's of Formats, listing the known ones, and a
 // known name that Formats, given, has no driver for: the two options would
 // say different things.
 func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 	if format == "" {
 		if len(fs) == 0 {
-			return []formats.Format{parquet.Format{}}, nil
+			return []formats.Format{drivers.Default()}, nil
 		}
 		return fs, nil
 	}
@@ -162,14 +142,14 @@ func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 		if formats.Named(fs, format) != nil {
 			return fs, nil
 		}
-		if builtin(format) != nil {
+		if drivers.Named(format) != nil {
 			return nil, fmt.Errorf("stream: Options.Format %q conflicts with Options.Formats, which has no %s driver (it has %s): add one to Options.Formats, or leave Options.Formats empty to read with the default %s driver", format, format, strings.Join(formats.Names(fs), ", "), format)
 		}
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(known, ", "), strings.Join(formats.Names(fs), ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(drivers.Names, ", "), strings.Join(formats.Names(fs), ", "))
 	}
-	b := builtin(format)
+	b := drivers.Named(format)
 	if b == nil {
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(known, ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(drivers.Names, ", "))
 	}
 	return []formats.Format{b}, nil
 }
@@ -581,7 +561,7 @@ func renamed(o Options, data *formats.Scan) []string {
 	}
 	byName := o.Formats
 	if len(byName) == 0 {
-		byName = []formats.Format{parquet.Format{}}
+		byName = []formats.Format{drivers.Default()}
 	}
 	var out []string
 	for _, f := range data.Fragments {
