@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicedata/sluice/capi/internal/drivers"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/stream"

@@ -35,3 +35,10 @@ func Named(name string) formats.Format {
 	}
 	return formats.Named(text.All(text.Options{}), name)
 }
+
+// All are every built-in driver, tried in order by file name: Parquet, ORC,
+// Avro, then the text formats (CSV, TSV, JSON Lines, JSON) with o. A file
+// named explicitly that none matches is read as Parquet, the first.
+func All(o text.Options) []formats.Format {
+	return append([]formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}}, text.All(o)...)
+}
