@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/sluicedata/sluice/permutation"
 )
@@ -14,6 +15,10 @@ type Unit struct {
 	Rows int64
 	// Bytes is the stored size of what reading the unit fetches.
 	Bytes int64
+	// Paged is set where a read of some of the unit's rows fetches only
+	// the pages those rows lie in (formats.Unit.Paged): such a unit may be
+	// cut into several chunks (ChunkOptions.CutRows).
+	Paged bool
 }
 
 // File is what planning needs of one file: its units, in file order.
@@ -33,17 +38,20 @@ func (f File) Rows() int64 {
 	return n
 }
 
-// Chunk is a run of whole units of one file: what chunk-order shuffling
-// moves around.
+// Chunk is a run of whole units of one file, or a run of rows of one paged
+// unit too large to be read whole (ChunkOptions.CutRows): what chunk-order
+// shuffling moves around.
 type Chunk struct {
 	// Fragment indexes the files.
 	Fragment int
 	// Start and End are rows of the file, [Start, End), or both -1 where
 	// the file's row counts are unknown.
 	Start, End int64
-	// FirstUnit and EndUnit are the chunk's units, [FirstUnit, EndUnit).
+	// FirstUnit and EndUnit are the chunk's units, [FirstUnit, EndUnit):
+	// the units its rows lie in (one, for a chunk cut from a unit).
 	FirstUnit, EndUnit int
-	// Bytes is the stored size of the chunk's units.
+	// Bytes is the stored size of the chunk's units (of its share of its
+	// unit's, by rows, for a chunk cut from a unit).
 	Bytes int64
 }
 
@@ -63,14 +71,29 @@ type ChunkOptions struct {
 	// do not become tiny requests.
 	TargetBytes int64
 	// MaxRows, if positive, stops packing before a chunk would exceed this
-	// many rows (a single unit larger than MaxRows is still one chunk: units
-	// are never cut into chunks).
+	// many rows (a single unit larger than MaxRows is still one chunk,
+	// unless CutRows cuts it).
 	MaxRows int64
+	// CutRows, if positive, cuts every paged unit (Unit.Paged) of more than
+	// CutRows rows into chunks of at most CutRows rows each, so that no
+	// window has to hold such a unit whole. The chunks of a unit have equal
+	// rows (within one), as few of them as CutRows and CutBytes allow.
+	// Other units are never cut: reading part of one fetches it whole.
+	CutRows int64
+	// CutBytes is the stored bytes a chunk cut from a unit should hold at
+	// least, where CutRows allows: cutting fetches the pages at the cut
+	// twice where two windows read its two sides, and decodes from the
+	// start of the page a read starts in, a cost paid per cut that a chunk
+	// of many pages makes small. The chunks of a unit hold at least
+	// max(MaxRows, CutBytes's worth) rows (by the unit's bytes per row), at
+	// most CutRows. Default 0: as MaxRows alone.
+	CutBytes int64
 }
 
-// Chunks cuts every file into chunks of whole units, in storage order.
-// Units without rows contribute nothing. A file whose counts are unknown is
-// cut by bytes alone.
+// Chunks cuts every file into chunks in storage order: runs of whole
+// units, and runs of rows of the paged units CutRows cuts. Units without
+// rows contribute nothing. A file whose counts are unknown is cut by bytes
+// alone, its units whole.
 func Chunks(files []File, o ChunkOptions) []Chunk {
 	if o.TargetBytes <= 0 {
 		o.TargetBytes = 1 << 20
@@ -83,6 +106,15 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 		empty := func() bool { return cur.EndUnit == cur.FirstUnit }
 		for ui, u := range f.Units {
 			if u.Rows == 0 {
+				continue
+			}
+			if n := o.cuts(u); known && n > 1 {
+				if !empty() {
+					out = append(out, cur)
+					cur = Chunk{Fragment: fi}
+				}
+				out = appendCut(out, fi, ui, row, u, n)
+				row += u.Rows
 				continue
 			}
 			full := cur.Bytes >= o.TargetBytes || (known && o.MaxRows > 0 && cur.End-cur.Start+u.Rows > o.MaxRows)
@@ -110,6 +142,56 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 		}
 	}
 	return out
+}
+
+// cuts is the number of chunks unit u is cut into: 1 where it is read
+// whole.
+func (o ChunkOptions) cuts(u Unit) int64 {
+	if o.CutRows <= 0 || !u.Paged || u.Rows <= o.CutRows {
+		return 1
+	}
+	least := o.MaxRows
+	switch {
+	case o.CutBytes <= 0:
+	case o.CutBytes >= u.Bytes:
+		least = u.Rows
+	default:
+		least = max(least, mulDiv(u.Rows, o.CutBytes, u.Bytes)) // the rows holding CutBytes
+	}
+	// As many chunks as hold least rows each, and no fewer than CutRows
+	// allows.
+	return max(u.Rows/max(least, 1), (u.Rows+o.CutRows-1)/o.CutRows, 1)
+}
+
+// appendCut appends the n chunks unit ui of file fi (starting at file row
+// row) is cut into: equal rows within one, the first ones the larger, and
+// the unit's bytes shared by rows so that they add up to its own.
+func appendCut(out []Chunk, fi, ui int, row int64, u Unit, n int64) []Chunk {
+	at := row
+	var bytes int64
+	for k := range n {
+		rows := u.Rows / n
+		if k < u.Rows%n {
+			rows++
+		}
+		c := Chunk{Fragment: fi, Start: at, End: at + rows, FirstUnit: ui, EndUnit: ui + 1}
+		at += rows
+		// The share of the unit's bytes up to the chunk's end, less what
+		// the chunks before took.
+		upTo := mulDiv(u.Bytes, at-row, u.Rows)
+		c.Bytes = upTo - bytes
+		bytes = upTo
+		out = append(out, c)
+	}
+	return out
+}
+
+// mulDiv is a*b/c, rounded down, without overflow, for a, b >= 0, c > 0
+// and b <= c.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	q, _ := bits.Div64(hi, lo, uint64(c)) // hi < c, as a*b <= a*c
+	return int64(q)
 }
 
 // Piece is the part of a chunk that falls in one split.

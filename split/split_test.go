@@ -137,3 +137,64 @@ func TestBalanceUnknownCounts(t *testing.T) {
 		t.Fatal("NumSplits 0 was accepted")
 	}
 }
+
+// Chunks cuts paged units larger than CutRows into chunks of at most
+// CutRows rows, of at least CutBytes's worth where CutRows allows, equal
+// within a row, tiling the unit's rows and bytes; it cuts no other unit.
+func TestChunksCutPagedUnits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 2000 {
+		frags := randomFragments(r)
+		for i := range frags {
+			for j := range frags[i].Units {
+				u := &frags[i].Units[j]
+				u.Paged = r.IntN(2) == 0
+				if r.IntN(3) == 0 {
+					u.Rows *= int64(1 + r.IntN(40))
+					u.Bytes = u.Rows * int64(1+r.IntN(20))
+				}
+			}
+		}
+		o := ChunkOptions{TargetBytes: int64(1 + r.IntN(5000)), MaxRows: int64(r.IntN(800)), CutRows: int64(r.IntN(3000)), CutBytes: int64(r.IntN(20000))}
+		chunks := Chunks(frags, o)
+		next := make([]int64, len(frags))
+		type unitKey struct{ f, u int }
+		cutBytes := map[unitKey]int64{}
+		cutRows := map[unitKey][]int64{}
+		for _, c := range chunks {
+			if c.Start != next[c.Fragment] || c.Rows() <= 0 {
+				t.Fatalf("%+v: chunk %+v does not start where the previous ended (%d), or is empty", o, c, next[c.Fragment])
+			}
+			next[c.Fragment] = c.End
+			u := frags[c.Fragment].Units[c.FirstUnit]
+			cut := o.CutRows > 0 && u.Paged && u.Rows > o.CutRows
+			if !cut {
+				continue
+			}
+			if c.EndUnit != c.FirstUnit+1 || c.Rows() > o.CutRows {
+				t.Fatalf("%+v: chunk %+v of a unit of %d rows is not cut within it to CutRows", o, c, u.Rows)
+			}
+			k := unitKey{c.Fragment, c.FirstUnit}
+			cutBytes[k] += c.Bytes
+			cutRows[k] = append(cutRows[k], c.Rows())
+		}
+		for k, rows := range cutRows {
+			u := frags[k.f].Units[k.u]
+			if cutBytes[k] != u.Bytes || slices.Max(rows)-slices.Min(rows) > 1 {
+				t.Fatalf("%+v: unit %+v cut into %v rows, %d bytes", o, u, rows, cutBytes[k])
+			}
+			// More chunks than CutRows asks only where each still holds
+			// MaxRows and CutBytes's worth.
+			fewest := (u.Rows + o.CutRows - 1) / o.CutRows
+			small := slices.Min(rows) < o.MaxRows || slices.Min(rows)*u.Bytes < o.CutBytes*u.Rows-u.Bytes
+			if int64(len(rows)) > fewest && small {
+				t.Fatalf("%+v: unit %+v cut into %v rows: fewer, larger chunks were allowed", o, u, rows)
+			}
+		}
+		for i, f := range frags {
+			if next[i] != f.Rows() {
+				t.Fatalf("fragment %d: chunks cover %d of %d rows", i, next[i], f.Rows())
+			}
+		}
+	}
+}
