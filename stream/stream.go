@@ -65,7 +65,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID}
+	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID, PlaceBytes: p.PlaceBytes}
 	if o.EqualBatches && p.Data.Rows() < 0 {
 		if ep.Counts, err = engine.CountRows(ctx, o.engineOptions(), o.PlanCache, p.Data, p.Chunks, p.Filter); err != nil {
 			p.Data.Close()

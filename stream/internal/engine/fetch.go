@@ -20,6 +20,15 @@ import (
 // pieces, while a large fetch would make its window wait for bytes it does
 // not need yet (an unshuffled epoch would otherwise fetch FetchConcurrency
 // windows before decoding the first).
+//
+// A row group cut into several chunks (split.ChunkOptions.CutRows) is
+// the exception: where a window's fetch stops inside a row group, the next
+// fetch starts in the same pages and fetches them again, about a page per
+// column. Pieces that go on in the row group the group's last piece ends
+// in therefore join up to UnitJoinBytes (Fetches.UnitJoinBytes), which
+// makes that cost a small part of what a fetch holds, and still bounds it:
+// an unshuffled epoch through a large row group holds about one such
+// fetch being decoded and one fetched ahead, not the row group.
 const JoinBytes = 8 << 20
 
 // Group is one fetch of adjacent pieces, of one window or of several: the
@@ -74,6 +83,10 @@ type Fetches struct {
 	// Ahead is the number of windows whose pieces one fetch may take, its
 	// own included.
 	Ahead int
+	// UnitJoinBytes bounds a fetch that later windows' pieces join where
+	// they go on in the unit its last piece ends in; JoinBytes where it is
+	// less.
+	UnitJoinBytes int64
 	// claimed holds, for windows not yet planned, the groups earlier
 	// windows made of some of their pieces.
 	claimed map[split.WindowRef][]*Group
@@ -140,7 +153,11 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		}
 		for _, k := range run {
 			b := fp.bytes(pool[k])
-			if where[k].w != r && size+b > JoinBytes {
+			limit := int64(JoinBytes)
+			if len(group) > 0 && sameUnit(pool[group[len(group)-1]], pool[k]) {
+				limit = max(limit, fp.UnitJoinBytes)
+			}
+			if where[k].w != r && size+b > limit {
 				flush()
 				continue
 			}
@@ -199,4 +216,11 @@ func adjacentRuns(pieces []split.Piece) [][]int {
 		runs = append(runs, []int{i})
 	}
 	return runs
+}
+
+// sameUnit reports whether p goes on in the one unit prev ends in: a
+// fetch that stopped between them would fetch the pages at p's start
+// twice.
+func sameUnit(prev, p split.Piece) bool {
+	return prev.Start >= 0 && p.Start >= 0 && p.FirstUnit == prev.EndUnit-1 && p.EndUnit == p.FirstUnit+1
 }
