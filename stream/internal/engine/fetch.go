@@ -85,8 +85,13 @@ type Fetches struct {
 	Ahead int
 	// UnitJoinBytes bounds a fetch that later windows' pieces join where
 	// they go on in the unit its last piece ends in; JoinBytes where it is
-	// less.
+	// less. Such pieces are also taken from the next windows of the
+	// fetch's own split, beyond Ahead: a rank reading several splits
+	// round-robin reads them only after a window of each other split.
 	UnitJoinBytes int64
+	// Skip, if set, names windows that are not fetched (kept decoded from
+	// an earlier iteration): no fetch takes their pieces.
+	Skip func(split.WindowRef) bool
 	// claimed holds, for windows not yet planned, the groups earlier
 	// windows made of some of their pieces.
 	claimed map[split.WindowRef][]*Group
@@ -139,6 +144,7 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 			}
 		}
 	}
+	pool, where = fp.goOn(r, pool, where)
 	for _, run := range adjacentRuns(pool) {
 		// Walk the run in row order: the window's own pieces always join
 		// the current group, a later window's only under JoinBytes. A group
@@ -167,6 +173,44 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		flush()
 	}
 	return t
+}
+
+// goOn adds to the pool the pieces of r's split's next windows that go on
+// in the unit r's last piece ends in, up to UnitJoinBytes: the rows a
+// fetch of r would otherwise stop inside a unit before, leaving the pages
+// there to be fetched again.
+func (fp *Fetches) goOn(r split.WindowRef, pool []split.Piece, where []at) ([]split.Piece, []at) {
+	own := fp.pieces(r)
+	if fp.UnitJoinBytes <= JoinBytes || len(own) == 0 {
+		return pool, where
+	}
+	pooled := map[at]bool{}
+	for _, a := range where {
+		pooled[a] = true
+	}
+	last := own[len(own)-1]
+	budget := fp.UnitJoinBytes - fp.bytes(last)
+	for w := r.Window + 1; w < len(fp.ep.Windows[r.Split]) && budget > 0; w++ {
+		ref := split.WindowRef{Split: r.Split, Window: w}
+		if fp.Skip != nil && fp.Skip(ref) {
+			return pool, where
+		}
+		for i, p := range fp.pieces(ref) {
+			if !p.Follows(last) || !sameUnit(last, p) || budget <= 0 {
+				return pool, where
+			}
+			if c := fp.claimed[ref]; c != nil && c[i] != nil {
+				return pool, where // an earlier fetch has it
+			}
+			if a := (at{ref, i}); !pooled[a] {
+				pool = append(pool, p)
+				where = append(where, a)
+			}
+			last = p
+			budget -= fp.bytes(p)
+		}
+	}
+	return pool, where
 }
 
 // claim makes one group of the contiguous pool pieces at ks and hands each
