@@ -53,6 +53,11 @@ type Chunk struct {
 	// Bytes is the stored size of the chunk's units (of its share of its
 	// unit's, by rows, for a chunk cut from a unit).
 	Bytes int64
+	// Paged is set where every unit of the chunk is paged, its rows are
+	// known, and ChunkOptions.CutRows was set (cutting is on): a read of
+	// some of its rows fetches only their pages, so a window may take part
+	// of it (NewEpoch).
+	Paged bool
 }
 
 // Rows is the chunk's row count, or -1 if unknown.
@@ -75,18 +80,19 @@ type ChunkOptions struct {
 	// unless CutRows cuts it).
 	MaxRows int64
 	// CutRows, if positive, cuts every paged unit (Unit.Paged) of more than
-	// CutRows rows into chunks of at most CutRows rows each, so that no
-	// window has to hold such a unit whole. The chunks of a unit have equal
-	// rows (within one), as few of them as CutRows and CutBytes allow.
-	// Other units are never cut: reading part of one fetches it whole.
+	// CutRows rows into chunks of rows (places), so that a shuffled window
+	// draws from several row groups and a split's share of one is fetched
+	// apart from the rest: as many chunks as hold max(MaxRows, CutBytes's
+	// worth) rows each, equal within a row. A window never holds more than
+	// its rows of a paged chunk, whatever its size (NewEpoch cuts pieces
+	// for it), so chunks need not be as small as the window. Other units are
+	// never cut: reading part of one fetches it whole.
 	CutRows int64
-	// CutBytes is the stored bytes a chunk cut from a unit should hold at
-	// least, where CutRows allows: cutting fetches the pages at the cut
-	// twice where two windows read its two sides, and decodes from the
-	// start of the page a read starts in, a cost paid per cut that a chunk
-	// of many pages makes small. The chunks of a unit hold at least
-	// max(MaxRows, CutBytes's worth) rows (by the unit's bytes per row), at
-	// most CutRows. Default 0: as MaxRows alone.
+	// CutBytes is the stored bytes a chunk cut from a unit holds at least:
+	// cutting fetches the pages at the cut twice where two windows read
+	// its two sides, and decodes from the start of the page a read starts
+	// in, a cost paid per cut that a chunk of many pages makes small.
+	// Default 0: MaxRows alone sizes them.
 	CutBytes int64
 }
 
@@ -124,6 +130,7 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 			}
 			if empty() {
 				cur.FirstUnit, cur.Start, cur.End = ui, row, row
+				cur.Paged = known && o.CutRows > 0
 				if !known {
 					// Every chunk of the file, not only its last, says
 					// its rows are unknown.
@@ -132,6 +139,7 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 			}
 			cur.EndUnit = ui + 1
 			cur.Bytes += u.Bytes
+			cur.Paged = cur.Paged && u.Paged
 			if known {
 				row += u.Rows
 				cur.End = row
@@ -158,9 +166,7 @@ func (o ChunkOptions) cuts(u Unit) int64 {
 	default:
 		least = max(least, mulDiv(u.Rows, o.CutBytes, u.Bytes)) // the rows holding CutBytes
 	}
-	// As many chunks as hold least rows each, and no fewer than CutRows
-	// allows.
-	return max(u.Rows/max(least, 1), (u.Rows+o.CutRows-1)/o.CutRows, 1)
+	return max(u.Rows/max(least, 1), 1) // as many as hold least rows each
 }
 
 // appendCut appends the n chunks unit ui of file fi (starting at file row
@@ -174,7 +180,7 @@ func appendCut(out []Chunk, fi, ui int, row int64, u Unit, n int64) []Chunk {
 		if k < u.Rows%n {
 			rows++
 		}
-		c := Chunk{Fragment: fi, Start: at, End: at + rows, FirstUnit: ui, EndUnit: ui + 1}
+		c := Chunk{Fragment: fi, Start: at, End: at + rows, FirstUnit: ui, EndUnit: ui + 1, Paged: true}
 		at += rows
 		// The share of the unit's bytes up to the chunk's end, less what
 		// the chunks before took.

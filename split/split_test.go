@@ -114,7 +114,7 @@ func TestBalance(t *testing.T) {
 }
 
 func TestBalanceUnknownCounts(t *testing.T) {
-	chunks := []Chunk{{0, -1, -1, 0, 1, 100}, {1, -1, -1, 0, 1, 300}, {2, -1, -1, 0, 1, 100}, {3, -1, -1, 0, 1, 100}}
+	chunks := []Chunk{{0, -1, -1, 0, 1, 100, false}, {1, -1, -1, 0, 1, 300, false}, {2, -1, -1, 0, 1, 100, false}, {3, -1, -1, 0, 1, 100, false}}
 	splits, err := Balance(chunks, []int{0, 1, 2, 3}, 2, false)
 	if err != nil {
 		t.Fatal(err)
@@ -167,28 +167,40 @@ func TestChunksCutPagedUnits(t *testing.T) {
 			}
 			next[c.Fragment] = c.End
 			u := frags[c.Fragment].Units[c.FirstUnit]
-			cut := o.CutRows > 0 && u.Paged && u.Rows > o.CutRows
-			if !cut {
-				continue
+			if c.EndUnit != c.FirstUnit+1 || c.Rows() == u.Rows {
+				continue // whole units
 			}
-			if c.EndUnit != c.FirstUnit+1 || c.Rows() > o.CutRows {
-				t.Fatalf("%+v: chunk %+v of a unit of %d rows is not cut within it to CutRows", o, c, u.Rows)
+			if !u.Paged || u.Rows <= o.CutRows || o.CutRows <= 0 || !c.Paged {
+				t.Fatalf("%+v: chunk %+v cuts a unit %+v it must not", o, c, u)
 			}
 			k := unitKey{c.Fragment, c.FirstUnit}
 			cutBytes[k] += c.Bytes
 			cutRows[k] = append(cutRows[k], c.Rows())
+		}
+		// Every paged unit over CutRows that holds two chunks' worth is cut.
+		for fi, f := range frags {
+			for ui, u := range f.Units {
+				least := max(o.MaxRows, 1)
+				if o.CutBytes > 0 {
+					least = max(least, (o.CutBytes*u.Rows+u.Bytes-1)/max(u.Bytes, 1))
+				}
+				if o.CutRows > 0 && u.Paged && u.Rows > o.CutRows && u.Rows >= 2*least && cutRows[unitKey{fi, ui}] == nil {
+					t.Fatalf("%+v: unit %+v is not cut", o, u)
+				}
+			}
 		}
 		for k, rows := range cutRows {
 			u := frags[k.f].Units[k.u]
 			if cutBytes[k] != u.Bytes || slices.Max(rows)-slices.Min(rows) > 1 {
 				t.Fatalf("%+v: unit %+v cut into %v rows, %d bytes", o, u, rows, cutBytes[k])
 			}
-			// More chunks than CutRows asks only where each still holds
-			// MaxRows and CutBytes's worth.
-			fewest := (u.Rows + o.CutRows - 1) / o.CutRows
+			// As many chunks as hold MaxRows and CutBytes's worth each.
 			small := slices.Min(rows) < o.MaxRows || slices.Min(rows)*u.Bytes < o.CutBytes*u.Rows-u.Bytes
-			if int64(len(rows)) > fewest && small {
-				t.Fatalf("%+v: unit %+v cut into %v rows: fewer, larger chunks were allowed", o, u, rows)
+			if len(rows) > 1 && small {
+				t.Fatalf("%+v: unit %+v cut into %v rows: chunks too small", o, u, rows)
+			}
+			if big := slices.Max(rows); big >= 2*max(o.MaxRows, 1)+2 && big*u.Bytes >= 2*o.CutBytes*u.Rows+2*u.Bytes {
+				t.Fatalf("%+v: unit %+v cut into %v rows: chunks of half as many rows are allowed", o, u, rows)
 			}
 		}
 		for i, f := range frags {

@@ -353,16 +353,17 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	}
 	// Chunks hold at most a 256th of a window (chunksPerWindow), so that a
 	// shuffled window mixes rows from many places of the dataset where row
-	// groups are that small; a paged row group larger than the window is
-	// cut into chunks of the window or fewer rows (CutBytes's worth each
-	// where the window allows), so that no window holds it whole.
+	// groups are that small. A paged row group larger than the window is
+	// cut into chunks of PlaceBytes each (of a 256th of a window where
+	// that is more), and windows take such chunks a window's rows at a
+	// time, so that no window holds a row group whole.
 	cut := PlaceBytes(data.Schema)
 	co := split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1), CutBytes: cut}
 	if cut > 0 {
 		co.CutRows = int64(o.ShuffleWindow)
 	}
 	chunks := split.Chunks(planFiles(data), co)
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), PlaceBytes: cut}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data), int64(o.ShuffleWindow)), PlaceBytes: cut}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -643,7 +644,7 @@ func renamed(o Options, data *formats.Scan) []string {
 // planHash fingerprints the chunk list by relative keys, sizes and row
 // ranges (unit ranges where counts are unknown), and the filter, so a
 // dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, renamed []string) string {
+func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, renamed []string, window int64) string {
 	h := sha256.New()
 	if flt != nil {
 		// The canonical text: the same condition written otherwise is the
@@ -659,6 +660,12 @@ func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, rena
 	for _, c := range chunks {
 		if c.Start < 0 {
 			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
+			continue
+		}
+		if c.Paged && c.Rows() > window {
+			// Windows take such a chunk a window at a time: another
+			// order than where it is not paged.
+			fmt.Fprintf(h, "p %d %d %d\n", c.Fragment, c.Start, c.End)
 			continue
 		}
 		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
