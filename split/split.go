@@ -53,10 +53,10 @@ type Chunk struct {
 	// Bytes is the stored size of the chunk's units (of its share of its
 	// unit's, by rows, for a chunk cut from a unit).
 	Bytes int64
-	// Paged is set where every unit of the chunk is paged, its rows are
-	// known, and ChunkOptions.CutRows was set (cutting is on): a read of
-	// some of its rows fetches only their pages, so a window may take part
-	// of it (NewEpoch).
+	// Paged is set on the chunks of a paged unit larger than
+	// ChunkOptions.CutRows (the unit whole, or cut): a read of some of its
+	// rows fetches only their pages, so a window may take part of it
+	// (NewEpoch).
 	Paged bool
 }
 
@@ -79,14 +79,14 @@ type ChunkOptions struct {
 	// many rows (a single unit larger than MaxRows is still one chunk,
 	// unless CutRows cuts it).
 	MaxRows int64
-	// CutRows, if positive, cuts every paged unit (Unit.Paged) of more than
-	// CutRows rows into chunks of rows (places), so that a shuffled window
-	// draws from several row groups and a split's share of one is fetched
-	// apart from the rest: as many chunks as hold max(MaxRows, CutBytes's
-	// worth) rows each, equal within a row. A window never holds more than
-	// its rows of a paged chunk, whatever its size (NewEpoch cuts pieces
-	// for it), so chunks need not be as small as the window. Other units are
-	// never cut: reading part of one fetches it whole.
+	// CutRows, if positive, makes every paged unit (Unit.Paged) of more
+	// than CutRows rows chunks of its own, Paged: it is cut into chunks of
+	// rows (places) where it holds two chunks' worth or more, as many as
+	// hold max(MaxRows, CutBytes's worth) rows each, equal within a row, so
+	// that the chunk order moves its parts apart. A window never holds more
+	// than its rows of a Paged chunk, whatever its size (NewEpoch cuts
+	// pieces for it), so chunks need not be as small as the window. Other
+	// units are never cut: reading part of one fetches it whole.
 	CutRows int64
 	// CutBytes is the stored bytes a chunk cut from a unit holds at least:
 	// cutting fetches the pages at the cut twice where two windows read
@@ -114,7 +114,7 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 			if u.Rows == 0 {
 				continue
 			}
-			if n := o.cuts(u); known && n > 1 {
+			if n := o.cuts(u); known && n > 0 {
 				if !empty() {
 					out = append(out, cur)
 					cur = Chunk{Fragment: fi}
@@ -130,7 +130,6 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 			}
 			if empty() {
 				cur.FirstUnit, cur.Start, cur.End = ui, row, row
-				cur.Paged = known && o.CutRows > 0
 				if !known {
 					// Every chunk of the file, not only its last, says
 					// its rows are unknown.
@@ -139,7 +138,6 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 			}
 			cur.EndUnit = ui + 1
 			cur.Bytes += u.Bytes
-			cur.Paged = cur.Paged && u.Paged
 			if known {
 				row += u.Rows
 				cur.End = row
@@ -152,11 +150,12 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 	return out
 }
 
-// cuts is the number of chunks unit u is cut into: 1 where it is read
-// whole.
+// cuts is the number of chunks paged unit u is cut into (one, where it
+// holds fewer than two chunks' worth), or 0 where it is not paged or not
+// larger than CutRows: it is then packed with its neighbours.
 func (o ChunkOptions) cuts(u Unit) int64 {
 	if o.CutRows <= 0 || !u.Paged || u.Rows <= o.CutRows {
-		return 1
+		return 0
 	}
 	least := o.MaxRows
 	switch {

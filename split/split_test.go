@@ -138,9 +138,10 @@ func TestBalanceUnknownCounts(t *testing.T) {
 	}
 }
 
-// Chunks cuts paged units larger than CutRows into chunks of at most
-// CutRows rows, of at least CutBytes's worth where CutRows allows, equal
-// within a row, tiling the unit's rows and bytes; it cuts no other unit.
+// Chunks makes paged units larger than CutRows chunks of their own, Paged,
+// cut into chunks of at least MaxRows and CutBytes's worth where they hold
+// two, equal within a row, tiling the unit's rows and bytes; it cuts no
+// other unit.
 func TestChunksCutPagedUnits(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 2000 {
@@ -167,6 +168,9 @@ func TestChunksCutPagedUnits(t *testing.T) {
 			}
 			next[c.Fragment] = c.End
 			u := frags[c.Fragment].Units[c.FirstUnit]
+			if want := o.CutRows > 0 && u.Paged && u.Rows > o.CutRows; c.Paged != want || (want && c.EndUnit != c.FirstUnit+1) {
+				t.Fatalf("%+v: chunk %+v of unit %+v", o, c, u)
+			}
 			if c.EndUnit != c.FirstUnit+1 || c.Rows() == u.Rows {
 				continue // whole units
 			}

@@ -225,6 +225,14 @@ type Planned struct {
 	PlaceBytes int64
 }
 
+// cutWindows is how many windows' rows a paged row group holds at most
+// and is still read whole: halving one saves a window's memory at the
+// cost of reading each half apart (each a request, and a decode that
+// starts in the page the cut falls in), and today of more, as arrow-go
+// reads the whole column chunk, zeros where pages were not fetched, for
+// every part (formats/parquet's chunkReader.fill).
+const cutWindows = 2
+
 // pageBytes is the page size PlaceBytes assumes: the default of the
 // common Parquet writers (pyarrow, arrow-go, parquet-java), where the
 // footer does not say. ORC's row groups of 10,000 rows are smaller.
@@ -353,17 +361,17 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	}
 	// Chunks hold at most a 256th of a window (chunksPerWindow), so that a
 	// shuffled window mixes rows from many places of the dataset where row
-	// groups are that small. A paged row group larger than the window is
-	// cut into chunks of PlaceBytes each (of a 256th of a window where
-	// that is more), and windows take such chunks a window's rows at a
-	// time, so that no window holds a row group whole.
+	// groups are that small. A paged row group larger than cutWindows
+	// windows is cut into chunks of PlaceBytes each (of a 256th of a
+	// window where that is more), and windows take such chunks a window's
+	// rows at a time, so that no window holds the row group whole.
 	cut := PlaceBytes(data.Schema)
 	co := split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1), CutBytes: cut}
 	if cut > 0 {
-		co.CutRows = int64(o.ShuffleWindow)
+		co.CutRows = cutWindows * int64(o.ShuffleWindow)
 	}
 	chunks := split.Chunks(planFiles(data), co)
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data), int64(o.ShuffleWindow)), PlaceBytes: cut}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), PlaceBytes: cut}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -644,7 +652,7 @@ func renamed(o Options, data *formats.Scan) []string {
 // planHash fingerprints the chunk list by relative keys, sizes and row
 // ranges (unit ranges where counts are unknown), and the filter, so a
 // dataset copied to another place or bucket is the same plan.
-func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, renamed []string, window int64) string {
+func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, renamed []string) string {
 	h := sha256.New()
 	if flt != nil {
 		// The canonical text: the same condition written otherwise is the
@@ -662,9 +670,9 @@ func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, rena
 			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
 			continue
 		}
-		if c.Paged && c.Rows() > window {
+		if c.Paged {
 			// Windows take such a chunk a window at a time: another
-			// order than where it is not paged.
+			// order than where it is read whole.
 			fmt.Fprintf(h, "p %d %d %d\n", c.Fragment, c.Start, c.End)
 			continue
 		}
