@@ -191,7 +191,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) ([]*record, error) {
 	}
 	defer cleanup()
 	var peers *nodePeers
-	if slices.ContainsFunc(selected, func(s scenario) bool { return s.name == "peers" || s.name == "text" || s.name == "take" }) {
+	if slices.ContainsFunc(selected, func(s scenario) bool {
+		return slices.Contains([]string{"sequential", "shuffle", "peers", "text", "take"}, s.name)
+	}) {
 		peers = findNodePeers(ctx, cfg.PeersDir)
 		if peers.missing != "" {
 			cfg.Log.Warn("peers skipped: run "+setupCommand, "reason", peers.missing)

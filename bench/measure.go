@@ -100,6 +100,7 @@ type streamRun struct {
 	latency time.Duration  // added to every range read, if positive
 	wrap    bool           // route reads through the latency wrapper even at 0 ms
 	sumIDs  bool           // sum the id column, to check exactly-once delivery
+	mixing  bool           // measure the mixing of an unshuffled pass too (a shuffled one always is)
 	epochs  int            // epochs to stream through Batches (default 1)
 	// reads, if not nil, collects the data reads (not the footer reads of
 	// planning), so that the reads of several passes, as of two ranks, can
@@ -177,7 +178,7 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 	if idx := ds.Schema().FieldIndices("id"); len(idx) > 0 {
 		idCol = idx[0]
 	}
-	if o.Shuffle && idCol >= 0 {
+	if (o.Shuffle || r.mixing) && idCol >= 0 {
 		// Every shuffled pass reports its mixing (see mixMeter).
 		m.mixing = &mixMeter{}
 		for _, f := range ds.Files() {

@@ -291,7 +291,7 @@ func exportFile(ctx context.Context, name string, f *os.File, w **ipc.FileWriter
 }
 
 // peerLines are the lines of the peers scenario, in order.
-var peerLines = []string{"arrowgo_sequential", "duckdb_sequential", "lancedb_sequential", "lancedb_shuffled"}
+var peerLines = []string{"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled"}
 
 // peerSample is the runs of one peer line and of the sluice scenario it is
 // compared with.
@@ -343,10 +343,13 @@ func (e *env) peersScenario(ctx context.Context) error {
 		s.name = name
 	}
 	if e.peers.missing != "" {
-		for _, n := range peerLines[1:] {
-			samples[n].skipped = e.peers.missing
+		for _, s := range samples {
+			if s.peer != "arrow-go" {
+				s.skipped = e.peers.missing
+			}
 		}
 	}
+	native := e.nativeRuns(e.data.files, columnNames(), e.data.spec.Rows())
 	var lance *lanceTable
 	if e.peers.missing == "" {
 		e.cfg.Progress.status("peers: Lance table")
@@ -414,6 +417,8 @@ func (e *env) peersScenario(ctx context.Context) error {
 		}
 		seqRates = append(seqRates, rate)
 		nodeRun(samples["duckdb_sequential"], "duckdb.mjs", "--data", e.data.dir, "--columns", cols, "--batch-size", bs)
+		status("duckdb_native")
+		native.run(ctx, 1)
 		if lance != nil {
 			nodeRun(samples["lancedb_sequential"], "lancedb.mjs", "--scenario", "sequential", "--db", lance.db,
 				"--table", lance.table, "--columns", cols, "--batch-size", bs)
@@ -432,6 +437,7 @@ func (e *env) peersScenario(ctx context.Context) error {
 			nodeRun(samples["lancedb_shuffled"], "lancedb.mjs", args...)
 		}
 	}
+	samples["duckdb_native"] = native.peerSample(seqRates)
 	for _, name := range peerLines {
 		s := samples[name]
 		sl := seqRates

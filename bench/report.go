@@ -264,7 +264,7 @@ var tableOmits = []string{
 	"kind", "baseline", "baseline_rows_per_s", "floor_probes_rows_per_s", "runs_rows_per_s",
 	"cpu_seconds", "read_bytes", "stored_bytes", "read_requests", "plan_bytes",
 	"fetch_seconds", "transform_seconds", "consumer_wait_seconds", "reader", "peak_heap_runs",
-	"sluice_runs_rows_per_s", "method", "query", "rows_per_s_basis",
+	"sluice_runs_rows_per_s", "method", "query", "rows_per_s_basis", "duckdb_native_query", "duckdb_native_runs_rows_per_s",
 }
 
 // markdown is results.md: the machine, a table of every scenario line, and

@@ -29,6 +29,7 @@ var scenarios = []scenario{
 	{name: "sequential_1goroutine", run: (*env).sequential1},
 	{name: "shuffled", run: (*env).shuffled},
 	{name: "shuffle", lines: shuffleLines, run: (*env).shuffleScenario},
+	{name: "mixcost", lines: mixCostLines, run: (*env).mixCostScenario},
 	{name: "sequential_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "sequential_2ranks", false) }},
 	{name: "shuffled_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "shuffled_2ranks", true) }},
 	{name: "splits64", lines: splitsLines, run: (*env).splits64},
@@ -49,6 +50,7 @@ var scenarios = []scenario{
 	{name: "consumers", lines: consumerLines, run: (*env).consumers},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
 	{name: "orc", lines: orcLines, run: (*env).orcScenario},
+	{name: "avro_benchdata", run: (*env).avroScenario},
 	{name: "iceberg", lines: icebergLines, run: (*env).icebergScenario},
 	{name: "python", lines: pythonLines, run: (*env).pythonScenario},
 }
@@ -281,8 +283,20 @@ func (e *env) floorScenario(ctx context.Context) error {
 	return e.emit(r)
 }
 
+// sequential also runs DuckDB's aggregate over the same files and columns
+// after each run (see nativeRuns).
 func (e *env) sequential(ctx context.Context) error {
-	s, err := e.all(ctx, e.opts())
+	native := e.nativeRuns(e.data.files, nil, e.data.spec.Rows())
+	s, err := e.paired(ctx, func() (measurement, error) {
+		m, err := measureStream(ctx, streamRun{urls: []string{e.data.dir}, opts: e.opts()})
+		if err == nil {
+			err = expectRows(m, e.data.spec.Rows())
+		}
+		if err == nil {
+			native.run(ctx, 1)
+		}
+		return m, err
+	})
 	if err != nil {
 		return err
 	}
@@ -290,6 +304,7 @@ func (e *env) sequential(ctx context.Context) error {
 	r := e.result("sequential", s)
 	r.set("options", fmt.Sprintf("defaults (%s)", defaultConcurrency(runtime.GOMAXPROCS(0))))
 	r.target("ratio_vs_baseline", ">=", 1.6).target("io_amplification", "<=", 1.05)
+	native.annotate(r)
 	return e.emit(r)
 }
 

@@ -123,8 +123,13 @@ func (e *env) shuffleScenario(ctx context.Context) error {
 		{"shuffled", func(o *stream.Options) { o.Shuffle, o.Seed = true, 42 }, "Shuffle, Seed 42, BatchSize 1024"},
 		{"shuffled_clump16", func(o *stream.Options) { o.Shuffle, o.Seed, o.ClumpSize = true, 42, 16 }, "Shuffle, Seed 42, ClumpSize 16, BatchSize 1024"},
 	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil {
+		return err
+	}
 	for _, cs := range tableColumns {
 		samples := make([]sample, len(kinds))
+		native := e.nativeRuns(files, cs.cols, shape.rows())
 		for range max(e.cfg.Reps, 1) {
 			for i, k := range kinds {
 				o := stream.Options{BatchSize: 1024, Columns: cs.cols}
@@ -139,6 +144,9 @@ func (e *env) shuffleScenario(ctx context.Context) error {
 				}
 				samples[i].add(m)
 				samples[i].baseline = e.floor
+				if i == 0 {
+					native.run(ctx, 1)
+				}
 			}
 		}
 		for i, k := range kinds {
@@ -152,6 +160,9 @@ func (e *env) shuffleScenario(ctx context.Context) error {
 				r.target("ratio_vs_sequential", ">=", 0.8)
 			}
 			r.target("io_amplification", "<=", 1.05)
+			if i == 0 {
+				native.annotate(r)
+			}
 			if err := e.emit(r); err != nil {
 				return err
 			}

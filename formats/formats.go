@@ -70,6 +70,15 @@ type Unit struct {
 	// what those rows need (a Parquet row group with a page index), not the
 	// whole unit: a unit cut by a split boundary is then fetched about once.
 	Paged bool
+	// Decoded estimates the bytes the unit's selected columns take once
+	// decoded into Arrow memory, as far as the footer tells: what a
+	// window's memory is sized by (stream.Options.ShuffleMemory). The
+	// Parquet driver counts fixed-width columns exactly from their Arrow
+	// type and the others by their column chunks' uncompressed size
+	// (close for plain-encoded strings; a dictionary-encoded column counts
+	// its dictionary once, so it is low). 0 where the driver cannot tell
+	// before reading.
+	Decoded int64
 }
 
 // RowMask names rows of a file that are not part of the dataset, such as

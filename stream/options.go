@@ -113,6 +113,33 @@ type Options struct {
 	// Default 1 MiB. (order)
 	ChunkBytes int64
 
+	// ShuffleMemory, if positive, sizes the shuffle window in bytes of
+	// decoded data instead of rows: the window is ShuffleMemory divided by
+	// the plan's estimate of a decoded row's bytes (Estimate.RowBytes:
+	// fixed-width columns exactly from their Arrow types, the others from
+	// the Parquet footers' uncompressed sizes of their column chunks), and
+	// everything ShuffleWindow says then holds of those rows; a window
+	// still holds at least a row group, so the memory is about
+	// max(ShuffleMemory, the largest decoded row group) per window read
+	// ahead, and a shuffled window peaks at about twice that and its
+	// stored bytes while it is permuted (Estimate.PeakBytes). It is how
+	// mixing is bought on files of large row groups: a
+	// window mixes as well as the places (row groups, or chunks of small
+	// ones) it is made of, and the bytes say what that costs whatever the
+	// files' row group size. Dataset.Estimate (sluice inspect) prices a
+	// setting before any data is read: the window's rows and places, its
+	// memory, and the mixing it gives on label-sorted data. On data sorted
+	// by label, windows of 64 row groups mix to about 0.15 and windows of
+	// a thousand or the whole dataset to 0.05 (docs/performance.md). Setting
+	// both ShuffleWindow and ShuffleMemory is an error. The order depends
+	// on the rows it derives, not the bytes: a state resumes where the
+	// files give the same rows, and resumes a ShuffleWindow of those rows
+	// (State.ShuffleWindow); where they do not (another build estimating
+	// rows otherwise), the state is refused naming the window, and opening
+	// with its ShuffleWindow resumes it.
+	// Default 0: the window is ShuffleWindow rows. (order, as the rows)
+	ShuffleMemory int64
+
 	// NumSplits is the number of splits an epoch is dealt into; a pure
 	// function of the data and order options fixes what each split emits,
 	// whatever the world size. It must be a multiple of WorldSize.
@@ -233,9 +260,9 @@ type Options struct {
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
 	// Format names the driver that reads every file whatever its name:
-	// "parquet", "orc", "csv", "tsv", "jsonl" or "json" (or the Name of a
-	// driver of Formats), for files named otherwise (.tbl, .dat, .txt, no
-	// extension) and every file of a directory or glob. With Formats
+	// "parquet", "orc", "avro", "csv", "tsv", "jsonl" or "json" (or the
+	// Name of a driver of Formats), for files named otherwise (.tbl,
+	// .dat, .txt, no extension) and every file of a directory or glob. With Formats
 	// empty, it reads with that format's default driver; with Formats
 	// set, with Formats' driver of that name (so text options come from
 	// the driver given there), and a name Formats has no driver for is
@@ -287,7 +314,10 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	if o.ClumpSize == 0 {
 		o.ClumpSize = 1
 	}
-	if o.ShuffleWindow == 0 {
+	if o.ShuffleWindow != 0 && o.ShuffleMemory != 0 {
+		return o, fmt.Errorf("stream: Options.ShuffleWindow (%d rows) and Options.ShuffleMemory (%d bytes) both size the shuffle window: set one", o.ShuffleWindow, o.ShuffleMemory)
+	}
+	if o.ShuffleWindow == 0 && o.ShuffleMemory == 0 {
 		o.ShuffleWindow = 65536
 	}
 	if o.ChunkBytes == 0 {
@@ -341,6 +371,8 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 		return o, fmt.Errorf("stream: ClumpSize %d must be positive", o.ClumpSize)
 	case o.ShuffleWindow < 0:
 		return o, fmt.Errorf("stream: ShuffleWindow %d must be positive", o.ShuffleWindow)
+	case o.ShuffleMemory < 0:
+		return o, fmt.Errorf("stream: ShuffleMemory %d must be positive", o.ShuffleMemory)
 	case o.ChunkBytes < 0:
 		return o, fmt.Errorf("stream: ChunkBytes %d must be positive", o.ChunkBytes)
 	case o.ShufflePasses < 0:

@@ -65,6 +65,7 @@ func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
 		OnRead:        func(scheme string, n int) { o.Metrics.AddRead(scheme, int64(n), 1) },
 		ChunkBytes:    o.ChunkBytes,
 		ShuffleWindow: o.ShuffleWindow,
+		ShuffleMemory: o.ShuffleMemory,
 	}
 	if ps := o.PlanStore; ps != nil {
 		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}

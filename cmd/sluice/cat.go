@@ -76,7 +76,7 @@ func catFlags() (*flag.FlagSet, *catConfig) {
 	fs.Int64Var(&cfg.step, "step", -1, "`step` of --run to resume from; -1 for the newest complete step")
 	fs.Var(&cfg.positions, "positions", "print only the rows at these positions of the order: a `list` such as 10,20,100-200 (ranges inclusive)")
 	fs.IntVar(&cfg.split, "split", -1, "with --positions, count them in this `split`'s order instead of the rank's")
-	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 (a Parquet string, a CSV value or header name) does: `error` fails, naming file, column and row; replace reads it with U+FFFD")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a string that is not UTF-8 (a Parquet string, a CSV value or header name, a JSON string or key) does: `error` fails, naming file, column and row; replace reads it with U+FFFD")
 	fs.StringVar(&cfg.int96, "int96", "us", "`unit` of Parquet INT96 timestamps: us (every year; digits below the microsecond fail) or ns (keeps them; years outside 1677-2262 fail)")
 	return fs, cfg
 }
@@ -190,21 +190,34 @@ func (cfg *catConfig) check(fs *flag.FlagSet, urls []string) error {
 func (cfg *catConfig) readOptions(opts *stream.Options) {
 	opts.Rank = cfg.rank
 	opts.BatchSize = cfg.batchSize
-	if cfg.badUTF8 == "replace" || cfg.int96 == "ns" {
+	replaceInvalidUTF8(opts, cfg.badUTF8)
+	if cfg.int96 == "ns" {
 		opts.Formats = slices.Clone(opts.Formats)
 		for i, f := range opts.Formats {
 			if pf, ok := f.(parquet.Format); ok {
-				if cfg.badUTF8 == "replace" {
-					pf.InvalidUTF8 = parquet.ReplaceInvalidUTF8
-				}
-				if cfg.int96 == "ns" {
-					pf.INT96 = parquet.INT96Nanoseconds
-				}
+				pf.INT96 = parquet.INT96Nanoseconds
 				opts.Formats[i] = pf
 			}
-			if tf, ok := f.(*text.Format); ok && cfg.badUTF8 == "replace" {
-				opts.Formats[i] = tf.WithReplaceInvalidUTF8() // CSV values and header names
-			}
+		}
+	}
+}
+
+// replaceInvalidUTF8 makes the drivers read strings that are not UTF-8
+// with U+FFFD where mode (--invalid-utf8, checked) is replace: Parquet
+// strings, CSV values and header names, JSON strings and keys. inspect
+// takes it too, as its sample reads header names and JSON keys.
+func replaceInvalidUTF8(opts *stream.Options, mode string) {
+	if mode != "replace" {
+		return
+	}
+	opts.Formats = slices.Clone(opts.Formats)
+	for i, f := range opts.Formats {
+		if pf, ok := f.(parquet.Format); ok {
+			pf.InvalidUTF8 = parquet.ReplaceInvalidUTF8
+			opts.Formats[i] = pf
+		}
+		if tf, ok := f.(*text.Format); ok {
+			opts.Formats[i] = tf.WithReplaceInvalidUTF8()
 		}
 	}
 }
@@ -361,7 +374,9 @@ func adoptState(fs *flag.FlagSet, d *datasetFlags, st checkpoint.State) {
 	if !isSet(fs, "clump-size") {
 		d.clumpSize = st.ClumpSize
 	}
-	if !isSet(fs, "shuffle-window") {
+	// The state's window is in rows; --shuffle-memory given resumes it
+	// where its bytes buy the same rows.
+	if !isSet(fs, "shuffle-window") && !isSet(fs, "shuffle-memory") {
 		d.shuffleWindow = st.ShuffleWindow
 	}
 	if !isSet(fs, "num-splits") {

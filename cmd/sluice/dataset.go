@@ -27,6 +27,7 @@ type datasetFlags struct {
 	epoch         int64
 	clumpSize     int
 	shuffleWindow int
+	shuffleMemory sizeFlag
 	chunkBytes    sizeFlag
 	numSplits     int
 	worldSize     int
@@ -56,13 +57,14 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&d.epoch, "epoch", 0, "`epoch` whose order to use")
 	fs.IntVar(&d.clumpSize, "clump-size", 0, "`rows` that stay together when a window is shuffled (default 1)")
 	fs.IntVar(&d.shuffleWindow, "shuffle-window", 0, "`rows` read and shuffled together per split (default 65536)")
+	fs.Var(&d.shuffleMemory, "shuffle-memory", "size the shuffle window in decoded bytes instead of rows, such as 512M or 2G: the window is the rows that `size` holds (inspect prints them, the memory and the mixing they buy); not with --shuffle-window")
 	fs.Var(&d.chunkBytes, "chunk-bytes", "chunk target `size` in stored bytes of the selected columns, such as 512K or 4M (default 1M)")
 	fs.IntVar(&d.numSplits, "num-splits", 0, "`splits` an epoch is dealt into; a multiple of --world-size (default: --world-size)")
 	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
-	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, csv, tsv, jsonl or json, whatever the file is called (default: by extension, a file named explicitly without a known one as Parquet)")
+	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension, a file named explicitly without a known one as Parquet)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
 	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")
@@ -102,6 +104,10 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
 	case d.shuffleWindow < 0:
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
+	case d.shuffleMemory < 0:
+		return usageErrorf("--shuffle-memory %d must not be negative", d.shuffleMemory)
+	case d.shuffleWindow > 0 && d.shuffleMemory > 0:
+		return usageErrorf("--shuffle-window and --shuffle-memory both size the shuffle window: give one")
 	case len(d.text.delimiter) > 1:
 		return usageErrorf("--delimiter %q is more than one byte", d.text.delimiter)
 	case d.text.header && d.text.noHeader:
@@ -128,6 +134,7 @@ func (d *datasetFlags) options(urls []string) stream.Options {
 		Epoch:         d.epoch,
 		ClumpSize:     d.clumpSize,
 		ShuffleWindow: d.shuffleWindow,
+		ShuffleMemory: int64(d.shuffleMemory),
 		ChunkBytes:    int64(d.chunkBytes),
 		NumSplits:     d.numSplits,
 		WorldSize:     d.worldSize,

@@ -28,6 +28,16 @@ count, and two fingerprints:
 The splits depend on --num-splits, --shuffle, --seed and --epoch, never on
 --world-size, which only says which rank owns which split.
 
+It also prices the order before any data is read: the shuffle window's rows
+(--shuffle-window, or the rows --shuffle-memory holds at the plan's estimate
+of a decoded row), the places (pieces of the dataset) a window draws from,
+the decoded memory of a window, and the mixing that batches of --batch-size
+rows get on data sorted by label, the worst case: the mean total variation
+distance between a batch's label histogram and the global one, as the bench
+measures it (0.04 is a full shuffle's figure for 1024-row batches, 0.9 a
+batch of one class). It runs the epoch's own order over the plan, for a
+sample of windows.
+
 Flags:
 `
 
@@ -35,6 +45,8 @@ type inspectConfig struct {
 	ds        datasetFlags
 	json      bool
 	rowGroups bool
+	badUTF8   string
+	batchSize int
 }
 
 func inspectFlags() (*flag.FlagSet, *inspectConfig) {
@@ -43,6 +55,8 @@ func inspectFlags() (*flag.FlagSet, *inspectConfig) {
 	cfg.ds.register(fs)
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document (every file, row group, chunk and piece) instead of tables")
 	fs.BoolVar(&cfg.rowGroups, "row-groups", false, "list every row group of every file in the table")
+	fs.StringVar(&cfg.badUTF8, "invalid-utf8", "error", "what a CSV header name or JSON key that is not UTF-8 does in the sample: `error` fails (a CSV header; a JSON file none of whose sampled records reads) or leaves the record out of the types (JSON), and a counted row with such a value is a bad row; replace reads it with U+FFFD, as cat --invalid-utf8 replace does")
+	fs.IntVar(&cfg.batchSize, "batch-size", 0, "`rows` per batch of the expected mixing (default 1024)")
 	return fs, cfg
 }
 
@@ -54,6 +68,7 @@ Examples:
   sluice inspect 'data/*.parquet' --num-splits 8 --world-size 4 --shuffle --seed 42 --epoch 3
   sluice inspect data/ --json | jq '.splits[].rows'
   sluice inspect data/ --filter "label = 3 AND x > 0.5"
+  sluice inspect data/ --shuffle --seed 42 --shuffle-memory 2G --batch-size 1024
 `
 }
 
@@ -71,6 +86,8 @@ type inspectReport struct {
 	Pruning     *pruningInfo   `json:"pruning,omitempty"`
 	Plan        string         `json:"plan"`
 	Fingerprint string         `json:"fingerprint"`
+	// Price is what the order costs and gives (stream.Estimate).
+	Price priceInfo `json:"price"`
 
 	// ORCWithoutRowIndex are ORC files whose cut stripes are read whole.
 	ORCWithoutRowIndex []string `json:"orc_without_row_index,omitempty"`
@@ -89,6 +106,25 @@ type inspectOptions struct {
 	NumSplits     int      `json:"num_splits"`
 	WorldSize     int      `json:"world_size"`
 	DropRemainder bool     `json:"drop_remainder"`
+}
+
+// priceInfo is stream.Estimate: -1 where row counts are unknown before
+// reading (the mixing, the windows' rows), 0 where the bytes are.
+type priceInfo struct {
+	WindowRows     int     `json:"window_rows"`
+	ShuffleMemory  int64   `json:"shuffle_memory,omitempty"`
+	RowBytes       float64 `json:"row_bytes"`
+	Windows        int     `json:"windows"`
+	MeanWindowRows float64 `json:"mean_window_rows"`
+	MaxWindowRows  int64   `json:"max_window_rows"`
+	MeanPlaces     float64 `json:"mean_places"`
+	MinPlaces      int     `json:"min_places"`
+	WindowBytes    int64   `json:"window_bytes"`
+	StoredBytes    int64   `json:"window_stored_bytes"`
+	PeakBytes      int64   `json:"window_peak_bytes"`
+	BatchSize      int     `json:"batch_size"`
+	Mixing         float64 `json:"mixing"`
+	MixingBatches  int     `json:"mixing_batches"`
 }
 
 type columnInfo struct {
@@ -181,13 +217,22 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
-	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, cfg.ds.options(urls))
+	if cfg.badUTF8 != "error" && cfg.badUTF8 != "replace" {
+		return usageErrorf("--invalid-utf8 %q must be error or replace", cfg.badUTF8)
+	}
+	if cfg.batchSize < 0 {
+		return usageErrorf("--batch-size %d must not be negative", cfg.batchSize)
+	}
+	o := cfg.ds.options(urls)
+	o.BatchSize = cfg.batchSize
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, o)
 	if err != nil {
 		return err
 	}
 	if tbl != nil {
 		defer tbl.Close()
 	}
+	replaceInvalidUTF8(&opts, cfg.badUTF8)
 	ds, err := openDataset(ctx, e, opts, !cfg.ds.noProgress && e.progress(false))
 	if err != nil {
 		return err
@@ -279,6 +324,14 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	}
 	ov := ds.Overlap()
 	rep.Overlap = overlapInfo{CutRowGroups: ov.CutUnits, PagedRowGroups: ov.PagedUnits, RefetchBytes: ov.Bytes}
+	e := ds.Estimate()
+	rep.Price = priceInfo{WindowRows: e.WindowRows, ShuffleMemory: int64(cfg.ds.shuffleMemory), RowBytes: e.RowBytes,
+		Windows: e.Windows, MeanWindowRows: e.MeanRows, MaxWindowRows: e.MaxRows, MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces,
+		WindowBytes: e.WindowBytes, StoredBytes: e.WindowStoredBytes, PeakBytes: e.PeakBytes(cfg.ds.shuffle),
+		BatchSize: max(cfg.batchSize, 0), Mixing: e.Mixing, MixingBatches: e.MixingBatches}
+	if rep.Price.BatchSize == 0 {
+		rep.Price.BatchSize = 1024 // stream.Options.BatchSize's documented default
+	}
 	rep.ORCWithoutRowIndex = orcWithoutRowIndex(ds.Files())
 	return rep
 }
@@ -371,6 +424,7 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 		fmt.Fprintln(w)
 	}
 
+	writePrice(w, rep.Price, o.Shuffle)
 	writePruning(w, rep.Pruning)
 	if n := len(rep.ORCWithoutRowIndex); n > 0 {
 		fmt.Fprintf(w, "\nORC files without a row index: %d (their stripes are the row groups above; one cut by a split boundary is read whole by each side)\n", n)
@@ -423,4 +477,39 @@ func joinInts(xs []int) string {
 		parts[i] = strconv.Itoa(x)
 	}
 	return strings.Join(parts, ",")
+}
+
+// writePrice writes what the order costs and gives.
+func writePrice(w io.Writer, p priceInfo, shuffled bool) {
+	from := ""
+	if p.ShuffleMemory > 0 {
+		from = fmt.Sprintf(" (what --shuffle-memory %s holds at %.1f bytes a decoded row)", humanBytes(p.ShuffleMemory), p.RowBytes)
+	}
+	if !shuffled {
+		from += ", read in storage order (--shuffle shuffles them)"
+	}
+	fmt.Fprintf(w, "\nshuffle window: %d rows%s\n", p.WindowRows, from)
+	if p.Windows == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  windows:        %d, ", p.Windows)
+	if p.MaxWindowRows < 0 {
+		fmt.Fprintln(w, "rows unknown before reading")
+	} else {
+		fmt.Fprintf(w, "%.0f rows on average, %d at most (a window holds at least a row group)\n", p.MeanWindowRows, p.MaxWindowRows)
+	}
+	fmt.Fprintf(w, "  places:         %.1f a window on average, %d at least (the pieces of the dataset a window draws from)\n", p.MeanPlaces, p.MinPlaces)
+	if p.WindowBytes > 0 {
+		while := "decoded"
+		if shuffled {
+			while = "decoded and permuted"
+		}
+		fmt.Fprintf(w, "  memory:         about %s decoded for the largest window (%.1f bytes a row), %s stored; it peaks at about %s while it is %s, and each window read ahead holds as much\n",
+			humanBytes(p.WindowBytes), p.RowBytes, humanBytes(p.StoredBytes), humanBytes(p.PeakBytes), while)
+	}
+	if p.Mixing >= 0 {
+		fmt.Fprintf(w, "  mixing:         %.3f expected for %d-row batches on label-sorted data, the worst case (0 perfect, about 0.04 a full shuffle, 0.9 one class a batch; %d batches of the epoch's order)\n", p.Mixing, p.BatchSize, p.MixingBatches)
+	} else {
+		fmt.Fprintln(w, "  mixing:         unknown: row counts are not known before reading")
+	}
 }

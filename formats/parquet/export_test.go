@@ -16,3 +16,11 @@ func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (
 
 // PagedFile is pagedFile, for the fuzz seeds of the external tests.
 var PagedFile = pagedFile
+
+// WalkAll makes every cut row group without a page index walked, however
+// small, and returns what undoes it.
+func WalkAll() func() {
+	old := walkMinBytes
+	walkMinBytes = 0
+	return func() { walkMinBytes = old }
+}

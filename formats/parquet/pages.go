@@ -24,7 +24,8 @@ import (
 // are then fetched about once across ranks, not once per rank. arrow-go
 // decodes such a chunk from a buffer in which only the fetched pages are
 // filled: it seeks to the first needed page with the same offset index and
-// reads exactly the rows asked for, so it never parses the rest.
+// reads exactly the rows asked for, so it never parses the rest. Where the
+// file has no offset index, a walk of the page headers makes one (walk.go).
 
 // pageLoc is one data page of a column chunk, from the offset index.
 type pageLoc struct {
@@ -37,9 +38,16 @@ type pageLoc struct {
 // reads when it seeks (the offset indexes of all the row group's columns,
 // which writers store together), and each selected leaf's pages.
 type rowGroupIndex struct {
+	rg    int
 	at    int64
 	bytes []byte
 	pages map[int][]pageLoc // by leaf
+	// Set where the index was made by walking page headers (walkedIndex):
+	// rows is the rows each leaf's pages hold (the row group's where a
+	// leaf is absent), and virtual where arrow-go is to find each leaf's
+	// offset index, past the end of the file.
+	rows    map[int]int64
+	virtual map[int]metadata.IndexLocation
 }
 
 // offsetIndexes caches, per file, the row groups' offset indexes read so
@@ -102,7 +110,7 @@ func (m *parquetMeta) rowGroupIndex(ctx context.Context, f *formats.Fragment, rg
 		m.index.rg[rg] = nil
 		return nil, nil
 	}
-	ix := &rowGroupIndex{at: from, bytes: m.index.raw[rg], pages: map[int][]pageLoc{}}
+	ix := &rowGroupIndex{rg: rg, at: from, bytes: m.index.raw[rg], pages: map[int][]pageLoc{}}
 	delete(m.index.raw, rg)
 	if int64(len(ix.bytes)) != to-from {
 		ix.bytes = make([]byte, to-from)
@@ -261,6 +269,9 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 				continue
 			}
 			end := g.NumRows()
+			if r, ok := ix.rows[leaf]; ok {
+				end = r // a walk stops at the rows its reads need
+			}
 			if i+1 < len(pages) {
 				end = pages[i+1].firstRow
 			}

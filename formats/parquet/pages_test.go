@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -157,8 +158,9 @@ func TestPagesOfACutRowGroup(t *testing.T) {
 			t.Errorf("rows [%d, %d) fetched %d bytes, more than %d (the whole row group is %d)", lo, hi, bytes, limit, whole)
 		}
 	}
-	// Without a page index the whole row group is fetched, as before.
-	if _, bytes := rowsOf(t, plain, 4000, 4100, mem); bytes != whole {
-		t.Errorf("without a page index rows [4000, 4100) fetched %d bytes, want the row group's %d", bytes, whole)
+	// Without a page index a walk of the page headers finds the pages
+	// (walk_test.go): the list column and some of the others' pages.
+	if got, bytes := rowsOf(t, plain, 4000, 4100, mem); bytes > listBytes+(whole-listBytes)/2 || !slices.Equal(got, want[4000:4100]) {
+		t.Errorf("without a page index rows [4000, 4100) fetched %d bytes of the row group's %d", bytes, whole)
 	}
 }

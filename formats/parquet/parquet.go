@@ -60,6 +60,15 @@ type Format struct {
 	// INT96 is how INT96 timestamps are read. Default INT96Microseconds:
 	// timestamp[us, UTC], every year Spark writes; see INT96.
 	INT96 INT96
+	// ArrowGoDecode decodes every column chunk with arrow-go's pqarrow.
+	// Default false: a whole row group's flat columns (top-level, not
+	// repeated) of integers, dates, times, timestamps, floats, booleans,
+	// strings and binaries, in the common encodings and codecs, are decoded
+	// by sluice's own decoder straight into Arrow buffers, with less than
+	// half of arrow-go's CPU time for the decoding proper; the batches are
+	// the same, value for value and type for type, and any chunk it does
+	// not read is arrow-go's. Set it to rule the own decoder out.
+	ArrowGoDecode bool
 }
 
 // Name returns "parquet".
@@ -89,8 +98,10 @@ type parquetMeta struct {
 	// filter's, or a table format's projection planned apart from it), and a
 	// cap from the others refused their pages as too large.
 	maxChunk int64
-	// index caches the offset indexes of row groups read in part.
+	// index caches the offset indexes of row groups read in part; walks
+	// holds the pages found by walking the headers of those without one.
 	index offsetIndexes
+	walks pageWalks
 	// prune caches what filters read of statistics and bloom filters.
 	prune pruneCache
 	// readMD is the metadata arrow-go decodes with: md, or a copy that
@@ -98,6 +109,14 @@ type parquetMeta struct {
 	// readAs), whose values are converted back after decoding.
 	readMD  *metadata.FileMetaData
 	convert map[string]conversion
+}
+
+// readMetadata is the metadata arrow-go decodes with (see readMD).
+func (m *parquetMeta) readMetadata() *metadata.FileMetaData {
+	if m.readMD != nil {
+		return m.readMD
+	}
+	return m.md
 }
 
 // footerGuess is how much of a file's end Inspect reads first, so that most
@@ -218,7 +237,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 			bytes += size
 		}
 		_, _, paged := offsetIndexRange(rg)
-		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged}
+		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged, Decoded: decodedSize(rg, n, schema, selected, meta.leaves)}
 		starts[i] = rows
 		rows += n
 	}
@@ -361,6 +380,9 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+	// md, if set, is the metadata to read with: readMD with the offset
+	// indexes of the row groups whose pages were walked.
+	md *metadata.FileMetaData
 
 	// pruned holds the row groups the read's filter rules out: neither
 	// fetched nor decoded; narrow the rows of others that the filter's
@@ -388,6 +410,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	}
 	var ranges []byteRange
 	var index []span
+	var walked []*rowGroupIndex
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
@@ -412,6 +435,20 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
 			}
+			if ix == nil {
+				// Served past the end of the file, after the walked
+				// indexes of the read's earlier row groups.
+				at := f.Size
+				if n := len(walked); n > 0 {
+					at = walked[n-1].at + int64(len(walked[n-1].bytes))
+				}
+				if ix, err = meta.walkedIndex(ctx, f, rg, fe.leaves, lo, hi, at, p.FetchConcurrency); err != nil {
+					return nil, err
+				}
+				if ix != nil {
+					walked = append(walked, ix)
+				}
+			}
 			if ix != nil {
 				rs, err := fe.expectPages(meta, rg, ix, lo, hi)
 				if err != nil {
@@ -427,6 +464,9 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, rg, err)
 		}
 		ranges = append(ranges, rs...)
+	}
+	if len(walked) > 0 {
+		fe.md = withOffsetIndexes(meta.readMetadata(), walked)
 	}
 	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
@@ -466,7 +506,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
 		next := start // the file row of the next batch's first row
-		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, func(b arrow.RecordBatch) error {
+		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, func(b arrow.RecordBatch) error {
 			first := next
 			next += b.NumRows()
 			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem)
@@ -490,13 +530,13 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 	}
 }
 
-func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, yield func(arrow.RecordBatch) error) error {
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
-	md := meta.readMD
+	md := fe.md
 	if md == nil {
-		md = meta.md
+		md = meta.readMetadata()
 	}
 	pf, err := file.NewParquetReader(src, file.WithMetadata(md), file.WithReadProps(props))
 	if err != nil {
@@ -512,10 +552,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 			continue
 		}
 		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
-		read := readRowGroup
-		if fe.paged[rg] {
-			read = readPages
-		}
+		read := chooseRead(arrowGo, src, meta, fe, rg)
 		fx := fixes{convert: meta.convert, first: first}
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
 			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
@@ -652,11 +689,7 @@ func expect(meta *parquetMeta, rg int, leaves []int, chunks map[int64]chunkCheck
 // expectChunk records the chunk of leaf at offset start, of values values.
 // Chunks sharing an offset (only in corrupt files) get the strictest bound.
 func (m *parquetMeta) expectChunk(chunks map[int64]chunkCheck, start int64, leaf int, values int64) {
-	md := m.readMD
-	if md == nil {
-		md = m.md
-	}
-	col := md.Schema.Column(leaf)
+	col := m.readMetadata().Schema.Column(leaf)
 	c, ok := chunks[start]
 	if !ok {
 		c = chunkCheck{col: col, values: values}
@@ -892,4 +925,33 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 func sortedUnique(xs []int) []int {
 	slices.Sort(xs)
 	return slices.Compact(xs)
+}
+
+// decodedSize estimates the Arrow memory of row group rg's selected
+// columns (formats.Unit.Decoded): a fixed-width column exactly, its
+// values and, where nullable, its validity bits; any other column by the
+// uncompressed size of its column chunks, which for plain-encoded
+// strings is their lengths and bytes, as Arrow's offsets and data are.
+func decodedSize(rg *metadata.RowGroupMetaData, rows int64, schema *arrow.Schema, selected []string, leaves map[string][]int) int64 {
+	var n int64
+	for _, c := range selected {
+		idx := schema.FieldIndices(c)
+		if len(idx) != 1 {
+			continue // a missing or doubled column is refused elsewhere
+		}
+		f := schema.Field(idx[0])
+		if fw, ok := f.Type.(arrow.FixedWidthDataType); ok && f.Type.ID() != arrow.DICTIONARY {
+			n += (rows*int64(fw.BitWidth()) + 7) / 8
+			if f.Nullable {
+				n += (rows + 7) / 8
+			}
+			continue
+		}
+		for _, leaf := range leaves[c] {
+			if cc, err := rg.ColumnChunk(leaf); err == nil {
+				n += max(cc.TotalUncompressedSize(), 0)
+			}
+		}
+	}
+	return n
 }

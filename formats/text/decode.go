@@ -150,6 +150,10 @@ type scanner struct {
 
 // flatRecord decodes a JSON record of scalar columns.
 func (s *scanner) flatRecord(rec []byte, at func() string) error {
+	rec, err := validUTF8(rec, s.f.opts.ReplaceInvalidUTF8)
+	if err != nil {
+		return s.bad(at(), err)
+	}
 	if err := s.flat.parse(rec); err != nil {
 		return s.bad(at(), err)
 	}
@@ -398,6 +402,8 @@ func (s *scanner) setup() error {
 		}
 		c := newColumn(s.mem, idx, fl.Type, nulls)
 		c.replace = s.f.opts.ReplaceInvalidUTF8
+		c.dateForm, c.tsForm = s.m.forms(idx)
+		c.inferred = s.f.opts.Schema == nil
 		s.cols = append(s.cols, c)
 	}
 	return nil
@@ -410,10 +416,14 @@ func (s *scanner) record(t *tokenizer, line, recNo int64) error {
 		return s.flatRecord(t.fields[0], at)
 	}
 	if s.rb != nil {
-		if err := oneObject(t.fields[0]); err != nil {
+		rec, err := validUTF8(t.fields[0], s.f.opts.ReplaceInvalidUTF8)
+		if err != nil {
 			return s.bad(at(), err)
 		}
-		if err := unmarshal(s.rb, t.fields[0]); err != nil {
+		if err := oneObject(rec); err != nil {
+			return s.bad(at(), err)
+		}
+		if err := unmarshal(s.rb, rec); err != nil {
 			if errors.Is(err, errDecoderPanic) {
 				return fmt.Errorf("%w: %s: %s: %w", formats.ErrCorrupt, s.fr.URL, at(), err)
 			}
@@ -495,6 +505,10 @@ func (s *scanner) json(fe *fetched) error {
 				}
 			}
 			return !s.done(), nil
+		}
+		rec, err := validUTF8(rec, s.f.opts.ReplaceInvalidUTF8)
+		if err != nil {
+			return true, s.bad(at, err)
 		}
 		if err := unmarshal(s.rb, rec); err != nil {
 			if errors.Is(err, errDecoderPanic) {

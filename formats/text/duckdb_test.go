@@ -96,7 +96,11 @@ func sameValue(a, b string) bool {
 		return fa == fb || math.Abs(fa-fb) <= 1e-9*math.Max(math.Abs(fa), math.Abs(fb)) || (math.IsNaN(fa) && math.IsNaN(fb))
 	}
 	norm := func(s string) string {
-		return strings.TrimSuffix(strings.TrimSuffix(strings.Replace(s, "T", " ", 1), "Z"), "+00")
+		s = strings.TrimSuffix(strings.TrimSuffix(strings.Replace(s, "T", " ", 1), "Z"), "+00")
+		if strings.Contains(s, ":") && strings.Contains(s, ".") { // a time's fraction: 12:00:00.000000
+			s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+		}
+		return s
 	}
 	return norm(a) == norm(b)
 }

@@ -74,6 +74,17 @@ func FuzzCSV(f *testing.F) {
 		f.Add([]byte(s), uint8(3), false)
 		f.Add([]byte(s), uint8(3|128), false)
 	}
+	// Dates, times and timestamps in DuckDB's forms, changing form past
+	// the head sample (3 records) so that the stretches sampled after it
+	// widen the column.
+	for _, s := range []string{
+		"d,t,ts\n01-02-2000,5:40,2020-01-01 10:00:00+02\n13-01-2000,05:40:33.5,2020-01-01T10:00:00Z\n",
+		"d\n1/2/2000\n1/3/2000\n1/4/2000\n1/5/2000\n1/13/2000\n",
+		"a\n1\n2\n3\n4\n5.5\nx\n",
+		"a,b\n01-01-68,2005-10-3\n31-12-99,2005-1-13 1:02:03\n2000.01.02,24:00\n",
+	} {
+		f.Add([]byte(s), uint8(3), false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, unit uint8, comment bool) {
 		o := Options{NullPadding: unit&64 != 0, ReplaceInvalidUTF8: unit&128 != 0}
 		if comment {
@@ -90,11 +101,18 @@ func FuzzJSONLines(f *testing.F) {
 		"{\"a\":1}\n{\"a\":\"x\"}\n",
 		"[1]\n",
 		"{\"a\":\"\\u00e9\\n\"}\n",
+		"{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4.5,\"late\":true}\n",
 	} {
 		f.Add([]byte(s), uint8(5))
 	}
+	// Invalid UTF-8 in strings and keys, with ReplaceInvalidUTF8 (unit's
+	// bit 128) and without.
+	for _, s := range []string{"{\"a\":\"caf\xe9\"}\n{\"a\":\"ok\"}\n", "{\"k\xff\":[\"\xc3\"]}\n"} {
+		f.Add([]byte(s), uint8(5))
+		f.Add([]byte(s), uint8(5|128))
+	}
 	f.Fuzz(func(t *testing.T, body []byte, unit uint8) {
-		readBoth(t, "f.jsonl", body, int64(unit%64)+1, Options{})
+		readBoth(t, "f.jsonl", body, int64(unit%64)+1, Options{ReplaceInvalidUTF8: unit&128 != 0})
 	})
 }
 
@@ -105,6 +123,7 @@ func FuzzJSON(f *testing.F) {
 		"[{\"a\":1},",
 		"[]",
 		"[{\"a\":{\"b\":[1,null]}}]",
+		"[{\"a\":\"caf\xe9\"},{\"k\xff\":1}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -115,5 +134,6 @@ func FuzzJSON(f *testing.F) {
 		}
 		_, _ = readAll(t, Options{}, nil, dir) // any error, no panic, no leak
 		_, _ = readAll(t, Options{BadRows: BadRowsSkip}, nil, dir)
+		_, _ = readAll(t, Options{ReplaceInvalidUTF8: true}, nil, dir)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -35,8 +36,23 @@ type meta struct {
 	whole string
 	// dataLine is the line the first unit of a split file starts at.
 	dataLine int64
-	// csvTypes and jsonTypes are the types the sample suggests, by column.
+	// csvTypes and jsonTypes are the types the sample suggests, by column;
+	// guesses what the CSV sample knows of each column (with the orders
+	// of its dates' fields, which the read needs too).
 	csvTypes []arrow.DataType
+	guesses  []guess
+	// raw and seen are the guesses before a file's date orders are
+	// settled (fileForms), and whether each column had a value: the
+	// stretches sampled across the file (spread.go) narrow them on.
+	raw  []guess
+	seen []bool
+	// sampledTo is where the records of the head sample end: the file's
+	// size if it read them all.
+	sampledTo int64
+	// shared are the date orders of the sampled files' columns, by name,
+	// for a column this file's own sample has no date in (its head all
+	// null, say) while the dataset reads it as dates.
+	shared map[string]guess
 	// d is the dialect the file is read with; header whether its first
 	// record names the columns; sniffed whether it had a record to tell
 	// (as given or detected, see sniff.go).
@@ -223,8 +239,10 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			break
 		}
 		if !ok {
+			m.sampledTo = math.MaxInt64 // every record
 			break
 		}
+		m.sampledTo = t.end
 		if csv && first == nil {
 			for _, v := range t.fields {
 				first = append(first, bytes.Clone(v))
@@ -237,7 +255,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", t.start)
 		}
 		if f.kind == JSONLines {
-			jt, err := inferRecord(t.fields[0])
+			jt, err := f.inferSampled(t.fields[0])
 			if err != nil {
 				m.sampleErr = fmt.Errorf("line %d, byte %d: %w", t.line, t.start, err)
 				continue
@@ -255,7 +273,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	if f.kind == JSONLines {
 		m.names = m.jsonType.keys()
 		if m.names == nil && m.sampleErr != nil {
-			return 0, fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+			return 0, fmt.Errorf("%w: no record of the sample reads as a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 		}
 		return 0, nil
 	}
@@ -290,15 +308,22 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 		}
 	}
+	m.raw, m.seen = guesses, seen
+	m.settleTypes()
+	return dataStart, nil
+}
+
+// settleTypes sets a CSV file's types from its sample's guesses.
+func (m *meta) settleTypes() {
+	for len(m.raw) < len(m.names) {
+		m.raw, m.seen = append(m.raw, gAll), append(m.seen, false)
+	}
+	m.guesses = slices.Clone(m.raw)
+	fileForms(m.guesses, m.seen)
 	m.csvTypes = make([]arrow.DataType, len(m.names))
 	for i := range m.names {
-		if i < len(guesses) {
-			m.csvTypes[i] = guesses[i].csvType(seen[i])
-		} else {
-			m.csvTypes[i] = arrow.Null // no record: no say in the type
-		}
+		m.csvTypes[i] = m.guesses[i].csvType(m.seen[i]) // no value: null, no say
 	}
-	return dataStart, nil
 }
 
 // observeRecord narrows the guesses of a CSV sample's columns by one
@@ -317,6 +342,46 @@ func observeRecord(guesses []guess, seen []bool, fields [][]byte, quoted []bool,
 	return guesses, seen
 }
 
+// guess is what the sample knows of column i: gAll (nothing ruled out) if
+// it had no value for it.
+func (m *meta) guess(i int) guess {
+	if i < len(m.guesses) {
+		return m.guesses[i]
+	}
+	return gAll
+}
+
+// forms are the orders column i reads dates and timestamps in: its own
+// sample's, else those of the sampled file that gave the column its type.
+func (m *meta) forms(i int) (date, ts guess) {
+	g := m.guess(i)
+	seen := i < len(m.seen) && m.seen[i]
+	if i < len(m.names) && (!seen || (!isDate(g&gDate) && !isDate(g>>tsShift))) {
+		if sg, ok := m.shared[m.names[i]]; ok {
+			g = sg
+		}
+	}
+	return g.dateForm(), g.tsForm()
+}
+
+// shareForms gives every file the date orders of the sampled files'
+// columns (the first that has dates in a column).
+func shareForms(sampled, all []*formats.Fragment) {
+	shared := map[string]guess{}
+	for _, fr := range sampled {
+		m := fr.Meta.(*meta)
+		for i, n := range m.names {
+			g := m.guess(i)
+			if _, ok := shared[n]; !ok && i < len(m.seen) && m.seen[i] && (isDate(g&gDate) || isDate(g>>tsShift)) {
+				shared[n] = g
+			}
+		}
+	}
+	for _, fr := range all {
+		fr.Meta.(*meta).shared = shared
+	}
+}
+
 func (t *jtype) keys() []string {
 	if t == nil {
 		return nil
@@ -325,33 +390,92 @@ func (t *jtype) keys() []string {
 }
 
 // sampleJSON infers a .json file's types from its first SampleRecords
-// records; the file is read whole for it.
+// records and, as spread.go samples CSV and JSON Lines files, from those
+// that start in stretches spread over the rest. The file is read whole for
+// it (a .json file is one unit); past the head its records are found by a
+// scan of their nesting and strings only (skipValue), as no record can be
+// found from an arbitrary byte of a JSON array.
 func (f *Format) sampleJSON(src *source, m *meta) error {
 	data, err := drain(src)
 	if err != nil {
 		return err
 	}
 	n := 0
-	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
-		jt, err := inferRecord(rec)
-		if err != nil {
+	rest := int64(-1) // where the records after the head start
+	infer := func(rec []byte, off int64) {
+		jt, err := f.inferSampled(rec)
+		switch {
+		case err != nil && m.sampleErr == nil:
 			m.sampleErr = fmt.Errorf("record %d, byte %d: %w", n, off, err)
-		} else if m.jsonType == nil {
+		case err != nil:
+		case m.jsonType == nil:
 			m.jsonType = jt
-		} else {
+		default:
 			m.jsonType.merge(jt)
 		}
+	}
+	err = jsonRecords(data, func(rec []byte, off int64) (bool, error) {
+		if n == f.opts.SampleRecords {
+			rest = off
+			return false, nil
+		}
+		infer(rec, off)
 		n++
-		return n < f.opts.SampleRecords, nil
+		return true, nil
 	})
-	if err != nil {
+	if err != nil && m.sampleErr == nil {
 		m.sampleErr = err
+	}
+	if rest >= 0 {
+		starts, span := spreadStarts(rest, int64(len(data)))
+		walkJSON(data, int(rest), func(rec []byte, off int64) bool {
+			for len(starts) > 0 && off >= starts[0]+span {
+				starts = starts[1:]
+			}
+			if len(starts) > 0 && off >= starts[0] {
+				infer(rec, off)
+			}
+			n++
+			return len(starts) > 0
+		})
 	}
 	m.names = m.jsonType.keys()
 	if m.names == nil && m.sampleErr != nil {
-		return fmt.Errorf("%w: no record of the sample is a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
+		return fmt.Errorf("%w: no record of the sample reads as a JSON object: %w", formats.ErrCorrupt, m.sampleErr)
 	}
 	return nil
+}
+
+// walkJSON calls fn with the records of a .json file from byte i (between
+// two records) on, until fn returns false, the records end, or one is
+// malformed (the read reports it).
+func walkJSON(data []byte, i int, fn func(rec []byte, off int64) bool) {
+	for {
+		i = skipWS(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = skipWS(data, i+1)
+		}
+		if i >= len(data) || data[i] == ']' {
+			return
+		}
+		j, err := skipValue(data, i)
+		if err != nil || j <= i || !fn(data[i:j], int64(i)) {
+			return
+		}
+		i = j
+	}
+}
+
+// inferSampled infers a sampled JSON record's type. A record that is not
+// UTF-8 has no say unless ReplaceInvalidUTF8 reads it (its keys as the read
+// will name them): encoding/json would replace its bytes silently, and the
+// read reports it as a bad row.
+func (f *Format) inferSampled(rec []byte) (*jtype, error) {
+	rec, err := validUTF8(rec, f.opts.ReplaceInvalidUTF8)
+	if err != nil {
+		return nil, err
+	}
+	return inferRecord(rec)
 }
 
 // drain reads what is left of a source.
@@ -406,6 +530,9 @@ func headerNames(fields [][]byte, replace bool) ([]string, error) {
 func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 	o := f.opts
 	if err := f.sameDialect(frags); err != nil {
+		return err
+	}
+	if err := f.spreadAll(ctx, frags); err != nil {
 		return err
 	}
 	types := map[string]arrow.DataType{}
@@ -475,6 +602,7 @@ func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 		}
 		fr.Schema = arrow.NewSchema(fields, nil)
 	}
+	shareForms(frags[:min(len(frags), o.SampleFiles)], frags)
 	if o.Count {
 		return f.countAll(ctx, frags)
 	}

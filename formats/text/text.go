@@ -113,7 +113,7 @@ type Options struct {
 	// first record is data if each of its values fits the type of its
 	// column in the records below it and not every column is text; a
 	// one-record file is data if any of its values reads as a number,
-	// boolean, date or timestamp. Setting both is an error.
+	// boolean, time, date or timestamp. Setting both is an error.
 	NoHeader bool
 	Header   bool
 	// NullStrings are the unquoted CSV values read as null. Default: the
@@ -126,19 +126,24 @@ type Options struct {
 	// always an error. Default false: a short record is a bad row.
 	NullPadding bool
 
-	// ReplaceInvalidUTF8 reads a CSV string value or header name that is
-	// not UTF-8 with each run of invalid bytes replaced by one U+FFFD (as
-	// Parquet's ReplaceInvalidUTF8 does). Default false: such a value is a
-	// bad row, and such a header name fails the file, naming the column's
-	// position.
+	// ReplaceInvalidUTF8 reads a CSV string value or header name, or a
+	// JSON string or key, that is not UTF-8 with each run of invalid bytes
+	// replaced by one U+FFFD (as Parquet's ReplaceInvalidUTF8 does).
+	// Default false: such a value (or JSON record) is a bad row, naming
+	// the byte, and such a CSV header name fails the file, naming the
+	// column's position; a sampled JSON record with such bytes has no say
+	// in the types.
 	ReplaceInvalidUTF8 bool
 
 	// Schema, if set, gives the columns' types (by name for CSV with a
 	// header and JSON, by position for CSV without one) and no sample is
 	// inferred. A field whose type the driver cannot parse is an error.
 	Schema *arrow.Schema
-	// SampleRecords is how many records of a file types are inferred from.
-	// Default 1000.
+	// SampleRecords is how many records at the head of a file types are
+	// inferred from. The files that give the types (SampleFiles) are also
+	// sampled in 8 stretches of 256 KiB spread over the rest of the file
+	// (plain CSV and JSON Lines, and .json), at most 2 MiB more a file, so
+	// that a column that changes past the head is widened. Default 1000.
 	SampleRecords int
 	// SampleFiles is how many of the first files types are inferred from,
 	// widened across them (an integer column that is a float in another

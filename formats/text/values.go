@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -25,16 +24,18 @@ func str(b []byte) string {
 }
 
 // guess is what inference knows of a CSV column: the types every value so
-// far parses as, from the narrowest.
-type guess uint8
+// far parses as, from the narrowest, and for dates and timestamps the
+// orders of a date's fields every value fits (dates.go).
+type guess uint32
 
 const (
 	gBool guess = 1 << iota
 	gInt
 	gFloat
-	gDate
-	gTimestamp
-	gAll = gBool | gInt | gFloat | gDate | gTimestamp
+	gTime
+	gDate      = formsDate
+	gTimestamp = formsTS
+	gAll       = gBool | gInt | gFloat | gTime | gDate | gTimestamp
 )
 
 // observe narrows g by one non-null value.
@@ -54,14 +55,29 @@ func (g guess) observe(v []byte) guess {
 			g &^= gFloat
 		}
 	}
-	if g&gDate != 0 {
-		if _, ok := parseDate(v); !ok {
-			g &^= gDate
+	if g&gTime != 0 {
+		if _, ok := parseTime(v, arrow.Microsecond); !ok {
+			g &^= gTime
 		}
 	}
-	if g&gTimestamp != 0 {
-		if _, ok := parseTimestamp(v, arrow.Microsecond); !ok {
-			g &^= gTimestamp
+	if g&(gDate|gTimestamp) != 0 {
+		forms, used := dateForms(v)
+		if forms != 0 {
+			forms |= sepOf(v)
+		}
+		switch {
+		case used == len(v):
+			g &^= gTimestamp // as DuckDB: a date among timestamps makes text
+			g &= forms | ^gDate
+		case forms != 0:
+			g &^= gDate
+			if _, allowed, ok := timeOfDay(v[used:]); ok {
+				g &= (forms&(allowed|seps))<<tsShift | ^gTimestamp
+			} else {
+				g &^= gTimestamp
+			}
+		default:
+			g &^= gDate | gTimestamp
 		}
 	}
 	return g
@@ -80,12 +96,31 @@ func (g guess) csvType(seen bool) arrow.DataType {
 		return arrow.PrimitiveTypes.Int64
 	case g&gFloat != 0:
 		return arrow.PrimitiveTypes.Float64
-	case g&gDate != 0:
+	case g&gTime != 0:
+		return arrow.FixedWidthTypes.Time64us
+	case isDate(g):
 		return arrow.FixedWidthTypes.Date32
-	case g&gTimestamp != 0:
+	case isDate(g >> tsShift):
 		return &arrow.TimestampType{Unit: arrow.Microsecond}
 	}
 	return arrow.BinaryTypes.String
+}
+
+// dateForm and tsForm are the orders a column with guess g reads dates and
+// timestamps' dates in: those its sample fits, ISO 8601's where it says
+// nothing (no value, or not a date).
+func (g guess) dateForm() guess {
+	if f := bestForm(g & gDate); f != 0 {
+		return f
+	}
+	return formYMD4
+}
+
+func (g guess) tsForm() guess {
+	if f := bestForm((g & gTimestamp) >> tsShift); f != 0 {
+		return f
+	}
+	return formYMD4
 }
 
 func parseBool(v []byte) (bool, bool) {
@@ -117,46 +152,6 @@ func parseFloat(v []byte) (float64, bool) {
 	return f, true
 }
 
-func parseDate(v []byte) (int32, bool) {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return 0, false
-	}
-	t, err := time.Parse(time.DateOnly, str(v))
-	if err != nil {
-		return 0, false
-	}
-	return int32(t.Unix() / 86400), true
-}
-
-// timestampLayouts are the forms a timestamp is read in: ISO 8601 with a T
-// or a space, fractions of a second, with or without a zone.
-var timestampLayouts = []string{
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02T15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999Z0700",
-	"2006-01-02 15:04:05.999999999-07",
-	"2006-01-02 15:04",
-	"2006-01-02T15:04",
-}
-
-func parseTimestamp(v []byte, unit arrow.TimeUnit) (int64, bool) {
-	if len(v) < 16 || v[4] != '-' || v[7] != '-' {
-		return 0, false
-	}
-	for _, l := range timestampLayouts {
-		if t, err := time.Parse(l, str(v)); err == nil {
-			ts, err := arrow.TimestampFromTime(t.UTC(), unit)
-			if err != nil {
-				return 0, false
-			}
-			return int64(ts), true
-		}
-	}
-	return 0, false
-}
-
 // column turns one CSV field a record into a builder's value. parse checks
 // a field and holds its value; commit appends what parse held, so that a
 // record whose later field fails leaves no value behind.
@@ -168,6 +163,12 @@ type column struct {
 	bits  int // of an integer type
 	// replace is Options.ReplaceInvalidUTF8, for string columns.
 	replace bool
+	// dateForm and tsForm are the orders of a date's fields the file's
+	// sample chose, for date and timestamp columns.
+	dateForm, tsForm guess
+	// inferred says the type came from the samples, not Options.Schema: a
+	// value that does not fit says how to read the column otherwise.
+	inferred bool
 
 	null bool
 	i    int64
@@ -182,14 +183,14 @@ func supported(t arrow.DataType) bool {
 	case arrow.BOOL, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
 		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
 		arrow.FLOAT32, arrow.FLOAT64, arrow.STRING, arrow.LARGE_STRING,
-		arrow.BINARY, arrow.LARGE_BINARY, arrow.DATE32, arrow.TIMESTAMP:
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
 		return true
 	}
 	return false
 }
 
 func newColumn(mem memory.Allocator, field int, typ arrow.DataType, nulls [][]byte) *column {
-	c := &column{field: field, typ: typ, b: array.NewBuilder(mem, typ), nulls: nulls}
+	c := &column{field: field, typ: typ, b: array.NewBuilder(mem, typ), nulls: nulls, dateForm: formYMD4, tsForm: formYMD4}
 	if fw, ok := typ.(arrow.FixedWidthDataType); ok {
 		c.bits = fw.BitWidth()
 	}
@@ -248,20 +249,17 @@ func (c *column) parse(v []byte, quoted bool) error {
 		c.s, ok = v, true
 	case arrow.DATE32:
 		var d int32
-		d, ok = parseDate(v)
+		d, ok = parseDate(v, c.dateForm)
 		c.i = int64(d)
 	case arrow.TIMESTAMP:
-		c.i, ok = parseTimestamp(v, c.typ.(*arrow.TimestampType).Unit)
-		if !ok {
-			var d int32
-			if d, ok = parseDate(v); ok {
-				t := time.Unix(int64(d)*86400, 0).UTC()
-				ts, err := arrow.TimestampFromTime(t, c.typ.(*arrow.TimestampType).Unit)
-				c.i, ok = int64(ts), err == nil
-			}
-		}
+		c.i, ok = parseTimestamp(v, c.tsForm, c.dateForm, c.typ.(*arrow.TimestampType).Unit)
+	case arrow.TIME64:
+		c.i, ok = parseTime(v, c.typ.(*arrow.Time64Type).Unit)
 	default:
 		return fmt.Errorf("type %s is not supported in text files", c.typ)
+	}
+	if !ok && c.inferred {
+		return fmt.Errorf("%q is not a valid %s (a type inferred from samples of the files: text.Options.Schema gives the column's type, string to read it as text)", clip(v), c.typ)
 	}
 	if !ok {
 		return fmt.Errorf("%q is not a valid %s", clip(v), c.typ)
@@ -308,6 +306,8 @@ func (c *column) commit() {
 		b.Append(arrow.Date32(c.i))
 	case *array.TimestampBuilder:
 		b.Append(arrow.Timestamp(c.i))
+	case *array.Time64Builder:
+		b.Append(arrow.Time64(c.i))
 	}
 }
 
@@ -317,4 +317,28 @@ func clip(v []byte) string {
 		return string(v[:61]) + "..."
 	}
 	return string(v)
+}
+
+// validUTF8 returns a JSON record whose strings and keys are valid UTF-8:
+// rec itself, or with each run of invalid bytes replaced by one U+FFFD if
+// replace; else an error saying where the first invalid byte is. The
+// whole record is checked at once: outside strings such bytes are a syntax
+// error in any case, and the check is cheap next to decoding.
+func validUTF8(rec []byte, replace bool) ([]byte, error) {
+	if utf8.Valid(rec) {
+		return rec, nil
+	}
+	if replace {
+		return []byte(strings.ToValidUTF8(string(rec), "\uFFFD")), nil
+	}
+	i := 0
+	for i < len(rec) {
+		r, n := utf8.DecodeRune(rec[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	lo := max(0, i-16)
+	return nil, fmt.Errorf("byte %d of the record is not valid UTF-8 (%q) (text.Options.ReplaceInvalidUTF8, --invalid-utf8 replace, reads it with U+FFFD)", i, clip(rec[lo:min(len(rec), i+16)]))
 }

@@ -271,8 +271,8 @@ type Case struct {
 
 func (c *Case) describe() string {
 	o := c.opts
-	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
-		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
+	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
+		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShuffleMemory, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
 		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency, o.PrefetchBatches, o.PrefetchWindows, o.PrefetchBytes, o.DropRemainder, o.EqualBatches)
 }
 
@@ -371,6 +371,13 @@ func Draw(vs Set, r Chooser) *Case {
 	// before reading (stream.Options.ShufflePasses refuses the others).
 	if k := pick(r, 1, 1, 2, 3, 4, 8); o.Shuffle && c.data.Known && c.filter.Expr == "" {
 		o.ShufflePasses = k
+	}
+	// The two largest windows sized in bytes instead (stream's
+	// ShuffleMemory) on half the cases whose plan can price a row (counts
+	// known, no filter), with no draw of their own: a seed's cases stay
+	// what they were but for that.
+	if o.ShuffleWindow >= 2000 && o.Seed%2 == 1 && c.data.Known && c.filter.Expr == "" {
+		o.ShuffleWindow, o.ShuffleMemory = 0, int64(o.ShuffleWindow)*40
 	}
 	c.opts = o
 	return c

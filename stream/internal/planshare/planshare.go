@@ -30,9 +30,7 @@ import (
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -81,6 +79,10 @@ type Options struct {
 	// ChunkBytes and ShuffleWindow size the chunks.
 	ChunkBytes    int64
 	ShuffleWindow int
+	// ShuffleMemory, if positive, sizes the window in decoded bytes
+	// instead of ShuffleWindow: the window is the rows that many bytes
+	// hold at the plan's RowBytes (Planned.ShuffleWindow).
+	ShuffleMemory int64
 }
 
 // planOptions are what the planner gets: the columns and filter, the
@@ -123,32 +125,17 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	return po, nil
 }
 
-// known are the names Options.Format reads with a driver of its own when
-// Options.Formats is empty.
-var known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
-
-// builtin is the default driver of a known name, or nil.
-func builtin(name string) formats.Format {
-	switch name = strings.ToLower(name); name {
-	case "parquet":
-		return parquet.Format{}
-	case "orc":
-		return orc.Format{}
-	}
-	return formats.Named(text.All(text.Options{}), name)
-}
-
 // Drivers are the drivers planning tries, given Options.Format and
 // Options.Formats: Formats, or Parquet where it is empty; with a Format,
 // Formats must have a driver of that name, and where it is empty the
-// Format's default driver (of known) is the one. It refuses a name that is
+// Format's built-in driver (package drivers) is the one. It refuses a name that is
 // neither known nor a driver's of Formats, listing the known ones, and a
 // known name that Formats, given, has no driver for: the two options would
 // say different things.
 func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 	if format == "" {
 		if len(fs) == 0 {
-			return []formats.Format{parquet.Format{}}, nil
+			return []formats.Format{drivers.Default()}, nil
 		}
 		return fs, nil
 	}
@@ -156,14 +143,14 @@ func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 		if formats.Named(fs, format) != nil {
 			return fs, nil
 		}
-		if builtin(format) != nil {
+		if drivers.Named(format) != nil {
 			return nil, fmt.Errorf("stream: Options.Format %q conflicts with Options.Formats, which has no %s driver (it has %s): add one to Options.Formats, or leave Options.Formats empty to read with the default %s driver", format, format, strings.Join(formats.Names(fs), ", "), format)
 		}
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(known, ", "), strings.Join(formats.Names(fs), ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(drivers.Names, ", "), strings.Join(formats.Names(fs), ", "))
 	}
-	b := builtin(format)
+	b := drivers.Named(format)
 	if b == nil {
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(known, ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(drivers.Names, ", "))
 	}
 	return []formats.Format{b}, nil
 }
@@ -220,6 +207,9 @@ type Planned struct {
 	ID string
 	// Filter is the filter's canonical text, "" without one.
 	Filter string
+	// ShuffleWindow is the window, in rows, the chunks were cut for:
+	// Options.ShuffleWindow, or the rows Options.ShuffleMemory holds.
+	ShuffleWindow int
 	// PlaceBytes is what PlaceBytes gives for the dataset's columns: the
 	// least a chunk cut from a row group holds, 0 where none is cut.
 	PlaceBytes int64
@@ -359,6 +349,12 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	if err != nil {
 		return Planned{}, err // it names the file and what is wrong with it
 	}
+	if o.ShuffleMemory > 0 {
+		if o.ShuffleWindow, err = windowRows(o.ShuffleMemory, data); err != nil {
+			data.Close()
+			return Planned{}, err
+		}
+	}
 	// Chunks hold at most a 256th of a window (chunksPerWindow), so that a
 	// shuffled window mixes rows from many places of the dataset where row
 	// groups are that small. A paged row group larger than cutWindows
@@ -371,7 +367,7 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 		co.CutRows = cutWindows * int64(o.ShuffleWindow)
 	}
 	chunks := split.Chunks(planFiles(data), co)
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), PlaceBytes: cut}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: o.ShuffleWindow, PlaceBytes: cut}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -391,7 +387,9 @@ func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object
 
 // describe is the shared plan of p, with the cache entries given.
 func describe(o Options, p Planned, cache []CacheEntry) *Object {
-	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: o.ShuffleWindow, Cache: cache}
+	// The window as rows, however it was given: the rows are what the
+	// chunks and the order are made of.
+	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache}
 	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
 		sp.Files = append(sp.Files, File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f)})
@@ -631,7 +629,7 @@ func renamed(o Options, data *formats.Scan) []string {
 	}
 	byName := o.Formats
 	if len(byName) == 0 {
-		byName = []formats.Format{parquet.Format{}}
+		byName = []formats.Format{drivers.Default()}
 	}
 	var out []string
 	for _, f := range data.Fragments {

@@ -1,0 +1,349 @@
+package parquet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
+)
+
+// A whole row group read decodes its flat columns of the common types
+// (top-level, not repeated; integers, dates, times, timestamps, floats,
+// booleans, strings and binaries) with flatdecode instead of arrow-go:
+// straight from the fetched chunk into the batch's Arrow buffers. Which
+// decoder reads a column chunk is decided before any of it is decoded
+// (flatdecode.Open reads all its page headers): anything else, and every
+// chunk flatdecode refuses, is arrow-go's, so the batches are those
+// arrow-go would have built, value for value and type for type.
+
+// fastChunks counts the column chunks flatdecode decoded, for the tests
+// that check the comparison with arrow-go is not empty.
+var fastChunks atomic.Int64
+
+// rowGroupRead reads rows [lo, hi) of row group rg: readRowGroup,
+// readPages, or a flatdecode read.
+type rowGroupRead func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error
+
+// chooseRead picks how row group rg is read: readPages for one fetched page
+// by page, otherwise readRowGroup, with flatdecode for the chunks it takes
+// unless arrowGo says not to.
+func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int) rowGroupRead {
+	switch {
+	case fe.paged[rg]:
+		return readPages
+	case arrowGo:
+		return readRowGroup
+	}
+	return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
+		cols, err := openColumns(ctx, fr, src, meta, rg, rows, leaves, mem)
+		if err != nil {
+			return err
+		}
+		if cols == nil {
+			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
+		}
+		defer cols.release()
+		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
+	}
+}
+
+// mixedColumns reads a row group's columns, each with flatdecode or
+// arrow-go.
+type mixedColumns struct {
+	schema *arrow.Schema // as arrow-go's record reader has it
+	fast   []*flatdecode.Reader
+	slow   []*pqarrow.ColumnReader // where fast is nil
+	batch  int64
+	mem    memory.Allocator
+}
+
+func (m *mixedColumns) release() {
+	for _, c := range m.slow {
+		if c != nil {
+			c.Release()
+		}
+	}
+}
+
+// openColumns opens a reader for each top-level field of leaves in row
+// group rg: flatdecode's where it takes the chunk, arrow-go's elsewhere. It
+// returns nil if flatdecode takes none.
+func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, leaves []int, mem memory.Allocator) (*mixedColumns, error) {
+	fields, err := fr.Manifest.GetFieldIndices(leaves)
+	if err != nil {
+		return nil, nil // arrow-go reports it
+	}
+	m := &mixedColumns{fast: make([]*flatdecode.Reader, len(fields)), slow: make([]*pqarrow.ColumnReader, len(fields))}
+	out := make([]arrow.Field, len(fields))
+	var slowLeaves []int
+	taken := false
+	for i, fidx := range fields {
+		sf := &fr.Manifest.Fields[fidx]
+		out[i] = *sf.Field
+		if r := openFlat(fr, src, meta, rg, rows, sf, mem); r != nil {
+			m.fast[i], taken = r, true
+			continue
+		}
+		for _, leaf := range leafIndices(sf, nil) {
+			if i := sort.SearchInts(leaves, leaf); i < len(leaves) && leaves[i] == leaf {
+				slowLeaves = append(slowLeaves, leaf)
+			}
+		}
+	}
+	if !taken {
+		return nil, nil
+	}
+	if len(slowLeaves) > 0 {
+		readers, _, err := fr.GetFieldReaders(ctx, slowLeaves, []int{rg})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
+		j := 0
+		for i := range fields {
+			if m.fast[i] != nil {
+				continue
+			}
+			if j == len(readers) {
+				for _, r := range readers {
+					r.Release()
+				}
+				return nil, fmt.Errorf("%w: %d column readers for %d fields", formats.ErrCorrupt, len(readers), len(fields))
+			}
+			m.slow[i] = readers[j]
+			out[i] = *readers[j].Field()
+			j++
+		}
+	}
+	m.schema = arrow.NewSchema(out, fr.Manifest.SchemaMeta)
+	m.batch, m.mem = fr.Props.BatchSize, mem
+	if m.batch <= 0 {
+		m.batch = rows
+	}
+	m.batch = max(m.batch, 1)
+	fastChunks.Add(int64(len(fields) - len(slowLeaves)))
+	return m, nil
+}
+
+// openFlat returns a flatdecode reader for field sf's chunk in row group
+// rg, or nil where the chunk is arrow-go's: a field that is not a flat
+// column of a type flatdecode builds as arrow-go does, one read as another
+// type (see readAs), a chunk not wholly in the fetched bytes, or one whose
+// pages Open refuses.
+func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) *flatdecode.Reader {
+	if !sf.IsLeaf() {
+		return nil
+	}
+	if _, ok := meta.convert[sf.Field.Name]; ok {
+		return nil
+	}
+	md := fr.ParquetReader().MetaData()
+	col := md.Schema.Column(sf.ColIndex)
+	if col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(col.PhysicalType()), sf.Field.Type) {
+		return nil
+	}
+	cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
+	if err != nil {
+		return nil
+	}
+	start, end := chunkSpan(cc)
+	chunk := src.span(start, end)
+	if chunk == nil {
+		return nil
+	}
+	r, err := flatdecode.Open(chunk, flatdecode.Column{
+		Name:     col.ColumnPath().String(),
+		Offset:   start,
+		Physical: flatdecode.Physical(col.PhysicalType()),
+		Type:     sf.Field.Type,
+		Optional: col.MaxDefinitionLevel() == 1,
+		Codec:    flatdecode.Codec(cc.Compression()),
+		Values:   cc.NumValues(),
+		Rows:     rows,
+		MaxPage:  cc.TotalUncompressedSize(),
+	}, mem)
+	if err != nil {
+		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)
+		return nil
+	}
+	return r
+}
+
+// span returns bytes [from, to) of the file if one prefetched span holds
+// them all (not a chunk fetched in part), or nil.
+func (r *chunkReader) span(from, to int64) []byte {
+	if r.partial[from] || from < 0 || to < from {
+		return nil
+	}
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > from }) - 1
+	if i < 0 {
+		return nil
+	}
+	sp := r.spans[i]
+	if to > sp.off+int64(len(sp.data)) {
+		return nil
+	}
+	return sp.data[from-sp.off : to-sp.off : to-sp.off]
+}
+
+// next decodes the row group's next n rows.
+func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
+	arrs := make([]arrow.Array, len(m.fast))
+	release := func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}
+	for i, f := range m.fast {
+		var err error
+		if f != nil {
+			if arrs[i], err = f.Next(int(n)); err != nil {
+				release()
+				return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			continue
+		}
+		chunked, err := m.slow[i].NextBatch(n)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+		}
+		arrs[i], err = oneArray(chunked, m.schema.Field(i).Type, m.mem)
+		chunked.Release()
+		if err != nil {
+			release()
+			return nil, err
+		}
+		if got := int64(arrs[i].Len()); got != n {
+			release()
+			return nil, &shortColumn{name: m.schema.Field(i).Name, got: got}
+		}
+	}
+	rec := array.NewRecordBatch(m.schema, arrs, n)
+	release()
+	return rec, nil
+}
+
+// shortColumn is an arrow-go column that gave fewer rows than a batch
+// asked of it.
+type shortColumn struct {
+	name string
+	got  int64
+}
+
+func (e *shortColumn) Error() string {
+	return fmt.Sprintf("column %q gave %d rows", e.name, e.got)
+}
+
+// oneArray makes one array of a chunked one, as arrow-go's record reader
+// does.
+func oneArray(c *arrow.Chunked, typ arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	switch chunks := c.Chunks(); len(chunks) {
+	case 0:
+		return array.MakeArrayOfNull(mem, typ, 0), nil
+	case 1:
+		chunks[0].Retain()
+		return chunks[0], nil
+	default:
+		return array.Concatenate(chunks, mem)
+	}
+}
+
+// read delivers rows [lo, hi) of the row group's rows rows, as
+// readRowGroup does.
+func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
+	pos, err := positions(m.schema, schema)
+	if err != nil {
+		return err
+	}
+	if err := m.skip(lo); err != nil {
+		return err
+	}
+	for at := lo; at < hi; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The batches start where arrow-go's do, at multiples of the batch
+		// size, so that the rows are delivered in the same batches.
+		n := min(m.batch-at%m.batch, hi-at)
+		rec, err := m.next(n)
+		if short, ok := err.(*shortColumn); ok {
+			// The flatdecode columns hold the row group's rows (Open counted
+			// them): arrow-go's ended early.
+			return fmt.Errorf("%w: columns that disagree on the number of rows: column %q ended after %d rows, the row group has %d", formats.ErrCorrupt, short.name, at+short.got, rows)
+		}
+		if err != nil {
+			return err
+		}
+		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		at += n
+		if err := yield(out); err != nil {
+			return err
+		}
+	}
+	if hi == rows {
+		return m.checkEnd(rows)
+	}
+	return nil
+}
+
+// skip passes over the row group's first n rows: flatdecode's columns
+// without decoding what they need not, arrow-go's by reading them.
+func (m *mixedColumns) skip(n int64) error {
+	for i, f := range m.fast {
+		if f != nil {
+			if err := f.Skip(n); err != nil {
+				return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			continue
+		}
+		for done := int64(0); done < n; {
+			chunked, err := m.slow[i].NextBatch(min(m.batch, n-done))
+			if err != nil {
+				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+			}
+			got := int64(chunked.Len())
+			chunked.Release()
+			if got == 0 {
+				return fmt.Errorf("%w: columns that disagree on the number of rows: column %q ended after %d rows", formats.ErrCorrupt, m.schema.Field(i).Name, done)
+			}
+			done += got
+		}
+	}
+	return nil
+}
+
+// checkEnd refuses a row group whose arrow-go columns hold more rows than
+// the footer's count, as readRowGroup does (flatdecode's hold exactly
+// that many, or Open refused them).
+func (m *mixedColumns) checkEnd(rows int64) error {
+	for _, c := range m.slow {
+		if c == nil {
+			continue
+		}
+		chunked, err := c.NextBatch(1)
+		if err != nil {
+			return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
+		}
+		more := chunked.Len()
+		chunked.Release()
+		if more > 0 {
+			return fmt.Errorf("%w: more rows than the footer's %d", formats.ErrCorrupt, rows)
+		}
+	}
+	return nil
+}

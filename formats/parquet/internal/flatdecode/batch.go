@@ -1,0 +1,557 @@
+package flatdecode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// loadPage makes the next data page the current one: decompressed, its
+// definition levels turned into validity bits, its values' decoder set up.
+func (r *Reader) loadPage() error {
+	if r.cur.buf != nil {
+		r.held = append(r.held, r.cur.buf)
+	}
+	if r.next >= len(r.pages) {
+		return fmt.Errorf("column %q: the pages end %d rows before the row group", r.col.Name, r.left)
+	}
+	ref := r.pages[r.next]
+	r.next++
+	r.cur = page{ref: ref, rows: int(ref.h.values)}
+	if err := r.setUp(ref); err != nil {
+		return r.pageErr(ref, err)
+	}
+	return nil
+}
+
+func (r *Reader) setUp(ref pageRef) error {
+	h := ref.h
+	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
+	var levels, values []byte
+	if h.typ == pageDataV2 {
+		levels = raw[:h.defLen]
+		v, buf, err := r.body(raw[h.defLen:], h.uncompressed-h.defLen, h.compressedV2)
+		if err != nil {
+			return err
+		}
+		values, r.cur.buf = v, buf
+	} else {
+		body, buf, err := r.body(raw, h.uncompressed, true)
+		if err != nil {
+			return err
+		}
+		r.cur.buf = buf
+		values = body
+		if r.col.Optional {
+			if len(body) < 4 {
+				return fmt.Errorf("definition levels: %w", errRunPastEnd)
+			}
+			n := binary.LittleEndian.Uint32(body)
+			if uint64(n) > uint64(len(body)-4) {
+				return fmt.Errorf("definition levels of %d bytes in a page of %d", n, len(body))
+			}
+			levels, values = body[4:4+n], body[4+n:]
+		}
+	}
+	rows := r.cur.rows
+	r.cur.nonNull = rows
+	if r.col.Optional {
+		r.valid = grow(r.valid, int(bitutil.BytesForBits(int64(rows))))
+		n, err := levelsBitmap(levels, rows, r.valid)
+		if err != nil {
+			return err
+		}
+		r.cur.nonNull = n
+	}
+	r.cur.values = values
+	return r.setUpValues(h.encoding, values, r.cur.nonNull)
+}
+
+// setUpValues checks that values can hold n values of encoding enc and
+// sets up their decoder.
+func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
+	switch enc {
+	case encPlain:
+		switch r.col.Physical {
+		case Boolean:
+			if n > len(values)*8 {
+				return fmt.Errorf("%d PLAIN booleans in %d bytes", n, len(values))
+			}
+		case ByteArray:
+			if n > len(values)/4 {
+				return fmt.Errorf("%d PLAIN byte arrays in %d bytes", n, len(values))
+			}
+		default:
+			if n > len(values)/r.pw {
+				return fmt.Errorf("%d PLAIN values in %d bytes", n, len(values))
+			}
+		}
+	case encByteStreamSplit:
+		if len(values) != n*r.pw {
+			return fmt.Errorf("%d BYTE_STREAM_SPLIT values in %d bytes", n, len(values))
+		}
+	case encDeltaBinaryPacked:
+		if err := r.cur.dl.init(values, uint(r.pw*8)); err != nil {
+			return err
+		}
+		if r.cur.dl.left < n {
+			return fmt.Errorf("%d DELTA_BINARY_PACKED values for %d", r.cur.dl.left, n)
+		}
+	case encPlainDictionary, encRLEDictionary:
+		if n == 0 {
+			return nil
+		}
+		if len(values) == 0 || values[0] > 32 {
+			return fmt.Errorf("dictionary indices without a bit width of at most 32")
+		}
+		r.cur.hy = hybrid{data: values[1:], width: uint(values[0])}
+	case encRLE: // booleans
+		if n == 0 {
+			return nil
+		}
+		if len(values) < 4 {
+			return errRunPastEnd
+		}
+		l := binary.LittleEndian.Uint32(values)
+		if uint64(l) > uint64(len(values)-4) {
+			return fmt.Errorf("RLE booleans of %d bytes in %d", l, len(values)-4)
+		}
+		r.cur.hy = hybrid{data: values[4 : 4+l], width: 1}
+	default:
+		return fmt.Errorf("encoding %d", enc)
+	}
+	return nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// alloc returns a buffer of n bytes from the read's allocator, with no
+// capacity past them.
+func (r *Reader) alloc(n int) *memory.Buffer {
+	if n == 0 {
+		return memory.NewBufferBytes(nil)
+	}
+	b := r.mem.Allocate(n)
+	return memory.NewBufferWithAllocator(b[:n:n], r.mem)
+}
+
+// Next decodes the next n rows into an array of the column's type.
+func (r *Reader) Next(n int) (arrow.Array, error) {
+	if n < 0 || int64(n) > r.left {
+		return nil, fmt.Errorf("column %q: %d rows asked for, %d left", r.col.Name, n, r.left)
+	}
+	var validity, data, offsets *memory.Buffer
+	release := func() {
+		for _, b := range []*memory.Buffer{validity, data, offsets} {
+			if b != nil {
+				b.Release()
+			}
+		}
+	}
+	var vbits []byte
+	if r.col.Optional {
+		validity = r.alloc(int(bitutil.BytesForBits(int64(n))))
+		vbits = validity.Bytes()
+		if len(vbits) > 0 {
+			vbits[len(vbits)-1] = 0
+		}
+	}
+	switch r.col.Physical {
+	case Boolean:
+		data = r.alloc(int(bitutil.BytesForBits(int64(n))))
+		if b := data.Bytes(); len(b) > 0 {
+			b[len(b)-1] = 0
+		}
+	case ByteArray:
+		offsets = r.alloc((n + 1) * r.width)
+	default:
+		data = r.alloc(n * r.width)
+	}
+	nonNull, err := r.fill(n, vbits, data, offsets)
+	if err == nil && offsets != nil {
+		data, err = r.copyBytes(nonNull)
+	}
+	r.free = append(r.free, r.held...)
+	clear(r.held)
+	r.held = r.held[:0]
+	if err != nil {
+		release()
+		return nil, err
+	}
+	r.left -= int64(n)
+	bufs := []*memory.Buffer{validity, data}
+	if offsets != nil {
+		bufs = []*memory.Buffer{validity, offsets, data}
+	}
+	d := array.NewData(r.col.Type, n, bufs, nil, n-nonNull, 0)
+	release()
+	defer d.Release()
+	return array.MakeFromData(d), nil
+}
+
+// fill decodes n rows, page by page, into the batch's buffers and returns
+// how many are not null.
+func (r *Reader) fill(n int, vbits []byte, data, offsets *memory.Buffer) (int, error) {
+	r.lens, r.idx, r.segs = r.lens[:0], r.idx[:0], r.segs[:0]
+	var total int64 // byte arrays: the batch's bytes so far
+	if offsets != nil {
+		r.putOffset(offsets.Bytes(), 0, 0)
+	}
+	nonNull := 0
+	for row := 0; row < n; {
+		if r.cur.pos == r.cur.rows {
+			if err := r.loadPage(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		k := min(n-row, r.cur.rows-r.cur.pos)
+		m := k
+		if vbits != nil {
+			bitutil.CopyBitmap(r.valid, r.cur.pos, k, vbits, row)
+			m = bitutil.CountSetBits(vbits, row, k)
+		}
+		if m > r.cur.nonNull-r.cur.taken {
+			return 0, r.pageErr(r.cur.ref, fmt.Errorf("more values than the page holds"))
+		}
+		var err error
+		switch r.col.Physical {
+		case Boolean:
+			err = r.booleans(data.Bytes(), vbits, row, k, m)
+		case ByteArray:
+			total, err = r.byteLengths(offsets.Bytes(), vbits, row, k, m, total)
+		default:
+			err = r.fixed(data.Bytes(), vbits, row, k, m)
+		}
+		if err != nil {
+			return 0, r.pageErr(r.cur.ref, err)
+		}
+		r.cur.pos += k
+		r.cur.taken += m
+		nonNull += m
+		row += k
+	}
+	return nonNull, nil
+}
+
+// fixed decodes m values into the slots of rows [row, row+k) of out, the
+// first m of them first, then spread over the rows that are not null.
+func (r *Reader) fixed(out, vbits []byte, row, k, m int) error {
+	w := r.width
+	dst := out[row*w : (row+m)*w]
+	if w != r.pw {
+		r.scratch = grow(r.scratch, m*r.pw)
+		dst = r.scratch
+	}
+	if err := r.physical(dst, m); err != nil {
+		return err
+	}
+	if w != r.pw {
+		narrow(out[row*w:(row+m)*w], w, dst)
+	}
+	if m < k {
+		spread(out, w, vbits, row, k, m)
+	}
+	return nil
+}
+
+// physical decodes the page's next m values into dst, m of the physical
+// width each.
+func (r *Reader) physical(dst []byte, m int) error {
+	pw, c := r.pw, &r.cur
+	switch c.ref.h.encoding {
+	case encPlain:
+		c.plainPos += copy(dst, c.values[c.plainPos:c.plainPos+m*pw])
+	case encByteStreamSplit:
+		stride := c.nonNull
+		for b := range pw {
+			stream := c.values[b*stride+c.taken : b*stride+c.taken+m]
+			for i, v := range stream {
+				dst[i*pw+b] = v
+			}
+		}
+	case encDeltaBinaryPacked:
+		r.u64 = grow(r.u64, m)
+		if err := c.dl.next(r.u64); err != nil {
+			return err
+		}
+		if pw == 4 {
+			for i, v := range r.u64 {
+				binary.LittleEndian.PutUint32(dst[4*i:], uint32(v))
+			}
+		} else {
+			for i, v := range r.u64 {
+				binary.LittleEndian.PutUint64(dst[8*i:], v)
+			}
+		}
+	default: // dictionary
+		r.u32 = grow(r.u32, m)
+		if err := c.hy.next(r.u32); err != nil {
+			return err
+		}
+		dict, count := r.dict.fixed, uint32(r.dict.count)
+		if pw == 4 {
+			for i, ix := range r.u32 {
+				if ix >= count {
+					return fmt.Errorf("dictionary index %d of %d values", ix, count)
+				}
+				copy(dst[4*i:4*i+4], dict[4*ix:4*ix+4])
+			}
+		} else {
+			for i, ix := range r.u32 {
+				if ix >= count {
+					return fmt.Errorf("dictionary index %d of %d values", ix, count)
+				}
+				copy(dst[8*i:8*i+8], dict[8*ix:8*ix+8])
+			}
+		}
+	}
+	return nil
+}
+
+// narrow writes INT32 values as w-byte integers, truncated.
+func narrow(out []byte, w int, src []byte) {
+	for i := range len(src) / 4 {
+		v := binary.LittleEndian.Uint32(src[4*i:])
+		if w == 1 {
+			out[i] = byte(v)
+		} else {
+			binary.LittleEndian.PutUint16(out[2*i:], uint16(v))
+		}
+	}
+}
+
+// spread moves the m values at the start of rows [row, row+k) of out to
+// the rows vbits marks valid, from the last back, and zeroes the null
+// slots.
+func spread(out []byte, w int, vbits []byte, row, k, m int) {
+	j := m - 1
+	for i := k - 1; i > j; i-- {
+		slot := out[(row+i)*w : (row+i+1)*w]
+		if bitutil.BitIsSet(vbits, row+i) {
+			copy(slot, out[(row+j)*w:(row+j+1)*w])
+			j--
+		} else {
+			clear(slot)
+		}
+	}
+}
+
+// booleans decodes m booleans into the bits of rows [row, row+k) of out.
+func (r *Reader) booleans(out, vbits []byte, row, k, m int) error {
+	c := &r.cur
+	r.scratch = grow(r.scratch, m)
+	if c.ref.h.encoding == encPlain {
+		for i := range m {
+			r.scratch[i] = (c.values[(c.plainPos+i)>>3] >> ((c.plainPos + i) & 7)) & 1
+		}
+		c.plainPos += m
+	} else {
+		r.u32 = grow(r.u32, m)
+		if err := c.hy.next(r.u32); err != nil {
+			return err
+		}
+		for i, v := range r.u32 {
+			r.scratch[i] = byte(v)
+		}
+	}
+	j := 0
+	for i := range k {
+		if vbits == nil || bitutil.BitIsSet(vbits, row+i) {
+			bitutil.SetBitTo(out, row+i, r.scratch[j] != 0)
+			j++
+		} else {
+			bitutil.ClearBit(out, row+i)
+		}
+	}
+	return nil
+}
+
+// byteLengths takes m byte-array values for rows [row, row+k): their
+// lengths give the rows' offsets, and a segment records where their bytes
+// are, copied by copyBytes once the batch's total is known.
+func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (int64, error) {
+	c := &r.cur
+	first := len(r.lens)
+	if c.ref.h.encoding == encPlain {
+		pos := c.plainPos
+		for range m {
+			if len(c.values)-pos < 4 {
+				return 0, errRunPastEnd
+			}
+			l := int64(binary.LittleEndian.Uint32(c.values[pos:]))
+			pos += 4
+			if l > int64(len(c.values)-pos) {
+				return 0, errRunPastEnd
+			}
+			r.lens = append(r.lens, l)
+			pos += int(l)
+		}
+		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m})
+		c.plainPos = pos
+	} else {
+		r.u32 = grow(r.u32, m)
+		if err := c.hy.next(r.u32); err != nil {
+			return 0, err
+		}
+		count := uint32(r.dict.count)
+		for _, ix := range r.u32 {
+			if ix >= count {
+				return 0, fmt.Errorf("dictionary index %d of %d values", ix, count)
+			}
+			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]))
+		}
+		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true})
+		r.idx = append(r.idx, r.u32...)
+	}
+	lens := r.lens[first:]
+	limit := int64(math.MaxInt64)
+	if r.width == 4 {
+		limit = math.MaxInt32
+	}
+	j := 0
+	for i := range k {
+		if vbits == nil || bitutil.BitIsSet(vbits, row+i) {
+			total += lens[j]
+			j++
+		}
+		if total > limit {
+			return 0, fmt.Errorf("a batch's values exceed %d bytes", limit)
+		}
+		r.putOffset(offs, row+i+1, total)
+	}
+	return total, nil
+}
+
+func (r *Reader) putOffset(offs []byte, i int, v int64) {
+	if r.width == 4 {
+		binary.LittleEndian.PutUint32(offs[4*i:], uint32(v))
+	} else {
+		binary.LittleEndian.PutUint64(offs[8*i:], uint64(v))
+	}
+}
+
+// copyBytes allocates the batch's value bytes and copies them in.
+func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
+	var total int64
+	for _, l := range r.lens[:nonNull] {
+		total += l
+	}
+	buf := r.alloc(int(total))
+	out := buf.Bytes()
+	at := 0
+	for _, s := range r.segs {
+		if s.fromDict {
+			for _, ix := range r.idx[s.from : s.from+s.n] {
+				at += copy(out[at:], r.dict.data[r.dict.offs[ix]:r.dict.offs[ix+1]])
+			}
+			continue
+		}
+		pos := s.from
+		for range s.n {
+			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
+			at += copy(out[at:], s.data[pos+4:pos+4+l])
+			pos += 4 + l
+		}
+	}
+	return buf, nil
+}
+
+// Skip passes over the next n rows without building them. Pages it passes
+// over whole are not even decompressed.
+func (r *Reader) Skip(n int64) error {
+	if n < 0 || n > r.left {
+		return fmt.Errorf("column %q: %d rows to skip, %d left", r.col.Name, n, r.left)
+	}
+	defer func() {
+		r.free = append(r.free, r.held...)
+		clear(r.held)
+		r.held = r.held[:0]
+	}()
+	for n > 0 {
+		if r.cur.pos == r.cur.rows {
+			if r.next < len(r.pages) && r.pages[r.next].h.values <= n {
+				if r.cur.buf != nil {
+					r.held = append(r.held, r.cur.buf)
+				}
+				ref := r.pages[r.next]
+				r.next++
+				r.cur = page{ref: ref, rows: int(ref.h.values), pos: int(ref.h.values)}
+				n -= ref.h.values
+				r.left -= ref.h.values
+				continue
+			}
+			if err := r.loadPage(); err != nil {
+				return err
+			}
+			continue
+		}
+		k := int(min(n, int64(r.cur.rows-r.cur.pos)))
+		m := k
+		if r.col.Optional {
+			m = bitutil.CountSetBits(r.valid, r.cur.pos, k)
+		}
+		if m > r.cur.nonNull-r.cur.taken {
+			return r.pageErr(r.cur.ref, fmt.Errorf("more values than the page holds"))
+		}
+		if err := r.skipValues(m); err != nil {
+			return r.pageErr(r.cur.ref, err)
+		}
+		r.cur.pos += k
+		r.cur.taken += m
+		n -= int64(k)
+		r.left -= int64(k)
+	}
+	return nil
+}
+
+// skipValues passes over the current page's next m values.
+func (r *Reader) skipValues(m int) error {
+	c := &r.cur
+	const chunk = 4096
+	switch enc := c.ref.h.encoding; {
+	case enc == encByteStreamSplit:
+	case enc == encPlain && r.col.Physical == Boolean:
+		c.plainPos += m
+	case enc == encPlain && r.col.Physical == ByteArray:
+		pos := c.plainPos
+		for range m {
+			if len(c.values)-pos < 4 {
+				return errRunPastEnd
+			}
+			l := int(binary.LittleEndian.Uint32(c.values[pos:]))
+			if l < 0 || l > len(c.values)-pos-4 {
+				return errRunPastEnd
+			}
+			pos += 4 + l
+		}
+		c.plainPos = pos
+	case enc == encPlain:
+		c.plainPos += m * r.pw
+	case enc == encDeltaBinaryPacked:
+		r.u64 = grow(r.u64, min(m, chunk))
+		for done := 0; done < m; done += chunk {
+			if err := c.dl.next(r.u64[:min(chunk, m-done)]); err != nil {
+				return err
+			}
+		}
+	default: // dictionary indices, RLE booleans
+		r.u32 = grow(r.u32, min(m, chunk))
+		for done := 0; done < m; done += chunk {
+			if err := c.hy.next(r.u32[:min(chunk, m-done)]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

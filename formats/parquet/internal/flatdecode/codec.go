@@ -1,0 +1,127 @@
+package flatdecode
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Codec is a column chunk's compression, numbered as parquet.thrift numbers
+// CompressionCodec. Only those Decompress knows are taken on; LZ4 (the
+// Hadoop framing, which arrow-go does not read either), LZO and Brotli are
+// left to arrow-go.
+type Codec int
+
+// The codecs the decoder reads.
+const (
+	Uncompressed Codec = 0
+	Snappy       Codec = 1
+	Gzip         Codec = 2
+	Zstd         Codec = 6
+	LZ4Raw       Codec = 7
+)
+
+// Known reports whether the decoder reads c.
+func (c Codec) Known() bool {
+	switch c {
+	case Uncompressed, Snappy, Gzip, Zstd, LZ4Raw:
+		return true
+	}
+	return false
+}
+
+// zstdDecoder decodes zstd blocks for every reader: DecodeAll is safe
+// for concurrent use, and a decoder's tables are worth keeping.
+var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxPage))
+})
+
+// maxPage bounds a page's uncompressed size: a header claiming more is
+// left to arrow-go rather than allocated for.
+const maxPage = 1 << 30
+
+// decompress decodes src, compressed with c, into dst, which has the
+// page's uncompressed size: a page that decodes to any other size is
+// corrupt.
+func decompress(c Codec, dst, src []byte) error {
+	var n int
+	switch c {
+	case Uncompressed:
+		if len(src) != len(dst) {
+			return fmt.Errorf("%d bytes where the header says %d", len(src), len(dst))
+		}
+		copy(dst, src)
+		return nil
+	case Snappy:
+		if len(src) == 0 {
+			// An empty values section of a page holding only nulls, which
+			// some writers store as no bytes at all.
+			n = 0
+			break
+		}
+		size, err := snappy.DecodedLen(src)
+		if err != nil {
+			return fmt.Errorf("snappy: %w", err)
+		}
+		if size != len(dst) {
+			return fmt.Errorf("snappy block of %d bytes where the header says %d", size, len(dst))
+		}
+		out, err := snappy.Decode(dst, src)
+		if err != nil {
+			return fmt.Errorf("snappy: %w", err)
+		}
+		n = len(out)
+	case Zstd:
+		d, err := zstdDecoder()
+		if err != nil {
+			return err
+		}
+		out, err := d.DecodeAll(src, dst[:0:len(dst)])
+		if err != nil {
+			return fmt.Errorf("zstd: %w", err)
+		}
+		if len(out) > 0 && &out[0] != &dst[0] {
+			return fmt.Errorf("zstd block larger than the header's %d bytes", len(dst))
+		}
+		n = len(out)
+	case LZ4Raw:
+		if len(dst) == 0 {
+			n = 0
+			break
+		}
+		m, err := lz4.UncompressBlock(src, dst)
+		if err != nil {
+			return fmt.Errorf("lz4: %w", err)
+		}
+		n = m
+	case Gzip:
+		zr, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		m, err := io.ReadFull(zr, dst)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		if m == len(dst) {
+			var one [1]byte
+			if k, _ := zr.Read(one[:]); k > 0 {
+				return fmt.Errorf("gzip stream longer than the header's %d bytes", len(dst))
+			}
+		}
+		n = m
+	default:
+		return fmt.Errorf("compression codec %d", c)
+	}
+	if n != len(dst) {
+		return fmt.Errorf("decompressed to %d bytes where the header says %d", n, len(dst))
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package flatdecode
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+var physicalOf = map[string]Physical{"b": Boolean, "i32": Int32, "i64": Int64, "f32": Float, "f64": Double, "s": ByteArray}
+
+// sampleChunk is a column chunk written by arrow-go, as a fuzz seed.
+type sampleChunk struct {
+	col   Column
+	chunk []byte
+}
+
+// sampleChunks writes a small file of one column of each physical type,
+// nullable, in encoding enc and codec, and returns its column chunks.
+func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 bool) []sampleChunk {
+	mem := memory.DefaultAllocator
+	fields := []arrow.Field{
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}
+	const rows = 300
+	bld := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+	defer bld.Release()
+	for i := range rows {
+		if i%7 == 3 {
+			for j := range fields {
+				bld.Field(j).AppendNull()
+			}
+			continue
+		}
+		bld.Field(0).(*array.BooleanBuilder).Append(i%3 == 0)
+		bld.Field(1).(*array.Int32Builder).Append(int32(i * i % 50))
+		bld.Field(2).(*array.Int64Builder).Append(int64(i) << 33)
+		bld.Field(3).(*array.Float32Builder).Append(float32(i % 9))
+		bld.Field(4).(*array.Float64Builder).Append(float64(i) / 3)
+		bld.Field(5).(*array.StringBuilder).Append(strings.Repeat("x", i%5))
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	version := pq.DataPageV1
+	if v2 {
+		version = pq.DataPageV2
+	}
+	opts := []pq.WriterProperty{pq.WithCompression(codec), pq.WithDataPageVersion(version), pq.WithDataPageSize(200), pq.WithBatchSize(50)}
+	if enc == pq.Encodings.RLEDict {
+		opts = append(opts, pq.WithDictionaryDefault(true))
+	} else {
+		opts = append(opts, pq.WithDictionaryDefault(false))
+		for _, fl := range fields {
+			if encodes(physicalOf[fl.Name], int64(enc)) {
+				opts = append(opts, pq.WithEncodingFor(fl.Name, enc))
+			}
+		}
+	}
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, pq.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	md := pf.MetaData()
+	var out []sampleChunk
+	for c := range md.Schema.NumColumns() {
+		cc, err := md.RowGroup(0).ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+			start = min(start, cc.DictionaryPageOffset())
+		}
+		col := Column{Name: fields[c].Name, Offset: start, Physical: Physical(md.Schema.Column(c).PhysicalType()), Type: fields[c].Type,
+			Optional: true, Codec: Codec(cc.Compression()), Values: cc.NumValues(), Rows: rows, MaxPage: cc.TotalUncompressedSize()}
+		out = append(out, sampleChunk{col: col, chunk: bytes.Clone(buf.Bytes()[start : start+cc.TotalCompressedSize()])})
+	}
+	return out
+}
+
+// decodeAll reads every row of chunk in batches of batch rows and
+// releases them; errors must name the column and the page.
+func decodeAll(t *testing.T, chunk []byte, col Column, batch int) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer func() {
+		if n := mem.CurrentAlloc(); n != 0 {
+			t.Fatalf("%d bytes outstanding", n)
+		}
+	}()
+	r, err := Open(chunk[:len(chunk):len(chunk)], col, mem)
+	if err != nil {
+		return
+	}
+	for i := 0; r.Rows() > 0; i++ {
+		if i%3 == 1 {
+			// Every third batch is skipped, not built.
+			if err := r.Skip(min(int64(batch), r.Rows())); err != nil {
+				if !strings.Contains(err.Error(), "column ") || !strings.Contains(err.Error(), "page ") {
+					t.Fatalf("error names no column and page: %v", err)
+				}
+				return
+			}
+			continue
+		}
+		a, err := r.Next(int(min(int64(batch), r.Rows())))
+		if err != nil {
+			if !strings.Contains(err.Error(), "column ") || !strings.Contains(err.Error(), "page ") {
+				t.Fatalf("error names no column and page: %v", err)
+			}
+			return
+		}
+		if err := array.ValidateFull(a); err != nil {
+			t.Fatalf("invalid array: %v", err)
+		}
+		a.Release()
+	}
+}
+
+// FuzzChunk feeds column chunks, valid ones mutated, to the whole decoder:
+// page headers, codecs, levels and every value encoding. No input may
+// panic, read outside its bytes or leave Arrow memory outstanding.
+func FuzzChunk(f *testing.F) {
+	type seed struct {
+		enc   pq.Encoding
+		codec compress.Compression
+		v2    bool
+	}
+	for _, s := range []seed{
+		{pq.Encodings.Plain, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.RLEDict, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.RLEDict, compress.Codecs.Snappy, true},
+		{pq.Encodings.DeltaBinaryPacked, compress.Codecs.Uncompressed, true},
+		{pq.Encodings.ByteStreamSplit, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.RLE, compress.Codecs.Zstd, true},
+		{pq.Encodings.Plain, compress.Codecs.Gzip, false},
+		{pq.Encodings.Plain, compress.Codecs.Lz4Raw, true},
+	} {
+		for _, c := range sampleChunks(f, s.enc, s.codec, s.v2) {
+			if !encodes(c.col.Physical, int64(s.enc)) && s.enc != pq.Encodings.RLEDict {
+				continue
+			}
+			f.Add(c.chunk, uint8(c.col.Physical), uint8(c.col.Codec), uint16(c.col.Rows), true, uint8(37))
+		}
+	}
+	types := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int8, Int64: arrow.FixedWidthTypes.Timestamp_us,
+		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeBinary}
+	f.Fuzz(func(t *testing.T, chunk []byte, phys, codec uint8, rows uint16, optional bool, batch uint8) {
+		typ, ok := types[Physical(phys)]
+		if !ok {
+			return
+		}
+		col := Column{Name: "c", Physical: Physical(phys), Type: typ, Optional: optional, Codec: Codec(codec), Values: int64(rows), Rows: int64(rows), MaxPage: 1 << 20}
+		decodeAll(t, chunk, col, int(batch)+1)
+	})
+}
+
+// FuzzLevels decodes definition levels into validity bits.
+func FuzzLevels(f *testing.F) {
+	f.Add([]byte{0x03, 0xff, 0x10, 0x01}, uint16(20))
+	f.Add([]byte{0x06, 0x01}, uint16(3))
+	f.Fuzz(func(t *testing.T, data []byte, n uint16) {
+		dst := make([]byte, (int(n)+7)/8)
+		set, err := levelsBitmap(data[:len(data):len(data)], int(n), dst)
+		if err == nil && (set < 0 || set > int(n)) {
+			t.Fatalf("%d set of %d", set, n)
+		}
+	})
+}
+
+// FuzzHybrid decodes RLE / bit-packed hybrid values: dictionary indices.
+func FuzzHybrid(f *testing.F) {
+	f.Add([]byte{0x03, 0x88, 0xc6, 0xfa}, uint8(3), uint16(8))
+	f.Add([]byte{0x08, 0x05}, uint8(4), uint16(4))
+	f.Fuzz(func(t *testing.T, data []byte, width uint8, n uint16) {
+		if width > 32 {
+			return
+		}
+		h := newHybrid(data[:len(data):len(data)], uint(width))
+		dst := make([]uint32, n)
+		if err := h.next(dst); err == nil && width < 32 {
+			for _, v := range dst {
+				if v>>width != 0 {
+					t.Fatalf("value %d wider than %d bits", v, width)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDelta decodes DELTA_BINARY_PACKED integers.
+func FuzzDelta(f *testing.F) {
+	var seed []byte
+	for _, v := range []uint64{128, 4, 5, 2} {
+		seed = binary.AppendUvarint(seed, v)
+	}
+	seed = append(seed, 0x02, 3, 0, 0, 0, 0xff, 0xff, 0xff, 0xff)
+	f.Add(seed, false, uint16(5))
+	f.Fuzz(func(t *testing.T, data []byte, is32 bool, n uint16) {
+		var d delta
+		bits := uint(64)
+		if is32 {
+			bits = 32
+		}
+		if err := d.init(data[:len(data):len(data)], bits); err != nil {
+			return
+		}
+		_ = d.next(make([]uint64, min(int(n), d.left)))
+	})
+}
+
+// FuzzValues decodes a page's values section alone, in each encoding, for
+// each physical type: PLAIN, BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED,
+// dictionary indices and RLE booleans.
+func FuzzValues(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}, uint8(1), uint8(0), uint16(3), uint8(2))
+	f.Add([]byte{2, 3, 0x10}, uint8(6), uint8(8), uint16(4), uint8(1))
+	f.Fuzz(func(t *testing.T, values []byte, phys, enc uint8, n uint16, batch uint8) {
+		p := Physical(phys)
+		typ, ok := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int32, Int64: arrow.PrimitiveTypes.Int64,
+			Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.Binary}[p]
+		if !ok || !encodes(p, int64(enc)) {
+			return
+		}
+		// An uncompressed DATA_PAGE_V2 of one required column, with a
+		// dictionary of three values where it is dictionary encoded.
+		var chunk []byte
+		if enc == encPlainDictionary || enc == encRLEDictionary {
+			dict := dictionaryBytes(p)
+			chunk = append(chunk, pageHeaderBytes(pageDictionary, len(dict), 3, encPlain)...)
+			chunk = append(chunk, dict...)
+		}
+		chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), int(n), int(enc))...)
+		chunk = append(chunk, values...)
+		col := Column{Name: "v", Physical: p, Type: typ, Values: int64(n), Rows: int64(n), MaxPage: 1 << 20}
+		decodeAll(t, chunk, col, int(batch)+1)
+	})
+}
+
+func dictionaryBytes(p Physical) []byte {
+	switch p {
+	case ByteArray:
+		return []byte{1, 0, 0, 0, 'a', 0, 0, 0, 0, 2, 0, 0, 0, 'b', 'c'}
+	default:
+		return make([]byte, 3*physWidth(p))
+	}
+}
+
+// pageHeaderBytes encodes a PageHeader in Thrift's compact protocol.
+func pageHeaderBytes(typ, size, values, enc int) []byte {
+	zz := func(v int) []byte { return binary.AppendUvarint(nil, uint64(int64(v)<<1^int64(v)>>63)) }
+	var b []byte
+	field := func(delta, t byte, v int) {
+		b = append(b, delta<<4|t)
+		b = append(b, zz(v)...)
+	}
+	field(1, tI32, typ)
+	field(1, tI32, size)
+	field(1, tI32, size)
+	if typ == pageDictionary {
+		b = append(b, 4<<4|tStruct) // field 7
+		field(1, tI32, values)
+		field(1, tI32, enc)
+		b = append(b, tStop)
+	} else {
+		b = append(b, 5<<4|tStruct) // field 8
+		field(1, tI32, values)      // num_values
+		field(1, tI32, 0)           // num_nulls
+		field(1, tI32, values)      // num_rows
+		field(1, tI32, enc)
+		field(1, tI32, 0) // definition_levels_byte_length
+		field(1, tI32, 0) // repetition_levels_byte_length
+		b = append(b, 1<<4|tFalse)
+		b = append(b, tStop)
+	}
+	return append(b, tStop)
+}
+
+// TestSamples decodes the fuzz seeds and checks them against arrow-go.
+func TestSamples(t *testing.T) {
+	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit} {
+		for _, c := range sampleChunks(t, enc, compress.Codecs.Snappy, false) {
+			if _, err := Open(c.chunk, c.col, memory.DefaultAllocator); err != nil && (encodes(c.col.Physical, int64(enc)) || enc == pq.Encodings.RLEDict && c.col.Physical != Boolean) {
+				t.Errorf("%s %s: %v", enc, c.col.Name, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package flatdecode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Physical is a Parquet physical type, numbered as parquet.thrift numbers
+// Type.
+type Physical int
+
+// The physical types the decoder reads.
+const (
+	Boolean   Physical = 0
+	Int32     Physical = 1
+	Int64     Physical = 2
+	Float     Physical = 4
+	Double    Physical = 5
+	ByteArray Physical = 6
+)
+
+// Column describes one column chunk to decode.
+type Column struct {
+	// Name and Offset (the chunk's first byte in the file) are what errors
+	// name.
+	Name   string
+	Offset int64
+	// Physical is the column's physical type and Type the Arrow type its
+	// arrays are to have: Supports says which pairs the decoder builds.
+	Physical Physical
+	Type     arrow.DataType
+	// Optional is a maximum definition level of 1 (else 0).
+	Optional bool
+	Codec    Codec
+	// Values is the chunk's num_values and Rows its row group's num_rows:
+	// for a flat column they are equal, or the chunk is not taken on.
+	Values, Rows int64
+	// MaxPage bounds the uncompressed size of a page (the chunk's
+	// total_uncompressed_size is one): a chunk with a page header that
+	// claims more is not taken on, rather than allocated for. At most 1 GiB.
+	MaxPage int64
+}
+
+// ErrUnsupported is what Open returns (wrapped, with the reason) for a
+// chunk it does not take on.
+var ErrUnsupported = errors.New("flatdecode: not a chunk this decoder reads")
+
+// Supports reports whether arrays of type t are built from values of
+// physical type p, as arrow-go builds them: the same bits, or (INT32 into
+// 8- and 16-bit integers) truncated as a Go conversion truncates. Extension
+// and dictionary types are not.
+func Supports(p Physical, t arrow.DataType) bool {
+	_, ok := widthOf(p, t)
+	return ok
+}
+
+// widthOf is the bytes per value of t's data buffer (per offset, for
+// strings and binaries).
+func widthOf(p Physical, t arrow.DataType) (int, bool) {
+	switch p {
+	case Boolean:
+		return 0, t.ID() == arrow.BOOL
+	case Int32:
+		switch t.ID() {
+		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+			return 4, true
+		case arrow.INT16, arrow.UINT16:
+			return 2, true
+		case arrow.INT8, arrow.UINT8:
+			return 1, true
+		}
+	case Int64:
+		switch t.ID() {
+		case arrow.INT64, arrow.UINT64, arrow.TIME64:
+			return 8, true
+		case arrow.TIMESTAMP:
+			switch t.(*arrow.TimestampType).Unit {
+			case arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond:
+				return 8, true
+			}
+		}
+	case Float:
+		return 4, t.ID() == arrow.FLOAT32
+	case Double:
+		return 8, t.ID() == arrow.FLOAT64
+	case ByteArray:
+		switch t.ID() {
+		case arrow.STRING, arrow.BINARY:
+			return 4, true
+		case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+			return 8, true
+		}
+	}
+	return 0, false
+}
+
+// physWidth is the bytes of a PLAIN fixed-width value of p.
+func physWidth(p Physical) int {
+	switch p {
+	case Int32, Float:
+		return 4
+	case Int64, Double:
+		return 8
+	}
+	return 0
+}
+
+// encodes reports whether the decoder reads values of p in encoding enc.
+func encodes(p Physical, enc int64) bool {
+	switch enc {
+	case encPlain:
+		return true
+	case encPlainDictionary, encRLEDictionary:
+		return p != Boolean
+	case encRLE:
+		return p == Boolean
+	case encDeltaBinaryPacked:
+		return p == Int32 || p == Int64
+	case encByteStreamSplit:
+		return p == Int32 || p == Int64 || p == Float || p == Double
+	}
+	return false
+}
+
+// pageRef is a data page of the chunk: its header and where its body
+// starts.
+type pageRef struct {
+	h     pageHeader
+	at    int // the header's offset in the chunk
+	body  int
+	index int // the page's number in the chunk, dictionary included
+}
+
+// dictionary is a chunk's decoded dictionary page.
+type dictionary struct {
+	count int
+	fixed []byte   // count values of the physical width
+	offs  []uint32 // byte arrays: count+1 offsets into data
+	data  []byte
+}
+
+// Reader decodes one column chunk, a batch of rows at a time.
+type Reader struct {
+	col   Column
+	mem   memory.Allocator
+	chunk []byte
+	pages []pageRef
+	next  int   // the next page to load
+	left  int64 // rows not yet read
+	width int   // of the Arrow data buffer's values (offsets for byte arrays)
+	pw    int   // of a PLAIN fixed-width value
+	dict  dictionary
+
+	cur page
+
+	// Scratch, kept between batches.
+	free, held [][]byte // decompression buffers; held: in use by this batch
+	valid      []byte   // the current page's validity bits
+	scratch    []byte
+	u32        []uint32
+	u64        []uint64
+	lens       []int64
+	idx        []uint32
+	segs       []segment
+}
+
+// page is the state of the page being read.
+type page struct {
+	ref      pageRef
+	rows     int // rows (levels) in the page
+	pos      int // rows taken
+	nonNull  int // values in the page
+	taken    int // values taken
+	values   []byte
+	buf      []byte // the decompression buffer that holds values, if any
+	plainPos int    // PLAIN: the next value's byte (bit, for booleans)
+	hy       hybrid
+	dl       delta
+}
+
+// segment is a run of byte-array values of one page taken into a batch,
+// copied once the batch's total size is known.
+type segment struct {
+	data     []byte // PLAIN: the page's values
+	from, n  int    // PLAIN: byte offset of the first; dictionary: index into idx
+	fromDict bool
+}
+
+// Open checks the page headers of chunk (the whole column chunk) and
+// returns a Reader for it, or an error wrapping ErrUnsupported if any part
+// of it is not of a shape the decoder reads: the chunk is then arrow-go's
+// to decode. The dictionary, if any, is decoded here.
+func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
+	unsupported := func(format string, args ...any) (*Reader, error) {
+		return nil, fmt.Errorf("%w: column %q: %s", ErrUnsupported, col.Name, fmt.Sprintf(format, args...))
+	}
+	w, ok := widthOf(col.Physical, col.Type)
+	if !ok {
+		return unsupported("%s from physical type %d", col.Type, col.Physical)
+	}
+	if !col.Codec.Known() {
+		return unsupported("compression codec %d", col.Codec)
+	}
+	if col.Values != col.Rows || col.Rows < 0 {
+		return unsupported("%d values in %d rows", col.Values, col.Rows)
+	}
+	r := &Reader{col: col, mem: mem, chunk: chunk, left: col.Rows, width: w, pw: physWidth(col.Physical)}
+	var seen int64
+	dictAt := -1
+	for at, index := 0, 0; seen < col.Values; index++ {
+		if at >= len(chunk) {
+			return unsupported("the chunk ends after %d of its %d values", seen, col.Values)
+		}
+		h, err := parseHeader(chunk[at:])
+		if err != nil {
+			return unsupported("page %d: header: %v", index, err)
+		}
+		body := at + h.size
+		if h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > min(col.MaxPage, maxPage) || h.compressed > int64(len(chunk)-body) {
+			return unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+		}
+		ref := pageRef{h: h, at: at, body: body, index: index}
+		switch h.typ {
+		case pageDictionary:
+			if dictAt >= 0 || len(r.pages) > 0 || !h.hasDict || col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
+				return unsupported("page %d: a dictionary page of a kind not read", index)
+			}
+			dictAt = at
+			if err := r.readDictionary(ref); err != nil {
+				return unsupported("page %d: dictionary: %v", index, err)
+			}
+		case pageData:
+			if !h.hasData || h.values < 0 || !encodes(col.Physical, h.encoding) || (col.Optional && h.defEnc != encRLE) {
+				return unsupported("page %d: a DATA_PAGE of a kind not read", index)
+			}
+			seen += h.values
+		case pageDataV2:
+			if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(col.Physical, h.encoding) {
+				return unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
+			}
+			seen += h.values
+		default:
+			// Index pages and pages of kinds to come: arrow-go skips them.
+		}
+		if h.typ == pageData || h.typ == pageDataV2 {
+			if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && dictAt < 0 {
+				return unsupported("page %d: dictionary indices without a dictionary", index)
+			}
+			r.pages = append(r.pages, ref)
+		}
+		at = body + int(h.compressed)
+	}
+	if seen != col.Values {
+		return unsupported("pages of %d values in a chunk of %d", seen, col.Values)
+	}
+	return r, nil
+}
+
+// Rows is how many rows are left to read.
+func (r *Reader) Rows() int64 { return r.left }
+
+// pageErr names the column and page of a decoding error.
+func (r *Reader) pageErr(ref pageRef, err error) error {
+	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, r.col.Offset+int64(ref.at), err)
+}
+
+// buffer returns a decompression buffer of n bytes, held until the batch
+// ends.
+func (r *Reader) buffer(n int) []byte {
+	for i, b := range r.free {
+		if cap(b) >= n {
+			r.free[i] = r.free[len(r.free)-1]
+			r.free = r.free[:len(r.free)-1]
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// body returns the page's uncompressed bytes from raw, compressed as the
+// chunk is (compressed false: not at all).
+func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, error) {
+	if !compressed || r.col.Codec == Uncompressed {
+		if int64(len(raw)) != size {
+			return nil, nil, fmt.Errorf("%d bytes where the header says %d", len(raw), size)
+		}
+		return raw, nil, nil
+	}
+	buf := r.buffer(int(size))
+	if err := decompress(r.col.Codec, buf, raw); err != nil {
+		r.free = append(r.free, buf)
+		return nil, nil, err
+	}
+	return buf, buf, nil
+}
+
+// readDictionary decodes the dictionary page ref.
+func (r *Reader) readDictionary(ref pageRef) error {
+	h := ref.h
+	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
+	data, buf, err := r.body(raw, h.uncompressed, true)
+	if err != nil {
+		return err
+	}
+	if buf == nil {
+		data = append([]byte(nil), data...) // the chunk's bytes are not the reader's to keep
+	}
+	n := int(h.values)
+	r.dict.count = n
+	if r.col.Physical != ByteArray {
+		if n > len(data)/r.pw {
+			return fmt.Errorf("%d values in %d bytes", n, len(data))
+		}
+		r.dict.fixed = data[:n*r.pw]
+		return nil
+	}
+	if n > len(data)/4 {
+		return fmt.Errorf("%d values in %d bytes", n, len(data))
+	}
+	offs := make([]uint32, n+1)
+	out := make([]byte, 0, len(data)-4*n)
+	pos := 0
+	for i := range n {
+		if len(data)-pos < 4 {
+			return errRunPastEnd
+		}
+		l := int(binary.LittleEndian.Uint32(data[pos:]))
+		pos += 4
+		if l < 0 || l > len(data)-pos {
+			return errRunPastEnd
+		}
+		out = append(out, data[pos:pos+l]...)
+		pos += l
+		offs[i+1] = uint32(len(out))
+	}
+	r.dict.offs, r.dict.data = offs, out
+	return nil
+}

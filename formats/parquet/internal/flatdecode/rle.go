@@ -1,0 +1,166 @@
+package flatdecode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+)
+
+var errRunPastEnd = errors.New("values run past the end of the page")
+
+// bits reads a value of w bits (w <= 64) at bit offset bit of data, bits
+// counted from the least significant of each byte, as Parquet packs them.
+// ok is false where the value does not lie inside data.
+func bits(data []byte, bit int, w uint) (v uint64, ok bool) {
+	if w == 0 {
+		return 0, true
+	}
+	end := bit + int(w)
+	if bit < 0 || end > len(data)*8 {
+		return 0, false
+	}
+	i, shift := bit>>3, uint(bit&7)
+	if i+8 <= len(data) {
+		v = binary.LittleEndian.Uint64(data[i:]) >> shift
+		if shift+w > 64 {
+			v |= uint64(data[i+8]) << (64 - shift)
+		}
+	} else {
+		var b [16]byte
+		copy(b[:], data[i:])
+		v = binary.LittleEndian.Uint64(b[:]) >> shift
+		if shift+w > 64 {
+			v |= uint64(b[8]) << (64 - shift)
+		}
+	}
+	if w < 64 {
+		v &= 1<<w - 1
+	}
+	return v, true
+}
+
+// hybrid reads Parquet's RLE / bit-packed hybrid encoding of values of
+// width bits: dictionary indices and RLE booleans.
+type hybrid struct {
+	data  []byte
+	pos   int // next run header
+	width uint
+
+	rleLeft int    // values left of the current RLE run
+	rleVal  uint32 // its value
+	bpLeft  int    // values left of the current bit-packed run
+	bpBit   int    // bit offset in data of its next value
+}
+
+func newHybrid(data []byte, width uint) *hybrid {
+	return &hybrid{data: data, width: width}
+}
+
+// run starts the next run.
+func (h *hybrid) run() error {
+	c := compact{b: h.data, pos: h.pos}
+	hdr, err := c.uvarint()
+	if err != nil {
+		return errRunPastEnd
+	}
+	h.pos = c.pos
+	if hdr&1 == 1 {
+		groups := hdr >> 1
+		// Of width 0 (a dictionary of one value) a run takes no bytes.
+		if groups > 1<<28 || (h.width > 0 && groups > uint64(len(h.data))) {
+			return fmt.Errorf("a bit-packed run of %d groups", groups)
+		}
+		nbytes := int(groups) * int(h.width)
+		// Writers may cut the last run's padding: take what is there.
+		avail := min(nbytes, len(h.data)-h.pos)
+		h.bpLeft = int(groups) * 8
+		if h.width > 0 {
+			h.bpLeft = min(h.bpLeft, avail*8/int(h.width))
+		}
+		if h.bpLeft == 0 && groups > 0 {
+			return errRunPastEnd
+		}
+		h.bpBit = h.pos * 8
+		h.pos += avail
+		return nil
+	}
+	count := hdr >> 1
+	if count > 1<<31 {
+		return fmt.Errorf("an RLE run of %d values", count)
+	}
+	nb := int(h.width+7) / 8
+	if h.pos+nb > len(h.data) {
+		return errRunPastEnd
+	}
+	var v uint32
+	for i := range nb {
+		v |= uint32(h.data[h.pos+i]) << (8 * i)
+	}
+	h.pos += nb
+	if h.width < 32 && v>>h.width != 0 {
+		return fmt.Errorf("an RLE run value %d wider than %d bits", v, h.width)
+	}
+	h.rleVal, h.rleLeft = v, int(count)
+	return nil
+}
+
+// next fills dst with the next len(dst) values.
+func (h *hybrid) next(dst []uint32) error {
+	for i := 0; i < len(dst); {
+		switch {
+		case h.rleLeft > 0:
+			k := min(h.rleLeft, len(dst)-i)
+			v := h.rleVal
+			for j := range dst[i : i+k] {
+				dst[i+j] = v
+			}
+			h.rleLeft -= k
+			i += k
+		case h.bpLeft > 0:
+			k := min(h.bpLeft, len(dst)-i)
+			w, bit := h.width, h.bpBit
+			for j := range k {
+				v, _ := bits(h.data, bit+j*int(w), w) // inside: run checked its bytes
+				dst[i+j] = uint32(v)
+			}
+			h.bpBit += k * int(w)
+			h.bpLeft -= k
+			i += k
+		default:
+			if err := h.run(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// levelsBitmap decodes n definition levels of a column whose maximum level
+// is 1 (RLE / bit-packed hybrid of width 1) straight into validity bits:
+// an RLE run sets or clears its bits at once and a bit-packed run is copied,
+// its bits being validity bits already. It returns how many are set.
+func levelsBitmap(data []byte, n int, dst []byte) (int, error) {
+	h := hybrid{data: data, width: 1}
+	for at := 0; at < n; {
+		if h.rleLeft == 0 && h.bpLeft == 0 {
+			if err := h.run(); err != nil {
+				return 0, fmt.Errorf("definition levels: %w", err)
+			}
+		}
+		if h.rleLeft > 0 {
+			k := min(h.rleLeft, n-at)
+			bitutil.SetBitsTo(dst, int64(at), int64(k), h.rleVal == 1)
+			h.rleLeft -= k
+			at += k
+			continue
+		}
+		k := min(h.bpLeft, n-at)
+		bitutil.CopyBitmap(h.data, h.bpBit, k, dst, at)
+		h.bpBit += k
+		h.bpLeft -= k
+		at += k
+	}
+	return bitutil.CountSetBits(dst, 0, n), nil
+}

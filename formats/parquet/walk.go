@@ -1,0 +1,502 @@
+package parquet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/storage"
+)
+
+// Most writers (pyarrow by default) write no page index, so where a split
+// boundary cuts a row group the reader does not know where its pages are.
+// It finds out by walking the page headers of the selected column chunks:
+// each header gives its page's compressed size, so where the next page
+// starts, and its row count (num_values of a version 1 page of a column
+// without repetition, num_rows of a version 2 page). A walk reads the
+// headers only, a few dozen bytes a page, and only as far as the rows a
+// read needs: each later read goes on from where the last one stopped.
+//
+// The pages found are handed to arrow-go as an offset index of its own: the
+// Thrift bytes of an OffsetIndex per column, served by the chunkReader at
+// an offset past the end of the file, and a copy of the footer's metadata
+// whose column chunks point there (withOffsetIndexes). arrow-go then seeks
+// and reads exactly as with an index the writer wrote, and Fetch fetches
+// the same pages (expectPages), checked the same way (checkPages).
+//
+// Walks are kept per file for the process (the Meta) and, where the plan
+// has a cache, per row group and column in it, so that a restarted job
+// does not walk again; what the cache gives is checked as if read.
+
+// maxWalkHeader is the largest page header a walk reads. Headers are tens
+// of bytes, up to a few KiB with long string statistics; a chunk with a
+// larger one is fetched whole instead, where arrow-go and the page checks
+// judge it.
+const maxWalkHeader = 256 << 10
+
+// walkMinBytes is the least a walk must be able to save, in bytes of the
+// selected chunks outside the rows read, for a cut row group to be walked
+// rather than fetched whole: a walk costs a request per page header, in a
+// chain per column, and where chunks are small (often a single page) it
+// would save nothing.
+var walkMinBytes int64 = 64 << 10
+
+// leafWalk is what is known of the pages of one column chunk.
+type leafWalk struct {
+	mu    sync.Mutex // held for a walk: a chunk is walked once at a time
+	pages []pageLoc  // data pages, in order
+	next  int64      // where the next page starts: the walk goes on there
+	rows  int64      // rows of the pages found
+	done  bool       // every page found
+	// unusable is set where the chunk's pages cannot be read by an
+	// offset index (see walkStep): it is fetched whole.
+	unusable bool
+	guess    int // bytes the next header read asks for
+	loaded   bool
+}
+
+// pageWalks holds a file's walks, by row group and leaf.
+type pageWalks struct {
+	mu    sync.Mutex
+	walks map[pruneKey]*leafWalk
+}
+
+func (w *pageWalks) of(rg, leaf int) *leafWalk {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.walks == nil {
+		w.walks = map[pruneKey]*leafWalk{}
+	}
+	k := pruneKey{rg, leaf}
+	if w.walks[k] == nil {
+		w.walks[k] = &leafWalk{}
+	}
+	return w.walks[k]
+}
+
+// walkChunk is one column chunk a walk reads, as arrow-go reads it.
+type walkChunk struct {
+	name       string // the column's path, for errors
+	rg, leaf   int
+	start, end int64 // the chunk's bytes
+	dataOffset int64 // the footer's data_page_offset
+	rows       int64 // the row group's
+	// dictAnywhere is set where the footer gives a dictionary page but no
+	// usable dictionary_page_offset: arrow-go finds such a dictionary only
+	// by reading the chunk from its start.
+	dictAnywhere bool
+}
+
+// walkedIndex returns an offset index of row group rg for leaves made by
+// walking their page headers as far as row hi, or nil where the row group
+// cannot be read by pages this way, or would gain too little (it is then
+// fetched whole). at is the offset past the end of the file where the
+// index's bytes are to be served.
+func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg int, leaves []int, lo, hi, at int64, concurrency int) (*rowGroupIndex, error) {
+	g := m.md.RowGroup(rg)
+	if m.md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) || g.NumRows() <= 0 {
+		// Such chunks may end before their last page does.
+		return nil, nil
+	}
+	type job struct {
+		c walkChunk
+		w *leafWalk
+	}
+	var jobs []job
+	var paged int64 // bytes of the chunks a walk would read by pages
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			continue // fetched whole, read from its start (see expectPages)
+		}
+		cc, err := g.ColumnChunk(leaf)
+		if err != nil {
+			return nil, fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, rg, leaf, err)
+		}
+		start, end := chunkSpan(cc)
+		c := walkChunk{
+			name: m.md.Schema.Column(leaf).ColumnPath().String(), rg: rg, leaf: leaf,
+			start: start, end: end, dataOffset: cc.DataPageOffset(), rows: g.NumRows(),
+			dictAnywhere: cc.HasDictionaryPage() && cc.DictionaryPageOffset() <= 0,
+		}
+		jobs = append(jobs, job{c, m.walks.of(rg, leaf)})
+		paged += end - start
+	}
+	if len(jobs) == 0 || m.singlePages(rg, leaves) {
+		return nil, nil
+	}
+	walked := true
+	for _, j := range jobs {
+		walked = walked && j.w.covers(hi)
+	}
+	if saved := float64(paged) * float64(g.NumRows()-(hi-lo)) / float64(g.NumRows()); !walked && saved < float64(walkMinBytes) {
+		return nil, nil
+	}
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(concurrency)
+	rd := f.Source.ReaderAt(ectx)
+	for _, j := range jobs {
+		eg.Go(func() error { return j.w.walk(ectx, f, rd, j.c, hi) })
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	ix := &rowGroupIndex{rg: rg, at: at, pages: map[int][]pageLoc{}, rows: map[int]int64{}, virtual: map[int]metadata.IndexLocation{}}
+	for _, j := range jobs {
+		pages, rows, ok := j.w.snapshot()
+		if !ok {
+			return nil, nil
+		}
+		from := len(ix.bytes)
+		ix.bytes = appendOffsetIndex(ix.bytes, pages)
+		if len(ix.bytes) > math.MaxInt32 {
+			return nil, nil // arrow-go's locations are 32-bit
+		}
+		loc := metadata.IndexLocation{Offset: at + int64(from), Length: int32(len(ix.bytes) - from)}
+		ix.pages[j.c.leaf], ix.rows[j.c.leaf], ix.virtual[j.c.leaf] = pages, rows, loc
+	}
+	return ix, nil
+}
+
+// singlePages reports whether the footer says that every column chunk of
+// leaves (those without repetition) in row group rg holds one data page
+// at most: its encoding_stats count the pages. A walk would find nothing
+// to leave out. Where a chunk has no counts it may have many pages.
+func (m *parquetMeta) singlePages(rg int, leaves []int) bool {
+	cols := m.md.FileMetaData.RowGroups[rg].Columns
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			continue
+		}
+		if leaf >= len(cols) || cols[leaf] == nil || cols[leaf].MetaData == nil || len(cols[leaf].MetaData.EncodingStats) == 0 {
+			return false
+		}
+		pages := int64(0)
+		for _, st := range cols[leaf].MetaData.EncodingStats {
+			if st != nil && (int64(st.PageType) == pageData || int64(st.PageType) == pageDataV2) {
+				pages += int64(st.Count)
+			}
+		}
+		if pages > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether the walk has found the pages up to row hi, or
+// all there are: a read by pages then costs no request more.
+func (w *leafWalk) covers(hi int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loaded && (w.done || w.unusable || w.rows >= hi)
+}
+
+// snapshot is what a read may use of the walk: its pages, the rows they
+// hold, or false where the chunk cannot be read by pages.
+func (w *leafWalk) snapshot() ([]pageLoc, int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unusable || len(w.pages) == 0 {
+		return nil, 0, false
+	}
+	return w.pages, w.rows, true
+}
+
+// walk walks c's page headers until they hold row hi (exclusive) or the
+// chunk ends, taking up what the plan's cache holds first and giving it
+// what was walked.
+func (w *leafWalk) walk(ctx context.Context, f *formats.Fragment, rd *storage.Reader, c walkChunk, hi int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cache := f.Cache()
+	var key []byte
+	if cache != nil {
+		key = fmt.Appendf(f.CacheKey("parquet-pages"), "\x00%d\x00%d", c.rg, c.leaf)
+	}
+	if !w.loaded {
+		w.loaded = true
+		w.next = c.start
+		if cache != nil {
+			if b, err := cache.Get(ctx, key); err == nil {
+				w.load(b, c) // checked as if read: a cache is storage too
+			}
+		}
+	}
+	before := len(w.pages)
+	if err := w.walkTo(ctx, rd, c, hi); err != nil {
+		return err
+	}
+	if cache != nil && len(w.pages) > before && !w.unusable {
+		_ = cache.Set(ctx, key, w.encode()) // a cache that cannot be written costs a walk, no more
+	}
+	return nil
+}
+
+// walkTo reads c's page headers from w.next on until the pages found hold
+// row hi (exclusive), the chunk's pages are all found, or they turn out
+// unusable for reads by pages.
+func (w *leafWalk) walkTo(ctx context.Context, rd io.ReaderAt, c walkChunk, hi int64) error {
+	for !w.done && !w.unusable && w.rows < hi {
+		if err := w.step(ctx, rd, c); err != nil {
+			return err
+		}
+	}
+	if !w.unusable && len(w.pages) > 0 && (w.pages[0].offset != c.dataOffset || (c.dictAnywhere && w.pages[0].offset > c.start)) {
+		// arrow-go starts a seek's chunk at data_page_offset, and finds a
+		// dictionary without an offset only by reading from the start.
+		w.unusable = true
+	}
+	return nil
+}
+
+// step reads the header at w.next and records its page.
+func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error {
+	at := w.next
+	h, err := w.header(rd, c, at)
+	if err != nil || h == nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: row group %d: column %q: corrupt page at byte %d: %s", formats.ErrCorrupt, c.rg, c.name, at, fmt.Sprintf(format, args...))
+	}
+	if h.compressed < 0 || h.uncompressed < 0 {
+		return bad("a negative page size (%d compressed, %d uncompressed)", h.compressed, h.uncompressed)
+	}
+	size := int64(h.size) + h.compressed
+	if room := c.end - at - int64(h.size); h.compressed > room {
+		return bad("its %d bytes run %d bytes past the end of the column chunk", h.compressed, h.compressed-room)
+	}
+	var rows int64
+	switch h.typ {
+	case pageDictionary:
+		if at != c.start {
+			w.unusable = true // arrow-go reads a dictionary only at a chunk's start after a seek
+			return nil
+		}
+		w.next += size
+		return nil
+	case pageData:
+		if !h.hasData {
+			return bad("a data page without its data page header")
+		}
+		rows = h.values
+	case pageDataV2:
+		if !h.hasV2 {
+			return bad("a data page without its data page header")
+		}
+		rows = h.rows
+	case -1:
+		return bad("a page header without its type")
+	default:
+		// Index pages and kinds arrow-go skips: an offset index cannot
+		// name them, so the chunk is read whole.
+		w.unusable = true
+		return nil
+	}
+	switch {
+	case rows < 0:
+		return bad("a data page of %d rows", rows)
+	case rows == 0:
+		w.unusable = true // a page of no rows has no first row to seek to
+		return nil
+	case rows > c.rows-w.rows:
+		return bad("the pages up to it hold %d rows, more than the row group's %d", w.rows+rows, c.rows)
+	case size > math.MaxInt32:
+		w.unusable = true
+		return nil
+	}
+	w.pages = append(w.pages, pageLoc{offset: at, size: size, firstRow: w.rows})
+	w.rows += rows
+	w.next += size
+	switch {
+	case w.rows == c.rows:
+		w.done = true // arrow-go reads no further either
+	case w.next == c.end:
+		return fmt.Errorf("%w: row group %d: column %q: its pages hold %d rows, the row group %d (the chunk ends at byte %d)", formats.ErrCorrupt, c.rg, c.name, w.rows, c.rows, c.end)
+	}
+	return ctx.Err()
+}
+
+// header reads and parses the page header at at: nil where it is larger
+// than a walk reads (the chunk is then read whole).
+func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, error) {
+	rest := c.end - at
+	if rest <= 0 {
+		return nil, fmt.Errorf("%w: row group %d: column %q: its pages hold %d rows, the row group %d (the chunk ends at byte %d)", formats.ErrCorrupt, c.rg, c.name, w.rows, c.rows, c.end)
+	}
+	// Headers of one chunk are about the same size: ask for the last
+	// one's and a little more, and for the rest where that was short. The
+	// first guess holds a header with statistics of short values.
+	n := int64(w.guess)
+	if n <= 0 {
+		n = 128
+	}
+	var buf []byte
+	for {
+		n = min(n, rest, maxWalkHeader)
+		have := int64(len(buf))
+		buf = slices.Grow(buf, int(n-have))[:n]
+		if got, err := rd.ReadAt(buf[have:], at+have); err != nil && (!errors.Is(err, io.EOF) || int64(got) != n-have) {
+			return nil, err // the file could not be read, which says nothing of its contents
+		}
+		h, err := parsePageHeader(buf)
+		if err == nil {
+			w.guess = h.size + 2
+			return &h, nil
+		}
+		switch {
+		case n == rest:
+			return nil, fmt.Errorf("%w: row group %d: column %q: corrupt page at byte %d: its header does not parse in the %d bytes left of the column chunk: %w", formats.ErrCorrupt, c.rg, c.name, at, rest, err)
+		case n == maxWalkHeader:
+			w.unusable = true
+			return nil, nil
+		}
+		n *= 4
+	}
+}
+
+// appendOffsetIndex appends pages as a Thrift compact OffsetIndex: its
+// page_locations (field 1), each a PageLocation {1: offset, 2:
+// compressed_page_size, 3: first_row_index}.
+func appendOffsetIndex(b []byte, pages []pageLoc) []byte {
+	b = append(b, 0x19) // field 1, a list
+	if len(pages) < 15 {
+		b = append(b, byte(len(pages))<<4|tStruct)
+	} else {
+		b = append(b, 0xf0|tStruct)
+		b = binary.AppendUvarint(b, uint64(len(pages)))
+	}
+	for _, p := range pages {
+		b = append(b, 0x16) // field 1, an i64
+		b = binary.AppendUvarint(b, zigzagOf(p.offset))
+		b = append(b, 0x15) // field 2, an i32
+		b = binary.AppendUvarint(b, zigzagOf(p.size))
+		b = append(b, 0x16) // field 3, an i64
+		b = binary.AppendUvarint(b, zigzagOf(p.firstRow))
+		b = append(b, tStop)
+	}
+	return append(b, tStop)
+}
+
+func zigzagOf(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+// walkVersion leads a walk as the plan's cache holds it.
+const walkVersion = 1
+
+// encode is the walk as the plan's cache holds it: the version, whether
+// it is done, then each page's offset, size and row count, as varints,
+// and a CRC-32 of them all, so that damaged bytes are not taken for a walk.
+func (w *leafWalk) encode() []byte {
+	b := []byte{walkVersion}
+	done := uint64(0)
+	if w.done {
+		done = 1
+	}
+	b = binary.AppendUvarint(b, done)
+	b = binary.AppendUvarint(b, uint64(len(w.pages)))
+	for i, p := range w.pages {
+		rows := w.rows - p.firstRow
+		if i+1 < len(w.pages) {
+			rows = w.pages[i+1].firstRow - p.firstRow
+		}
+		b = binary.AppendUvarint(b, uint64(p.offset))
+		b = binary.AppendUvarint(b, uint64(p.size))
+		b = binary.AppendUvarint(b, uint64(rows))
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+var errWalkCache = errors.New("not a walk")
+
+// load takes up a walk the plan's cache held, if it describes c: pages
+// that follow one another from data_page_offset inside the chunk, of
+// positive sizes and row counts, holding the row group's rows if done.
+// Anything else is ignored, and the chunk walked again.
+func (w *leafWalk) load(b []byte, c walkChunk) {
+	pages, rows, done, err := decodeWalk(b, c)
+	if err != nil {
+		return
+	}
+	w.pages, w.rows, w.done = pages, rows, done
+	if len(pages) > 0 {
+		last := pages[len(pages)-1]
+		w.next = last.offset + last.size
+	}
+}
+
+func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, err error) {
+	if len(b) < 5 || b[0] != walkVersion || binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.ChecksumIEEE(b[:len(b)-4]) {
+		return nil, 0, false, errWalkCache
+	}
+	b = b[1 : len(b)-4]
+	next := func() int64 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > math.MaxInt64 {
+			err = errWalkCache
+			return 0
+		}
+		b = b[n:]
+		return int64(v)
+	}
+	done = next() == 1
+	n := next()
+	if err != nil || n > int64(len(b))/3 {
+		return nil, 0, false, errWalkCache
+	}
+	at := c.dataOffset
+	for range n {
+		p := pageLoc{offset: next(), size: next(), firstRow: rows}
+		r := next()
+		if err != nil || p.offset != at || p.size <= 0 || p.size > c.end-at || r <= 0 || r > c.rows-rows {
+			return nil, 0, false, errWalkCache
+		}
+		pages = append(pages, p)
+		rows += r
+		at += p.size
+	}
+	if len(b) != 0 || n == 0 || c.dataOffset < c.start || (done && rows != c.rows) || (!done && rows == c.rows) {
+		return nil, 0, false, errWalkCache
+	}
+	return pages, rows, done, nil
+}
+
+// withOffsetIndexes returns a copy of md for arrow-go to read with, in
+// which the columns of each row group of ixs have the offset index
+// locations of ix.virtual, and no other (arrow-go reads a row group's
+// offset indexes as one range, from the first column's to the last's).
+// The copy shares all else with md; md is left as it is, as reads
+// under way use it.
+func withOffsetIndexes(md *metadata.FileMetaData, ixs []*rowGroupIndex) *metadata.FileMetaData {
+	view := *md
+	file := *md.FileMetaData
+	file.RowGroups = slices.Clone(file.RowGroups)
+	view.FileMetaData = &file
+	for _, ix := range ixs {
+		g := *file.RowGroups[ix.rg]
+		g.Columns = slices.Clone(g.Columns)
+		for c := range g.Columns {
+			cc := *g.Columns[c]
+			cc.OffsetIndexOffset, cc.OffsetIndexLength = nil, nil
+			if loc, ok := ix.virtual[c]; ok {
+				off, n := loc.Offset, loc.Length
+				cc.OffsetIndexOffset, cc.OffsetIndexLength = &off, &n
+			}
+			g.Columns[c] = &cc
+		}
+		file.RowGroups[ix.rg] = &g
+	}
+	return &view
+}
