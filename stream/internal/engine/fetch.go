@@ -21,14 +21,15 @@ import (
 // not need yet (an unshuffled epoch would otherwise fetch FetchConcurrency
 // windows before decoding the first).
 //
-// A row group cut into several chunks (split.ChunkOptions.CutRows) is
-// the exception: where a window's fetch stops inside a row group, the next
+// A row group taken a window at a time (split.Chunk.Paged) is the
+// exception: where a window's fetch stops inside a row group, the next
 // fetch starts in the same pages and fetches them again, about a page per
 // column. Pieces that go on in the row group the group's last piece ends
-// in therefore join up to UnitJoinBytes (Fetches.UnitJoinBytes), which
-// makes that cost a small part of what a fetch holds, and still bounds it:
-// an unshuffled epoch through a large row group holds about one such
-// fetch being decoded and one fetched ahead, not the row group.
+// in therefore join up to UnitJoinBytes (Fetches.UnitJoinBytes), taken
+// from the next windows of the same split too (goOn), which makes that
+// cost a small part of what a fetch holds and still bounds it: a split
+// read through a large row group holds about one such fetch being decoded
+// and one fetched ahead, not the row group.
 const JoinBytes = 8 << 20
 
 // Group is one fetch of adjacent pieces, of one window or of several: the
