@@ -13,6 +13,7 @@ import (
 )
 
 const inspectHead = `Usage: sluice inspect [flags] URL...
+       sluice inspect [flags] --catalog SPEC namespace.table
 
 Plans the dataset as stream.Open does, reading only the files' footers, and
 prints its schema, its files with their rows, row groups and sizes, the
