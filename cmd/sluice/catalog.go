@@ -55,6 +55,7 @@ func parseCatalog(arg, name string) (catalogSpec, error) {
 		name = defaultCatalogName
 	}
 	props := ice.Properties{"uri": arg}
+	from := arg
 	u, err := url.Parse(arg)
 	if err == nil && u.Scheme != "" {
 		// Query parameters sluice takes for itself; the rest stay in the
@@ -68,10 +69,21 @@ func parseCatalog(arg, name string) (catalogSpec, error) {
 		}
 		u.RawQuery = q.Encode()
 		props["uri"] = u.String()
+		// Messages name the catalog without its secrets: a password in
+		// the URI, a credential or token among its parameters.
+		from = u.Redacted()
 	}
 	spec, err := catalogOfProps(name, props)
-	spec.from = arg
+	spec.from = from
 	return spec, err
+}
+
+// redact is uri with its password, if any, as xxxxx.
+func redact(uri string) string {
+	if u, err := url.Parse(uri); err == nil {
+		return u.Redacted()
+	}
+	return uri
 }
 
 // catalogOfProps types a catalog by its "type" property, or else by its
@@ -90,7 +102,7 @@ func catalogOfProps(name string, props ice.Properties) (catalogSpec, error) {
 		case scheme == "hadoop":
 			spec.typ = "hadoop"
 		default:
-			return spec, usageErrorf("--catalog %q: not a catalog URI (sqlite:///catalog.db, postgres://..., http(s)://... for REST, hadoop:///warehouse) nor a configuration file", uri)
+			return spec, usageErrorf("--catalog %q: not a catalog URI (sqlite:///catalog.db, postgres://..., http(s)://... for REST, hadoop:///warehouse) nor a configuration file", redact(uri))
 		}
 	}
 	switch spec.typ {
@@ -215,7 +227,7 @@ func (s catalogSpec) openSQL() (catalog.Catalog, error) {
 		// SQLAlchemy's postgresql+psycopg2:// names its Python driver.
 		driver, dialect, dsn = "pgx", sqlcat.Postgres, "postgres:"+rest
 	default:
-		return nil, usageErrorf("SQL catalog %s: uri %q is neither sqlite: nor postgres(ql):", s.from, uri)
+		return nil, usageErrorf("SQL catalog %s: uri %q is neither sqlite: nor postgres(ql):", s.from, redact(uri))
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

@@ -111,6 +111,12 @@ func TestCatalogSQLite(t *testing.T) {
 	if rep.Iceberg == nil || rep.Iceberg.RowsAfterDeletes != 40 || rep.Iceberg.DataFiles != 2 || strings.TrimPrefix(rep.Iceberg.Metadata, "file://") != strings.TrimPrefix(loc, "file://") {
 		t.Errorf("inspect says %+v, want 40 rows in 2 files of %s", rep.Iceberg, loc)
 	}
+	if rep.Iceberg.Table != "ns.events" || rep.Iceberg.Catalog != `"lake" (`+uri+`)` {
+		t.Errorf("inspect names table %q of catalog %q", rep.Iceberg.Table, rep.Iceberg.Catalog)
+	}
+	if text := ok(t, "inspect", "--catalog", uri, "--catalog-name", "lake", "ns.events"); !strings.Contains(text, "ns.events of catalog \"lake\"") {
+		t.Errorf("inspect does not name the table and catalog:\n%s", text)
+	}
 	dir := t.TempDir()
 	yml := filepath.Join(dir, "catalogs.yaml")
 	writeFile(t, yml, "catalog:\n  lake:\n    type: sql\n    uri: sqlite:///"+dbPath+"\n  other:\n    uri: http://localhost:1\n")
@@ -131,6 +137,16 @@ func TestCatalogSQLite(t *testing.T) {
 	fails(t, 3, []string{`no catalog "prod"`, "lake, other"}, "cat", "--catalog", yml, "--catalog-name", "prod", "ns.events")
 	fails(t, 2, []string{"lake, other", "--catalog-name"}, "cat", "--catalog", yml, "ns.events")
 	fails(t, 2, []string{"mysql://x", "not a catalog URI"}, "cat", "--catalog", "mysql://x", "ns.events")
+	// Passwords stay out of messages.
+	for _, c := range []struct {
+		code int
+		uri  string
+	}{{2, "mysql://u:s3cret@x/db"}, {1, "postgres://u:s3cret@127.0.0.1:1/db?sslmode=disable"}} {
+		r := fails(t, c.code, []string{"u:xxxxx@"}, "cat", "--catalog", c.uri, "ns.events")
+		if strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("the message shows the password: %s", r.stderr)
+		}
+	}
 	fails(t, 2, []string{`"events"`, "namespace.table"}, "cat", "--catalog", uri, "events")
 	fails(t, 2, []string{"hive", "metastore"}, "cat", "--catalog", writeFile(t, filepath.Join(dir, "hive.yml"), "catalog:\n  h:\n    type: hive\n    uri: thrift://x:9083\n"), "ns.events")
 	fails(t, 2, []string{"--catalog-name needs --catalog"}, "cat", "--catalog-name", "lake", loc)

@@ -17,6 +17,7 @@ type icebergFlags struct {
 	table       bool
 	catalog     string // --catalog: the URL names a table of this catalog
 	catalogName string
+	opened      catalogSpec // set by open with --catalog
 	snapshot    int64
 	ref         string
 	asOf        string
@@ -96,6 +97,7 @@ func (f *icebergFlags) openCatalog(ctx context.Context, ident string, o iceberg.
 	if err != nil {
 		return nil, err
 	}
+	f.opened = spec
 	if c, ok := cat.(io.Closer); ok {
 		defer c.Close()
 	}
@@ -108,6 +110,11 @@ func (f *icebergFlags) openCatalog(ctx context.Context, ident string, o iceberg.
 
 // icebergInfo is what inspect says of a table.
 type icebergInfo struct {
+	// Catalog and Table are set for a table named through --catalog: the
+	// catalog's name and what names it (a URI without its password, or a
+	// configuration file), and the identifier.
+	Catalog             string `json:"catalog,omitempty"`
+	Table               string `json:"table,omitempty"`
 	Metadata            string `json:"metadata"`
 	Snapshot            int64  `json:"snapshot"`      // 0: none
 	SnapshotTime        string `json:"snapshot_time"` // "": no snapshot
@@ -151,6 +158,9 @@ func newIcebergInfo(t *iceberg.Table) *icebergInfo {
 
 func writeIcebergInfo(w io.Writer, i *icebergInfo) {
 	fmt.Fprintf(w, "iceberg table: %s\n", i.Metadata)
+	if i.Table != "" {
+		fmt.Fprintf(w, "  %s of catalog %s\n", i.Table, i.Catalog)
+	}
 	if i.SnapshotTime == "" {
 		fmt.Fprintf(w, "  no snapshot: the table has never been written, and reads as empty\n")
 	} else {
