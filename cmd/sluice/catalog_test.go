@@ -118,6 +118,11 @@ func TestCatalogSQLite(t *testing.T) {
 		t.Errorf("inspect does not name the table and catalog:\n%s", text)
 	}
 	dir := t.TempDir()
+	// locate reads the table as cat does: its position 0 comes from a
+	// data file of the table.
+	if out := ok(t, "locate", "--no-progress", "--json", "--catalog", uri, "--catalog-name", "lake", "--positions", "0", "ns.events"); !strings.Contains(out, "/warehouse/ns.db/events/data/") {
+		t.Errorf("locate through the catalog:\n%s", out)
+	}
 	yml := filepath.Join(dir, "catalogs.yaml")
 	writeFile(t, yml, "catalog:\n  lake:\n    type: sql\n    uri: sqlite:///"+dbPath+"\n  other:\n    uri: http://localhost:1\n")
 	if got := ok(t, "cat", "--no-progress", "--catalog", yml, "--catalog-name", "lake", "ns.events"); got != want {
