@@ -118,6 +118,23 @@ func TestCatalogSQLite(t *testing.T) {
 		t.Errorf("inspect does not name the table and catalog:\n%s", text)
 	}
 	dir := t.TempDir()
+	// Time travel as with --iceberg: the first snapshot holds the first
+	// append, half the rows.
+	var meta struct {
+		Snapshots []struct {
+			ID int64 `json:"snapshot-id"`
+		} `json:"snapshots"`
+	}
+	b, err := os.ReadFile(strings.TrimPrefix(loc, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &meta); err != nil || len(meta.Snapshots) != 2 {
+		t.Fatalf("%s: %d snapshots (%v), want 2", loc, len(meta.Snapshots), err)
+	}
+	if got := strings.Count(ok(t, "cat", "--no-progress", "--catalog", uri, "--catalog-name", "lake", "--snapshot-id", fmt.Sprint(meta.Snapshots[0].ID), "ns.events"), "\n"); got != 20 {
+		t.Errorf("the first snapshot through the catalog: %d rows, want 20", got)
+	}
 	// locate reads the table as cat does: its position 0 comes from a
 	// data file of the table.
 	if out := ok(t, "locate", "--no-progress", "--json", "--catalog", uri, "--catalog-name", "lake", "--positions", "0", "ns.events"); !strings.Contains(out, "/warehouse/ns.db/events/data/") {
