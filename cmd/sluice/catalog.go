@@ -25,7 +25,7 @@ import (
 
 // The catalogs the command opens tables through (--catalog): what a user
 // names with a URI or an entry of a pyiceberg-style configuration file.
-// Each is tested against the real thing (see README, Iceberg); Hive and
+// Each is tested here (docs/formats.md, Catalogs); Hive and
 // Glue, which need a metastore or AWS, are not offered.
 
 // catalogSpec is one catalog: its type and iceberg-go's properties for it
@@ -300,7 +300,7 @@ func parseIdentifier(s string) (icetable.Identifier, error) {
 	return parts, nil
 }
 
-// loadTable explains a table the catalog does not hold: which part of the
+// explainMissing explains a table the catalog does not hold: which part of the
 // identifier is missing, and what is there instead.
 func explainMissing(ctx context.Context, cat catalog.Catalog, spec catalogSpec, ident icetable.Identifier, err error) error {
 	if !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
