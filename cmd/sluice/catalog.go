@@ -173,7 +173,7 @@ func (s catalogSpec) open(ctx context.Context) (catalog.Catalog, error) {
 	case "sql":
 		return s.openSQL()
 	case "rest":
-		var opts []rest.Option
+		opts := []rest.Option{rest.WithAdditionalProps(s.props)}
 		if w := s.props["warehouse"]; w != "" {
 			opts = append(opts, rest.WithWarehouseLocation(w))
 		}
