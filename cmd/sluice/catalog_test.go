@@ -297,6 +297,10 @@ func TestCatalogREST(t *testing.T) {
 	if got := ok(t, "cat", "--no-progress", "--catalog", srv.URL, "ns.events"); got != want {
 		t.Errorf("cat through REST:\n%s\nwant:\n%s", got, want)
 	}
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "pyiceberg.yaml"), "catalog:\n  default:\n    type: rest\n    uri: "+srv.URL+"\n    warehouse: lake\n  other:\n    uri: sqlite:///nowhere.db\n")
+	if got := ok(t, "cat", "--no-progress", "--catalog", cfg, "ns.events"); got != want {
+		t.Errorf("cat through REST by %s (its default entry) differs", cfg)
+	}
 	if got := strings.Count(ok(t, "cat", "--no-progress", "--catalog", srv.URL, "a.b.events"), "\n"); got != 10 {
 		t.Errorf("a.b.events through REST: %d rows, want 10", got)
 	}
