@@ -114,8 +114,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--header and --no-header contradict each other")
 	case d.format != "" && formats.Named(d.formats(), d.format) == nil:
 		return usageErrorf("--format %q is not a format (%s)", d.format, strings.Join(formats.Names(d.formats()), ", "))
-	case d.format != "" && d.iceberg.table:
-		return usageErrorf("--format and --iceberg exclude each other: a table names its data files' formats")
+	case d.format != "" && (d.iceberg.table || d.iceberg.catalog != ""):
+		return usageErrorf("--format and --iceberg or --catalog exclude each other: a table names its data files' formats")
 	}
 	if d.filter != "" {
 		if _, err := filter.Parse(d.filter); err != nil {

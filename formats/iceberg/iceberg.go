@@ -117,9 +117,11 @@ func Open(ctx context.Context, location string, opts Options) (*Table, error) {
 	return open(ctx, tbl.Metadata(), metaLoc, res, opts)
 }
 
-// OpenCatalog opens a table through an iceberg-go catalog (SQL, REST,
-// Hive, Glue, Hadoop): the catalog names the current metadata; sluice
-// reads it and everything below it with its own storage.
+// OpenCatalog opens a table through an iceberg-go catalog: the catalog
+// names the current metadata; sluice reads it and everything below it
+// with its own storage. Tested with iceberg-go's SQL (SQLite,
+// PostgreSQL), REST and Hadoop catalogs; Hive and Glue ones are taken
+// too, but nothing here tests them (they need a metastore or AWS).
 func OpenCatalog(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (*Table, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
