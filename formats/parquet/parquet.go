@@ -237,6 +237,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 			bytes += size
 		}
 		_, _, paged := offsetIndexRange(rg)
+		paged = paged || meta.walkable(i, selLeaves)
 		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged, Decoded: decodedSize(rg, n, schema, selected, meta.leaves)}
 		starts[i] = rows
 		rows += n

@@ -170,30 +170,63 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 	return ix, nil
 }
 
+// walkPages is how many data pages some selected chunk of a row group
+// without an offset index must hold, by the footer's encoding_stats, for
+// the row group to count as paged (formats.Unit.Paged): a read of part of
+// it then walks the headers and fetches a few pages of each chunk, where
+// fewer, larger pages would leave little out. pyarrow's 1 MiB pages give a
+// row group of 1,048,576 rows several per numeric column.
+const walkPages = 4
+
+// walkable reports whether row group rg, which has no offset index, is
+// read in part by walking its pages: every selected leaf is flat (repeated
+// columns are fetched whole) and some chunk holds walkPages data pages or
+// more. A chunk whose footer does not count its pages is not taken on
+// trust.
+func (m *parquetMeta) walkable(rg int, leaves []int) bool {
+	most := int64(0)
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			return false
+		}
+		n, ok := m.dataPages(rg, leaf)
+		if !ok {
+			return false
+		}
+		most = max(most, n)
+	}
+	return most >= walkPages
+}
+
 // singlePages reports whether the footer says that every column chunk of
 // leaves (those without repetition) in row group rg holds one data page
 // at most: its encoding_stats count the pages. A walk would find nothing
 // to leave out. Where a chunk has no counts it may have many pages.
 func (m *parquetMeta) singlePages(rg int, leaves []int) bool {
-	cols := m.md.FileMetaData.RowGroups[rg].Columns
 	for _, leaf := range leaves {
 		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
 			continue
 		}
-		if leaf >= len(cols) || cols[leaf] == nil || cols[leaf].MetaData == nil || len(cols[leaf].MetaData.EncodingStats) == 0 {
-			return false
-		}
-		pages := int64(0)
-		for _, st := range cols[leaf].MetaData.EncodingStats {
-			if st != nil && (int64(st.PageType) == pageData || int64(st.PageType) == pageDataV2) {
-				pages += int64(st.Count)
-			}
-		}
-		if pages > 1 {
+		if n, ok := m.dataPages(rg, leaf); !ok || n > 1 {
 			return false
 		}
 	}
 	return true
+}
+
+// dataPages is the data pages the chunk of leaf in row group rg holds by
+// its footer's encoding_stats, ok false where it has none.
+func (m *parquetMeta) dataPages(rg, leaf int) (n int64, ok bool) {
+	cols := m.md.FileMetaData.RowGroups[rg].Columns
+	if leaf >= len(cols) || cols[leaf] == nil || cols[leaf].MetaData == nil || len(cols[leaf].MetaData.EncodingStats) == 0 {
+		return 0, false
+	}
+	for _, st := range cols[leaf].MetaData.EncodingStats {
+		if st != nil && (int64(st.PageType) == pageData || int64(st.PageType) == pageDataV2) {
+			n += int64(st.Count)
+		}
+	}
+	return n, true
 }
 
 // covers reports whether the walk has found the pages up to row hi, or
