@@ -52,6 +52,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 		}
 		defer cols.release()
+		cols.known = fx.known
 		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
 	}
 }
@@ -64,6 +65,7 @@ type mixedColumns struct {
 	slow   []*pqarrow.ColumnReader // where fast is nil
 	batch  int64
 	mem    memory.Allocator
+	known  *knownUTF8 // where next puts the columns flatdecode found UTF-8
 }
 
 func (m *mixedColumns) release() {
@@ -210,6 +212,9 @@ func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
 			if arrs[i], err = f.Next(int(n)); err != nil {
 				release()
 				return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			if m.known != nil && f.ValidUTF8() {
+				m.known.add(arrs[i])
 			}
 			continue
 		}

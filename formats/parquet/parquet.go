@@ -506,10 +506,12 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
 		next := start // the file row of the next batch's first row
-		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, func(b arrow.RecordBatch) error {
+		known := &knownUTF8{}
+		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, known, func(b arrow.RecordBatch) error {
 			first := next
 			next += b.NumRows()
-			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem)
+			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem, known)
+			known.reset()
 			if err != nil {
 				return err
 			}
@@ -530,7 +532,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 	}
 }
 
-func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, yield func(arrow.RecordBatch) error) error {
+func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, known *knownUTF8, yield func(arrow.RecordBatch) error) error {
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
@@ -553,7 +555,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		}
 		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
 		read := chooseRead(arrowGo, src, meta, fe, rg)
-		fx := fixes{convert: meta.convert, first: first}
+		fx := fixes{convert: meta.convert, first: first, known: known}
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
 			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
 		})
@@ -877,6 +879,9 @@ type fixes struct {
 	convert map[string]conversion
 	// first is the file row of the row group's first row.
 	first int64
+	// known collects the string columns of each batch found valid UTF-8
+	// as they were decoded, which the read's checks then pass over.
+	known *knownUTF8
 }
 
 // project reorders rec's columns to schema, keeps rows [off, off+n),

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -150,6 +151,7 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 	if n < 0 || int64(n) > r.left {
 		return nil, fmt.Errorf("column %q: %d rows asked for, %d left", r.col.Name, n, r.left)
 	}
+	r.validUTF8 = false
 	var validity, data, offsets *memory.Buffer
 	release := func() {
 		for _, b := range []*memory.Buffer{validity, data, offsets} {
@@ -450,19 +452,26 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 	buf := r.alloc(int(total))
 	out := buf.Bytes()
 	at := 0
+	// Strings are checked here, in bulk while the bytes are in the cache:
+	// those of a dictionary were checked when it was read.
+	r.validUTF8 = r.strings
 	for _, s := range r.segs {
 		if s.fromDict {
+			r.validUTF8 = r.validUTF8 && r.dict.utf8
 			for _, ix := range r.idx[s.from : s.from+s.n] {
 				at += copy(out[at:], r.dict.data[r.dict.offs[ix]:r.dict.offs[ix+1]])
 			}
 			continue
 		}
-		pos := s.from
+		pos, first, cut := s.from, at, false
 		for range s.n {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
 			at += copy(out[at:], s.data[pos+4:pos+4+l])
+			// A value that starts inside a character.
+			cut = cut || (l > 0 && !utf8.RuneStart(s.data[pos+4]))
 			pos += 4 + l
 		}
+		r.validUTF8 = r.validUTF8 && !cut && utf8.Valid(out[first:at])
 	}
 	return buf, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -141,6 +142,7 @@ type dictionary struct {
 	fixed []byte   // count values of the physical width
 	offs  []uint32 // byte arrays: count+1 offsets into data
 	data  []byte
+	utf8  bool // strings: every entry is valid UTF-8
 }
 
 // Reader decodes one column chunk, a batch of rows at a time.
@@ -156,6 +158,10 @@ type Reader struct {
 	dict  dictionary
 
 	cur page
+
+	// strings: the column's values are to be UTF-8, and validUTF8 says
+	// whether those of the last batch are known to be.
+	strings, validUTF8 bool
 
 	// Scratch, kept between batches.
 	free, held [][]byte // decompression buffers; held: in use by this batch
@@ -209,6 +215,7 @@ func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
 		return unsupported("%d values in %d rows", col.Values, col.Rows)
 	}
 	r := &Reader{col: col, mem: mem, chunk: chunk, left: col.Rows, width: w, pw: physWidth(col.Physical)}
+	r.strings = col.Type.ID() == arrow.STRING || col.Type.ID() == arrow.LARGE_STRING
 	var seen int64
 	dictAt := -1
 	for at, index := 0, 0; seen < col.Values; index++ {
@@ -338,5 +345,30 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		offs[i+1] = uint32(len(out))
 	}
 	r.dict.offs, r.dict.data = offs, out
+	// The entries are checked once here, rather than each time a batch
+	// takes one.
+	r.dict.utf8 = r.strings && validRun(out, offs[1:max(n, 1)])
 	return nil
+}
+
+// ValidUTF8 reports whether the values of the array Next last returned are
+// all known to be valid UTF-8: taken from a dictionary whose entries are,
+// or PLAIN values checked as they were copied. false says they were not
+// all checked (not strings, a dictionary with an entry that is not UTF-8,
+// or a PLAIN value that is not), and the caller is to look at them.
+func (r *Reader) ValidUTF8() bool { return r.validUTF8 }
+
+// validRun reports whether values laid end to end in b, the later ones
+// starting at starts, are each valid UTF-8: b is, and no value starts on a
+// continuation byte (each then ends where a character starts).
+func validRun(b []byte, starts []uint32) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, s := range starts {
+		if int(s) < len(b) && !utf8.RuneStart(b[s]) {
+			return false
+		}
+	}
+	return true
 }
