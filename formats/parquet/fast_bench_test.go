@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -117,20 +118,34 @@ func BenchmarkFastDecode(b *testing.B) {
 			b.Fatal(fmt.Errorf("read %d rows of %d", got, rows))
 		}
 	}
-	var wall, cpu [2]int64
+	var wall, cpu, bytes, allocs [2]int64
+	var ms runtime.MemStats
 	b.ResetTimer()
 	for range b.N {
 		for k, p := range []parquet.Format{{}, {ArrowGoDecode: true}} {
+			runtime.ReadMemStats(&ms)
+			b0, a0 := ms.TotalAlloc, ms.Mallocs
 			t0, c0 := time.Now(), cpuNanos()
 			decode(p)
 			wall[k] += time.Since(t0).Nanoseconds()
 			cpu[k] += cpuNanos() - c0
+			runtime.ReadMemStats(&ms)
+			bytes[k] += int64(ms.TotalAlloc - b0)
+			allocs[k] += int64(ms.Mallocs - a0)
 		}
 	}
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(wall[0])/n, "own-ns/op")
 	b.ReportMetric(float64(wall[1])/n, "arrowgo-ns/op")
+	// Rows per CPU second: the figure to compare across commits, which
+	// moves less with the machine's load than the wall clock.
+	b.ReportMetric(rows*n/(float64(cpu[0])/1e9), "own-rows/cpu-s")
+	b.ReportMetric(rows*n/(float64(cpu[1])/1e9), "arrowgo-rows/cpu-s")
+	b.ReportMetric(float64(bytes[0])/n, "own-B/op")
+	b.ReportMetric(float64(allocs[0])/n, "own-allocs/op")
+	b.ReportMetric(float64(bytes[1])/n, "arrowgo-B/op")
+	b.ReportMetric(float64(allocs[1])/n, "arrowgo-allocs/op")
 	b.ReportMetric(float64(wall[1])/float64(wall[0]), "speedup")
 	b.ReportMetric(float64(cpu[1])/float64(max(cpu[0], 1)), "cpu-speedup")
 }
