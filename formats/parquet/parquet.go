@@ -380,6 +380,9 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+	// fetchedPages holds, by chunk offset, the pages fetched of each
+	// chunk of a paged row group, for flatdecode.
+	fetchedPages map[int64]fetchedPages
 	// md, if set, is the metadata to read with: readMD with the offset
 	// indexes of the row groups whose pages were walked.
 	md *metadata.FileMetaData

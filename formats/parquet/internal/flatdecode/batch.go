@@ -32,7 +32,7 @@ func (r *Reader) loadPage() error {
 
 func (r *Reader) setUp(ref pageRef) error {
 	h := ref.h
-	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
+	raw := ref.body
 	var levels, values []byte
 	if h.typ == pageDataV2 {
 		levels = raw[:h.defLen]

@@ -131,9 +131,9 @@ func encodes(p Physical, enc int64) bool {
 // starts.
 type pageRef struct {
 	h     pageHeader
-	at    int // the header's offset in the chunk
-	body  int
-	index int // the page's number in the chunk, dictionary included
+	at    int64  // the header's offset in the file
+	body  []byte // compressed
+	index int    // the page's number in the chunk, dictionary included
 }
 
 // dictionary is a chunk's decoded dictionary page.
@@ -149,13 +149,17 @@ type dictionary struct {
 type Reader struct {
 	col   Column
 	mem   memory.Allocator
-	chunk []byte
 	pages []pageRef
 	next  int   // the next page to load
 	left  int64 // rows not yet read
 	width int   // of the Arrow data buffer's values (offsets for byte arrays)
 	pw    int   // of a PLAIN fixed-width value
 	dict  dictionary
+
+	// While pages are taken on: whether the dictionary was, and the
+	// values of the data pages.
+	hasDict bool
+	seen    int64
 
 	cur page
 
@@ -201,70 +205,134 @@ type segment struct {
 // of it is not of a shape the decoder reads: the chunk is then arrow-go's
 // to decode. The dictionary, if any, is decoded here.
 func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
-	unsupported := func(format string, args ...any) (*Reader, error) {
-		return nil, fmt.Errorf("%w: column %q: %s", ErrUnsupported, col.Name, fmt.Sprintf(format, args...))
+	r, err := newReader(col, mem)
+	if err != nil {
+		return nil, err
 	}
-	w, ok := widthOf(col.Physical, col.Type)
-	if !ok {
-		return unsupported("%s from physical type %d", col.Type, col.Physical)
-	}
-	if !col.Codec.Known() {
-		return unsupported("compression codec %d", col.Codec)
-	}
-	if col.Values != col.Rows || col.Rows < 0 {
-		return unsupported("%d values in %d rows", col.Values, col.Rows)
-	}
-	r := &Reader{col: col, mem: mem, chunk: chunk, left: col.Rows, width: w, pw: physWidth(col.Physical)}
-	r.strings = col.Type.ID() == arrow.STRING || col.Type.ID() == arrow.LARGE_STRING
-	var seen int64
-	dictAt := -1
-	for at, index := 0, 0; seen < col.Values; index++ {
+	for at, index := 0, 0; r.seen < col.Values; index++ {
 		if at >= len(chunk) {
-			return unsupported("the chunk ends after %d of its %d values", seen, col.Values)
+			return nil, r.unsupported("the chunk ends after %d of its %d values", r.seen, col.Values)
 		}
 		h, err := parseHeader(chunk[at:])
 		if err != nil {
-			return unsupported("page %d: header: %v", index, err)
+			return nil, r.unsupported("page %d: header: %v", index, err)
 		}
 		body := at + h.size
-		if h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > min(col.MaxPage, maxPage) || h.compressed > int64(len(chunk)-body) {
-			return unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+		if h.compressed < 0 || h.compressed > int64(len(chunk)-body) {
+			return nil, r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
 		}
-		ref := pageRef{h: h, at: at, body: body, index: index}
-		switch h.typ {
-		case pageDictionary:
-			if dictAt >= 0 || len(r.pages) > 0 || !h.hasDict || col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
-				return unsupported("page %d: a dictionary page of a kind not read", index)
-			}
-			dictAt = at
-			if err := r.readDictionary(ref); err != nil {
-				return unsupported("page %d: dictionary: %v", index, err)
-			}
-		case pageData:
-			if !h.hasData || h.values < 0 || !encodes(col.Physical, h.encoding) || (col.Optional && h.defEnc != encRLE) {
-				return unsupported("page %d: a DATA_PAGE of a kind not read", index)
-			}
-			seen += h.values
-		case pageDataV2:
-			if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(col.Physical, h.encoding) {
-				return unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
-			}
-			seen += h.values
-		default:
-			// Index pages and pages of kinds to come: arrow-go skips them.
-		}
-		if h.typ == pageData || h.typ == pageDataV2 {
-			if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && dictAt < 0 {
-				return unsupported("page %d: dictionary indices without a dictionary", index)
-			}
-			r.pages = append(r.pages, ref)
+		if err := r.add(pageRef{h: h, at: col.Offset + int64(at), body: chunk[body : body+int(h.compressed)], index: index}); err != nil {
+			return nil, err
 		}
 		at = body + int(h.compressed)
 	}
-	if seen != col.Values {
-		return unsupported("pages of %d values in a chunk of %d", seen, col.Values)
+	return r, r.end()
+}
+
+// Page is one page of a column chunk fetched by itself.
+type Page struct {
+	// Offset is the page's first byte (its header's) in the file, and
+	// Index its number in the chunk, the dictionary page counted: what
+	// errors name.
+	Offset int64
+	Index  int
+	// Bytes are the page, header and body, no more.
+	Bytes []byte
+}
+
+// OpenPages returns a Reader for some pages of a column chunk, fetched one
+// by one: the dictionary page, if the chunk has one, then data pages that
+// follow each other. col.Values and col.Rows are the rows those pages hold,
+// which the Reader reads from the first page's first row. As Open, it
+// refuses (ErrUnsupported) any page not of a shape the decoder reads.
+func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) {
+	r, err := newReader(col, mem)
+	if err != nil {
+		return nil, err
 	}
+	for _, p := range pages {
+		h, err := parseHeader(p.Bytes)
+		if err != nil {
+			return nil, r.unsupported("page %d: header: %v", p.Index, err)
+		}
+		if h.compressed < 0 || h.compressed != int64(len(p.Bytes)-h.size) {
+			return nil, r.unsupported("page %d: %d bytes compressed in a page of %d", p.Index, h.compressed, len(p.Bytes))
+		}
+		if err := r.add(pageRef{h: h, at: p.Offset, body: p.Bytes[h.size:], index: p.Index}); err != nil {
+			return nil, err
+		}
+	}
+	return r, r.end()
+}
+
+// newReader checks what col says of the chunk and returns a Reader with
+// no pages yet.
+func newReader(col Column, mem memory.Allocator) (*Reader, error) {
+	r := &Reader{col: col, mem: mem, left: col.Rows}
+	w, ok := widthOf(col.Physical, col.Type)
+	if !ok {
+		return nil, r.unsupported("%s from physical type %d", col.Type, col.Physical)
+	}
+	if !col.Codec.Known() {
+		return nil, r.unsupported("compression codec %d", col.Codec)
+	}
+	if col.Values != col.Rows || col.Rows < 0 {
+		return nil, r.unsupported("%d values in %d rows", col.Values, col.Rows)
+	}
+	r.width, r.pw = w, physWidth(col.Physical)
+	r.strings = col.Type.ID() == arrow.STRING || col.Type.ID() == arrow.LARGE_STRING
 	return r, nil
+}
+
+// unsupported is Open's error for a chunk it leaves to arrow-go.
+func (r *Reader) unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: column %q: %s", ErrUnsupported, r.col.Name, fmt.Sprintf(format, args...))
+}
+
+// add takes on the chunk's next page, the dictionary decoded now, or
+// refuses it.
+func (r *Reader) add(ref pageRef) error {
+	h, index := ref.h, ref.index
+	if h.uncompressed < 0 || h.uncompressed > min(r.col.MaxPage, maxPage) {
+		return r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+	}
+	switch h.typ {
+	case pageDictionary:
+		if r.hasDict || len(r.pages) > 0 || !h.hasDict || r.col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
+			return r.unsupported("page %d: a dictionary page of a kind not read", index)
+		}
+		r.hasDict = true
+		if err := r.readDictionary(ref); err != nil {
+			return r.unsupported("page %d: dictionary: %v", index, err)
+		}
+	case pageData:
+		if !h.hasData || h.values < 0 || !encodes(r.col.Physical, h.encoding) || (r.col.Optional && h.defEnc != encRLE) {
+			return r.unsupported("page %d: a DATA_PAGE of a kind not read", index)
+		}
+	case pageDataV2:
+		if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(r.col.Physical, h.encoding) {
+			return r.unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
+		}
+	default:
+		// Index pages and pages of kinds to come: arrow-go skips them.
+		return nil
+	}
+	if h.typ == pageData || h.typ == pageDataV2 {
+		if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && !r.hasDict {
+			return r.unsupported("page %d: dictionary indices without a dictionary", index)
+		}
+		r.seen += h.values
+		r.pages = append(r.pages, ref)
+	}
+	return nil
+}
+
+// end checks that the pages taken on hold the chunk's values.
+func (r *Reader) end() error {
+	if r.seen != r.col.Values {
+		return r.unsupported("pages of %d values in a chunk of %d", r.seen, r.col.Values)
+	}
+	return nil
 }
 
 // Rows is how many rows are left to read.
@@ -272,7 +340,7 @@ func (r *Reader) Rows() int64 { return r.left }
 
 // pageErr names the column and page of a decoding error.
 func (r *Reader) pageErr(ref pageRef, err error) error {
-	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, r.col.Offset+int64(ref.at), err)
+	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, ref.at, err)
 }
 
 // buffer returns a decompression buffer of n bytes, held until the batch
@@ -308,8 +376,7 @@ func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, 
 // readDictionary decodes the dictionary page ref.
 func (r *Reader) readDictionary(ref pageRef) error {
 	h := ref.h
-	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
-	data, buf, err := r.body(raw, h.uncompressed, true)
+	data, buf, err := r.body(ref.body, h.uncompressed, true)
 	if err != nil {
 		return err
 	}
