@@ -103,6 +103,8 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 		if r.cur.dl.left < n {
 			return fmt.Errorf("%d DELTA_BINARY_PACKED values for %d", r.cur.dl.left, n)
 		}
+	case encDeltaLength:
+		return r.setUpLengths(values, n)
 	case encPlainDictionary, encRLEDictionary:
 		if n == 0 {
 			return nil
@@ -126,6 +128,34 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 	default:
 		return fmt.Errorf("encoding %d", enc)
 	}
+	return nil
+}
+
+// setUpLengths decodes the lengths of a DELTA_LENGTH_BYTE_ARRAY page of n
+// values, which its bytes follow, and checks that they hold them.
+func (r *Reader) setUpLengths(values []byte, n int) error {
+	c := &r.cur
+	if err := c.dl.init(values, 32); err != nil {
+		return err
+	}
+	if c.dl.left != n {
+		return fmt.Errorf("%d DELTA_LENGTH_BYTE_ARRAY lengths for %d values", c.dl.left, n)
+	}
+	r.u64 = grow(r.u64, n)
+	if err := c.dl.next(r.u64); err != nil {
+		return err
+	}
+	r.pageLens = grow(r.pageLens, n)
+	room := int64(len(values) - c.dl.pos)
+	for i, v := range r.u64 {
+		l := int64(int32(uint32(v)))
+		if l < 0 || l > room {
+			return fmt.Errorf("DELTA_LENGTH_BYTE_ARRAY value of %d bytes where %d are left", l, room)
+		}
+		room -= l
+		r.pageLens[i] = l
+	}
+	c.plainPos, c.lenPos = c.dl.pos, 0
 	return nil
 }
 
@@ -399,8 +429,17 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			r.lens = append(r.lens, l)
 			pos += int(l)
 		}
-		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m})
+		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: -1})
 		c.plainPos = pos
+	} else if c.ref.h.encoding == encDeltaLength {
+		size := 0
+		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
+			size += int(l)
+		}
+		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: size, lens: len(r.lens)})
+		r.lens = append(r.lens, r.pageLens[c.lenPos:c.lenPos+m]...)
+		c.plainPos += size
+		c.lenPos += m
 	} else {
 		r.u32 = grow(r.u32, m)
 		if err := c.hy.next(r.u32); err != nil {
@@ -413,7 +452,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			}
 			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]))
 		}
-		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true})
+		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
 		r.idx = append(r.idx, r.u32...)
 	}
 	lens := r.lens[first:]
@@ -463,6 +502,14 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 			}
 			continue
 		}
+		if s.bytes >= 0 {
+			first := at
+			at += copy(out[at:], s.data[s.from:s.from+s.bytes])
+			if r.validUTF8 {
+				r.validUTF8 = startsWhole(out[first:at], r.lens[s.lens:s.lens+s.n]) && utf8.Valid(out[first:at])
+			}
+			continue
+		}
 		pos, first, cut := s.from, at, false
 		for range s.n {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
@@ -474,6 +521,19 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 		r.validUTF8 = r.validUTF8 && !cut && utf8.Valid(out[first:at])
 	}
 	return buf, nil
+}
+
+// startsWhole reports whether none of the values laid end to end in b,
+// of lengths lens, starts on a UTF-8 continuation byte.
+func startsWhole(b []byte, lens []int64) bool {
+	at := 0
+	for _, l := range lens {
+		if l > 0 && !utf8.RuneStart(b[at]) {
+			return false
+		}
+		at += int(l)
+	}
+	return true
 }
 
 // Skip passes over the next n rows without building them. Pages it passes
@@ -547,6 +607,11 @@ func (r *Reader) skipValues(m int) error {
 		c.plainPos = pos
 	case enc == encPlain:
 		c.plainPos += m * r.pw
+	case enc == encDeltaLength:
+		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
+			c.plainPos += int(l)
+		}
+		c.lenPos += m
 	case enc == encDeltaBinaryPacked:
 		r.u64 = grow(r.u64, min(m, chunk))
 		for done := 0; done < m; done += chunk {

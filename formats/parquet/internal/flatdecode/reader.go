@@ -121,6 +121,8 @@ func encodes(p Physical, enc int64) bool {
 		return p == Boolean
 	case encDeltaBinaryPacked:
 		return p == Int32 || p == Int64
+	case encDeltaLength:
+		return p == ByteArray
 	case encByteStreamSplit:
 		return p == Int32 || p == Int64 || p == Float || p == Double
 	}
@@ -174,6 +176,7 @@ type Reader struct {
 	u32        []uint32
 	u64        []uint64
 	lens       []int64
+	pageLens   []int64 // DELTA_LENGTH_BYTE_ARRAY: the current page's lengths
 	idx        []uint32
 	segs       []segment
 }
@@ -190,6 +193,7 @@ type page struct {
 	plainPos int    // PLAIN: the next value's byte (bit, for booleans)
 	hy       hybrid
 	dl       delta
+	lenPos   int // DELTA_LENGTH_BYTE_ARRAY: the next value's in Reader.pageLens
 }
 
 // segment is a run of byte-array values of one page taken into a batch,
@@ -198,6 +202,10 @@ type segment struct {
 	data     []byte // PLAIN: the page's values
 	from, n  int    // PLAIN: byte offset of the first; dictionary: index into idx
 	fromDict bool
+	// bytes is the size of the values of a DELTA_LENGTH_BYTE_ARRAY page,
+	// which lie end to end at data[from:], and lens their lengths' place
+	// in Reader.lens; -1 for other segments.
+	bytes, lens int
 }
 
 // Open checks the page headers of chunk (the whole column chunk) and
