@@ -20,7 +20,12 @@ import (
 
 // readRange reads file rows [lo, hi) of path's one fragment.
 func readRange(ctx context.Context, path string, arrowGo bool, batchRows int, lo, hi int64) ([]arrow.RecordBatch, *memory.CheckedAllocator, error) {
-	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{ArrowGoDecode: arrowGo}}})
+	return readFormatRange(ctx, path, parquet.Format{ArrowGoDecode: arrowGo}, batchRows, lo, hi)
+}
+
+// readFormatRange reads file rows [lo, hi) of path's one fragment with p.
+func readFormatRange(ctx context.Context, path string, p parquet.Format, batchRows int, lo, hi int64) ([]arrow.RecordBatch, *memory.CheckedAllocator, error) {
+	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{p}})
 	if err != nil {
 		return nil, nil, err
 	}

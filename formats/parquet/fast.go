@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -50,7 +52,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			if cols == nil {
 				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 			}
-			cols.known = fx.known
+			cols.known, cols.spread = fx.known, fx.spread
 			return cols.readPaged(ctx, first, lo, hi, schema, mem, fx, yield)
 		}
 	case arrowGo:
@@ -65,7 +67,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 		}
 		defer cols.release()
-		cols.known = fx.known
+		cols.known, cols.spread = fx.known, fx.spread
 		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
 	}
 }
@@ -79,6 +81,71 @@ type mixedColumns struct {
 	batch  int64
 	mem    memory.Allocator
 	known  *knownUTF8 // where next puts the columns flatdecode found UTF-8
+	spread bool       // next may decode the fast columns on idle cores
+}
+
+// spreadBatches counts the batches next decoded on more than one
+// goroutine, for the tests.
+var spreadBatches atomic.Int64
+
+// decoding counts the Decode calls under way in the process, which share
+// its cores.
+var decoding atomic.Int64
+
+// minSpread is the fewest rows of a batch whose columns are worth
+// decoding on more than one goroutine.
+const minSpread = 1024
+
+// workers is how many goroutines next decodes the n-row batch's fast
+// columns on: up to a Decode call's share of the cores.
+func (m *mixedColumns) workers(n int64) int {
+	k := 0
+	for _, f := range m.fast {
+		if f != nil {
+			k++
+		}
+	}
+	if !m.spread || k < 2 || n < minSpread {
+		return 1
+	}
+	return min(k, runtime.GOMAXPROCS(0)/int(max(decoding.Load(), 1)))
+}
+
+// nextFast decodes the next n rows of each fast column into arrs, on w
+// goroutines (the calling one included), all joined before it returns.
+// The error is that of the first column that failed.
+func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
+	errs := make([]error, len(m.fast))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(m.fast) {
+				return
+			}
+			if f := m.fast[i]; f != nil {
+				arrs[i], errs[i] = f.Next(int(n))
+			}
+		}
+	}
+	if w > 1 {
+		spreadBatches.Add(1)
+	}
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
+		if m.known != nil && m.fast[i] != nil && m.fast[i].ValidUTF8() {
+			m.known.add(arrs[i])
+		}
+	}
+	return nil
 }
 
 func (m *mixedColumns) release() {
@@ -331,16 +398,12 @@ func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
 			}
 		}
 	}
-	for i, f := range m.fast {
-		var err error
-		if f != nil {
-			if arrs[i], err = f.Next(int(n)); err != nil {
-				release()
-				return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-			}
-			if m.known != nil && f.ValidUTF8() {
-				m.known.add(arrs[i])
-			}
+	if err := m.nextFast(n, arrs, m.workers(n)); err != nil {
+		release()
+		return nil, err
+	}
+	for i := range m.fast {
+		if m.fast[i] != nil {
 			continue
 		}
 		chunked, err := m.slow[i].NextBatch(n)
