@@ -52,6 +52,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			if cols == nil {
 				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 			}
+			defer cols.release()
 			cols.known, cols.spread = fx.known, fx.spread
 			return cols.readPaged(ctx, first, lo, hi, schema, mem, fx, yield)
 		}
@@ -152,6 +153,11 @@ func (m *mixedColumns) release() {
 	for _, c := range m.slow {
 		if c != nil {
 			c.Release()
+		}
+	}
+	for _, f := range m.fast {
+		if f != nil {
+			f.Release()
 		}
 	}
 }

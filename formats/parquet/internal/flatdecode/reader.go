@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -171,6 +172,7 @@ type Reader struct {
 
 	// Scratch, kept between batches.
 	free, held [][]byte // decompression buffers; held: in use by this batch
+	dictBuf    []byte   // the one dict.fixed lies in, if any
 	valid      []byte   // the current page's validity bits
 	scratch    []byte
 	u32        []uint32
@@ -351,6 +353,11 @@ func (r *Reader) pageErr(ref pageRef, err error) error {
 	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, ref.at, err)
 }
 
+// pageBuffers keeps the decompression buffers of released Readers for
+// the next ones: a read opens a Reader per column chunk, and each would
+// otherwise allocate its pages' buffers anew.
+var pageBuffers sync.Pool // of *[]byte
+
 // buffer returns a decompression buffer of n bytes, held until the batch
 // ends.
 func (r *Reader) buffer(n int) []byte {
@@ -361,7 +368,33 @@ func (r *Reader) buffer(n int) []byte {
 			return b[:n]
 		}
 	}
+	if p, ok := pageBuffers.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			return (*p)[:n]
+		}
+		r.free = append(r.free, *p) // for a smaller page
+	}
 	return make([]byte, n)
+}
+
+// Release hands the Reader's decompression buffers on to later Readers.
+// The arrays it built do not share them; the Reader is not to be used
+// again.
+func (r *Reader) Release() {
+	keep := func(b []byte) {
+		if cap(b) > 0 {
+			pageBuffers.Put(&b)
+		}
+	}
+	for _, b := range r.free {
+		keep(b)
+	}
+	for _, b := range r.held {
+		keep(b)
+	}
+	keep(r.cur.buf)
+	keep(r.dictBuf)
+	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
 }
 
 // body returns the page's uncompressed bytes from raw, compressed as the
@@ -397,8 +430,12 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		if n > len(data)/r.pw {
 			return fmt.Errorf("%d values in %d bytes", n, len(data))
 		}
-		r.dict.fixed = data[:n*r.pw]
+		r.dict.fixed, r.dictBuf = data[:n*r.pw], buf
 		return nil
+	}
+	if buf != nil {
+		// The entries are copied out below.
+		defer func() { r.free = append(r.free, buf) }()
 	}
 	if n > len(data)/4 {
 		return fmt.Errorf("%d values in %d bytes", n, len(data))
