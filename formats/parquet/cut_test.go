@@ -48,7 +48,7 @@ func TestFastDecodeCut(t *testing.T) {
 	dir := t.TempDir()
 	all := genColumns()
 	codecs := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy}
-	encs := []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.RLE, pq.Encodings.DeltaLengthByteArray}
+	encs := []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.RLE, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray}
 	ranges, taken := 0, int64(0)
 	for fi, enc := range encs {
 		var cols []genColumn

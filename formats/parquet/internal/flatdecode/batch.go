@@ -15,9 +15,7 @@ import (
 // loadPage makes the next data page the current one: decompressed, its
 // definition levels turned into validity bits, its values' decoder set up.
 func (r *Reader) loadPage() error {
-	if r.cur.buf != nil {
-		r.held = append(r.held, r.cur.buf)
-	}
+	r.hold()
 	if r.next >= len(r.pages) {
 		return fmt.Errorf("column %q: the pages end %d rows before the row group", r.col.Name, r.left)
 	}
@@ -28,6 +26,16 @@ func (r *Reader) loadPage() error {
 		return r.pageErr(ref, err)
 	}
 	return nil
+}
+
+// hold keeps the current page's buffers until the batch ends, the page
+// being left: the batch's segments may lie in them.
+func (r *Reader) hold() {
+	for _, b := range [][]byte{r.cur.buf, r.cur.built} {
+		if b != nil {
+			r.held = append(r.held, b)
+		}
+	}
 }
 
 func (r *Reader) setUp(ref pageRef) error {
@@ -104,7 +112,11 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 			return fmt.Errorf("%d DELTA_BINARY_PACKED values for %d", r.cur.dl.left, n)
 		}
 	case encDeltaLength:
-		return r.setUpLengths(values, n)
+		at, err := r.setUpLengths(values, n)
+		r.cur.plainPos, r.cur.lenPos = at, 0
+		return err
+	case encDeltaByteArray:
+		return r.setUpPrefixed(values, n)
 	case encPlainDictionary, encRLEDictionary:
 		if n == 0 {
 			return nil
@@ -132,30 +144,90 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 }
 
 // setUpLengths decodes the lengths of a DELTA_LENGTH_BYTE_ARRAY page of n
-// values, which its bytes follow, and checks that they hold them.
-func (r *Reader) setUpLengths(values []byte, n int) error {
+// values into pageLens, checks that the bytes after them hold them, and
+// returns where those bytes start.
+func (r *Reader) setUpLengths(values []byte, n int) (int, error) {
+	if err := r.deltas(values, n, &r.pageLens); err != nil {
+		return 0, err
+	}
+	at := r.cur.dl.pos
+	room := int64(len(values) - at)
+	for _, l := range r.pageLens {
+		if l > room {
+			return 0, fmt.Errorf("DELTA_LENGTH_BYTE_ARRAY value of %d bytes where %d are left", l, room)
+		}
+		room -= l
+	}
+	return at, nil
+}
+
+// deltas decodes the n DELTA_BINARY_PACKED lengths at the start of
+// values into *out, checking that none is negative; r.cur.dl.pos is then
+// where they end.
+func (r *Reader) deltas(values []byte, n int, out *[]int64) error {
 	c := &r.cur
 	if err := c.dl.init(values, 32); err != nil {
 		return err
 	}
 	if c.dl.left != n {
-		return fmt.Errorf("%d DELTA_LENGTH_BYTE_ARRAY lengths for %d values", c.dl.left, n)
+		return fmt.Errorf("%d delta-encoded lengths for %d values", c.dl.left, n)
 	}
 	r.u64 = grow(r.u64, n)
 	if err := c.dl.next(r.u64); err != nil {
 		return err
 	}
-	r.pageLens = grow(r.pageLens, n)
-	room := int64(len(values) - c.dl.pos)
+	*out = grow(*out, n)
 	for i, v := range r.u64 {
 		l := int64(int32(uint32(v)))
-		if l < 0 || l > room {
-			return fmt.Errorf("DELTA_LENGTH_BYTE_ARRAY value of %d bytes where %d are left", l, room)
+		if l < 0 {
+			return fmt.Errorf("a length of %d bytes", l)
 		}
-		room -= l
-		r.pageLens[i] = l
+		(*out)[i] = l
 	}
-	c.plainPos, c.lenPos = c.dl.pos, 0
+	return nil
+}
+
+// maxBuilt bounds the bytes a DELTA_BYTE_ARRAY page's values may take once
+// built: shared prefixes let a small page claim far more.
+const maxBuilt = 1 << 30
+
+// setUpPrefixed builds the n values of a DELTA_BYTE_ARRAY page (each the
+// first prefix bytes of the one before, then a suffix of its own) end to
+// end in a buffer of their own, which is then read as a
+// DELTA_LENGTH_BYTE_ARRAY page's bytes are.
+func (r *Reader) setUpPrefixed(values []byte, n int) error {
+	c := &r.cur
+	if err := r.deltas(values, n, &r.prefixes); err != nil {
+		return fmt.Errorf("prefix lengths: %w", err)
+	}
+	suffixes := values[c.dl.pos:]
+	at, err := r.setUpLengths(suffixes, n)
+	if err != nil {
+		return fmt.Errorf("suffixes: %w", err)
+	}
+	var total, prev int64
+	for i, p := range r.prefixes {
+		if p > prev {
+			return fmt.Errorf("value %d: a prefix of %d bytes of a value of %d", i, p, prev)
+		}
+		prev = p + r.pageLens[i]
+		if total += prev; total > maxBuilt {
+			return fmt.Errorf("DELTA_BYTE_ARRAY values of more than %d bytes", maxBuilt)
+		}
+	}
+	buf := r.buffer(int(total))
+	c.built = buf
+	pos, from := 0, 0 // the value being built, and the one before
+	for i, p := range r.prefixes {
+		l := int(r.pageLens[i])
+		copy(buf[pos:], buf[from:from+int(p)])
+		copy(buf[pos+int(p):], suffixes[at:at+l])
+		at += l
+		from = pos
+		r.pageLens[i] = p + int64(l)
+		pos += int(r.pageLens[i])
+	}
+	c.values, c.plainPos, c.lenPos = buf, 0, 0
 	return nil
 }
 
@@ -431,7 +503,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 		}
 		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: -1})
 		c.plainPos = pos
-	} else if c.ref.h.encoding == encDeltaLength {
+	} else if enc := c.ref.h.encoding; enc == encDeltaLength || enc == encDeltaByteArray {
 		size := 0
 		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
 			size += int(l)
@@ -550,9 +622,7 @@ func (r *Reader) Skip(n int64) error {
 	for n > 0 {
 		if r.cur.pos == r.cur.rows {
 			if r.next < len(r.pages) && r.pages[r.next].h.values <= n {
-				if r.cur.buf != nil {
-					r.held = append(r.held, r.cur.buf)
-				}
+				r.hold()
 				ref := r.pages[r.next]
 				r.next++
 				r.cur = page{ref: ref, rows: int(ref.h.values), pos: int(ref.h.values)}
@@ -607,7 +677,7 @@ func (r *Reader) skipValues(m int) error {
 		c.plainPos = pos
 	case enc == encPlain:
 		c.plainPos += m * r.pw
-	case enc == encDeltaLength:
+	case enc == encDeltaLength || enc == encDeltaByteArray:
 		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
 			c.plainPos += int(l)
 		}

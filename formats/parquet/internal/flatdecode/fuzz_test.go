@@ -192,6 +192,8 @@ func FuzzChunk(f *testing.F) {
 		{pq.Encodings.Plain, compress.Codecs.Lz4Raw, true},
 		{pq.Encodings.DeltaLengthByteArray, compress.Codecs.Uncompressed, false},
 		{pq.Encodings.DeltaLengthByteArray, compress.Codecs.Snappy, true},
+		{pq.Encodings.DeltaByteArray, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.DeltaByteArray, compress.Codecs.Zstd, true},
 	} {
 		for _, c := range sampleChunks(f, s.enc, s.codec, s.v2) {
 			if !encodes(c.col.Physical, int64(s.enc)) && s.enc != pq.Encodings.RLEDict {
@@ -337,7 +339,7 @@ func pageHeaderBytes(typ, size, values, enc int) []byte {
 
 // TestSamples decodes the fuzz seeds and checks them against arrow-go.
 func TestSamples(t *testing.T) {
-	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.DeltaLengthByteArray} {
+	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray} {
 		for _, c := range sampleChunks(t, enc, compress.Codecs.Snappy, false) {
 			if _, err := Open(c.chunk, c.col, memory.DefaultAllocator); err != nil && (encodes(c.col.Physical, int64(enc)) || enc == pq.Encodings.RLEDict && c.col.Physical != Boolean) {
 				t.Errorf("%s %s: %v", enc, c.col.Name, err)

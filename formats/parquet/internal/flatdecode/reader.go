@@ -122,7 +122,7 @@ func encodes(p Physical, enc int64) bool {
 		return p == Boolean
 	case encDeltaBinaryPacked:
 		return p == Int32 || p == Int64
-	case encDeltaLength:
+	case encDeltaLength, encDeltaByteArray:
 		return p == ByteArray
 	case encByteStreamSplit:
 		return p == Int32 || p == Int64 || p == Float || p == Double
@@ -178,7 +178,8 @@ type Reader struct {
 	u32        []uint32
 	u64        []uint64
 	lens       []int64
-	pageLens   []int64 // DELTA_LENGTH_BYTE_ARRAY: the current page's lengths
+	pageLens   []int64 // DELTA_(LENGTH_)BYTE_ARRAY: the current page's lengths
+	prefixes   []int64 // DELTA_BYTE_ARRAY
 	idx        []uint32
 	segs       []segment
 }
@@ -192,10 +193,11 @@ type page struct {
 	taken    int // values taken
 	values   []byte
 	buf      []byte // the decompression buffer that holds values, if any
+	built    []byte // DELTA_BYTE_ARRAY: the buffer its values were built in
 	plainPos int    // PLAIN: the next value's byte (bit, for booleans)
 	hy       hybrid
 	dl       delta
-	lenPos   int // DELTA_LENGTH_BYTE_ARRAY: the next value's in Reader.pageLens
+	lenPos   int // DELTA_(LENGTH_)BYTE_ARRAY: the next value's in Reader.pageLens
 }
 
 // segment is a run of byte-array values of one page taken into a batch,
@@ -393,6 +395,7 @@ func (r *Reader) Release() {
 		keep(b)
 	}
 	keep(r.cur.buf)
+	keep(r.cur.built)
 	keep(r.dictBuf)
 	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
 }
