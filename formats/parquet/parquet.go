@@ -61,9 +61,9 @@ type Format struct {
 	// timestamp[us, UTC], every year Spark writes; see INT96.
 	INT96 INT96
 	// ArrowGoDecode decodes every column chunk with arrow-go's pqarrow.
-	// Default false: a whole row group's flat columns (top-level, not
-	// repeated) of integers, dates, times, timestamps, floats, booleans,
-	// strings and binaries, in the common encodings and codecs, are decoded
+	// Default false: the flat columns (top-level, not repeated) of
+	// integers, dates, times, timestamps, floats, booleans, strings and
+	// binaries, in the common encodings and codecs, are decoded
 	// by sluice's own decoder straight into Arrow buffers, with less than
 	// half of arrow-go's CPU time for the decoding proper; the batches are
 	// the same, value for value and type for type, and any chunk it does
