@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/internal/panics"
 	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 )
 
@@ -125,7 +127,7 @@ func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
 				return
 			}
 			if f := m.fast[i]; f != nil {
-				arrs[i], errs[i] = f.Next(int(n))
+				arrs[i], errs[i] = nextGuarded(f, n)
 			}
 		}
 	}
@@ -139,6 +141,10 @@ func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
 	work()
 	wg.Wait()
 	for i, err := range errs {
+		var pe *panics.Error
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%w: column %q: %w", formats.ErrCorrupt, m.schema.Field(i).Name, err)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 		}
@@ -147,6 +153,17 @@ func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
 		}
 	}
 	return nil
+}
+
+// nextGuarded is f.Next(n), a panic of which is an error: on a goroutine
+// of nextFast's, no guardRowGroup is there to recover it.
+func nextGuarded(f *flatdecode.Reader, n int64) (a arrow.Array, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, panics.New(r)
+		}
+	}()
+	return f.Next(int(n))
 }
 
 func (m *mixedColumns) release() {
