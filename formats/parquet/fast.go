@@ -118,6 +118,21 @@ func (m *mixedColumns) workers(n int64) int {
 // goroutines (the calling one included), all joined before it returns.
 // The error is that of the first column that failed.
 func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
+	if w == 1 {
+		for i, f := range m.fast {
+			if f == nil {
+				continue
+			}
+			var err error
+			if arrs[i], err = f.Next(int(n)); err != nil {
+				return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			if m.known != nil && f.ValidUTF8() {
+				m.known.add(arrs[i])
+			}
+		}
+		return nil
+	}
 	errs := make([]error, len(m.fast))
 	var next atomic.Int64
 	work := func() {

@@ -173,16 +173,24 @@ type Reader struct {
 	// Scratch, kept between batches.
 	free, held [][]byte // decompression buffers; held: in use by this batch
 	dictBuf    []byte   // the one dict.fixed lies in, if any
-	valid      []byte   // the current page's validity bits
-	scratch    []byte
-	u32        []uint32
-	u64        []uint64
-	lens       []int64
-	pageLens   []int64 // DELTA_(LENGTH_)BYTE_ARRAY: the current page's lengths
-	prefixes   []int64 // DELTA_BYTE_ARRAY
-	idx        []uint32
-	segs       []segment
+	work
 }
+
+// work is a Reader's scratch, kept between batches and, through works,
+// handed from a released Reader to the next.
+type work struct {
+	valid    []byte // the current page's validity bits
+	scratch  []byte
+	u32      []uint32
+	u64      []uint64
+	lens     []int64
+	pageLens []int64 // DELTA_(LENGTH_)BYTE_ARRAY: the current page's lengths
+	prefixes []int64 // DELTA_BYTE_ARRAY
+	idx      []uint32
+	segs     []segment
+}
+
+var works sync.Pool // of *work
 
 // page is the state of the page being read.
 type page struct {
@@ -281,6 +289,9 @@ func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) 
 // no pages yet.
 func newReader(col Column, mem memory.Allocator) (*Reader, error) {
 	r := &Reader{col: col, mem: mem, left: col.Rows}
+	if w, ok := works.Get().(*work); ok {
+		r.work = *w
+	}
 	w, ok := widthOf(col.Physical, col.Type)
 	if !ok {
 		return nil, r.unsupported("%s from physical type %d", col.Type, col.Physical)
@@ -398,6 +409,11 @@ func (r *Reader) Release() {
 	keep(r.cur.built)
 	keep(r.dictBuf)
 	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
+	w := r.work
+	clear(w.segs[:cap(w.segs)]) // they point into the pages
+	w.lens, w.idx, w.segs = w.lens[:0], w.idx[:0], w.segs[:0]
+	r.work = work{}
+	works.Put(&w)
 }
 
 // body returns the page's uncompressed bytes from raw, compressed as the
