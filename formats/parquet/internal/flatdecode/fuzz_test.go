@@ -145,8 +145,10 @@ func decodePages(t *testing.T, chunk []byte, col Column, batch int) {
 	drain(t, r, batch)
 }
 
-// drain reads r's rows in batches of batch, every third skipped.
+// drain reads r's rows in batches of batch, every third skipped, and
+// releases r, whose buffers the next Reader then takes.
 func drain(t *testing.T, r *Reader, batch int) {
+	defer r.Release()
 	for i := 0; r.Rows() > 0; i++ {
 		if i%3 == 1 {
 			// Every third batch is skipped, not built.
