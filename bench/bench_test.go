@@ -109,6 +109,7 @@ func TestHarnessTiny(t *testing.T) {
 		"python_numpy", "python_torch", "python_dataloader_workers",
 		"pyarrow_sequential", "pyarrow_shuffled", "pyarrow_shuffled_mix15", "pyarrow_shuffled_mix05",
 		"table131k_sequential", "table131k_shuffled", "table131k_shuffled_mix15", "table131k_shuffled_mix05",
+		"avro_benchdata",
 	} {
 		if byName[name] == nil {
 			t.Errorf("no line for scenario %s", name)
@@ -144,7 +145,7 @@ func TestHarnessTiny(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"iceberg_deletes.ratio_vs_parquet", "iceberg_plan_2000_files.cold_seconds", "iceberg_plan_2000_files.cached_seconds"} {
+	for _, f := range []string{"iceberg_deletes.ratio_vs_parquet", "avro_benchdata.ratio_vs_parquet", "avro_benchdata.parquet_rows_per_s", "iceberg_plan_2000_files.cold_seconds", "iceberg_plan_2000_files.cached_seconds"} {
 		name, field, _ := strings.Cut(f, ".")
 		if v, ok := byName[name][field].(float64); !ok || v <= 0 {
 			t.Errorf("%s: field %q is %v, want a positive number", name, field, byName[name][field])

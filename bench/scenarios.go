@@ -50,6 +50,7 @@ var scenarios = []scenario{
 	{name: "consumers", lines: consumerLines, run: (*env).consumers},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
 	{name: "orc", lines: orcLines, run: (*env).orcScenario},
+	{name: "avro_benchdata", run: (*env).avroScenario},
 	{name: "iceberg", lines: icebergLines, run: (*env).icebergScenario},
 	{name: "python", lines: pythonLines, run: (*env).pythonScenario},
 }

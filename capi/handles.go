@@ -31,6 +31,9 @@ type handle struct {
 	id  int64
 	ds  *stream.Dataset // one of ds and mix is set
 	mix *stream.Mixed
+	// shuffle is the dataset's Shuffle option, which its estimate's peak
+	// memory depends on.
+	shuffle bool
 	// mixes counts the open mixes over ds; srcs are a mix's datasets.
 	mixes int
 	srcs  []*handle
@@ -262,7 +265,7 @@ func openDataset(js []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return register(&handle{ds: d}), nil
+	return register(&handle{ds: d, shuffle: so.Shuffle}), nil
 }
 
 // openMix opens a mix over open datasets, named by handle.
@@ -370,4 +373,34 @@ func rankFromEnv(envJSON []byte) ([]byte, error) {
 		return nil, usageErr("%v", err)
 	}
 	return json.Marshal(map[string]any{"launcher": p.Launcher, "rank": p.Rank, "world_size": p.WorldSize, "local_rank": p.LocalRank, "local_world_size": p.LocalWorldSize})
+}
+
+// estimate is what sluice_estimate reports: stream.Estimate under the
+// Python package's names, and its PeakBytes for the dataset's Shuffle.
+type estimate struct {
+	WindowRows        int     `json:"window_rows"`
+	RowBytes          float64 `json:"row_bytes"`
+	Windows           int     `json:"windows"`
+	MeanRows          float64 `json:"mean_rows"`
+	MaxRows           int64   `json:"max_rows"`
+	MeanPlaces        float64 `json:"mean_places"`
+	MinPlaces         int     `json:"min_places"`
+	WindowBytes       int64   `json:"window_bytes"`
+	WindowStoredBytes int64   `json:"window_stored_bytes"`
+	PeakBytes         int64   `json:"peak_bytes"`
+	Mixing            float64 `json:"mixing"`
+	MixingBatches     int     `json:"mixing_batches"`
+}
+
+// estimate prices the dataset's current epoch (stream.Dataset.Estimate).
+func (h *handle) estimate() (estimate, error) {
+	if h.ds == nil {
+		return estimate{}, usageErr("sluice: a mix has no estimate of its own: ask its sources")
+	}
+	e := h.ds.Estimate()
+	return estimate{
+		WindowRows: e.WindowRows, RowBytes: e.RowBytes, Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,
+		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.WindowStoredBytes,
+		PeakBytes: e.PeakBytes(h.shuffle), Mixing: e.Mixing, MixingBatches: e.MixingBatches,
+	}, nil
 }

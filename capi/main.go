@@ -35,7 +35,7 @@ func main() {}
 
 // abiVersion changes whenever a signature or the meaning of a value does:
 // the Python package refuses a library of another version.
-const abiVersion = 1
+const abiVersion = 2
 
 //export sluice_abi_version
 func sluice_abi_version() C.int64_t { return abiVersion }
@@ -232,6 +232,29 @@ func sluice_metrics(id C.int64_t, out **C.char) (e *C.char) {
 		return cerr(usageErr("sluice: a mix has no metrics of its own; ask its sources"))
 	}
 	b, err := json.Marshal(h.ds.Metrics().Snapshot())
+	if err != nil {
+		return cerr(err)
+	}
+	*out = C.CString(string(b))
+	return nil
+}
+
+// sluice_estimate returns, as JSON in *out (freed with sluice_free), what
+// the dataset's shuffle costs and gives in the current epoch
+// (stream.Dataset.Estimate), read from the plan without reading data.
+//
+//export sluice_estimate
+func sluice_estimate(id C.int64_t, out **C.char) (e *C.char) {
+	defer guard(&e)
+	h, err := lookup(int64(id))
+	if err != nil {
+		return cerr(err)
+	}
+	est, err := h.estimate()
+	if err != nil {
+		return cerr(err)
+	}
+	b, err := json.Marshal(est)
 	if err != nil {
 		return cerr(err)
 	}

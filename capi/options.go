@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/stream"
@@ -30,6 +30,8 @@ type openOptions struct {
 	Epoch                int64    `json:"epoch"`
 	ClumpSize            int      `json:"clump_size"`
 	ShuffleWindow        int      `json:"shuffle_window"`
+	ShuffleMemory        int64    `json:"shuffle_memory"`
+	ShufflePasses        int      `json:"shuffle_passes"`
 	ChunkBytes           int64    `json:"chunk_bytes"`
 	NumSplits            int      `json:"num_splits"`
 	DropRemainder        bool     `json:"drop_remainder"`
@@ -45,9 +47,12 @@ type openOptions struct {
 	ReadBatchSize        int      `json:"read_batch_size"`
 	TakeCacheBytes       int64    `json:"take_cache_bytes"`
 	PlanConcurrency      int      `json:"plan_concurrency"`
+	Format               string   `json:"format"`
 	// Text (CSV, JSON) files, as the CLI's flags of the same names.
 	Delimiter   string   `json:"delimiter"`
 	NoHeader    bool     `json:"no_header"`
+	Header      bool     `json:"header"`
+	NullPadding bool     `json:"null_padding"`
 	NullStrings []string `json:"null_strings"`
 	CountRows   bool     `json:"count_rows"`
 	SkipBadRows bool     `json:"skip_bad_rows"`
@@ -87,20 +92,27 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-// streamOptions maps o to stream.Options. The formats are the CLI's: Parquet
-// and ORC by file name, then CSV and JSON.
+// streamOptions maps o to stream.Options. The formats are the CLI's:
+// Parquet, ORC and Avro by file name, then CSV and JSON with the text
+// options; format names the one that reads every file.
 func (o openOptions) streamOptions() (stream.Options, error) {
 	if len(o.Delimiter) > 1 {
 		return stream.Options{}, usageErr("option delimiter %q is more than one byte", o.Delimiter)
 	}
-	to := text.Options{NoHeader: o.NoHeader, NullStrings: o.NullStrings, Count: o.CountRows}
+	if o.Header && o.NoHeader {
+		return stream.Options{}, usageErr("options header and no_header contradict each other")
+	}
+	to := text.Options{NoHeader: o.NoHeader, Header: o.Header, NullStrings: o.NullStrings, NullPadding: o.NullPadding, Count: o.CountRows}
 	if o.Delimiter != "" {
 		to.Delimiter = o.Delimiter[0]
 	}
 	if o.SkipBadRows {
 		to.BadRows = text.BadRowsSkip
 	}
-	fs := append([]formats.Format{parquet.Format{}, orc.Format{}}, text.All(to)...)
+	fs := drivers.All(to)
+	if o.Format != "" && formats.Named(fs, o.Format) == nil {
+		return stream.Options{}, usageErr("option format %q is not a format (%s)", o.Format, strings.Join(formats.Names(fs), ", "))
+	}
 	return stream.Options{
 		URLs:                 slices.Clone(o.URLs),
 		Columns:              slices.Clone(o.Columns),
@@ -111,6 +123,8 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 		Epoch:                o.Epoch,
 		ClumpSize:            o.ClumpSize,
 		ShuffleWindow:        o.ShuffleWindow,
+		ShuffleMemory:        o.ShuffleMemory,
+		ShufflePasses:        o.ShufflePasses,
 		ChunkBytes:           o.ChunkBytes,
 		NumSplits:            o.NumSplits,
 		DropRemainder:        o.DropRemainder,
@@ -127,6 +141,7 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 		TakeCacheBytes:       o.TakeCacheBytes,
 		PlanConcurrency:      o.PlanConcurrency,
 		Formats:              fs,
+		Format:               o.Format,
 	}, nil
 }
 

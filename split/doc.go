@@ -8,13 +8,15 @@
 //
 //   - a unit is what a format reads on its own: a Parquet row group, an ORC
 //     stripe, a block of a text file (Unit, in a File);
-//   - a chunk is a run of consecutive units of one file, the thing the chunk
-//     order shuffles (Chunk; Chunks makes them);
+//   - a chunk is a run of consecutive units of one file, or a run of rows
+//     of one paged unit too large for a window, the thing the chunk order
+//     shuffles (Chunk; Chunks makes them);
 //   - a split is one of NumSplits disjoint lists of chunk pieces, a piece
 //     being the rows of one chunk that fall in one split (Split, Piece;
 //     Balance deals them);
 //   - a window is a run of a split's pieces read together and shuffled
-//     among themselves (Window, WindowRef);
+//     among themselves, a piece of a paged chunk being cut to the window
+//     first (Window, WindowRef);
 //   - a batch is what a consumer receives, made of parts, each a range of
 //     one window's emission order (Batch, Part; Schedule cuts them).
 //

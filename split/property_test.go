@@ -72,6 +72,7 @@ func checkCase(pc *planCase) error {
 	}{
 		{"exactly once", s.checkExactlyOnce},
 		{"balance by bytes", s.checkByBytes},
+		{"window bound", s.checkWindowBound},
 		{"elastic determinism", s.checkElastic},
 		{"exact resume", s.checkResume},
 		{"merge across world sizes", s.checkMerge},
@@ -194,8 +195,15 @@ func (s *sim) checkByBytes(*rand.Rand) error {
 	}
 	for sp, split := range s.ep.Splits {
 		var b int64
-		for i, p := range split.Pieces {
+		for i := 0; i < len(split.Pieces); i++ {
+			// A piece is all of its chunk, or (a paged chunk larger than
+			// the window) consecutive pieces are.
+			p := split.Pieces[i]
 			c := s.chunks[p.Chunk]
+			for c.Paged && p.End != c.End && i+1 < len(split.Pieces) && split.Pieces[i+1].Chunk == p.Chunk && split.Pieces[i+1].Start == p.End {
+				i++
+				p.End = split.Pieces[i].End
+			}
 			if p.Start != c.Start || p.End != c.End || p.FirstUnit != c.FirstUnit || p.EndUnit != c.EndUnit {
 				return fmt.Errorf("split %d piece %d %+v is not all of its chunk %+v", sp, i, p, c)
 			}
@@ -203,6 +211,29 @@ func (s *sim) checkByBytes(*rand.Rand) error {
 		}
 		if d := b*n - total; d > n*(biggest+1) || -d > n*(biggest+1) {
 			return fmt.Errorf("split %d holds %d bytes, %d of %d bytes per split, chunks up to %d bytes", sp, b, total/n, total, biggest)
+		}
+	}
+	return nil
+}
+
+// checkWindowBound: a window holds at most ShuffleWindow rows, unless it
+// is one piece of a chunk that is not paged (read whole, whatever the
+// window), and a paged chunk's pieces in one split are consecutive rows
+// in consecutive windows where it is larger than the window.
+func (s *sim) checkWindowBound(*rand.Rand) error {
+	size := int64(s.pc.order.ShuffleWindow)
+	if size <= 0 {
+		return nil
+	}
+	for sp, ws := range s.ep.Windows {
+		for wi, w := range ws {
+			ps := s.ep.Pieces(WindowRef{sp, wi})
+			if w.Rows <= size || w.Rows < 0 {
+				continue
+			}
+			if len(ps) != 1 || s.chunks[ps[0].Chunk].Paged {
+				return fmt.Errorf("split %d window %d holds %d rows in %d pieces (first %+v), ShuffleWindow %d", sp, wi, w.Rows, len(ps), ps[0], size)
+			}
 		}
 	}
 	return nil

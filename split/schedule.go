@@ -37,7 +37,9 @@ func NewEpoch(chunks []Chunk, o permutation.Order, e int64) (*Epoch, error) {
 		return nil, err
 	}
 	ep := &Epoch{Epoch: e, Order: o, Splits: splits, Windows: make([][]Window, len(splits))}
-	for s, sp := range splits {
+	for s := range splits {
+		splits[s].Pieces = windowSized(chunks, splits[s].Pieces, o.ShuffleWindow)
+		sp := splits[s]
 		rows := make([]int64, len(sp.Pieces))
 		for i, p := range sp.Pieces {
 			rows[i] = p.Rows()
@@ -45,6 +47,52 @@ func NewEpoch(chunks []Chunk, o permutation.Order, e int64) (*Epoch, error) {
 		ep.Windows[s] = Windows(rows, o.ShuffleWindow)
 	}
 	return ep, nil
+}
+
+// windowSized cuts every piece of a paged chunk (Chunk.Paged) of more
+// than size rows into consecutive pieces of at most size rows, equal
+// within a row, so that no window holds more than size rows of it: a
+// split reads such a chunk a window at a time, fetching its pages as it
+// goes (the fetch planner joins the pieces' requests). A piece of another
+// chunk stays whole, a window of its own where it is larger: reading part
+// of it would fetch it whole.
+func windowSized(chunks []Chunk, pieces []Piece, size int) []Piece {
+	if size <= 0 {
+		return pieces
+	}
+	w := int64(size)
+	var out []Piece
+	for i, p := range pieces {
+		n := p.Rows()
+		if n <= w || !chunks[p.Chunk].Paged {
+			if out != nil {
+				out = append(out, p)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]Piece, 0, len(pieces)+int(n/w)), pieces[:i]...)
+		}
+		k := (n + w - 1) / w
+		at := p.Start
+		for j := range k {
+			rows := n / k
+			if j < n%k {
+				rows++
+			}
+			q := p
+			q.Start, q.End = at, p.Pass.After(at, rows)
+			if j == k-1 {
+				q.End = p.End // the last reads to the piece's end, as the piece did
+			}
+			out = append(out, q)
+			at = q.End
+		}
+	}
+	if out == nil {
+		return pieces
+	}
+	return out
 }
 
 // Count gives the epoch the rows a counting pass found in the chunks whose

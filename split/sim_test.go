@@ -41,6 +41,11 @@ type planCase struct {
 // units' counts.
 func genCase(seed uint64, unknown bool) *planCase {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	// Paged units larger than the window, and their cutting, come from a
+	// generator of their own, so that the other draws of a seed stay as
+	// they were before cutting existed.
+	rc := rand.New(rand.NewPCG(seed, 0xc077))
+	cutting := rc.IntN(3) == 0
 	pc := &planCase{seed: seed, unknown: unknown}
 	// Per plan scales, so that plans range from a handful of rows to
 	// thousands, and chunks from a few bytes to well past JoinBytes.
@@ -56,6 +61,16 @@ func genCase(seed uint64, unknown bool) *planCase {
 				n = 0
 			}
 			u := Unit{Rows: n, Bytes: n*perRow + int64(r.IntN(64))}
+			if cutting && rc.IntN(2) == 0 {
+				u.Paged = true
+				if rc.IntN(2) == 0 {
+					// Larger than most windows: a row group of a million
+					// rows read with a window of 65536.
+					u.Rows = n * int64(2+rc.IntN(12))
+					u.Bytes = u.Rows*perRow + int64(rc.IntN(64))
+					n = u.Rows
+				}
+			}
 			if hide && r.IntN(3) > 0 {
 				u.Rows = -1
 			}
@@ -85,6 +100,16 @@ func genCase(seed uint64, unknown bool) *planCase {
 	pc.epoch = r.Int64N(4)
 	if !unknown && r.IntN(3) == 0 {
 		pc.order.Passes = 2 + r.IntN(7)
+	}
+	if cutting {
+		// Cut at the window, as a stream does, or at any size.
+		pc.chunk.CutRows = int64(max(pc.order.ShuffleWindow, 1))
+		if rc.IntN(3) == 0 {
+			pc.chunk.CutRows = 1 + rc.Int64N(int64(maxRows)*2)
+		}
+		if rc.IntN(2) == 0 {
+			pc.chunk.CutBytes = rc.Int64N(int64(maxRows)*(perRow+1)*2 + 1)
+		}
 	}
 	return pc
 }

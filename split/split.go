@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/sluicedata/sluice/permutation"
 )
@@ -14,6 +15,10 @@ type Unit struct {
 	Rows int64
 	// Bytes is the stored size of what reading the unit fetches.
 	Bytes int64
+	// Paged is set where a read of some of the unit's rows fetches only
+	// the pages those rows lie in (formats.Unit.Paged): such a unit may be
+	// cut into several chunks (ChunkOptions.CutRows).
+	Paged bool
 }
 
 // File is what planning needs of one file: its units, in file order.
@@ -33,18 +38,26 @@ func (f File) Rows() int64 {
 	return n
 }
 
-// Chunk is a run of whole units of one file: what chunk-order shuffling
-// moves around.
+// Chunk is a run of whole units of one file, or a run of rows of one paged
+// unit too large to be read whole (ChunkOptions.CutRows): what chunk-order
+// shuffling moves around.
 type Chunk struct {
 	// Fragment indexes the files.
 	Fragment int
 	// Start and End are rows of the file, [Start, End), or both -1 where
 	// the file's row counts are unknown.
 	Start, End int64
-	// FirstUnit and EndUnit are the chunk's units, [FirstUnit, EndUnit).
+	// FirstUnit and EndUnit are the chunk's units, [FirstUnit, EndUnit):
+	// the units its rows lie in (one, for a chunk cut from a unit).
 	FirstUnit, EndUnit int
-	// Bytes is the stored size of the chunk's units.
+	// Bytes is the stored size of the chunk's units (of its share of its
+	// unit's, by rows, for a chunk cut from a unit).
 	Bytes int64
+	// Paged is set on the chunks of a paged unit larger than
+	// ChunkOptions.CutRows (the unit whole, or cut): a read of some of its
+	// rows fetches only their pages, so a window may take part of it
+	// (NewEpoch).
+	Paged bool
 }
 
 // Rows is the chunk's row count, or -1 if unknown.
@@ -63,14 +76,30 @@ type ChunkOptions struct {
 	// do not become tiny requests.
 	TargetBytes int64
 	// MaxRows, if positive, stops packing before a chunk would exceed this
-	// many rows (a single unit larger than MaxRows is still one chunk: units
-	// are never cut into chunks).
+	// many rows (a single unit larger than MaxRows is still one chunk,
+	// unless CutRows cuts it).
 	MaxRows int64
+	// CutRows, if positive, makes every paged unit (Unit.Paged) of more
+	// than CutRows rows chunks of its own, Paged: it is cut into chunks of
+	// rows (places) where it holds two chunks' worth or more, as many as
+	// hold max(MaxRows, CutBytes's worth) rows each, equal within a row, so
+	// that the chunk order moves its parts apart. A window never holds more
+	// than its rows of a Paged chunk, whatever its size (NewEpoch cuts
+	// pieces for it), so chunks need not be as small as the window. Other
+	// units are never cut: reading part of one fetches it whole.
+	CutRows int64
+	// CutBytes is the stored bytes a chunk cut from a unit holds at least:
+	// cutting fetches the pages at the cut twice where two windows read
+	// its two sides, and decodes from the start of the page a read starts
+	// in, a cost paid per cut that a chunk of many pages makes small.
+	// Default 0: MaxRows alone sizes them.
+	CutBytes int64
 }
 
-// Chunks cuts every file into chunks of whole units, in storage order.
-// Units without rows contribute nothing. A file whose counts are unknown is
-// cut by bytes alone.
+// Chunks cuts every file into chunks in storage order: runs of whole
+// units, and runs of rows of the paged units CutRows cuts. Units without
+// rows contribute nothing. A file whose counts are unknown is cut by bytes
+// alone, its units whole.
 func Chunks(files []File, o ChunkOptions) []Chunk {
 	if o.TargetBytes <= 0 {
 		o.TargetBytes = 1 << 20
@@ -83,6 +112,15 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 		empty := func() bool { return cur.EndUnit == cur.FirstUnit }
 		for ui, u := range f.Units {
 			if u.Rows == 0 {
+				continue
+			}
+			if n := o.cuts(u); known && n > 0 {
+				if !empty() {
+					out = append(out, cur)
+					cur = Chunk{Fragment: fi}
+				}
+				out = appendCut(out, fi, ui, row, u, n)
+				row += u.Rows
 				continue
 			}
 			full := cur.Bytes >= o.TargetBytes || (known && o.MaxRows > 0 && cur.End-cur.Start+u.Rows > o.MaxRows)
@@ -110,6 +148,55 @@ func Chunks(files []File, o ChunkOptions) []Chunk {
 		}
 	}
 	return out
+}
+
+// cuts is the number of chunks paged unit u is cut into (one, where it
+// holds fewer than two chunks' worth), or 0 where it is not paged or not
+// larger than CutRows: it is then packed with its neighbours.
+func (o ChunkOptions) cuts(u Unit) int64 {
+	if o.CutRows <= 0 || !u.Paged || u.Rows <= o.CutRows {
+		return 0
+	}
+	least := o.MaxRows
+	switch {
+	case o.CutBytes <= 0:
+	case o.CutBytes >= u.Bytes:
+		least = u.Rows
+	default:
+		least = max(least, mulDiv(u.Rows, o.CutBytes, u.Bytes)) // the rows holding CutBytes
+	}
+	return max(u.Rows/max(least, 1), 1) // as many as hold least rows each
+}
+
+// appendCut appends the n chunks unit ui of file fi (starting at file row
+// row) is cut into: equal rows within one, the first ones the larger, and
+// the unit's bytes shared by rows so that they add up to its own.
+func appendCut(out []Chunk, fi, ui int, row int64, u Unit, n int64) []Chunk {
+	at := row
+	var bytes int64
+	for k := range n {
+		rows := u.Rows / n
+		if k < u.Rows%n {
+			rows++
+		}
+		c := Chunk{Fragment: fi, Start: at, End: at + rows, FirstUnit: ui, EndUnit: ui + 1, Paged: true}
+		at += rows
+		// The share of the unit's bytes up to the chunk's end, less what
+		// the chunks before took.
+		upTo := mulDiv(u.Bytes, at-row, u.Rows)
+		c.Bytes = upTo - bytes
+		bytes = upTo
+		out = append(out, c)
+	}
+	return out
+}
+
+// mulDiv is a*b/c, rounded down, without overflow, for a, b >= 0, c > 0
+// and b <= c.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	q, _ := bits.Div64(hi, lo, uint64(c)) // hi < c, as a*b <= a*c
+	return int64(q)
 }
 
 // Piece is the part of a chunk that falls in one split.

@@ -114,7 +114,7 @@ func TestBalance(t *testing.T) {
 }
 
 func TestBalanceUnknownCounts(t *testing.T) {
-	chunks := []Chunk{{0, -1, -1, 0, 1, 100}, {1, -1, -1, 0, 1, 300}, {2, -1, -1, 0, 1, 100}, {3, -1, -1, 0, 1, 100}}
+	chunks := []Chunk{{0, -1, -1, 0, 1, 100, false}, {1, -1, -1, 0, 1, 300, false}, {2, -1, -1, 0, 1, 100, false}, {3, -1, -1, 0, 1, 100, false}}
 	splits, err := Balance(chunks, []int{0, 1, 2, 3}, 2, false)
 	if err != nil {
 		t.Fatal(err)
@@ -135,5 +135,82 @@ func TestBalanceUnknownCounts(t *testing.T) {
 	}
 	if _, err := Balance(chunks, []int{0, 1, 2, 3}, 0, false); err == nil {
 		t.Fatal("NumSplits 0 was accepted")
+	}
+}
+
+// Chunks makes paged units larger than CutRows chunks of their own, Paged,
+// cut into chunks of at least MaxRows and CutBytes's worth where they hold
+// two, equal within a row, tiling the unit's rows and bytes; it cuts no
+// other unit.
+func TestChunksCutPagedUnits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 2000 {
+		frags := randomFragments(r)
+		for i := range frags {
+			for j := range frags[i].Units {
+				u := &frags[i].Units[j]
+				u.Paged = r.IntN(2) == 0
+				if r.IntN(3) == 0 {
+					u.Rows *= int64(1 + r.IntN(40))
+					u.Bytes = u.Rows * int64(1+r.IntN(20))
+				}
+			}
+		}
+		o := ChunkOptions{TargetBytes: int64(1 + r.IntN(5000)), MaxRows: int64(r.IntN(800)), CutRows: int64(r.IntN(3000)), CutBytes: int64(r.IntN(20000))}
+		chunks := Chunks(frags, o)
+		next := make([]int64, len(frags))
+		type unitKey struct{ f, u int }
+		cutBytes := map[unitKey]int64{}
+		cutRows := map[unitKey][]int64{}
+		for _, c := range chunks {
+			if c.Start != next[c.Fragment] || c.Rows() <= 0 {
+				t.Fatalf("%+v: chunk %+v does not start where the previous ended (%d), or is empty", o, c, next[c.Fragment])
+			}
+			next[c.Fragment] = c.End
+			u := frags[c.Fragment].Units[c.FirstUnit]
+			if want := o.CutRows > 0 && u.Paged && u.Rows > o.CutRows; c.Paged != want || (want && c.EndUnit != c.FirstUnit+1) {
+				t.Fatalf("%+v: chunk %+v of unit %+v", o, c, u)
+			}
+			if c.EndUnit != c.FirstUnit+1 || c.Rows() == u.Rows {
+				continue // whole units
+			}
+			if !u.Paged || u.Rows <= o.CutRows || o.CutRows <= 0 || !c.Paged {
+				t.Fatalf("%+v: chunk %+v cuts a unit %+v it must not", o, c, u)
+			}
+			k := unitKey{c.Fragment, c.FirstUnit}
+			cutBytes[k] += c.Bytes
+			cutRows[k] = append(cutRows[k], c.Rows())
+		}
+		// Every paged unit over CutRows that holds two chunks' worth is cut.
+		for fi, f := range frags {
+			for ui, u := range f.Units {
+				least := max(o.MaxRows, 1)
+				if o.CutBytes > 0 {
+					least = max(least, (o.CutBytes*u.Rows+u.Bytes-1)/max(u.Bytes, 1))
+				}
+				if o.CutRows > 0 && u.Paged && u.Rows > o.CutRows && u.Rows >= 2*least && cutRows[unitKey{fi, ui}] == nil {
+					t.Fatalf("%+v: unit %+v is not cut", o, u)
+				}
+			}
+		}
+		for k, rows := range cutRows {
+			u := frags[k.f].Units[k.u]
+			if cutBytes[k] != u.Bytes || slices.Max(rows)-slices.Min(rows) > 1 {
+				t.Fatalf("%+v: unit %+v cut into %v rows, %d bytes", o, u, rows, cutBytes[k])
+			}
+			// As many chunks as hold MaxRows and CutBytes's worth each.
+			small := slices.Min(rows) < o.MaxRows || slices.Min(rows)*u.Bytes < o.CutBytes*u.Rows-u.Bytes
+			if len(rows) > 1 && small {
+				t.Fatalf("%+v: unit %+v cut into %v rows: chunks too small", o, u, rows)
+			}
+			if big := slices.Max(rows); big >= 2*max(o.MaxRows, 1)+2 && big*u.Bytes >= 2*o.CutBytes*u.Rows+2*u.Bytes {
+				t.Fatalf("%+v: unit %+v cut into %v rows: chunks of half as many rows are allowed", o, u, rows)
+			}
+		}
+		for i, f := range frags {
+			if next[i] != f.Rows() {
+				t.Fatalf("fragment %d: chunks cover %d of %d rows", i, next[i], f.Rows())
+			}
+		}
 	}
 }

@@ -10,9 +10,10 @@ type Window struct {
 }
 
 // Windows packs a split's pieces, given their row counts in split order, into
-// windows of at most size rows. Pieces are never cut (cutting one would fetch
-// its row group twice), so a piece larger than size is a window of its own;
-// a piece of unknown count (-1) is always a window of its own.
+// windows of at most size rows. Pieces are never cut here (NewEpoch has cut
+// those of paged chunks to size; cutting another would fetch its row group
+// twice), so a piece larger than size is a window of its own; a piece of
+// unknown count (-1) is always a window of its own.
 func Windows(pieceRows []int64, size int) []Window {
 	var out []Window
 	cur := Window{}

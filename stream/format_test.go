@@ -140,8 +140,8 @@ func TestFormatRefused(t *testing.T) {
 		o    Options
 		want []string
 	}{
-		{"unknown", Options{URLs: []string{path}, Format: "xlsx"}, []string{`Options.Format "xlsx" is not a known format`, "parquet, orc, csv, tsv, jsonl, json"}},
-		{"unknown with Formats", Options{URLs: []string{path}, Format: "xlsx", Formats: []formats.Format{parquet.Format{}}}, []string{`"xlsx" is not a known format`, "parquet, orc, csv, tsv, jsonl, json", "Options.Formats (parquet)"}},
+		{"unknown", Options{URLs: []string{path}, Format: "xlsx"}, []string{`Options.Format "xlsx" is not a known format`, "parquet, orc, avro, csv, tsv, jsonl, json"}},
+		{"unknown with Formats", Options{URLs: []string{path}, Format: "xlsx", Formats: []formats.Format{parquet.Format{}}}, []string{`"xlsx" is not a known format`, "parquet, orc, avro, csv, tsv, jsonl, json", "Options.Formats (parquet)"}},
 		{"conflict", Options{URLs: []string{path}, Format: "csv", Formats: []formats.Format{parquet.Format{}}}, []string{`Options.Format "csv" conflicts with Options.Formats`, "has parquet"}},
 		{"with Plan", Options{Format: "csv", Plan: func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
 			return formats.Plan(ctx, []string{path}, po)

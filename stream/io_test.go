@@ -391,7 +391,10 @@ func TestIOAmplificationCutRowGroups(t *testing.T) {
 				o := checkedOptions(t, dir)
 				o.Columns = []string{"id", "x", "s"}
 				o.NumSplits, o.WorldSize, o.Rank = 8, world, rank
-				o.Shuffle, o.ShuffleWindow = true, 4096
+				// A window larger than the row groups: they are cut at
+				// split boundaries only (TestCutRowGroups has them cut to
+				// windows smaller than they are).
+				o.Shuffle, o.ShuffleWindow = true, 1<<17
 				o.Storage.Wrap = log.wrap
 				ds := open(t, o)
 				ov := ds.Overlap()

@@ -60,11 +60,20 @@ type Options struct {
 	// window is shuffled. Default 1. (order)
 	ClumpSize int
 	// ShuffleWindow bounds, in rows, how many rows are read and shuffled
-	// together: the memory a split holds. A row group larger than the window
-	// is still read whole (never fetched twice), so the bound is
-	// max(ShuffleWindow, largest row group). It also bounds chunks to
-	// ShuffleWindow/256 rows (whole row groups), so that a window of small
-	// row groups is made of up to 256 places in the dataset.
+	// together: the memory a split holds. A row group of more than twice
+	// the window is read a window's rows at a time where a part of it can
+	// be fetched on its own (flat columns with a Parquet page index or an
+	// ORC row index), its pages fetched as they are needed (where a rank
+	// reads on in the same row group, in joined requests), and it is cut
+	// into chunks of about four pages of every column that the chunk order
+	// moves apart (docs/performance.md#large-row-groups has the rule and
+	// the figures). A row group of up to twice the window, or one that
+	// cannot be fetched in part (no page index, list or map columns,
+	// counts unknown behind a filter), is read whole, so the bound is
+	// max(2 × ShuffleWindow, largest row group that cannot). It also bounds
+	// chunks of smaller row groups to ShuffleWindow/256 rows (whole row
+	// groups), so that a window of small row groups is made of up to 256
+	// places in the dataset.
 	// How well a window mixes depends on how many places (row groups, or
 	// chunks of small ones) it is made of: on data sorted by a label of 10
 	// classes, batches of 1024 rows from windows of P places have label
@@ -98,7 +107,10 @@ type Options struct {
 	ShufflePasses int
 	// ChunkBytes is the target size, in stored bytes of the selected columns,
 	// of the chunks that chunk-order shuffling moves and splits are cut from.
-	// Row groups are packed into chunks, never cut. Default 1 MiB. (order)
+	// Row groups are packed into chunks; only a row group of more than
+	// twice ShuffleWindow that can be fetched in part is cut (see
+	// ShuffleWindow).
+	// Default 1 MiB. (order)
 	ChunkBytes int64
 
 	// ShuffleMemory, if positive, sizes the shuffle window in bytes of
@@ -184,7 +196,11 @@ type Options struct {
 	// pieces of the next FetchConcurrency-1 windows that are adjacent rows
 	// of one file to its own join its request (up to 8 MiB), and those
 	// windows take them from it; such bytes count toward PrefetchBytes as
-	// their own window's, once that window's fetch has its turn.
+	// their own window's, once that window's fetch has its turn. Where the
+	// request stops inside a row group read a window at a time (see
+	// ShuffleWindow), the rows that follow in it, from the next windows of
+	// the same split too, join it up to four pages of every column, so
+	// that the pages at the cut are fetched once.
 	// Default max(8, 4 × ReadConcurrency): 8 on 1 and 2 cores, 64 on 16.
 	FetchConcurrency int
 	// ReadConcurrency is the number of goroutines decoding fetched windows
@@ -210,9 +226,10 @@ type Options struct {
 	// cutter: one per decoder at work and one ready, so that the cutter
 	// need not wait while decoders have work. Fewer than ReadConcurrency
 	// would leave decoders idle and count as ReadConcurrency. Each holds a
-	// decoded window, up to max(ShuffleWindow rows, a row group) of the
-	// selected columns (a few MiB for a handful of numeric columns), so this
-	// memory grows linearly with the cores.
+	// decoded window, up to ShuffleWindow rows (a row group of up to twice
+	// that, or any that cannot be fetched in part) of the selected columns
+	// (a few MiB for a handful of numeric columns), so this memory grows
+	// linearly with the cores.
 	// Default ReadConcurrency + 1: 3 on 1 and 2 cores, 17 on 16.
 	PrefetchWindows int
 	// PrefetchBytes, if positive, stops reading ahead while the decoded
@@ -243,9 +260,9 @@ type Options struct {
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
 	// Format names the driver that reads every file whatever its name:
-	// "parquet", "orc", "csv", "tsv", "jsonl" or "json" (or the Name of a
-	// driver of Formats), for files named otherwise (.tbl, .dat, .txt, no
-	// extension) and every file of a directory or glob. With Formats
+	// "parquet", "orc", "avro", "csv", "tsv", "jsonl" or "json" (or the
+	// Name of a driver of Formats), for files named otherwise (.tbl,
+	// .dat, .txt, no extension) and every file of a directory or glob. With Formats
 	// empty, it reads with that format's default driver; with Formats
 	// set, with Formats' driver of that name (so text options come from
 	// the driver given there), and a name Formats has no driver for is

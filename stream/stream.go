@@ -68,7 +68,7 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	// ShuffleMemory becomes the rows it holds in this data: the engine,
 	// the state and the dataset's options know the window in rows.
 	o.ShuffleWindow = p.ShuffleWindow
-	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID}
+	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID, PlaceBytes: p.PlaceBytes}
 	if o.EqualBatches && p.Data.Rows() < 0 {
 		if ep.Counts, err = engine.CountRows(ctx, o.engineOptions(), o.PlanCache, p.Data, p.Chunks, p.Filter); err != nil {
 			p.Data.Close()

@@ -16,6 +16,7 @@ import (
 )
 
 const catHead = `Usage: sluice cat [flags] URL...
+       sluice cat [flags] --catalog SPEC namespace.table
 
 Prints the rows one rank of a job receives in one epoch, in the order it
 receives them, as JSON lines: one object per row, keys in column order

@@ -64,7 +64,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
-	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, csv, tsv, jsonl or json, whatever the file is called (default: by extension, a file named explicitly without a known one as Parquet)")
+	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension, a file named explicitly without a known one as Parquet)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
 	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")
@@ -114,8 +114,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--header and --no-header contradict each other")
 	case d.format != "" && formats.Named(d.formats(), d.format) == nil:
 		return usageErrorf("--format %q is not a format (%s)", d.format, strings.Join(formats.Names(d.formats()), ", "))
-	case d.format != "" && d.iceberg.table:
-		return usageErrorf("--format and --iceberg exclude each other: a table names its data files' formats")
+	case d.format != "" && (d.iceberg.table || d.iceberg.catalog != ""):
+		return usageErrorf("--format and --iceberg or --catalog exclude each other: a table names its data files' formats")
 	}
 	if d.filter != "" {
 		if _, err := filter.Parse(d.filter); err != nil {

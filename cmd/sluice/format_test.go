@@ -50,7 +50,7 @@ func TestFormatFlag(t *testing.T) {
 	if len(rep.Files) != 5 || rep.Totals.Files != 5 {
 		t.Errorf("inspect --format csv of the directory: %d files", len(rep.Files))
 	}
-	fails(t, exitUsage, []string{`--format "xlsx"`, "parquet, orc, csv, tsv, jsonl, json"}, "cat", "--format", "xlsx", dir)
+	fails(t, exitUsage, []string{`--format "xlsx"`, "parquet, orc, avro, csv, tsv, jsonl, json"}, "cat", "--format", "xlsx", dir)
 	fails(t, exitUsage, []string{"--format and --iceberg"}, "inspect", "--format", "csv", "--iceberg", dir)
 	if r := run(t, "cat", "--help"); !strings.Contains(r.stdout+r.stderr, "--format") {
 		t.Errorf("cat --help does not list --format")

@@ -2,13 +2,14 @@ package main
 
 import (
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
 )
 
 // dataFormats are the drivers the commands read, tried in order by file
 // name (a file named explicitly that none matches is read as Parquet).
-var dataFormats = []formats.Format{parquet.Format{}, orc.Format{}}
+var dataFormats = []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}}
 
 // orcWithoutRowIndex lists the ORC files that have no row index: a stripe
 // of theirs that a split boundary cuts is fetched whole by each side.

@@ -14,15 +14,20 @@ import (
 
 // icebergFlags read the URL as an Apache Iceberg table.
 type icebergFlags struct {
-	table    bool
-	snapshot int64
-	ref      string
-	asOf     string
-	rewrite  listFlag
+	table       bool
+	catalog     string // --catalog: the URL names a table of this catalog
+	catalogName string
+	opened      catalogSpec // set by open with --catalog
+	snapshot    int64
+	ref         string
+	asOf        string
+	rewrite     listFlag
 }
 
 func (f *icebergFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.table, "iceberg", false, "read the one URL as an Iceberg table: its metadata JSON file, or a table folder with metadata/version-hint.text")
+	fs.StringVar(&f.catalog, "catalog", "", "read the one argument as a table identifier (db.table, a.b.table) of the Iceberg catalog `spec`: sqlite:///catalog.db, postgres://..., http(s)://... (REST), hadoop:///warehouse, with ?warehouse=...; or a YAML or JSON file of catalogs as pyiceberg's .pyiceberg.yaml (see docs/cli.md)")
+	fs.StringVar(&f.catalogName, "catalog-name", "", "with --catalog, the catalog's `name`: the entry of a configuration file, and the name a SQL catalog keys its tables by (default: a file's only entry or \"default\")")
 	fs.Int64Var(&f.snapshot, "snapshot-id", 0, "with --iceberg, read snapshot `id` (default: the current one)")
 	fs.StringVar(&f.ref, "ref", "", "with --iceberg, read the snapshot a tag or branch `name`s")
 	fs.StringVar(&f.asOf, "as-of", "", "with --iceberg, read the snapshot current at `time` (RFC 3339)")
@@ -32,11 +37,17 @@ func (f *icebergFlags) register(fs *flag.FlagSet) {
 // open opens the table and plans opts through it. The table must be
 // closed after the dataset.
 func (f *icebergFlags) open(ctx context.Context, urls []string, opts stream.Options) (stream.Options, *iceberg.Table, error) {
-	if !f.table {
+	if f.catalogName != "" && f.catalog == "" {
+		return opts, nil, usageErrorf("--catalog-name needs --catalog")
+	}
+	if !f.table && f.catalog == "" {
 		if f.snapshot != 0 || f.ref != "" || f.asOf != "" || len(f.rewrite) > 0 {
-			return opts, nil, usageErrorf("--snapshot-id, --ref, --as-of and --rewrite need --iceberg")
+			return opts, nil, usageErrorf("--snapshot-id, --ref, --as-of and --rewrite need --iceberg or --catalog")
 		}
 		return opts, nil, nil
+	}
+	if len(urls) != 1 && f.catalog != "" {
+		return opts, nil, usageErrorf("--catalog reads one table, not %d", len(urls))
 	}
 	if len(urls) != 1 {
 		return opts, nil, usageErrorf("--iceberg reads one table, not %d URLs", len(urls))
@@ -56,7 +67,13 @@ func (f *icebergFlags) open(ctx context.Context, urls []string, opts stream.Opti
 		}
 		o.Rewrite[from] = to
 	}
-	tbl, err := iceberg.Open(ctx, urls[0], o)
+	var tbl *iceberg.Table
+	var err error
+	if f.catalog != "" {
+		tbl, err = f.openCatalog(ctx, urls[0], o)
+	} else {
+		tbl, err = iceberg.Open(ctx, urls[0], o)
+	}
 	if err != nil {
 		return opts, nil, err
 	}
@@ -65,8 +82,39 @@ func (f *icebergFlags) open(ctx context.Context, urls []string, opts stream.Opti
 	return opts, tbl, nil
 }
 
+// openCatalog opens the table ident names in --catalog. The catalog is
+// closed once it has named the table's metadata: sluice reads the rest.
+func (f *icebergFlags) openCatalog(ctx context.Context, ident string, o iceberg.Options) (*iceberg.Table, error) {
+	id, err := parseIdentifier(ident)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := parseCatalog(f.catalog, f.catalogName)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := spec.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.opened = spec
+	if c, ok := cat.(io.Closer); ok {
+		defer c.Close()
+	}
+	tbl, err := iceberg.OpenCatalog(ctx, cat, id, o)
+	if err != nil {
+		return nil, explainMissing(ctx, cat, spec, id, err)
+	}
+	return tbl, nil
+}
+
 // icebergInfo is what inspect says of a table.
 type icebergInfo struct {
+	// Catalog and Table are set for a table named through --catalog: the
+	// catalog's name and what names it (a URI without its password, or a
+	// configuration file), and the identifier.
+	Catalog             string `json:"catalog,omitempty"`
+	Table               string `json:"table,omitempty"`
 	Metadata            string `json:"metadata"`
 	Snapshot            int64  `json:"snapshot"`      // 0: none
 	SnapshotTime        string `json:"snapshot_time"` // "": no snapshot
@@ -110,6 +158,9 @@ func newIcebergInfo(t *iceberg.Table) *icebergInfo {
 
 func writeIcebergInfo(w io.Writer, i *icebergInfo) {
 	fmt.Fprintf(w, "iceberg table: %s\n", i.Metadata)
+	if i.Table != "" {
+		fmt.Fprintf(w, "  %s of catalog %s\n", i.Table, i.Catalog)
+	}
 	if i.SnapshotTime == "" {
 		fmt.Fprintf(w, "  no snapshot: the table has never been written, and reads as empty\n")
 	} else {

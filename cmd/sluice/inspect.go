@@ -13,6 +13,7 @@ import (
 )
 
 const inspectHead = `Usage: sluice inspect [flags] URL...
+       sluice inspect [flags] --catalog SPEC namespace.table
 
 Plans the dataset as stream.Open does, reading only the files' footers, and
 prints its schema, its files with their rows, row groups and sizes, the
@@ -244,6 +245,10 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	if tbl != nil {
 		rep.Iceberg = newIcebergInfo(tbl)
+		if o := cfg.ds.iceberg.opened; o.typ != "" {
+			rep.Iceberg.Catalog = fmt.Sprintf("%q (%s)", o.name, o.from)
+			rep.Iceberg.Table = urls[0]
+		}
 	}
 	if cfg.json {
 		return writeJSON(e.stdout, rep)

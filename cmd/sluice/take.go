@@ -211,8 +211,18 @@ func runLocate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := cfg.ds.options(urls)
-	opts.BatchSize = cfg.batchSize
+	if err := cfg.ds.check(); err != nil {
+		return err
+	}
+	o0 := cfg.ds.options(urls)
+	o0.BatchSize = cfg.batchSize
+	opts, tbl, err := cfg.ds.iceberg.open(ctx, urls, o0)
+	if err != nil {
+		return err
+	}
+	if tbl != nil {
+		defer tbl.Close()
+	}
 	ds, err := openDataset(ctx, e, opts, !cfg.ds.noProgress && e.progress(false))
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ import (
 // history is a table built through iceberg-go's SQL catalog, snapshot by
 // snapshot.
 type history struct {
-	cat   *sqlcat.Catalog
+	cat   catalog.Catalog
 	ident table.Identifier
 	snaps []int64 // in commit order
 	what  []string
@@ -45,14 +45,20 @@ func buildHistory(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, war
 
 func buildHistoryIn(t *testing.T, db *sql.DB, dialect sqlcat.SupportedDialect, warehouse, namespace string) *history {
 	t.Helper()
-	ctx := context.Background()
 	cat, err := sqlcat.NewCatalog("sluice", db, dialect, ice.Properties{"warehouse": warehouse})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
+	if err := cat.CreateSQLTables(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return buildHistoryOn(t, cat, namespace)
+}
+
+// buildHistoryOn is buildHistory through any catalog that writes.
+func buildHistoryOn(t *testing.T, cat catalog.Catalog, namespace string) *history {
+	t.Helper()
+	ctx := context.Background()
 	h := &history{cat: cat, ident: table.Identifier{namespace, "events"}}
 	if err := cat.CreateNamespace(ctx, table.Identifier{namespace}, nil); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	ice "github.com/apache/iceberg-go"
@@ -47,6 +48,8 @@ func converter(file, want arrow.DataType) (dataConverter, error) {
 		return nil, nil
 	}
 	switch want := want.(type) {
+	case *extensions.VariantType:
+		return variantConverter(file, want)
 	case *arrow.StructType:
 		f, ok := file.(*arrow.StructType)
 		if !ok {
@@ -346,4 +349,65 @@ func integerLiteral(v int64, typ ice.Type) (ice.Literal, error) {
 		return ice.NewLiteral(float64(v)).To(typ)
 	}
 	return nil, fmt.Errorf("the number %s as %s", strconv.FormatInt(v, 10), typ)
+}
+
+// variantConverter reads a variant the file stores as a plain struct of
+// two binary fields, metadata and value, without the VARIANT annotation
+// (as Trino writes them) when the table says variant: the same buffers
+// under the variant type the Parquet driver gives an annotated one. A
+// struct with other fields, or of other types, is refused by name; so is
+// a row whose metadata or value is null where the variant is not, which
+// no variant can be.
+func variantConverter(file arrow.DataType, want *extensions.VariantType) (dataConverter, error) {
+	f, ok := file.(*arrow.StructType)
+	if !ok {
+		return nil, fmt.Errorf("%s in the file cannot be read as a variant: not a struct of binary metadata and value", file)
+	}
+	storage := want.StorageType().(*arrow.StructType)
+	from := make([]int, storage.NumFields())
+	for i, wf := range storage.Fields() {
+		j, ok := f.FieldIdx(wf.Name)
+		if !ok {
+			return nil, fmt.Errorf("%s in the file cannot be read as a variant: it has no field %q", file, wf.Name)
+		}
+		if got := f.Field(j).Type; !arrow.TypeEqual(got, wf.Type) {
+			return nil, fmt.Errorf("%s in the file cannot be read as a variant: field %q is %s, not %s", file, wf.Name, got, wf.Type)
+		}
+		from[i] = j
+	}
+	if f.NumFields() != storage.NumFields() {
+		for _, ff := range f.Fields() {
+			if _, ok := storage.FieldIdx(ff.Name); !ok {
+				return nil, fmt.Errorf("%s in the file cannot be read as a variant: field %q is not a variant's (a shredded variant needs the VARIANT annotation)", file, ff.Name)
+			}
+		}
+	}
+	return func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error) {
+		children := make([]arrow.ArrayData, len(from))
+		for i, j := range from {
+			c := d.Children()[j]
+			if c.NullN() > 0 {
+				if r := nullWhereValid(d, c); r >= 0 {
+					return nil, fmt.Errorf("row %d of the batch: the variant's %s is null", r, storage.Field(i).Name)
+				}
+			}
+			children[i] = c
+		}
+		return array.NewData(want, d.Len(), d.Buffers(), children, d.NullN(), d.Offset()), nil
+	}, nil
+}
+
+// nullWhereValid is the first row of parent whose child value is null
+// where the parent is not, or -1.
+func nullWhereValid(parent, child arrow.ArrayData) int {
+	p := array.MakeFromData(parent)
+	defer p.Release()
+	c := array.MakeFromData(child)
+	defer c.Release()
+	for r := range parent.Len() {
+		if p.IsValid(r) && c.IsNull(parent.Offset()+r) {
+			return r
+		}
+	}
+	return -1
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -66,8 +67,9 @@ type Options struct {
 	// Default: none. pebblestore.Store.KV gives one in the job's
 	// checkpoint database.
 	Cache formats.Cache
-	// Formats read the data files, by name ("parquet", "orc"). Default:
-	// formats/parquet.
+	// Formats read the data files and delete files, by name ("parquet",
+	// "orc", "avro"). Default: formats/parquet and formats/avro; a table
+	// with ORC files names formats/orc here.
 	Formats []formats.Format
 	// Concurrency bounds the files (manifests, delete files) read at once
 	// at Open. Default 16.
@@ -115,9 +117,11 @@ func Open(ctx context.Context, location string, opts Options) (*Table, error) {
 	return open(ctx, tbl.Metadata(), metaLoc, res, opts)
 }
 
-// OpenCatalog opens a table through an iceberg-go catalog (SQL, REST,
-// Hive, Glue, Hadoop): the catalog names the current metadata; sluice
-// reads it and everything below it with its own storage.
+// OpenCatalog opens a table through an iceberg-go catalog: the catalog
+// names the current metadata; sluice reads it and everything below it
+// with its own storage. Tested with iceberg-go's SQL (SQLite,
+// PostgreSQL), REST and Hadoop catalogs; Hive and Glue ones are taken
+// too, but nothing here tests them (they need a metastore or AWS).
 func OpenCatalog(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (*Table, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -189,7 +193,7 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		opts.Concurrency = 16
 	}
 	if len(opts.Formats) == 0 {
-		opts.Formats = []formats.Format{parquet.Format{}}
+		opts.Formats = []formats.Format{parquet.Format{}, avro.Format{}}
 	}
 	t := &Table{meta: meta, metaLoc: metaLoc, loc: newLocator(opts.Rewrite), opts: opts, res: res, schema: meta.CurrentSchema(), tableLoc: strings.TrimSuffix(meta.Location(), "/") + "/"}
 	t.names = meta.NameMapping()

@@ -137,6 +137,10 @@ type Parquet struct {
 	// PageIndex writes the offset and column indexes, and pages of about
 	// 4 KiB so that row groups have several.
 	PageIndex bool
+	// SmallPages writes pages of about 4 KiB without a page index, as
+	// pyarrow does by default but smaller: a read of part of a row group
+	// then finds its pages by walking their headers.
+	SmallPages bool
 	// Plain turns dictionary encoding off.
 	Plain bool
 	// Codec compresses the pages (default none).
@@ -156,6 +160,8 @@ func WriteParquet(path string, cols []Column, from, n int64, o Parquet) error {
 	}
 	if o.PageIndex {
 		props = append(props, parquet.WithPageIndexEnabled(true), parquet.WithDataPageSize(4<<10))
+	} else if o.SmallPages {
+		props = append(props, parquet.WithPageIndexEnabled(false), parquet.WithDataPageSize(4<<10))
 	}
 	mem := memory.NewGoAllocator()
 	w, err := pqarrow.NewFileWriter(Schema(cols), f, parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))

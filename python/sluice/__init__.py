@@ -243,7 +243,7 @@ def _state_bytes(state, kind):
 
 
 class Dataset(_Source):
-    """A dataset: Parquet, ORC, CSV or JSON files under urls, streamed in an
+    """A dataset: Parquet, ORC, Avro, CSV or JSON files under urls, streamed in an
     exact, elastic, resumable order. Options are stream.Options under Python
     names; as_torch gives torch tensors (torch.from_numpy, no copy) and
     pin_memory pins them."""
@@ -277,6 +277,21 @@ class Dataset(_Source):
         _lib.call("sluice_take", self._handle(), int(epoch),
                   pos.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), len(pos), ctypes.byref(owner.array))
         return self._batch(owner)
+
+    def estimate(self):
+        """What the shuffle costs and gives in the current epoch, from the
+        plan alone (Go's Dataset.Estimate; the CLI's sluice inspect): a dict
+        of window_rows, row_bytes (a decoded row), windows, mean_rows and
+        max_rows (-1 where unknown before reading), mean_places and
+        min_places (the places a window draws from), window_bytes (decoded,
+        the largest window), window_stored_bytes, peak_bytes (one window's
+        most memory at once, for this dataset's shuffle), mixing (the mean
+        total variation distance of a batch's labels on label-sorted data:
+        0 perfect, about 0.04 a full shuffle; -1 unknown) and
+        mixing_batches (the batches it was measured on)."""
+        p = ctypes.c_void_p()
+        _lib.call("sluice_estimate", self._handle(), ctypes.byref(p))
+        return json.loads(_lib.take_string(p))
 
     def metrics(self):
         """The pipeline's metrics snapshot (queue depths, times, bytes) as a

@@ -13,7 +13,7 @@ import threading
 
 from . import errors
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _lock = threading.Lock()
 _lib = None
@@ -100,6 +100,7 @@ def _declare(l):
         "sluice_merge_states": ([vpp, i64p, i64, ctypes.c_int, vpp, i64p], vp),
         "sluice_info": ([i64, vpp], vp),
         "sluice_metrics": ([i64, vpp], vp),
+        "sluice_estimate": ([i64, vpp], vp),
         "sluice_set_epoch": ([i64, i64], vp),
         "sluice_take": ([i64, i64, i64p, i64, vp], vp),
         "sluice_rank_from_env": ([ctypes.c_char_p, vpp], vp),

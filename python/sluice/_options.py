@@ -34,6 +34,26 @@ def _str(name, v):
     return v
 
 
+_SIZE_UNITS = (("KIB", 1 << 10), ("MIB", 1 << 20), ("GIB", 1 << 30), ("KB", 1 << 10), ("MB", 1 << 20),
+               ("GB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("B", 1))
+
+
+def _size(name, v):
+    """A number of bytes: an int, or a str as the CLI's sizes ("512M",
+    "2GiB", "1048576"; K, M and G are powers of 1024)."""
+    if isinstance(v, str):
+        t, mult = v.strip(), 1
+        for suffix, m in _SIZE_UNITS:
+            if t.upper().endswith(suffix):
+                t, mult = t[:-len(suffix)].strip(), m
+                break
+        if not t.isdigit():
+            raise UsageError("sluice: option %s %r is not a size (a number of bytes, optionally with K, M or G)"
+                             % (name, v))
+        v = int(t) * mult
+    return _int(0, 1 << 63)(name, v)
+
+
 def _strs(name, v):
     if isinstance(v, str) or not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
         raise UsageError("sluice: option %s must be a list of str, not %r" % (name, v))
@@ -51,6 +71,8 @@ DATASET = {
     "epoch": _int(0),
     "clump_size": _int(0),
     "shuffle_window": _int(0),
+    "shuffle_memory": _size,
+    "shuffle_passes": _int(0),
     "chunk_bytes": _int(0),
     "num_splits": _int(0),
     "drop_remainder": _bool,
@@ -66,8 +88,11 @@ DATASET = {
     "read_batch_size": _int(0),
     "take_cache_bytes": _int(),
     "plan_concurrency": _int(0),
+    "format": _str,
     "delimiter": _str,
     "no_header": _bool,
+    "header": _bool,
+    "null_padding": _bool,
     "null_strings": _strs,
     "count_rows": _bool,
     "skip_bad_rows": _bool,
@@ -108,6 +133,10 @@ def check(spec, options, what="option"):
         ns, world = out.get("num_splits", 0), out.get("world_size", 0) or 1
         if ns and ns % world:
             raise UsageError("sluice: option num_splits %d is not a multiple of world_size %d" % (ns, world))
+        if out.get("shuffle_window") and out.get("shuffle_memory"):
+            raise UsageError("sluice: options shuffle_window and shuffle_memory both size the shuffle window: give one")
+        if out.get("header") and out.get("no_header"):
+            raise UsageError("sluice: options header and no_header contradict each other")
         if len(out.get("delimiter", "")) > 1:
             raise UsageError("sluice: option delimiter %r is more than one character" % out["delimiter"])
     if spec is MIX and out.get("epoch", "largest") not in ("largest", "smallest", "rows"):

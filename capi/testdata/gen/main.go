@@ -5,7 +5,9 @@
 //
 //	gen DIR
 //
-// writes DIR/numbers (exampledata: id, label, x, s), DIR/types (one file
+// writes DIR/numbers (exampledata: id, label, x, s), DIR/numbers_avro
+// (the rows of numbers in two Avro files, deflate, blocks of 500 rows),
+// DIR/types (one file
 // with a column of each type the Go side hands out) and DIR/types.json
 // (its rows as stream.Batches delivers them, shuffled with seed 7 in
 // batches of 100, 4 splits).
@@ -25,6 +27,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	twmb "github.com/twmb/avro"
+	"github.com/twmb/avro/ocf"
 
 	"github.com/sluicedata/sluice/examples/exampledata"
 	"github.com/sluicedata/sluice/stream"
@@ -48,10 +52,71 @@ func run(dir string) error {
 	if err := exampledata.Write(filepath.Join(dir, "other"), exampledata.Spec{Files: 2, RowsPerFile: 3000, RowGroupRows: 500, Seed: 2}); err != nil {
 		return err
 	}
+	if err := writeAvro(filepath.Join(dir, "numbers"), filepath.Join(dir, "numbers_avro")); err != nil {
+		return err
+	}
 	if err := writeTypes(filepath.Join(dir, "types")); err != nil {
 		return err
 	}
 	return dumpTypes(dir)
+}
+
+// numbersAvroSchema is exampledata's schema in Avro.
+const numbersAvroSchema = `{"type": "record", "name": "numbers", "fields": [
+	{"name": "id", "type": "long"}, {"name": "label", "type": "long"},
+	{"name": "x", "type": "double"}, {"name": "s", "type": "string"}]}`
+
+// writeAvro writes the rows of the Parquet dataset src, in its order, as two
+// Avro files under dst (written by twmb/avro, not by sluice).
+func writeAvro(src, dst string) error {
+	ctx := context.Background()
+	d, err := stream.Open(ctx, stream.Options{URLs: []string{src}, BatchSize: 1000})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	var rows []map[string]any
+	for rec, err := range d.Batches(ctx) {
+		if err != nil {
+			return err
+		}
+		id, label := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+		x, s := rec.Column(2).(*array.Float64), rec.Column(3).(*array.String)
+		for r := range int(rec.NumRows()) {
+			rows = append(rows, map[string]any{"id": id.Value(r), "label": label.Value(r), "x": x.Value(r), "s": s.Value(r)})
+		}
+	}
+	half := len(rows) / 2
+	for i, part := range [][]map[string]any{rows[:half], rows[half:]} {
+		if err := writeOCF(filepath.Join(dst, fmt.Sprintf("part-%05d.avro", i)), part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeOCF(path string, rows []map[string]any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := ocf.NewWriter(f, twmb.MustParse(numbersAvroSchema), ocf.WithCodec(ocf.DeflateCodec(-1)), ocf.WithBlockCount(500))
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Encode(r); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 const typesRows = 1000

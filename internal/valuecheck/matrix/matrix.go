@@ -114,6 +114,17 @@ func allColumns() []string {
 	return out
 }
 
+// flatColumns are the columns of no list type.
+func flatColumns() []string {
+	var out []string
+	for _, c := range vc.All {
+		if _, list := c.Type.(arrow.ListLikeType); !list {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
 // orcColumns are the columns the ORC writer writes.
 var orcColumns = []string{"id", "i32", "i64", "f32", "f64", "unit", "b", "text", "tag", "bin"}
 
@@ -147,6 +158,30 @@ func Write(t testing.TB) Set {
 	pq("parquet-groups", 3, 1500, vc.Parquet{RowGroupRows: 250})
 	pq("parquet-pageindex-big-group", 1, 6000, vc.Parquet{PageIndex: true, Plain: true, Codec: compress.Codecs.Snappy})
 	pq("parquet-one-row-groups", 2, 60, vc.Parquet{RowGroupRows: 1, Codec: compress.Codecs.Zstd})
+	// Row groups larger than most windows, with a page index and small
+	// pages, of flat columns only: a stream cuts each into chunks of rows
+	// (split.ChunkOptions.CutRows), which list columns rule out.
+	add(Dataset{Name: "parquet-pageindex-groups", Columns: flatColumns(), Rows: 3 * 3000, Known: true}, func(sub string) error {
+		for f := range 3 {
+			err := vc.WriteParquet(filepath.Join(sub, fmt.Sprintf("part-%d.parquet", f)), vc.Pick(flatColumns()...), int64(f)*3000, 3000, vc.Parquet{RowGroupRows: 1500, PageIndex: true, Codec: compress.Codecs.Snappy})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// The same without a page index, in row groups large enough that a
+	// split boundary's cut saves the walk of their page headers (the
+	// driver walks where that saves 64 KiB of a chunk or more).
+	add(Dataset{Name: "parquet-nopageindex-groups", Columns: flatColumns(), Rows: 2 * 24_000, Known: true}, func(sub string) error {
+		for f := range 2 {
+			err := vc.WriteParquet(filepath.Join(sub, fmt.Sprintf("part-%d.parquet", f)), vc.Pick(flatColumns()...), int64(f)*24_000, 24_000, vc.Parquet{SmallPages: true, Codec: compress.Codecs.Snappy})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	// The outside probe's shape: one row group of 24,925 rows (its
 	// filtered, shuffled string column was read wrong), here with the
 	// columns the filters read.

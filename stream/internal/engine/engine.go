@@ -106,6 +106,10 @@ type Plan struct {
 	// Counts are the counting pass's rows of the chunks the plan does not
 	// know (CountRows), nil where none was needed.
 	Counts []int64
+	// PlaceBytes is the least stored bytes of a chunk cut from a unit
+	// (split.ChunkOptions.CutBytes): fetches that go on in such a unit
+	// join up to this many bytes (Fetches.UnitJoinBytes). 0: JoinBytes.
+	PlaceBytes int64
 }
 
 // Engine streams one planned dataset from a position: the position itself
@@ -119,6 +123,8 @@ type Engine struct {
 	data   *formats.Scan
 	chunks []split.Chunk
 	planID string
+	// placeBytes is Plan.PlaceBytes.
+	placeBytes int64
 	// counts are the counting pass's rows of chunks the plan does not know
 	// (EqualBatches), nil where none was needed.
 	counts []int64
@@ -187,7 +193,7 @@ func passesCounted(o Options, data *formats.Scan, chunks []split.Chunk) error {
 
 // newEngine is an engine without a position: its maker moves it to one.
 func newEngine(data *formats.Scan, p Plan, o Options) *Engine {
-	return &Engine{opts: o, data: data, chunks: p.Chunks, planID: p.ID, counts: p.Counts}
+	return &Engine{opts: o, data: data, chunks: p.Chunks, planID: p.ID, counts: p.Counts, placeBytes: p.PlaceBytes}
 }
 
 // Options are the options the engine runs by.

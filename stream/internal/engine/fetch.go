@@ -20,6 +20,16 @@ import (
 // pieces, while a large fetch would make its window wait for bytes it does
 // not need yet (an unshuffled epoch would otherwise fetch FetchConcurrency
 // windows before decoding the first).
+//
+// A row group taken a window at a time (split.Chunk.Paged) is the
+// exception: where a window's fetch stops inside a row group, the next
+// fetch starts in the same pages and fetches them again, about a page per
+// column. Pieces that go on in the row group the group's last piece ends
+// in therefore join up to UnitJoinBytes (Fetches.UnitJoinBytes), taken
+// from the next windows of the same split too (goOn), which makes that
+// cost a small part of what a fetch holds and still bounds it: a split
+// read through a large row group holds about one such fetch being decoded
+// and one fetched ahead, not the row group.
 const JoinBytes = 8 << 20
 
 // Group is one fetch of adjacent pieces, of one window or of several: the
@@ -74,6 +84,15 @@ type Fetches struct {
 	// Ahead is the number of windows whose pieces one fetch may take, its
 	// own included.
 	Ahead int
+	// UnitJoinBytes bounds a fetch that later windows' pieces join where
+	// they go on in the unit its last piece ends in; JoinBytes where it is
+	// less. Such pieces are also taken from the next windows of the
+	// fetch's own split, beyond Ahead: a rank reading several splits
+	// round-robin reads them only after a window of each other split.
+	UnitJoinBytes int64
+	// Skip, if set, names windows that are not fetched (kept decoded from
+	// an earlier iteration): no fetch takes their pieces.
+	Skip func(split.WindowRef) bool
 	// claimed holds, for windows not yet planned, the groups earlier
 	// windows made of some of their pieces.
 	claimed map[split.WindowRef][]*Group
@@ -126,6 +145,7 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 			}
 		}
 	}
+	pool, where = fp.goOn(r, pool, where)
 	for _, run := range adjacentRuns(pool) {
 		// Walk the run in row order: the window's own pieces always join
 		// the current group, a later window's only under JoinBytes. A group
@@ -140,7 +160,11 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		}
 		for _, k := range run {
 			b := fp.bytes(pool[k])
-			if where[k].w != r && size+b > JoinBytes {
+			limit := int64(JoinBytes)
+			if len(group) > 0 && sameUnit(pool[group[len(group)-1]], pool[k]) {
+				limit = max(limit, fp.UnitJoinBytes)
+			}
+			if where[k].w != r && size+b > limit {
 				flush()
 				continue
 			}
@@ -150,6 +174,44 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		flush()
 	}
 	return t
+}
+
+// goOn adds to the pool the pieces of r's split's next windows that go on
+// in the unit r's last piece ends in, up to UnitJoinBytes: the rows a
+// fetch of r would otherwise stop inside a unit before, leaving the pages
+// there to be fetched again.
+func (fp *Fetches) goOn(r split.WindowRef, pool []split.Piece, where []at) ([]split.Piece, []at) {
+	own := fp.pieces(r)
+	if fp.UnitJoinBytes <= JoinBytes || len(own) == 0 {
+		return pool, where
+	}
+	pooled := map[at]bool{}
+	for _, a := range where {
+		pooled[a] = true
+	}
+	last := own[len(own)-1]
+	budget := fp.UnitJoinBytes - fp.bytes(last)
+	for w := r.Window + 1; w < len(fp.ep.Windows[r.Split]) && budget > 0; w++ {
+		ref := split.WindowRef{Split: r.Split, Window: w}
+		if fp.Skip != nil && fp.Skip(ref) {
+			return pool, where
+		}
+		for i, p := range fp.pieces(ref) {
+			if !p.Follows(last) || !sameUnit(last, p) || budget <= 0 {
+				return pool, where
+			}
+			if c := fp.claimed[ref]; c != nil && c[i] != nil {
+				return pool, where // an earlier fetch has it
+			}
+			if a := (at{ref, i}); !pooled[a] {
+				pool = append(pool, p)
+				where = append(where, a)
+			}
+			last = p
+			budget -= fp.bytes(p)
+		}
+	}
+	return pool, where
 }
 
 // claim makes one group of the contiguous pool pieces at ks and hands each
@@ -199,4 +261,11 @@ func adjacentRuns(pieces []split.Piece) [][]int {
 		runs = append(runs, []int{i})
 	}
 	return runs
+}
+
+// sameUnit reports whether p goes on in the one unit prev ends in: a
+// fetch that stopped between them would fetch the pages at p's start
+// twice.
+func sameUnit(prev, p split.Piece) bool {
+	return prev.Start >= 0 && p.Start >= 0 && p.FirstUnit == prev.EndUnit-1 && p.EndUnit == p.FirstUnit+1
 }

@@ -24,10 +24,16 @@ type fetchCase struct {
 	truth  [][]int64
 	chunks []split.Chunk
 	ep     *split.Epoch
+	// unitJoin is the planner's UnitJoinBytes.
+	unitJoin int64
 }
 
 func genFetchCase(seed uint64, unknown bool) (*fetchCase, error) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	// Cut paged units come from a generator of their own, so that a seed's
+	// other draws stay as they were (see split's sim_test.go).
+	rc := rand.New(rand.NewPCG(seed, 0xc077))
+	cutting := rc.IntN(2) == 0
 	fc := &fetchCase{seed: seed}
 	maxRows := []int{1, 4, 30, 120, 400}[r.IntN(5)]
 	perRow := []int64{0, 1, 100, 10_000, 150_000}[r.IntN(5)]
@@ -41,6 +47,12 @@ func genFetchCase(seed uint64, unknown bool) (*fetchCase, error) {
 				n = 0
 			}
 			u := split.Unit{Rows: n, Bytes: n*perRow + int64(r.IntN(64))}
+			if cutting && rc.IntN(2) == 0 {
+				u.Paged = true
+				u.Rows = n * int64(1+rc.IntN(12))
+				u.Bytes = u.Rows*perRow + int64(rc.IntN(64))
+				n = u.Rows
+			}
 			if hide && r.IntN(3) > 0 {
 				u.Rows = -1
 			}
@@ -67,6 +79,11 @@ func genFetchCase(seed uint64, unknown bool) (*fetchCase, error) {
 	}
 	if r.IntN(2) == 0 {
 		fc.order.NumSplits = 1 + r.IntN(64)
+	}
+	if cutting {
+		co.CutRows = int64(max(fc.order.ShuffleWindow, 1))
+		co.CutBytes = rc.Int64N(int64(maxRows)*(perRow+1)*2 + 1)
+		fc.unitJoin = []int64{0, JoinBytes + 1 + rc.Int64N(JoinBytes), 1 << 40}[rc.IntN(3)]
 	}
 	fc.chunks = split.Chunks(fc.files, co)
 	ep, err := split.NewEpoch(fc.chunks, fc.order, r.Int64N(4))
@@ -153,9 +170,11 @@ func sameSet(a, b []split.WindowRef) bool {
 // of every window is in exactly one group; a group's range is contiguous
 // rows (units, where counts are unknown) of one file made of exactly its
 // pieces; it is made by the earliest window in read order holding one of
-// them, holds pieces only of the windows within Ahead of that one, and
-// takes a later window's piece only while the group, in row order up to and
-// including that piece, stays within JoinBytes.
+// them, holds pieces only of the windows within Ahead of that one (or of
+// later windows of its split, where they go on in the unit the piece before
+// them ends in), and takes a later window's piece only while the group, in
+// row order up to and including that piece, stays within JoinBytes (or
+// UnitJoinBytes, where the piece goes on in a unit).
 func (s *fetchCase) checkFetch(r *rand.Rand) error {
 	n := s.order.NumSplits
 	ds := divisors(n)
@@ -204,6 +223,7 @@ type member struct {
 
 func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
 	fp := NewFetches(s.ep, s.chunks, ahead)
+	fp.UnitJoinBytes = s.unitJoin
 	pos := map[split.WindowRef]int{}
 	for k, w := range order {
 		pos[w] = k
@@ -242,6 +262,7 @@ func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
 	}
 	// The same read order plans the same fetches.
 	again := NewFetches(s.ep, s.chunks, ahead)
+	again.UnitJoinBytes = s.unitJoin
 	for k := range order {
 		for _, g := range again.Plan(order[k:]).Owned {
 			if g.ID >= len(made) || g.Range != made[g.ID].Range || g.Bytes != made[g.ID].Bytes {
@@ -285,14 +306,19 @@ func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
 			if prev != end {
 				return fmt.Errorf("group %d %+v: piece %+v does not follow at %d", g.ID, g.Range, p, prev)
 			}
-			if m.k-owner[g] >= ahead {
+			goesOn := i > 0 && s.unitJoin > JoinBytes && sameUnit(ms[i-1].piece, p)
+			if m.k-owner[g] >= ahead && !(goesOn && m.at.w.Split == order[owner[g]].Split) {
 				return fmt.Errorf("group %d made at read %d holds a piece of read %d (Ahead %d)", g.ID, owner[g], m.k, ahead)
 			}
 			b := fp.bytes(p)
 			size += b
 			bytes += b
-			if m.k != owner[g] && size > JoinBytes {
-				return fmt.Errorf("group %d %+v joins piece %+v of read %d (made at read %d) at %d bytes, JoinBytes %d", g.ID, g.Range, p, m.k, owner[g], size, JoinBytes)
+			limit := int64(JoinBytes)
+			if goesOn {
+				limit = s.unitJoin
+			}
+			if m.k != owner[g] && size > limit {
+				return fmt.Errorf("group %d %+v joins piece %+v of read %d (made at read %d) at %d bytes, limit %d", g.ID, g.Range, p, m.k, owner[g], size, limit)
 			}
 		}
 		last := ms[len(ms)-1].piece

@@ -23,7 +23,7 @@ func TestDrivers(t *testing.T) {
 		{"JSONL", nil, []string{"jsonl"}, ""}, // without case
 		{"orc", nil, []string{"orc"}, ""},
 		{"arrow", []formats.Format{parquet.Format{}, arrowfile.Format{}}, []string{"parquet", "arrow"}, ""}, // a driver of one's own
-		{"xlsx", nil, nil, "parquet, orc, csv, tsv, jsonl, json"},
+		{"xlsx", nil, nil, "parquet, orc, avro, csv, tsv, jsonl, json"},
 		{"tsv", []formats.Format{parquet.Format{}}, nil, "conflicts with Options.Formats"},
 		{"arrow", nil, nil, "not a known format"},
 	} {

@@ -24,14 +24,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -126,32 +125,17 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	return po, nil
 }
 
-// known are the names Options.Format reads with a driver of its own when
-// Options.Formats is empty.
-var known = []string{"parquet", "orc", "csv", "tsv", "jsonl", "json"}
-
-// builtin is the default driver of a known name, or nil.
-func builtin(name string) formats.Format {
-	switch name = strings.ToLower(name); name {
-	case "parquet":
-		return parquet.Format{}
-	case "orc":
-		return orc.Format{}
-	}
-	return formats.Named(text.All(text.Options{}), name)
-}
-
 // Drivers are the drivers planning tries, given Options.Format and
 // Options.Formats: Formats, or Parquet where it is empty; with a Format,
 // Formats must have a driver of that name, and where it is empty the
-// Format's default driver (of known) is the one. It refuses a name that is
+// Format's built-in driver (package drivers) is the one. It refuses a name that is
 // neither known nor a driver's of Formats, listing the known ones, and a
 // known name that Formats, given, has no driver for: the two options would
 // say different things.
 func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 	if format == "" {
 		if len(fs) == 0 {
-			return []formats.Format{parquet.Format{}}, nil
+			return []formats.Format{drivers.Default()}, nil
 		}
 		return fs, nil
 	}
@@ -159,14 +143,14 @@ func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 		if formats.Named(fs, format) != nil {
 			return fs, nil
 		}
-		if builtin(format) != nil {
+		if drivers.Named(format) != nil {
 			return nil, fmt.Errorf("stream: Options.Format %q conflicts with Options.Formats, which has no %s driver (it has %s): add one to Options.Formats, or leave Options.Formats empty to read with the default %s driver", format, format, strings.Join(formats.Names(fs), ", "), format)
 		}
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(known, ", "), strings.Join(formats.Names(fs), ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s) nor a driver of Options.Formats (%s)", format, strings.Join(drivers.Names, ", "), strings.Join(formats.Names(fs), ", "))
 	}
-	b := builtin(format)
+	b := drivers.Named(format)
 	if b == nil {
-		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(known, ", "))
+		return nil, fmt.Errorf("stream: Options.Format %q is not a known format (%s; another driver goes in Options.Formats)", format, strings.Join(drivers.Names, ", "))
 	}
 	return []formats.Format{b}, nil
 }
@@ -226,6 +210,65 @@ type Planned struct {
 	// ShuffleWindow is the window, in rows, the chunks were cut for:
 	// Options.ShuffleWindow, or the rows Options.ShuffleMemory holds.
 	ShuffleWindow int
+	// PlaceBytes is what PlaceBytes gives for the dataset's columns: the
+	// least a chunk cut from a row group holds, 0 where none is cut.
+	PlaceBytes int64
+}
+
+// cutWindows is how many windows' rows a paged row group holds at most
+// and is still read whole: halving one saves a window's memory at the
+// cost of reading each half apart (each a request, and a decode that
+// starts in the page the cut falls in), and today of more, as arrow-go
+// reads the whole column chunk, zeros where pages were not fetched, for
+// every part (formats/parquet's chunkReader.fill).
+const cutWindows = 2
+
+// pageBytes is the page size PlaceBytes assumes: the default of the
+// common Parquet writers (pyarrow, arrow-go, parquet-java), where the
+// footer does not say. ORC's row groups of 10,000 rows are smaller.
+const pageBytes = 1 << 20
+
+// placePages is the pages of every column a chunk cut from a row group
+// should span: a cut fetches about one page per column a second time
+// where two windows read its two sides, so a chunk of four pages a
+// column fetches about 1/4 more, where chunks of one page would fetch
+// about twice the bytes.
+const placePages = 4
+
+// PlaceBytes is the stored bytes a chunk cut from a paged row group should
+// hold (split.ChunkOptions.CutBytes), for a read of the columns of schema:
+// placePages pages of pageBytes for each leaf column (each column of a
+// struct counting as one, as Parquet stores it). It is 0, and no row group
+// is cut, where a column is a list or a map: their pages are not located
+// by row, so a read of part of a row group fetches such columns whole.
+func PlaceBytes(schema *arrow.Schema) int64 {
+	if schema == nil {
+		return 0
+	}
+	leaves := 0
+	var walk func(t arrow.DataType) bool
+	walk = func(t arrow.DataType) bool {
+		switch t := t.(type) {
+		case arrow.ListLikeType:
+			return false
+		case *arrow.StructType:
+			for _, f := range t.Fields() {
+				if !walk(f.Type) {
+					return false
+				}
+			}
+			return true
+		default:
+			leaves++
+			return true
+		}
+	}
+	for _, f := range schema.Fields() {
+		if !walk(f.Type) {
+			return 0
+		}
+	}
+	return placePages * pageBytes * int64(max(leaves, 1))
 }
 
 // Plan plans the dataset: from the Store's plan where there is one, else
@@ -312,11 +355,19 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 			return Planned{}, err
 		}
 	}
-	// Chunks hold at most a sixteenth of a window, so that a shuffled
-	// window mixes rows from at least sixteen places of the dataset (where
-	// row groups are that small: they are never cut).
-	chunks := split.Chunks(planFiles(data), split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1)})
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: o.ShuffleWindow}, nil
+	// Chunks hold at most a 256th of a window (chunksPerWindow), so that a
+	// shuffled window mixes rows from many places of the dataset where row
+	// groups are that small. A paged row group larger than cutWindows
+	// windows is cut into chunks of PlaceBytes each (of a 256th of a
+	// window where that is more), and windows take such chunks a window's
+	// rows at a time, so that no window holds the row group whole.
+	cut := PlaceBytes(data.Schema)
+	co := split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1), CutBytes: cut}
+	if cut > 0 {
+		co.CutRows = cutWindows * int64(o.ShuffleWindow)
+	}
+	chunks := split.Chunks(planFiles(data), co)
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: o.ShuffleWindow, PlaceBytes: cut}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -558,7 +609,7 @@ func planFiles(data *formats.Scan) []split.File {
 	for i, f := range data.Fragments {
 		files[i].Units = make([]split.Unit, len(f.Units))
 		for j, u := range f.Units {
-			files[i].Units[j] = split.Unit{Rows: u.Rows, Bytes: u.Bytes}
+			files[i].Units[j] = split.Unit{Rows: u.Rows, Bytes: u.Bytes, Paged: u.Paged}
 		}
 	}
 	return files
@@ -578,7 +629,7 @@ func renamed(o Options, data *formats.Scan) []string {
 	}
 	byName := o.Formats
 	if len(byName) == 0 {
-		byName = []formats.Format{parquet.Format{}}
+		byName = []formats.Format{drivers.Default()}
 	}
 	var out []string
 	for _, f := range data.Fragments {
@@ -615,6 +666,12 @@ func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, rena
 	for _, c := range chunks {
 		if c.Start < 0 {
 			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
+			continue
+		}
+		if c.Paged {
+			// Windows take such a chunk a window at a time: another
+			// order than where it is read whole.
+			fmt.Fprintf(h, "p %d %d %d\n", c.Fragment, c.Start, c.End)
 			continue
 		}
 		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)

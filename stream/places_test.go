@@ -1,0 +1,62 @@
+package stream
+
+import (
+	"testing"
+
+	"github.com/sluicedata/sluice/internal/synth"
+)
+
+// Row groups of 100,000 rows read through windows of 4096: with a page
+// index windows take them 4096 rows at a time, so that no window holds a
+// row group whole, and every row still comes once at every world size. A
+// rank's consecutive windows of a row group are fetched in joined
+// requests, so the pages at their cuts are fetched about once, in storage
+// order or shuffled. Without a page index the row groups are read whole,
+// as before.
+func TestCutRowGroups(t *testing.T) {
+	const window = 4096
+	for _, paged := range []bool{true, false} {
+		spec := synth.Spec{Files: 2, RowsPerFile: 200000, RowGroupRows: 100000, Seed: 5, PageIndex: paged, SmallPages: !paged}
+		dir := writeDataset(t, spec)
+		for _, shuffle := range []bool{false, true} {
+			for _, world := range []int{1, 2} {
+				var read, stored int64
+				var ids []int64
+				for rank := range world {
+					log := &readLog{}
+					o := checkedOptions(t, dir)
+					o.Columns = []string{"id", "x", "s"}
+					o.NumSplits, o.WorldSize, o.Rank = 8, world, rank
+					o.Shuffle, o.ShuffleWindow = shuffle, window
+					o.Storage.Wrap = log.wrap
+					ds := open(t, o)
+					if rank == 0 {
+						for _, f := range ds.Files() {
+							for _, u := range f.Units {
+								stored += u.Bytes
+							}
+						}
+						// Row groups of 3 MB are less than PlaceBytes:
+						// whole chunks, which windows take 4096 rows at a
+						// time where they are paged.
+						for _, c := range ds.Chunks() {
+							if c.Rows() != int64(spec.RowGroupRows) || c.Paged != paged {
+								t.Fatalf("page index %t: chunk %+v of a row group of %d rows, window %d", paged, c, spec.RowGroupRows, window)
+							}
+						}
+					}
+					log.start()
+					bs, _ := consume(t, ds, -1)
+					ids = append(ids, allIDs(bs)...)
+					read += log.bytes()
+				}
+				exactlyOnce(t, ids, int64(spec.Files*spec.RowsPerFile))
+				amp := float64(read) / float64(stored)
+				t.Logf("page index %t, shuffle %t, world %d: io_amplification %.4f", paged, shuffle, world, amp)
+				if paged && amp > 1.05 {
+					t.Errorf("page index, shuffle %t, world %d: io_amplification %.4f, want at most 1.05: consecutive windows of a row group should share their pages", shuffle, world, amp)
+				}
+			}
+		}
+	}
+}
