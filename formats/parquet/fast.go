@@ -2,9 +2,12 @@ package parquet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/internal/panics"
 	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 )
 
@@ -29,17 +33,31 @@ import (
 // that check the comparison with arrow-go is not empty.
 var fastChunks atomic.Int64
 
+// pagedChunks counts those of them read from pages fetched one by one.
+var pagedChunks atomic.Int64
+
 // rowGroupRead reads rows [lo, hi) of row group rg: readRowGroup,
 // readPages, or a flatdecode read.
 type rowGroupRead func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error
 
-// chooseRead picks how row group rg is read: readPages for one fetched page
-// by page, otherwise readRowGroup, with flatdecode for the chunks it takes
-// unless arrowGo says not to.
+// chooseRead picks how row group rg is read: one fetched page by page with
+// flatdecode where it takes every column, otherwise with readPages; any
+// other with readRowGroup, flatdecode reading the chunks it takes; arrowGo:
+// arrow-go alone.
 func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int) rowGroupRead {
 	switch {
-	case fe.paged[rg]:
+	case fe.paged[rg] && arrowGo:
 		return readPages
+	case fe.paged[rg]:
+		return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
+			cols, first := openPaged(fr, src, meta, fe, rg, leaves, mem)
+			if cols == nil {
+				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
+			}
+			defer cols.release()
+			cols.known, cols.spread = fx.known, fx.spread
+			return cols.readPaged(ctx, first, lo, hi, schema, mem, fx, yield)
+		}
 	case arrowGo:
 		return readRowGroup
 	}
@@ -52,6 +70,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 		}
 		defer cols.release()
+		cols.known, cols.spread = fx.known, fx.spread
 		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
 	}
 }
@@ -64,12 +83,113 @@ type mixedColumns struct {
 	slow   []*pqarrow.ColumnReader // where fast is nil
 	batch  int64
 	mem    memory.Allocator
+	known  *knownUTF8 // where next puts the columns flatdecode found UTF-8
+	spread bool       // next may decode the fast columns on idle cores
+}
+
+// spreadBatches counts the batches next decoded on more than one
+// goroutine, for the tests.
+var spreadBatches atomic.Int64
+
+// decoding counts the Decode calls under way in the process, which share
+// its cores.
+var decoding atomic.Int64
+
+// minSpread is the fewest rows of a batch whose columns are worth
+// decoding on more than one goroutine.
+const minSpread = 1024
+
+// workers is how many goroutines next decodes the n-row batch's fast
+// columns on: up to a Decode call's share of the cores.
+func (m *mixedColumns) workers(n int64) int {
+	k := 0
+	for _, f := range m.fast {
+		if f != nil {
+			k++
+		}
+	}
+	if !m.spread || k < 2 || n < minSpread {
+		return 1
+	}
+	return min(k, runtime.GOMAXPROCS(0)/int(max(decoding.Load(), 1)))
+}
+
+// nextFast decodes the next n rows of each fast column into arrs, on w
+// goroutines (the calling one included), all joined before it returns.
+// The error is that of the first column that failed.
+func (m *mixedColumns) nextFast(n int64, arrs []arrow.Array, w int) error {
+	if w == 1 {
+		for i, f := range m.fast {
+			if f == nil {
+				continue
+			}
+			var err error
+			if arrs[i], err = f.Next(int(n)); err != nil {
+				return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+			}
+			if m.known != nil && f.ValidUTF8() {
+				m.known.add(arrs[i])
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(m.fast))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(m.fast) {
+				return
+			}
+			if f := m.fast[i]; f != nil {
+				arrs[i], errs[i] = nextGuarded(f, n)
+			}
+		}
+	}
+	if w > 1 {
+		spreadBatches.Add(1)
+	}
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for i, err := range errs {
+		var pe *panics.Error
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%w: column %q: %w", formats.ErrCorrupt, m.schema.Field(i).Name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
+		if m.known != nil && m.fast[i] != nil && m.fast[i].ValidUTF8() {
+			m.known.add(arrs[i])
+		}
+	}
+	return nil
+}
+
+// nextGuarded is f.Next(n), a panic of which is an error: on a goroutine
+// of nextFast's, no guardRowGroup is there to recover it.
+func nextGuarded(f *flatdecode.Reader, n int64) (a arrow.Array, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, panics.New(r)
+		}
+	}()
+	return f.Next(int(n))
 }
 
 func (m *mixedColumns) release() {
 	for _, c := range m.slow {
 		if c != nil {
 			c.Release()
+		}
+	}
+	for _, f := range m.fast {
+		if f != nil {
+			f.Release()
 		}
 	}
 }
@@ -135,41 +255,19 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 
 // openFlat returns a flatdecode reader for field sf's chunk in row group
 // rg, or nil where the chunk is arrow-go's: a field that is not a flat
-// column of a type flatdecode builds as arrow-go does, one read as another
-// type (see readAs), a chunk not wholly in the fetched bytes, or one whose
-// pages Open refuses.
+// column of a type flatdecode builds as arrow-go does (see flatColumn), a
+// chunk not wholly in the fetched bytes, or one whose pages Open refuses.
 func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) *flatdecode.Reader {
-	if !sf.IsLeaf() {
+	col, start, end, ok := flatColumn(fr, meta, rg, sf)
+	if !ok {
 		return nil
 	}
-	if _, ok := meta.convert[sf.Field.Name]; ok {
-		return nil
-	}
-	md := fr.ParquetReader().MetaData()
-	col := md.Schema.Column(sf.ColIndex)
-	if col.MaxRepetitionLevel() != 0 || col.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(col.PhysicalType()), sf.Field.Type) {
-		return nil
-	}
-	cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
-	if err != nil {
-		return nil
-	}
-	start, end := chunkSpan(cc)
 	chunk := src.span(start, end)
 	if chunk == nil {
 		return nil
 	}
-	r, err := flatdecode.Open(chunk, flatdecode.Column{
-		Name:     col.ColumnPath().String(),
-		Offset:   start,
-		Physical: flatdecode.Physical(col.PhysicalType()),
-		Type:     sf.Field.Type,
-		Optional: col.MaxDefinitionLevel() == 1,
-		Codec:    flatdecode.Codec(cc.Compression()),
-		Values:   cc.NumValues(),
-		Rows:     rows,
-		MaxPage:  cc.TotalUncompressedSize(),
-	}, mem)
+	col.Rows = rows
+	r, err := flatdecode.Open(chunk, col, mem)
 	if err != nil {
 		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)
 		return nil
@@ -177,10 +275,144 @@ func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg in
 	return r
 }
 
-// span returns bytes [from, to) of the file if one prefetched span holds
-// them all (not a chunk fetched in part), or nil.
+// flatColumn describes field sf's chunk in row group rg to flatdecode
+// (Rows unset), with the chunk's bytes [start, end) in the file; ok is
+// false for a field that is not a flat column of a type flatdecode builds
+// as arrow-go does, or one read as another type (see readAs).
+func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.SchemaField) (col flatdecode.Column, start, end int64, ok bool) {
+	if !sf.IsLeaf() {
+		return col, 0, 0, false
+	}
+	if _, ok := meta.convert[sf.Field.Name]; ok {
+		return col, 0, 0, false
+	}
+	md := fr.ParquetReader().MetaData()
+	c := md.Schema.Column(sf.ColIndex)
+	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), sf.Field.Type) {
+		return col, 0, 0, false
+	}
+	cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
+	if err != nil {
+		return col, 0, 0, false
+	}
+	start, end = chunkSpan(cc)
+	return flatdecode.Column{
+		Name:     c.ColumnPath().String(),
+		Offset:   start,
+		Physical: flatdecode.Physical(c.PhysicalType()),
+		Type:     sf.Field.Type,
+		Optional: c.MaxDefinitionLevel() == 1,
+		Codec:    flatdecode.Codec(cc.Compression()),
+		Values:   cc.NumValues(),
+		MaxPage:  cc.TotalUncompressedSize(),
+	}, start, end, true
+}
+
+// openPaged opens a flatdecode reader on the fetched pages of each
+// top-level field of leaves in row group rg, fetched page by page, and
+// returns them with the row of their first page. It returns nil unless
+// flatdecode takes every field, and the first pages all start on one row:
+// the row group is then readPages'.
+func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator) (*mixedColumns, int64) {
+	fields, err := fr.Manifest.GetFieldIndices(leaves)
+	if err != nil || len(fields) == 0 {
+		return nil, 0
+	}
+	m := &mixedColumns{fast: make([]*flatdecode.Reader, len(fields)), slow: make([]*pqarrow.ColumnReader, len(fields))}
+	out := make([]arrow.Field, len(fields))
+	first := int64(-1)
+	for i, fidx := range fields {
+		sf := &fr.Manifest.Fields[fidx]
+		out[i] = *sf.Field
+		col, start, _, ok := flatColumn(fr, meta, rg, sf)
+		if !ok {
+			return nil, 0
+		}
+		fp, ok := fe.fetchedPages[start]
+		if !ok || (first >= 0 && fp.pages[0].firstRow != first) {
+			return nil, 0
+		}
+		first = fp.pages[0].firstRow
+		var pages []flatdecode.Page
+		index := fp.first
+		if fp.head.to > fp.head.from {
+			b := src.bytesAt(fp.head.from, fp.head.to)
+			if b == nil {
+				return nil, 0
+			}
+			pages = append(pages, flatdecode.Page{Offset: fp.head.from, Index: 0, Bytes: b})
+			index++
+		}
+		for k, p := range fp.pages {
+			b := src.bytesAt(p.offset, p.offset+p.size)
+			if b == nil {
+				return nil, 0
+			}
+			pages = append(pages, flatdecode.Page{Offset: p.offset, Index: index + k, Bytes: b})
+		}
+		col.Values, col.Rows = fp.end-first, fp.end-first
+		r, err := flatdecode.OpenPages(pages, col, mem)
+		if err != nil {
+			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", rg, "reason", err)
+			return nil, 0
+		}
+		m.fast[i] = r
+	}
+	m.schema = arrow.NewSchema(out, fr.Manifest.SchemaMeta)
+	m.batch, m.mem = max(fr.Props.BatchSize, 1), mem
+	fastChunks.Add(int64(len(fields)))
+	pagedChunks.Add(int64(len(fields)))
+	return m, first
+}
+
+// readPaged delivers rows [lo, hi) of the row group from readers opened
+// by openPaged at row first, in the batches readPages makes.
+func (m *mixedColumns) readPaged(ctx context.Context, first, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
+	pos, err := positions(m.schema, schema)
+	if err != nil {
+		return err
+	}
+	if lo < first {
+		return fmt.Errorf("%w: the pages fetched start at row %d, after row %d", formats.ErrCorrupt, first, lo)
+	}
+	if err := m.skip(lo - first); err != nil {
+		return err
+	}
+	for at := lo; at < hi; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(m.batch, hi-at)
+		rec, err := m.next(n)
+		if err != nil {
+			return err
+		}
+		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		at += n
+		if err := yield(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// span returns bytes [from, to) of the file, a column chunk, if one
+// prefetched span holds them all (not a chunk fetched in part), or nil.
 func (r *chunkReader) span(from, to int64) []byte {
-	if r.partial[from] || from < 0 || to < from {
+	if r.partial[from] {
+		return nil
+	}
+	return r.bytesAt(from, to)
+}
+
+// bytesAt returns bytes [from, to) of the file if one prefetched span
+// holds them all, or nil.
+func (r *chunkReader) bytesAt(from, to int64) []byte {
+	if from < 0 || to < from {
 		return nil
 	}
 	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > from }) - 1
@@ -204,13 +436,12 @@ func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
 			}
 		}
 	}
-	for i, f := range m.fast {
-		var err error
-		if f != nil {
-			if arrs[i], err = f.Next(int(n)); err != nil {
-				release()
-				return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-			}
+	if err := m.nextFast(n, arrs, m.workers(n)); err != nil {
+		release()
+		return nil, err
+	}
+	for i := range m.fast {
+		if m.fast[i] != nil {
 			continue
 		}
 		chunked, err := m.slow[i].NextBatch(n)

@@ -2,3 +2,10 @@ package parquet
 
 // FastChunks is how many column chunks flatdecode has decoded so far.
 func FastChunks() int64 { return fastChunks.Load() }
+
+// PagedChunks is how many of them it read from pages fetched one by one.
+func PagedChunks() int64 { return pagedChunks.Load() }
+
+// SpreadBatches is how many batches had their columns decoded on more
+// than one goroutine.
+func SpreadBatches() int64 { return spreadBatches.Load() }

@@ -22,7 +22,8 @@ import (
 // TestFastDecodeCorruptPage damages a page that flatdecode takes on (its
 // header is sound, its dictionary indices claim 40 bits) and checks that
 // the read fails naming the file, the row group, the column, the page and
-// its byte offset.
+// its byte offset; a read of part of the row group (its pages fetched by
+// the offset index, read from those alone) fails the same way.
 func TestFastDecodeCorruptPage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dict.parquet")
 	b := array.NewInt64Builder(memory.DefaultAllocator)
@@ -38,7 +39,7 @@ func TestFastDecodeCorruptPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(schema, f, pq.NewWriterProperties(pq.WithDictionaryDefault(true)), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(schema, f, pq.NewWriterProperties(pq.WithDictionaryDefault(true), pq.WithDataPageSize(64), pq.WithBatchSize(50), pq.WithPageIndexEnabled(true)), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,13 +73,14 @@ func TestFastDecodeCorruptPage(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	lo, hi := int64(0), int64(1000)
 	read := func(arrowGo bool) error {
 		ds, err := formats.Plan(context.Background(), []string{path}, formats.PlanOptions{Formats: []formats.Format{Format{ArrowGoDecode: arrowGo}}})
 		if err != nil {
 			return err
 		}
 		defer ds.Close()
-		return ds.Read(context.Background(), 0, ds.RowRange(0, 0, 1000), 100, nil, func(b arrow.RecordBatch) error {
+		return ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(b arrow.RecordBatch) error {
 			b.Release()
 			return nil
 		})
@@ -94,5 +96,15 @@ func TestFastDecodeCorruptPage(t *testing.T) {
 	}
 	if err := read(true); err == nil {
 		t.Error("arrow-go reads the damaged page")
+	}
+	// Read in part, from the pages fetched alone: the same error.
+	lo, hi = 1, 20
+	before = pagedChunks.Load()
+	err = read(false)
+	if pagedChunks.Load() == before {
+		t.Fatalf("the cut read's pages were not flatdecode's: %v", err)
+	}
+	if err == nil || !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("cut read: err = %v\nwant ErrCorrupt naming the file and saying %q", err, want)
 	}
 }

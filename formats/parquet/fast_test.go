@@ -180,7 +180,7 @@ type genColumn struct {
 var (
 	intEncs   = []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit}
 	floatEncs = []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.ByteStreamSplit}
-	byteEncs  = []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict}
+	byteEncs  = []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray}
 	boolEncs  = []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLE}
 )
 
@@ -330,7 +330,7 @@ func TestFastDecodeGenerated(t *testing.T) {
 	dir := t.TempDir()
 	all := genColumns()
 	codecs := []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy, compress.Codecs.Gzip, compress.Codecs.Zstd, compress.Codecs.Lz4Raw, compress.Codecs.Brotli}
-	encs := []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.RLE}
+	encs := []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.RLE, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray}
 	files := 0
 	for _, enc := range encs {
 		var cols []genColumn

@@ -262,6 +262,7 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 		fe.partial[start] = true
 		pages := ix.pages[leaf]
 		out = append(out, pageRanges(cc, pages, lo, hi)...)
+		fe.recordPages(start, g.NumRows(), ix, leaf, lo, hi)
 		// The seek trusts the index: each fetched page's header must hold
 		// the rows the index says it does (checkPages).
 		for i, p := range pages {
@@ -279,6 +280,38 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 		}
 	}
 	return out, nil
+}
+
+// fetchedPages are the pages pageRanges fetches of a column chunk: the
+// bytes before its first data page (its dictionary page, if any), then
+// data pages from the one holding row lo to the one holding row hi-1.
+type fetchedPages struct {
+	head  byteRange // empty where the first data page starts the chunk
+	pages []pageLoc
+	first int   // the first page's number among the chunk's data pages
+	end   int64 // the row after the last page's
+}
+
+// recordPages records the pages of leaf's chunk at start that
+// expectPages fetches for rows [lo, hi) of a row group of rows rows.
+func (fe *parquetFetched) recordPages(start, rows int64, ix *rowGroupIndex, leaf int, lo, hi int64) {
+	pages := ix.pages[leaf]
+	first := max(sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > lo })-1, 0)
+	last := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow >= hi })
+	if first >= last {
+		return
+	}
+	end := rows
+	if r, ok := ix.rows[leaf]; ok {
+		end = r
+	}
+	if last < len(pages) {
+		end = pages[last].firstRow
+	}
+	if fe.fetchedPages == nil {
+		fe.fetchedPages = map[int64]fetchedPages{}
+	}
+	fe.fetchedPages[start] = fetchedPages{head: byteRange{start, pages[0].offset}, pages: pages[first:last], first: first, end: end}
 }
 
 // pageCheck is a data page of size bytes (its header included) whose

@@ -61,14 +61,23 @@ type Format struct {
 	// timestamp[us, UTC], every year Spark writes; see INT96.
 	INT96 INT96
 	// ArrowGoDecode decodes every column chunk with arrow-go's pqarrow.
-	// Default false: a whole row group's flat columns (top-level, not
-	// repeated) of integers, dates, times, timestamps, floats, booleans,
-	// strings and binaries, in the common encodings and codecs, are decoded
+	// Default false: the flat columns (top-level, not repeated) of
+	// integers, dates, times, timestamps, floats, booleans, strings and
+	// binaries, in the common encodings and codecs, are decoded
 	// by sluice's own decoder straight into Arrow buffers, with less than
 	// half of arrow-go's CPU time for the decoding proper; the batches are
 	// the same, value for value and type for type, and any chunk it does
 	// not read is arrow-go's. Set it to rule the own decoder out.
 	ArrowGoDecode bool
+	// SerialColumns decodes the columns of a batch one after another on
+	// the goroutine running Decode. Default false: where the own decoder
+	// reads two or more of a batch's columns and fewer reads decode at
+	// once than there are cores (GOMAXPROCS), those columns are decoded on
+	// up to cores/reads goroutines, joined before the batch is delivered
+	// (the batch is the same either way). This spreads one large row
+	// group over idle cores; with as many reads as cores it changes
+	// nothing.
+	SerialColumns bool
 }
 
 // Name returns "parquet".
@@ -381,6 +390,9 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+	// fetchedPages holds, by chunk offset, the pages fetched of each
+	// chunk of a paged row group, for flatdecode.
+	fetchedPages map[int64]fetchedPages
 	// md, if set, is the metadata to read with: readMD with the offset
 	// indexes of the row groups whose pages were walked.
 	md *metadata.FileMetaData
@@ -507,10 +519,14 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
 		next := start // the file row of the next batch's first row
-		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, func(b arrow.RecordBatch) error {
+		known := &knownUTF8{}
+		decoding.Add(1)
+		defer decoding.Add(-1)
+		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, known, !p.SerialColumns, func(b arrow.RecordBatch) error {
 			first := next
 			next += b.NumRows()
-			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem)
+			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem, known)
+			known.reset()
 			if err != nil {
 				return err
 			}
@@ -531,7 +547,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 	}
 }
 
-func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, yield func(arrow.RecordBatch) error) error {
+func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, known *knownUTF8, spread bool, yield func(arrow.RecordBatch) error) error {
 	props := parquet.NewReaderProperties(mem)
 	// No page can be larger than its column chunk, which Inspect checked.
 	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
@@ -554,7 +570,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		}
 		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
 		read := chooseRead(arrowGo, src, meta, fe, rg)
-		fx := fixes{convert: meta.convert, first: first}
+		fx := fixes{convert: meta.convert, first: first, known: known, spread: spread}
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
 			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
 		})
@@ -878,6 +894,12 @@ type fixes struct {
 	convert map[string]conversion
 	// first is the file row of the row group's first row.
 	first int64
+	// known collects the string columns of each batch found valid UTF-8
+	// as they were decoded, which the read's checks then pass over.
+	known *knownUTF8
+	// spread lets flatdecode's columns of a batch be decoded on idle
+	// cores (Format.SerialColumns).
+	spread bool
 }
 
 // project reorders rec's columns to schema, keeps rows [off, off+n),

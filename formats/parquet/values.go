@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -40,11 +41,14 @@ const (
 // checkBatch checks the values of a decoded batch that arrow-go does not:
 // that strings are UTF-8 (repairing them under ReplaceInvalidUTF8) and that
 // every VARIANT value decodes. first is the file row of the batch's first
-// row. It returns b itself, or a repaired copy; b is released where it is
+// row; the columns known holds were checked as they were decoded. It returns b itself, or a repaired copy; b is released where it is
 // not returned.
-func checkBatch(b arrow.RecordBatch, first int64, policy InvalidUTF8, mem memory.Allocator) (arrow.RecordBatch, error) {
+func checkBatch(b arrow.RecordBatch, first int64, policy InvalidUTF8, mem memory.Allocator, known *knownUTF8) (arrow.RecordBatch, error) {
 	var cols []arrow.Array
 	for c, col := range b.Columns() {
+		if known.has(col) {
+			continue
+		}
 		name := b.Schema().Field(c).Name
 		if policy == ReplaceInvalidUTF8 {
 			if fixed := replaceInvalidUTF8(col, mem); fixed != nil {
@@ -82,21 +86,55 @@ func checkBatch(b arrow.RecordBatch, first int64, policy InvalidUTF8, mem memory
 	return out, nil
 }
 
+// knownUTF8 holds the string columns of a batch being read that are known
+// to be valid UTF-8 (flatdecode checked them as it built them, a
+// dictionary's entries once), by their value buffer, which the batch's
+// slices and reorderings of the column share. A nil *knownUTF8 holds none.
+type knownUTF8 struct{ bufs []*memory.Buffer }
+
+func (k *knownUTF8) add(a arrow.Array) {
+	if buf := valueBuffer(a); buf != nil {
+		k.bufs = append(k.bufs, buf)
+	}
+}
+
+func (k *knownUTF8) has(a arrow.Array) bool {
+	if k == nil {
+		return false
+	}
+	buf := valueBuffer(a)
+	return buf != nil && slices.Contains(k.bufs, buf)
+}
+
+// reset forgets the columns, once their batch is checked.
+func (k *knownUTF8) reset() {
+	clear(k.bufs)
+	k.bufs = k.bufs[:0]
+}
+
+// valueBuffer is the buffer of a string array's bytes, or nil for any
+// other array.
+func valueBuffer(a arrow.Array) *memory.Buffer {
+	switch a.DataType().ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		if bufs := a.Data().Buffers(); len(bufs) == 3 {
+			return bufs[2]
+		}
+	}
+	return nil
+}
+
 // checkValues returns the first row of a whose value is a string that is
 // not UTF-8 or a VARIANT that does not decode, with the reason.
 func checkValues(a arrow.Array) (int, error) {
 	switch a := a.(type) {
 	case *array.String:
-		for i := range a.Len() {
-			if a.IsValid(i) && !utf8.ValidString(a.Value(i)) {
-				return i, fmt.Errorf("string is not valid UTF-8: %q (the invalid UTF-8 option \"replace\" reads it with U+FFFD)", a.Value(i))
-			}
+		if a.Len() > 0 && !allUTF8(a.ValueOffsets(), a.ValueBytes()) {
+			return firstInvalid(a)
 		}
 	case *array.LargeString:
-		for i := range a.Len() {
-			if a.IsValid(i) && !utf8.ValidString(a.Value(i)) {
-				return i, fmt.Errorf("string is not valid UTF-8: %q (the invalid UTF-8 option \"replace\" reads it with U+FFFD)", a.Value(i))
-			}
+		if a.Len() > 0 && !allUTF8(a.ValueOffsets(), a.ValueBytes()) {
+			return firstInvalid(a)
 		}
 	case *extensions.JSONArray:
 		return checkValues(a.Storage())
@@ -130,6 +168,51 @@ func checkValues(a arrow.Array) (int, error) {
 				}
 			}
 			return 0, err
+		}
+	}
+	return 0, nil
+}
+
+// allUTF8 reports whether every value of a string array is valid UTF-8,
+// looking at its bytes in one pass: the values together are valid UTF-8
+// and none starts inside a character (on a continuation byte) if and only
+// if each is valid on its own, since each then ends where a character
+// starts. offs are the array's offsets and bytes its values' bytes from
+// offs[0] on (as ValueBytes returns them). false says only that the values
+// must be looked at one by one: a null slot may cover bytes that are not
+// UTF-8.
+func allUTF8[O int32 | int64](offs []O, bytes []byte) bool {
+	if len(offs) == 0 {
+		return true
+	}
+	base, end := offs[0], offs[len(offs)-1]
+	if end < base || int64(end-base) != int64(len(bytes)) || !utf8.Valid(bytes) {
+		return false
+	}
+	for _, o := range offs[1 : len(offs)-1] {
+		if o < base || o > end {
+			return false
+		}
+		if o < end && !utf8.RuneStart(bytes[o-base]) {
+			return false
+		}
+	}
+	return true
+}
+
+// stringArray is what firstInvalid asks of a string array.
+type stringArray interface {
+	Len() int
+	IsValid(i int) bool
+	Value(i int) string
+}
+
+// firstInvalid returns the first row of a whose value is not UTF-8, value
+// by value (see allUTF8), with the reason; 0 and nil where there is none.
+func firstInvalid(a stringArray) (int, error) {
+	for i := range a.Len() {
+		if a.IsValid(i) && !utf8.ValidString(a.Value(i)) {
+			return i, fmt.Errorf("string is not valid UTF-8: %q (the invalid UTF-8 option \"replace\" reads it with U+FFFD)", a.Value(i))
 		}
 	}
 	return 0, nil
@@ -198,14 +281,10 @@ func replaceInvalidUTF8(a arrow.Array, mem memory.Allocator) arrow.Array {
 	if !ok {
 		return nil
 	}
-	bad := false
-	for i := range s.Len() {
-		if s.IsValid(i) && !utf8.ValidString(s.Value(i)) {
-			bad = true
-			break
-		}
+	if s.Len() == 0 || allUTF8(s.ValueOffsets(), s.ValueBytes()) {
+		return nil
 	}
-	if !bad {
+	if _, err := firstInvalid(s); err == nil {
 		return nil
 	}
 	b := array.NewStringBuilder(mem)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,9 +15,7 @@ import (
 // loadPage makes the next data page the current one: decompressed, its
 // definition levels turned into validity bits, its values' decoder set up.
 func (r *Reader) loadPage() error {
-	if r.cur.buf != nil {
-		r.held = append(r.held, r.cur.buf)
-	}
+	r.hold()
 	if r.next >= len(r.pages) {
 		return fmt.Errorf("column %q: the pages end %d rows before the row group", r.col.Name, r.left)
 	}
@@ -29,9 +28,19 @@ func (r *Reader) loadPage() error {
 	return nil
 }
 
+// hold keeps the current page's buffers until the batch ends, the page
+// being left: the batch's segments may lie in them.
+func (r *Reader) hold() {
+	for _, b := range [][]byte{r.cur.buf, r.cur.built} {
+		if b != nil {
+			r.held = append(r.held, b)
+		}
+	}
+}
+
 func (r *Reader) setUp(ref pageRef) error {
 	h := ref.h
-	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
+	raw := ref.body
 	var levels, values []byte
 	if h.typ == pageDataV2 {
 		levels = raw[:h.defLen]
@@ -102,6 +111,12 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 		if r.cur.dl.left < n {
 			return fmt.Errorf("%d DELTA_BINARY_PACKED values for %d", r.cur.dl.left, n)
 		}
+	case encDeltaLength:
+		at, err := r.setUpLengths(values, n)
+		r.cur.plainPos, r.cur.lenPos = at, 0
+		return err
+	case encDeltaByteArray:
+		return r.setUpPrefixed(values, n)
 	case encPlainDictionary, encRLEDictionary:
 		if n == 0 {
 			return nil
@@ -128,6 +143,94 @@ func (r *Reader) setUpValues(enc int64, values []byte, n int) error {
 	return nil
 }
 
+// setUpLengths decodes the lengths of a DELTA_LENGTH_BYTE_ARRAY page of n
+// values into pageLens, checks that the bytes after them hold them, and
+// returns where those bytes start.
+func (r *Reader) setUpLengths(values []byte, n int) (int, error) {
+	if err := r.deltas(values, n, &r.pageLens); err != nil {
+		return 0, err
+	}
+	at := r.cur.dl.pos
+	room := int64(len(values) - at)
+	for _, l := range r.pageLens {
+		if l > room {
+			return 0, fmt.Errorf("DELTA_LENGTH_BYTE_ARRAY value of %d bytes where %d are left", l, room)
+		}
+		room -= l
+	}
+	return at, nil
+}
+
+// deltas decodes the n DELTA_BINARY_PACKED lengths at the start of
+// values into *out, checking that none is negative; r.cur.dl.pos is then
+// where they end.
+func (r *Reader) deltas(values []byte, n int, out *[]int64) error {
+	c := &r.cur
+	if err := c.dl.init(values, 32); err != nil {
+		return err
+	}
+	if c.dl.left != n {
+		return fmt.Errorf("%d delta-encoded lengths for %d values", c.dl.left, n)
+	}
+	r.u64 = grow(r.u64, n)
+	if err := c.dl.next(r.u64); err != nil {
+		return err
+	}
+	*out = grow(*out, n)
+	for i, v := range r.u64 {
+		l := int64(int32(uint32(v)))
+		if l < 0 {
+			return fmt.Errorf("a length of %d bytes", l)
+		}
+		(*out)[i] = l
+	}
+	return nil
+}
+
+// maxBuilt bounds the bytes a DELTA_BYTE_ARRAY page's values may take once
+// built: shared prefixes let a small page claim far more.
+const maxBuilt = 1 << 30
+
+// setUpPrefixed builds the n values of a DELTA_BYTE_ARRAY page (each the
+// first prefix bytes of the one before, then a suffix of its own) end to
+// end in a buffer of their own, which is then read as a
+// DELTA_LENGTH_BYTE_ARRAY page's bytes are.
+func (r *Reader) setUpPrefixed(values []byte, n int) error {
+	c := &r.cur
+	if err := r.deltas(values, n, &r.prefixes); err != nil {
+		return fmt.Errorf("prefix lengths: %w", err)
+	}
+	suffixes := values[c.dl.pos:]
+	at, err := r.setUpLengths(suffixes, n)
+	if err != nil {
+		return fmt.Errorf("suffixes: %w", err)
+	}
+	var total, prev int64
+	for i, p := range r.prefixes {
+		if p > prev {
+			return fmt.Errorf("value %d: a prefix of %d bytes of a value of %d", i, p, prev)
+		}
+		prev = p + r.pageLens[i]
+		if total += prev; total > maxBuilt {
+			return fmt.Errorf("DELTA_BYTE_ARRAY values of more than %d bytes", maxBuilt)
+		}
+	}
+	buf := r.buffer(int(total))
+	c.built = buf
+	pos, from := 0, 0 // the value being built, and the one before
+	for i, p := range r.prefixes {
+		l := int(r.pageLens[i])
+		copy(buf[pos:], buf[from:from+int(p)])
+		copy(buf[pos+int(p):], suffixes[at:at+l])
+		at += l
+		from = pos
+		r.pageLens[i] = p + int64(l)
+		pos += int(r.pageLens[i])
+	}
+	c.values, c.plainPos, c.lenPos = buf, 0, 0
+	return nil
+}
+
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
@@ -150,6 +253,7 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 	if n < 0 || int64(n) > r.left {
 		return nil, fmt.Errorf("column %q: %d rows asked for, %d left", r.col.Name, n, r.left)
 	}
+	r.validUTF8 = false
 	var validity, data, offsets *memory.Buffer
 	release := func() {
 		for _, b := range []*memory.Buffer{validity, data, offsets} {
@@ -397,8 +501,17 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			r.lens = append(r.lens, l)
 			pos += int(l)
 		}
-		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m})
+		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: -1})
 		c.plainPos = pos
+	} else if enc := c.ref.h.encoding; enc == encDeltaLength || enc == encDeltaByteArray {
+		size := 0
+		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
+			size += int(l)
+		}
+		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: size, lens: len(r.lens)})
+		r.lens = append(r.lens, r.pageLens[c.lenPos:c.lenPos+m]...)
+		c.plainPos += size
+		c.lenPos += m
 	} else {
 		r.u32 = grow(r.u32, m)
 		if err := c.hy.next(r.u32); err != nil {
@@ -411,7 +524,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			}
 			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]))
 		}
-		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true})
+		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
 		r.idx = append(r.idx, r.u32...)
 	}
 	lens := r.lens[first:]
@@ -450,21 +563,49 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 	buf := r.alloc(int(total))
 	out := buf.Bytes()
 	at := 0
+	// Strings are checked here, in bulk while the bytes are in the cache:
+	// those of a dictionary were checked when it was read.
+	r.validUTF8 = r.strings
 	for _, s := range r.segs {
 		if s.fromDict {
+			r.validUTF8 = r.validUTF8 && r.dict.utf8
 			for _, ix := range r.idx[s.from : s.from+s.n] {
 				at += copy(out[at:], r.dict.data[r.dict.offs[ix]:r.dict.offs[ix+1]])
 			}
 			continue
 		}
-		pos := s.from
+		if s.bytes >= 0 {
+			first := at
+			at += copy(out[at:], s.data[s.from:s.from+s.bytes])
+			if r.validUTF8 {
+				r.validUTF8 = startsWhole(out[first:at], r.lens[s.lens:s.lens+s.n]) && utf8.Valid(out[first:at])
+			}
+			continue
+		}
+		pos, first, cut := s.from, at, false
 		for range s.n {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
 			at += copy(out[at:], s.data[pos+4:pos+4+l])
+			// A value that starts inside a character.
+			cut = cut || (l > 0 && !utf8.RuneStart(s.data[pos+4]))
 			pos += 4 + l
 		}
+		r.validUTF8 = r.validUTF8 && !cut && utf8.Valid(out[first:at])
 	}
 	return buf, nil
+}
+
+// startsWhole reports whether none of the values laid end to end in b,
+// of lengths lens, starts on a UTF-8 continuation byte.
+func startsWhole(b []byte, lens []int64) bool {
+	at := 0
+	for _, l := range lens {
+		if l > 0 && !utf8.RuneStart(b[at]) {
+			return false
+		}
+		at += int(l)
+	}
+	return true
 }
 
 // Skip passes over the next n rows without building them. Pages it passes
@@ -481,9 +622,7 @@ func (r *Reader) Skip(n int64) error {
 	for n > 0 {
 		if r.cur.pos == r.cur.rows {
 			if r.next < len(r.pages) && r.pages[r.next].h.values <= n {
-				if r.cur.buf != nil {
-					r.held = append(r.held, r.cur.buf)
-				}
+				r.hold()
 				ref := r.pages[r.next]
 				r.next++
 				r.cur = page{ref: ref, rows: int(ref.h.values), pos: int(ref.h.values)}
@@ -538,6 +677,11 @@ func (r *Reader) skipValues(m int) error {
 		c.plainPos = pos
 	case enc == encPlain:
 		c.plainPos += m * r.pw
+	case enc == encDeltaLength || enc == encDeltaByteArray:
+		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
+			c.plainPos += int(l)
+		}
+		c.lenPos += m
 	case enc == encDeltaBinaryPacked:
 		r.u64 = grow(r.u64, min(m, chunk))
 		for done := 0; done < m; done += chunk {

@@ -10,5 +10,6 @@
 // encoding, codec or page layout, a header that does not add up), so that
 // its caller can hand that chunk to arrow-go before a row of it is decoded.
 // What Open accepts and then fails to decode is corrupt: the error names
-// the column, the page and its byte offset.
+// the column, the page and its byte offset. OpenPages does the same for
+// some pages of a chunk fetched one by one (a read of part of a row group).
 package flatdecode

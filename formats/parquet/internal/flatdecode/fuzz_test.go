@@ -116,6 +116,39 @@ func decodeAll(t *testing.T, chunk []byte, col Column, batch int) {
 	if err != nil {
 		return
 	}
+	drain(t, r, batch)
+}
+
+// decodePages cuts chunk into its pages, as a read fetched page by page
+// has them, and reads them with OpenPages as decodeAll does.
+func decodePages(t *testing.T, chunk []byte, col Column, batch int) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer func() {
+		if n := mem.CurrentAlloc(); n != 0 {
+			t.Fatalf("%d bytes outstanding", n)
+		}
+	}()
+	var pages []Page
+	for at := 0; at < len(chunk); {
+		h, err := parseHeader(chunk[at:])
+		if err != nil || h.compressed < 0 || h.compressed > int64(len(chunk)-at-h.size) {
+			return
+		}
+		end := at + h.size + int(h.compressed)
+		pages = append(pages, Page{Offset: int64(at), Index: len(pages), Bytes: chunk[at:end:end]})
+		at = end
+	}
+	r, err := OpenPages(pages, col, mem)
+	if err != nil {
+		return
+	}
+	drain(t, r, batch)
+}
+
+// drain reads r's rows in batches of batch, every third skipped, and
+// releases r, whose buffers the next Reader then takes.
+func drain(t *testing.T, r *Reader, batch int) {
+	defer r.Release()
 	for i := 0; r.Rows() > 0; i++ {
 		if i%3 == 1 {
 			// Every third batch is skipped, not built.
@@ -159,6 +192,10 @@ func FuzzChunk(f *testing.F) {
 		{pq.Encodings.RLE, compress.Codecs.Zstd, true},
 		{pq.Encodings.Plain, compress.Codecs.Gzip, false},
 		{pq.Encodings.Plain, compress.Codecs.Lz4Raw, true},
+		{pq.Encodings.DeltaLengthByteArray, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.DeltaLengthByteArray, compress.Codecs.Snappy, true},
+		{pq.Encodings.DeltaByteArray, compress.Codecs.Uncompressed, false},
+		{pq.Encodings.DeltaByteArray, compress.Codecs.Zstd, true},
 	} {
 		for _, c := range sampleChunks(f, s.enc, s.codec, s.v2) {
 			if !encodes(c.col.Physical, int64(s.enc)) && s.enc != pq.Encodings.RLEDict {
@@ -176,6 +213,7 @@ func FuzzChunk(f *testing.F) {
 		}
 		col := Column{Name: "c", Physical: Physical(phys), Type: typ, Optional: optional, Codec: Codec(codec), Values: int64(rows), Rows: int64(rows), MaxPage: 1 << 20}
 		decodeAll(t, chunk, col, int(batch)+1)
+		decodePages(t, chunk, col, int(batch)+1)
 	})
 }
 
@@ -258,6 +296,7 @@ func FuzzValues(f *testing.F) {
 		chunk = append(chunk, values...)
 		col := Column{Name: "v", Physical: p, Type: typ, Values: int64(n), Rows: int64(n), MaxPage: 1 << 20}
 		decodeAll(t, chunk, col, int(batch)+1)
+		decodePages(t, chunk, col, int(batch)+1)
 	})
 }
 
@@ -302,7 +341,7 @@ func pageHeaderBytes(typ, size, values, enc int) []byte {
 
 // TestSamples decodes the fuzz seeds and checks them against arrow-go.
 func TestSamples(t *testing.T) {
-	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit} {
+	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray} {
 		for _, c := range sampleChunks(t, enc, compress.Codecs.Snappy, false) {
 			if _, err := Open(c.chunk, c.col, memory.DefaultAllocator); err != nil && (encodes(c.col.Physical, int64(enc)) || enc == pq.Encodings.RLEDict && c.col.Physical != Boolean) {
 				t.Errorf("%s %s: %v", enc, c.col.Name, err)

@@ -20,6 +20,8 @@ const (
 	encRLE               = 3
 	encBitPacked         = 4
 	encDeltaBinaryPacked = 5
+	encDeltaLength       = 6 // DELTA_LENGTH_BYTE_ARRAY
+	encDeltaByteArray    = 7
 	encRLEDictionary     = 8
 	encByteStreamSplit   = 9
 )

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -120,6 +122,8 @@ func encodes(p Physical, enc int64) bool {
 		return p == Boolean
 	case encDeltaBinaryPacked:
 		return p == Int32 || p == Int64
+	case encDeltaLength, encDeltaByteArray:
+		return p == ByteArray
 	case encByteStreamSplit:
 		return p == Int32 || p == Int64 || p == Float || p == Double
 	}
@@ -130,9 +134,9 @@ func encodes(p Physical, enc int64) bool {
 // starts.
 type pageRef struct {
 	h     pageHeader
-	at    int // the header's offset in the chunk
-	body  int
-	index int // the page's number in the chunk, dictionary included
+	at    int64  // the header's offset in the file
+	body  []byte // compressed
+	index int    // the page's number in the chunk, dictionary included
 }
 
 // dictionary is a chunk's decoded dictionary page.
@@ -141,13 +145,13 @@ type dictionary struct {
 	fixed []byte   // count values of the physical width
 	offs  []uint32 // byte arrays: count+1 offsets into data
 	data  []byte
+	utf8  bool // strings: every entry is valid UTF-8
 }
 
 // Reader decodes one column chunk, a batch of rows at a time.
 type Reader struct {
 	col   Column
 	mem   memory.Allocator
-	chunk []byte
 	pages []pageRef
 	next  int   // the next page to load
 	left  int64 // rows not yet read
@@ -155,18 +159,38 @@ type Reader struct {
 	pw    int   // of a PLAIN fixed-width value
 	dict  dictionary
 
+	// While pages are taken on: whether the dictionary was, and the
+	// values of the data pages.
+	hasDict bool
+	seen    int64
+
 	cur page
+
+	// strings: the column's values are to be UTF-8, and validUTF8 says
+	// whether those of the last batch are known to be.
+	strings, validUTF8 bool
 
 	// Scratch, kept between batches.
 	free, held [][]byte // decompression buffers; held: in use by this batch
-	valid      []byte   // the current page's validity bits
-	scratch    []byte
-	u32        []uint32
-	u64        []uint64
-	lens       []int64
-	idx        []uint32
-	segs       []segment
+	dictBuf    []byte   // the one dict.fixed lies in, if any
+	work
 }
+
+// work is a Reader's scratch, kept between batches and, through works,
+// handed from a released Reader to the next.
+type work struct {
+	valid    []byte // the current page's validity bits
+	scratch  []byte
+	u32      []uint32
+	u64      []uint64
+	lens     []int64
+	pageLens []int64 // DELTA_(LENGTH_)BYTE_ARRAY: the current page's lengths
+	prefixes []int64 // DELTA_BYTE_ARRAY
+	idx      []uint32
+	segs     []segment
+}
+
+var works sync.Pool // of *work
 
 // page is the state of the page being read.
 type page struct {
@@ -177,9 +201,11 @@ type page struct {
 	taken    int // values taken
 	values   []byte
 	buf      []byte // the decompression buffer that holds values, if any
+	built    []byte // DELTA_BYTE_ARRAY: the buffer its values were built in
 	plainPos int    // PLAIN: the next value's byte (bit, for booleans)
 	hy       hybrid
 	dl       delta
+	lenPos   int // DELTA_(LENGTH_)BYTE_ARRAY: the next value's in Reader.pageLens
 }
 
 // segment is a run of byte-array values of one page taken into a batch,
@@ -188,6 +214,10 @@ type segment struct {
 	data     []byte // PLAIN: the page's values
 	from, n  int    // PLAIN: byte offset of the first; dictionary: index into idx
 	fromDict bool
+	// bytes is the size of the values of a DELTA_LENGTH_BYTE_ARRAY page,
+	// which lie end to end at data[from:], and lens their lengths' place
+	// in Reader.lens; -1 for other segments.
+	bytes, lens int
 }
 
 // Open checks the page headers of chunk (the whole column chunk) and
@@ -195,69 +225,137 @@ type segment struct {
 // of it is not of a shape the decoder reads: the chunk is then arrow-go's
 // to decode. The dictionary, if any, is decoded here.
 func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
-	unsupported := func(format string, args ...any) (*Reader, error) {
-		return nil, fmt.Errorf("%w: column %q: %s", ErrUnsupported, col.Name, fmt.Sprintf(format, args...))
+	r, err := newReader(col, mem)
+	if err != nil {
+		return nil, err
 	}
-	w, ok := widthOf(col.Physical, col.Type)
-	if !ok {
-		return unsupported("%s from physical type %d", col.Type, col.Physical)
-	}
-	if !col.Codec.Known() {
-		return unsupported("compression codec %d", col.Codec)
-	}
-	if col.Values != col.Rows || col.Rows < 0 {
-		return unsupported("%d values in %d rows", col.Values, col.Rows)
-	}
-	r := &Reader{col: col, mem: mem, chunk: chunk, left: col.Rows, width: w, pw: physWidth(col.Physical)}
-	var seen int64
-	dictAt := -1
-	for at, index := 0, 0; seen < col.Values; index++ {
+	for at, index := 0, 0; r.seen < col.Values; index++ {
 		if at >= len(chunk) {
-			return unsupported("the chunk ends after %d of its %d values", seen, col.Values)
+			return nil, r.unsupported("the chunk ends after %d of its %d values", r.seen, col.Values)
 		}
 		h, err := parseHeader(chunk[at:])
 		if err != nil {
-			return unsupported("page %d: header: %v", index, err)
+			return nil, r.unsupported("page %d: header: %v", index, err)
 		}
 		body := at + h.size
-		if h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > min(col.MaxPage, maxPage) || h.compressed > int64(len(chunk)-body) {
-			return unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+		if h.compressed < 0 || h.compressed > int64(len(chunk)-body) {
+			return nil, r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
 		}
-		ref := pageRef{h: h, at: at, body: body, index: index}
-		switch h.typ {
-		case pageDictionary:
-			if dictAt >= 0 || len(r.pages) > 0 || !h.hasDict || col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
-				return unsupported("page %d: a dictionary page of a kind not read", index)
-			}
-			dictAt = at
-			if err := r.readDictionary(ref); err != nil {
-				return unsupported("page %d: dictionary: %v", index, err)
-			}
-		case pageData:
-			if !h.hasData || h.values < 0 || !encodes(col.Physical, h.encoding) || (col.Optional && h.defEnc != encRLE) {
-				return unsupported("page %d: a DATA_PAGE of a kind not read", index)
-			}
-			seen += h.values
-		case pageDataV2:
-			if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(col.Physical, h.encoding) {
-				return unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
-			}
-			seen += h.values
-		default:
-			// Index pages and pages of kinds to come: arrow-go skips them.
-		}
-		if h.typ == pageData || h.typ == pageDataV2 {
-			if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && dictAt < 0 {
-				return unsupported("page %d: dictionary indices without a dictionary", index)
-			}
-			r.pages = append(r.pages, ref)
+		if err := r.add(pageRef{h: h, at: col.Offset + int64(at), body: chunk[body : body+int(h.compressed)], index: index}); err != nil {
+			return nil, err
 		}
 		at = body + int(h.compressed)
 	}
-	if seen != col.Values {
-		return unsupported("pages of %d values in a chunk of %d", seen, col.Values)
+	return r, r.end()
+}
+
+// Page is one page of a column chunk fetched by itself.
+type Page struct {
+	// Offset is the page's first byte (its header's) in the file, and
+	// Index its number in the chunk, the dictionary page counted: what
+	// errors name.
+	Offset int64
+	Index  int
+	// Bytes are the page, header and body, no more.
+	Bytes []byte
+}
+
+// OpenPages returns a Reader for some pages of a column chunk, fetched one
+// by one: the dictionary page, if the chunk has one, then data pages that
+// follow each other. col.Values and col.Rows are the rows those pages hold,
+// which the Reader reads from the first page's first row. As Open, it
+// refuses (ErrUnsupported) any page not of a shape the decoder reads.
+func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) {
+	r, err := newReader(col, mem)
+	if err != nil {
+		return nil, err
 	}
+	for _, p := range pages {
+		h, err := parseHeader(p.Bytes)
+		if err != nil {
+			return nil, r.unsupported("page %d: header: %v", p.Index, err)
+		}
+		if h.compressed < 0 || h.compressed != int64(len(p.Bytes)-h.size) {
+			return nil, r.unsupported("page %d: %d bytes compressed in a page of %d", p.Index, h.compressed, len(p.Bytes))
+		}
+		if err := r.add(pageRef{h: h, at: p.Offset, body: p.Bytes[h.size:], index: p.Index}); err != nil {
+			return nil, err
+		}
+	}
+	return r, r.end()
+}
+
+// newReader checks what col says of the chunk and returns a Reader with
+// no pages yet.
+func newReader(col Column, mem memory.Allocator) (*Reader, error) {
+	r := &Reader{col: col, mem: mem, left: col.Rows}
+	if w, ok := works.Get().(*work); ok {
+		r.work = *w
+	}
+	w, ok := widthOf(col.Physical, col.Type)
+	if !ok {
+		return nil, r.unsupported("%s from physical type %d", col.Type, col.Physical)
+	}
+	if !col.Codec.Known() {
+		return nil, r.unsupported("compression codec %d", col.Codec)
+	}
+	if col.Values != col.Rows || col.Rows < 0 {
+		return nil, r.unsupported("%d values in %d rows", col.Values, col.Rows)
+	}
+	r.width, r.pw = w, physWidth(col.Physical)
+	r.strings = col.Type.ID() == arrow.STRING || col.Type.ID() == arrow.LARGE_STRING
 	return r, nil
+}
+
+// unsupported is Open's error for a chunk it leaves to arrow-go.
+func (r *Reader) unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: column %q: %s", ErrUnsupported, r.col.Name, fmt.Sprintf(format, args...))
+}
+
+// add takes on the chunk's next page, the dictionary decoded now, or
+// refuses it.
+func (r *Reader) add(ref pageRef) error {
+	h, index := ref.h, ref.index
+	if h.uncompressed < 0 || h.uncompressed > min(r.col.MaxPage, maxPage) {
+		return r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+	}
+	switch h.typ {
+	case pageDictionary:
+		if r.hasDict || len(r.pages) > 0 || !h.hasDict || r.col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
+			return r.unsupported("page %d: a dictionary page of a kind not read", index)
+		}
+		r.hasDict = true
+		if err := r.readDictionary(ref); err != nil {
+			return r.unsupported("page %d: dictionary: %v", index, err)
+		}
+	case pageData:
+		if !h.hasData || h.values < 0 || !encodes(r.col.Physical, h.encoding) || (r.col.Optional && h.defEnc != encRLE) {
+			return r.unsupported("page %d: a DATA_PAGE of a kind not read", index)
+		}
+	case pageDataV2:
+		if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(r.col.Physical, h.encoding) {
+			return r.unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
+		}
+	default:
+		// Index pages and pages of kinds to come: arrow-go skips them.
+		return nil
+	}
+	if h.typ == pageData || h.typ == pageDataV2 {
+		if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && !r.hasDict {
+			return r.unsupported("page %d: dictionary indices without a dictionary", index)
+		}
+		r.seen += h.values
+		r.pages = append(r.pages, ref)
+	}
+	return nil
+}
+
+// end checks that the pages taken on hold the chunk's values.
+func (r *Reader) end() error {
+	if r.seen != r.col.Values {
+		return r.unsupported("pages of %d values in a chunk of %d", r.seen, r.col.Values)
+	}
+	return nil
 }
 
 // Rows is how many rows are left to read.
@@ -265,8 +363,13 @@ func (r *Reader) Rows() int64 { return r.left }
 
 // pageErr names the column and page of a decoding error.
 func (r *Reader) pageErr(ref pageRef, err error) error {
-	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, r.col.Offset+int64(ref.at), err)
+	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, ref.at, err)
 }
+
+// pageBuffers keeps the decompression buffers of released Readers for
+// the next ones: a read opens a Reader per column chunk, and each would
+// otherwise allocate its pages' buffers anew.
+var pageBuffers sync.Pool // of *[]byte
 
 // buffer returns a decompression buffer of n bytes, held until the batch
 // ends.
@@ -278,7 +381,39 @@ func (r *Reader) buffer(n int) []byte {
 			return b[:n]
 		}
 	}
+	if p, ok := pageBuffers.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			return (*p)[:n]
+		}
+		r.free = append(r.free, *p) // for a smaller page
+	}
 	return make([]byte, n)
+}
+
+// Release hands the Reader's decompression buffers on to later Readers.
+// The arrays it built do not share them; the Reader is not to be used
+// again.
+func (r *Reader) Release() {
+	keep := func(b []byte) {
+		if cap(b) > 0 {
+			pageBuffers.Put(&b)
+		}
+	}
+	for _, b := range r.free {
+		keep(b)
+	}
+	for _, b := range r.held {
+		keep(b)
+	}
+	keep(r.cur.buf)
+	keep(r.cur.built)
+	keep(r.dictBuf)
+	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
+	w := r.work
+	clear(w.segs[:cap(w.segs)]) // they point into the pages
+	w.lens, w.idx, w.segs = w.lens[:0], w.idx[:0], w.segs[:0]
+	r.work = work{}
+	works.Put(&w)
 }
 
 // body returns the page's uncompressed bytes from raw, compressed as the
@@ -301,8 +436,7 @@ func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, 
 // readDictionary decodes the dictionary page ref.
 func (r *Reader) readDictionary(ref pageRef) error {
 	h := ref.h
-	raw := r.chunk[ref.body : ref.body+int(h.compressed)]
-	data, buf, err := r.body(raw, h.uncompressed, true)
+	data, buf, err := r.body(ref.body, h.uncompressed, true)
 	if err != nil {
 		return err
 	}
@@ -315,8 +449,12 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		if n > len(data)/r.pw {
 			return fmt.Errorf("%d values in %d bytes", n, len(data))
 		}
-		r.dict.fixed = data[:n*r.pw]
+		r.dict.fixed, r.dictBuf = data[:n*r.pw], buf
 		return nil
+	}
+	if buf != nil {
+		// The entries are copied out below.
+		defer func() { r.free = append(r.free, buf) }()
 	}
 	if n > len(data)/4 {
 		return fmt.Errorf("%d values in %d bytes", n, len(data))
@@ -338,5 +476,30 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		offs[i+1] = uint32(len(out))
 	}
 	r.dict.offs, r.dict.data = offs, out
+	// The entries are checked once here, rather than each time a batch
+	// takes one.
+	r.dict.utf8 = r.strings && validRun(out, offs[1:max(n, 1)])
 	return nil
+}
+
+// ValidUTF8 reports whether the values of the array Next last returned are
+// all known to be valid UTF-8: taken from a dictionary whose entries are,
+// or PLAIN values checked as they were copied. false says they were not
+// all checked (not strings, a dictionary with an entry that is not UTF-8,
+// or a PLAIN value that is not), and the caller is to look at them.
+func (r *Reader) ValidUTF8() bool { return r.validUTF8 }
+
+// validRun reports whether values laid end to end in b, the later ones
+// starting at starts, are each valid UTF-8: b is, and no value starts on a
+// continuation byte (each then ends where a character starts).
+func validRun(b []byte, starts []uint32) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, s := range starts {
+		if int(s) < len(b) && !utf8.RuneStart(b[s]) {
+			return false
+		}
+	}
+	return true
 }
