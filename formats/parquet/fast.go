@@ -50,13 +50,13 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 		return readPages
 	case fe.paged[rg]:
 		return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-			cols, first := openPaged(fr, src, meta, fe, rg, leaves, mem)
+			cols := openPaged(fr, src, meta, fe, rg, leaves, mem)
 			if cols == nil {
 				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 			}
 			defer cols.release()
 			cols.known, cols.spread = fx.known, fx.spread
-			return cols.readPaged(ctx, first, lo, hi, schema, mem, fx, yield)
+			return cols.readPaged(ctx, lo, hi, schema, mem, fx, yield)
 		}
 	case arrowGo:
 		return readRowGroup
@@ -80,6 +80,8 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 type mixedColumns struct {
 	schema *arrow.Schema // as arrow-go's record reader has it
 	fast   []*flatdecode.Reader
+	// firsts are the rows the fast readers of a paged read start at.
+	firsts []int64
 	slow   []*pqarrow.ColumnReader // where fast is nil
 	batch  int64
 	mem    memory.Allocator
@@ -309,36 +311,37 @@ func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.S
 }
 
 // openPaged opens a flatdecode reader on the fetched pages of each
-// top-level field of leaves in row group rg, fetched page by page, and
-// returns them with the row of their first page. It returns nil unless
-// flatdecode takes every field, and the first pages all start on one row:
-// the row group is then readPages'.
-func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator) (*mixedColumns, int64) {
+// top-level field of leaves in row group rg, fetched page by page, each
+// starting at the first row of its first fetched page (columns' pages
+// start on rows of their own). It returns nil unless flatdecode takes
+// every field: the row group is then readPages'.
+func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator) *mixedColumns {
 	fields, err := fr.Manifest.GetFieldIndices(leaves)
 	if err != nil || len(fields) == 0 {
-		return nil, 0
+		return nil
 	}
 	m := &mixedColumns{fast: make([]*flatdecode.Reader, len(fields)), slow: make([]*pqarrow.ColumnReader, len(fields))}
 	out := make([]arrow.Field, len(fields))
-	first := int64(-1)
+	m.firsts = make([]int64, len(fields))
 	for i, fidx := range fields {
 		sf := &fr.Manifest.Fields[fidx]
 		out[i] = *sf.Field
 		col, start, _, ok := flatColumn(fr, meta, rg, sf)
 		if !ok {
-			return nil, 0
+			return nil
 		}
 		fp, ok := fe.fetchedPages[start]
-		if !ok || (first >= 0 && fp.pages[0].firstRow != first) {
-			return nil, 0
+		if !ok {
+			return nil
 		}
-		first = fp.pages[0].firstRow
+		first := fp.pages[0].firstRow
+		m.firsts[i] = first
 		var pages []flatdecode.Page
 		index := fp.first
 		if fp.head.to > fp.head.from {
 			b := src.bytesAt(fp.head.from, fp.head.to)
 			if b == nil {
-				return nil, 0
+				return nil
 			}
 			pages = append(pages, flatdecode.Page{Offset: fp.head.from, Index: 0, Bytes: b})
 			index++
@@ -346,7 +349,7 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 		for k, p := range fp.pages {
 			b := src.bytesAt(p.offset, p.offset+p.size)
 			if b == nil {
-				return nil, 0
+				return nil
 			}
 			pages = append(pages, flatdecode.Page{Offset: p.offset, Index: index + k, Bytes: b})
 		}
@@ -354,7 +357,7 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 		r, err := flatdecode.OpenPages(pages, col, mem)
 		if err != nil {
 			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", rg, "reason", err)
-			return nil, 0
+			return nil
 		}
 		m.fast[i] = r
 	}
@@ -362,21 +365,24 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 	m.batch, m.mem = max(fr.Props.BatchSize, 1), mem
 	fastChunks.Add(int64(len(fields)))
 	pagedChunks.Add(int64(len(fields)))
-	return m, first
+	return m
 }
 
 // readPaged delivers rows [lo, hi) of the row group from readers opened
-// by openPaged at row first, in the batches readPages makes.
-func (m *mixedColumns) readPaged(ctx context.Context, first, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
+// by openPaged, each skipping to lo from its own first row, in the
+// batches readPages makes.
+func (m *mixedColumns) readPaged(ctx context.Context, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
 	pos, err := positions(m.schema, schema)
 	if err != nil {
 		return err
 	}
-	if lo < first {
-		return fmt.Errorf("%w: the pages fetched start at row %d, after row %d", formats.ErrCorrupt, first, lo)
-	}
-	if err := m.skip(lo - first); err != nil {
-		return err
+	for i, f := range m.fast {
+		if lo < m.firsts[i] {
+			return fmt.Errorf("%w: column %q: the pages fetched start at row %d, after row %d", formats.ErrCorrupt, m.schema.Field(i).Name, m.firsts[i], lo)
+		}
+		if err := f.Skip(lo - m.firsts[i]); err != nil {
+			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
 	}
 	for at := lo; at < hi; {
 		if err := ctx.Err(); err != nil {
