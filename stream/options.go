@@ -62,13 +62,14 @@ type Options struct {
 	// ShuffleWindow bounds, in rows, how many rows are read and shuffled
 	// together: the memory a split holds. A row group of more than twice
 	// the window is read a window's rows at a time where a part of it can
-	// be fetched on its own (flat columns with a Parquet page index or an
-	// ORC row index), its pages fetched as they are needed (where a rank
+	// be fetched on its own (flat columns with a Parquet page index, or
+	// without one where the footer counts several pages a chunk, or an ORC
+	// row index), its pages fetched as they are needed (where a rank
 	// reads on in the same row group, in joined requests), and it is cut
 	// into chunks of about four pages of every column that the chunk order
 	// moves apart (docs/performance.md#large-row-groups has the rule and
 	// the figures). A row group of up to twice the window, or one that
-	// cannot be fetched in part (no page index, list or map columns,
+	// cannot be fetched in part (one page a chunk, list or map columns,
 	// counts unknown behind a filter), is read whole, so the bound is
 	// max(2 × ShuffleWindow, largest row group that cannot). It also bounds
 	// chunks of smaller row groups to ShuffleWindow/256 rows (whole row

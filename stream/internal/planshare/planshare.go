@@ -218,9 +218,7 @@ type Planned struct {
 // cutWindows is how many windows' rows a paged row group holds at most
 // and is still read whole: halving one saves a window's memory at the
 // cost of reading each half apart (each a request, and a decode that
-// starts in the page the cut falls in), and today of more, as arrow-go
-// reads the whole column chunk, zeros where pages were not fetched, for
-// every part (formats/parquet's chunkReader.fill).
+// starts in the page the cut falls in).
 const cutWindows = 2
 
 // pageBytes is the page size PlaceBytes assumes: the default of the
