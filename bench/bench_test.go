@@ -218,11 +218,11 @@ func checkSplits64(t *testing.T, byName map[string]map[string]any) {
 		if _, ok := l["target"]; !ok || l["no_target"] != nil {
 			t.Errorf("%s: target %v, no_target %v: want a target on every line", name, l["target"], l["no_target"])
 		}
-		switch {
-		case paged && (f(l, "paged_units") != f(l, "cut_units") || f(l, "refetch_bytes") != 0):
+		// Row groups without a page index are read by pages too: their
+		// footers count many pages a chunk, which a read finds by walking
+		// their headers.
+		if f(l, "paged_units") != f(l, "cut_units") || f(l, "refetch_bytes") != 0 {
 			t.Errorf("%s: %v of %v cut units read by pages, refetch_bytes %v: want all, and 0", name, l["paged_units"], l["cut_units"], l["refetch_bytes"])
-		case !paged && (f(l, "paged_units") != 0 || f(l, "refetch_bytes") <= 0):
-			t.Errorf("%s: %v cut units read by pages, refetch_bytes %v: want none, and some", name, l["paged_units"], l["refetch_bytes"])
 		}
 	}
 	for _, w := range splitsWorlds[1:] {

@@ -13,8 +13,8 @@ import (
 // 64 splits of a 2M-row dataset a split holds about 32k rows, so nearly
 // every boundary falls inside a row group. Each side fetches only the pages
 // its rows need: found by the file's page index where it has one, by a walk
-// of the page headers where it has none (stream.Overlap counts only the
-// first as read by pages, so it predicts whole row groups for the second).
+// of the page headers where it has none and its footer counts several
+// pages a chunk (stream.Overlap counts both as read by pages).
 
 // splitsNum is the scenario's NumSplits: many splits per row group.
 const splitsNum = 64
