@@ -181,21 +181,27 @@ const walkPages = 4
 // walkable reports whether row group rg, which has no offset index, is
 // read in part by walking its pages: every selected leaf is flat (repeated
 // columns are fetched whole) and some chunk holds walkPages data pages or
-// more. A chunk whose footer does not count its pages is not taken on
-// trust.
+// more, in walkMinBytes or more (a smaller one is fetched whole even where
+// cut: see walkMinBytes). A chunk whose footer does not count its pages is
+// not taken on trust.
 func (m *parquetMeta) walkable(rg int, leaves []int) bool {
-	most := int64(0)
+	g := m.md.RowGroup(rg)
 	for _, leaf := range leaves {
 		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
 			return false
 		}
-		n, ok := m.dataPages(rg, leaf)
-		if !ok {
+		if _, ok := m.dataPages(rg, leaf); !ok {
 			return false
 		}
-		most = max(most, n)
 	}
-	return most >= walkPages
+	for _, leaf := range leaves {
+		n, _ := m.dataPages(rg, leaf)
+		cc, err := g.ColumnChunk(leaf)
+		if err == nil && n >= walkPages && cc.TotalCompressedSize() >= walkMinBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // singlePages reports whether the footer says that every column chunk of

@@ -369,6 +369,9 @@ func TestWalkSkipsSinglePages(t *testing.T) {
 	}
 	ds, bytes, requests := countingPlan(t, path, nil)
 	defer ds.Close()
+	if ds.Fragments[0].Units[0].Paged {
+		t.Error("a row group of one page a chunk is paged: a cut would be counted as read by pages")
+	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	got := renderRows(t, ds, 1000, 2000, mem)
@@ -426,5 +429,27 @@ func TestWalkConcurrentReads(t *testing.T) {
 	}
 	if err := eg.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A row group without a page index is paged (formats.Unit.Paged: a read of
+// part of it walks its pages) where its footer counts several pages in a
+// chunk of its selected columns, all flat; a list column, or chunks of one
+// page, leave it read whole where cut.
+func TestWalkableRowGroupsArePaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-index.parquet")
+	writeNoIndex(t, path, 60_000, 60_000, false, compress.Codecs.Uncompressed)
+	if got := len(pageStarts(t, path)); got < 4 {
+		t.Fatalf("%d pages in the id chunk, want several", got)
+	}
+	for _, c := range []struct {
+		columns []string
+		paged   bool
+	}{{[]string{"id", "x"}, true}, {[]string{"id", "l"}, false}, {nil, false}} {
+		ds, _, _ := countingPlan(t, path, nil, c.columns...)
+		if got := ds.Fragments[0].Units[0].Paged; got != c.paged {
+			t.Errorf("columns %v: Paged %v, want %v", c.columns, got, c.paged)
+		}
+		ds.Close()
 	}
 }
