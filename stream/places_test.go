@@ -11,8 +11,9 @@ import (
 // row group whole, and every row still comes once at every world size. A
 // rank's consecutive windows of a row group are fetched in joined
 // requests, so the pages at their cuts are fetched about once, in storage
-// order or shuffled. Without a page index the row groups are read whole,
-// as before.
+// order or shuffled. Without a page index, in pages of about 8 KiB that
+// the footer counts, the same holds: their pages are found by walking their
+// headers, a request each (1.02 against 1.01 here).
 func TestCutRowGroups(t *testing.T) {
 	const window = 4096
 	for _, paged := range []bool{true, false} {
@@ -38,9 +39,9 @@ func TestCutRowGroups(t *testing.T) {
 						}
 						// Row groups of 3 MB are less than PlaceBytes:
 						// whole chunks, which windows take 4096 rows at a
-						// time where they are paged.
+						// time: paged, by the index or by a walk.
 						for _, c := range ds.Chunks() {
-							if c.Rows() != int64(spec.RowGroupRows) || c.Paged != paged {
+							if c.Rows() != int64(spec.RowGroupRows) || !c.Paged {
 								t.Fatalf("page index %t: chunk %+v of a row group of %d rows, window %d", paged, c, spec.RowGroupRows, window)
 							}
 						}
@@ -53,8 +54,8 @@ func TestCutRowGroups(t *testing.T) {
 				exactlyOnce(t, ids, int64(spec.Files*spec.RowsPerFile))
 				amp := float64(read) / float64(stored)
 				t.Logf("page index %t, shuffle %t, world %d: io_amplification %.4f", paged, shuffle, world, amp)
-				if paged && amp > 1.05 {
-					t.Errorf("page index, shuffle %t, world %d: io_amplification %.4f, want at most 1.05: consecutive windows of a row group should share their pages", shuffle, world, amp)
+				if amp > 1.05 {
+					t.Errorf("page index %t, shuffle %t, world %d: io_amplification %.4f, want at most 1.05: consecutive windows of a row group should share their pages", paged, shuffle, world, amp)
 				}
 			}
 		}
