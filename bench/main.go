@@ -192,7 +192,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) ([]*record, error) {
 	defer cleanup()
 	var peers *nodePeers
 	if slices.ContainsFunc(selected, func(s scenario) bool {
-		return slices.Contains([]string{"sequential", "shuffle", "peers", "text", "take"}, s.name)
+		return slices.Contains([]string{"sequential", "shuffle", "peers", "text", "take", "scaling"}, s.name)
 	}) {
 		peers = findNodePeers(ctx, cfg.PeersDir)
 		if peers.missing != "" {

@@ -106,7 +106,17 @@ func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bo
 		configs = append(configs, setting{arrowgo: true})
 	}
 	samples := make([]sample, len(configs))
+	// DuckDB's aggregate on as many threads as the line's cores (nativeRuns
+	// takes GOMAXPROCS), once per repetition, in storage order only: the
+	// fastest reader of the same files on the same cores.
+	var native *nativeRuns
+	if !shuffle {
+		native = e.nativeRuns(e.data.files, nil, e.data.spec.Rows())
+	}
 	for rep := range 2 * max(e.cfg.Reps, 1) {
+		if native != nil {
+			native.run(ctx, 1)
+		}
 		for k := range configs {
 			i := (k + rep) % len(configs)
 			c := configs[i]
@@ -161,6 +171,9 @@ func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bo
 		r.set("ratio_vs_arrowgo", samples[0].m.rowsPerSec()/ag.m.rowsPerSec())
 	}
 	r.target("ratio_default_vs_best", ">=", scalingTarget)
+	if native != nil {
+		native.annotate(r)
+	}
 	return e.emit(r)
 }
 
