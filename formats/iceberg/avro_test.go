@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	twmb "github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
@@ -95,17 +94,7 @@ func writeAvro(t *testing.T, path, schema string, rows []map[string]any, opts ..
 // its values, under the current names.
 func TestAvroDataFiles(t *testing.T) {
 	ctx := context.Background()
-	db, warehouse := openSQLite(t)
-	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := sqliteNamespace(t)
 	ident := table.Identifier{"ns", "avro"}
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true},

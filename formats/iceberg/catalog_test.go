@@ -186,6 +186,25 @@ func openSQLite(t *testing.T) (*sql.DB, string) {
 	return db, "file://" + filepath.Join(dir, "warehouse")
 }
 
+// sqliteNamespace is an SQL catalog on a new SQLite database, its tables
+// made and a namespace "ns" in it: where most tables of these tests are
+// written.
+func sqliteNamespace(t *testing.T) *sqlcat.Catalog {
+	t.Helper()
+	db, warehouse := openSQLite(t)
+	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateSQLTables(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(t.Context(), table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
 // TestSQLCatalogHistory streams every snapshot of a table written through
 // the SQL catalog on SQLite and compares it with the plain path; time
 // travel by id, tag, branch and time picks the right snapshot.

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
@@ -35,17 +34,7 @@ const noSnapshot = `{"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96
 // has no snapshot", exit 3 in the CLI), the others at planning.
 func TestEmptyTables(t *testing.T) {
 	ctx := context.Background()
-	db, warehouse := openSQLite(t)
-	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := sqliteNamespace(t)
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true},
 		ice.NestedField{ID: 2, Name: "x", Type: ice.PrimitiveTypes.Float64},

@@ -30,17 +30,7 @@ import (
 func deletesTable(t *testing.T, n int) (*iceberg.Table, []int64) {
 	t.Helper()
 	ctx := context.Background()
-	db, warehouse := openSQLite(t)
-	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := sqliteNamespace(t)
 	ident := table.Identifier{"ns", "deletes"}
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64},

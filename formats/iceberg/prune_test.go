@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats"
@@ -33,17 +32,7 @@ type hiddenFilter struct{ formats.Filter }
 // over every file, and those the predicate gives over the data written.
 func TestPrunePartitions(t *testing.T) {
 	ctx := context.Background()
-	db, warehouse := openSQLite(t)
-	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := sqliteNamespace(t)
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64},
 		ice.NestedField{ID: 2, Name: "cat", Type: ice.PrimitiveTypes.String},

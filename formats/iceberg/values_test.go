@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
@@ -27,17 +26,7 @@ import (
 func valuesTable(t *testing.T, n int64) *iceberg.Table {
 	t.Helper()
 	ctx := context.Background()
-	db, warehouse := openSQLite(t)
-	cat, err := sqlcat.NewCatalog("sluice", db, sqlcat.SQLite, ice.Properties{"warehouse": warehouse})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateSQLTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := sqliteNamespace(t)
 	ident := table.Identifier{"ns", "values"}
 	schema := ice.NewSchema(0,
 		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true},
