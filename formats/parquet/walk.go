@@ -36,7 +36,10 @@ import (
 //
 // Walks are kept per file for the process (the Meta) and, where the plan
 // has a cache, per row group and column in it, so that a restarted job
-// does not walk again; what the cache gives is checked as if read.
+// does not walk again; what the cache gives is checked as if read. A
+// stream with a shared plan walks ahead (FindPages), on the rank that
+// plans, the row groups its split boundaries cut, to the chunks' ends, and
+// the walks travel to the other ranks in the plan, as the footers do.
 
 // maxWalkHeader is the largest page header a walk reads. Headers are tens
 // of bytes, up to a few KiB with long string statistics; a chunk with a
