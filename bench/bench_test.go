@@ -211,6 +211,15 @@ func checkSplits64(t *testing.T, byName map[string]map[string]any) {
 		if _, ok := l["refetch_bytes"].(float64); !ok {
 			t.Errorf("%s: no refetch_bytes", name)
 		}
+		// Every cut row group is read by somebody: its pages, its index
+		// or the walk of its headers.
+		if f(l, "requests_per_boundary_row_group") <= 0 {
+			t.Errorf("%s: requests_per_boundary_row_group is %v, want a positive number", name, l["requests_per_boundary_row_group"])
+		}
+		// The ranks past 0 read the shared plan.
+		if w := f(l, "world_size"); (w > 1) != (f(l, "plan_store_bytes") > 0) {
+			t.Errorf("%s: plan_store_bytes %v at world size %v", name, l["plan_store_bytes"], w)
+		}
 		paged := !strings.Contains(name, "_nopageindex_")
 		if (l["page_index"] == true) != paged {
 			t.Errorf("%s: page_index is %v", name, l["page_index"])

@@ -115,6 +115,9 @@ type streamRun struct {
 	// opened, if not nil, is called with the dataset once it is open,
 	// before the first batch: for what the plan says (ds.Overlap).
 	opened func(*stream.Dataset)
+	// onRead, if not nil, is told every range read of the data files,
+	// planning's included (by object key, offset and length).
+	onRead func(key string, off int64, n int)
 }
 
 // measureStream opens the dataset, streams r.epochs epochs (Map: one) and
@@ -147,6 +150,9 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 			requests.Add(1)
 			if planned.Load() {
 				log.Load().add(key, off, n)
+			}
+			if r.onRead != nil {
+				r.onRead(key, off, n)
 			}
 		}
 		return c

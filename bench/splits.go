@@ -3,7 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"runtime"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"gocloud.dev/blob/fileblob"
 
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
@@ -80,10 +87,28 @@ func (e *env) splits64(ctx context.Context) error {
 
 // splitsWorld streams one shuffled epoch of d on every rank of world, one
 // rank after the other, checks that together they delivered every row once,
-// and emits the line with the bytes of all ranks summed.
-func (e *env) splitsWorld(ctx context.Context, name string, d *dataset, world int) error {
+// and emits the line with the bytes of all ranks summed. The ranks share
+// their plan through a PlanStore (a local bucket), as a job does that
+// wants every byte fetched once: rank 0 reads the footers and walks the
+// page headers of the row groups split boundaries cut, the others read
+// the plan object, whose bytes count as read.
+func (e *env) splitsWorld(ctx context.Context, name string, d *dataset, world int) (err error) {
+	planDir, err := os.MkdirTemp("", "sluice-bench-splits-plan-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(planDir)
+	planBucket, err := fileblob.OpenBucket(planDir, nil)
+	if err != nil {
+		return err
+	}
+	defer planBucket.Close()
+	const planKey = "plan.json"
 	var total measurement
 	var ov stream.Overlap
+	var cut map[string]map[int]bool
+	var mu sync.Mutex
+	var requests []readAt // every rank's, planning's included
 	reads := newReadLog() // shared: reread_bytes counts ranges two ranks both fetched
 	for rank := range world {
 		o := e.opts()
@@ -92,13 +117,20 @@ func (e *env) splitsWorld(ctx context.Context, name string, d *dataset, world in
 		// different times and no fetch can serve both.
 		o.Shuffle, o.Seed = true, 42
 		o.Rank, o.WorldSize, o.NumSplits = rank, world, splitsNum
+		o.PlanStore = &stream.PlanStore{Bucket: planBucket, Key: planKey}
 		runtime.GC()
 		m, err := measureStream(ctx, streamRun{
 			urls: []string{d.dir}, opts: o, sumIDs: true, reads: reads,
 			opened: func(ds *stream.Dataset) {
 				if rank == 0 {
 					ov = ds.Overlap() // every rank plans the same epoch
+					cut = cutRowGroups(ds)
 				}
+			},
+			onRead: func(key string, off int64, n int) {
+				mu.Lock()
+				defer mu.Unlock()
+				requests = append(requests, readAt{filepath.Base(key), off})
 			},
 		})
 		if err != nil {
@@ -115,19 +147,128 @@ func (e *env) splitsWorld(ctx context.Context, name string, d *dataset, world in
 	if want := n * (n - 1) / 2; total.idSum != want {
 		return fmt.Errorf("ids of all ranks sum to %d, want %d: a row came twice or never", total.idSum, want)
 	}
+	attrs, err := planBucket.Attributes(ctx, planKey)
+	if err != nil {
+		return fmt.Errorf("the shared plan: %w", err)
+	}
+	// Rank 0 wrote the plan object; every other rank read it once.
+	planStoreBytes := attrs.Size * int64(world-1)
+	total.readBytes += planStoreBytes
+	byGroup, err := requestsByRowGroup(d.files, requests)
+	if err != nil {
+		return err
+	}
 	r := e.result(splitsLine(name, world), e.single(total))
-	r.set("options", fmt.Sprintf("Shuffle, Seed 42, NumSplits %d, WorldSize %d; every rank in turn, figures summed (stage seconds are the last rank's)", splitsNum, world))
+	r.set("options", fmt.Sprintf("Shuffle, Seed 42, NumSplits %d, WorldSize %d, a PlanStore; every rank in turn, figures summed (stage seconds are the last rank's)", splitsNum, world))
 	r.set("world_size", world).set("num_splits", splitsNum)
 	r.set("data", splitsDescription(name, d.spec))
 	r.set("row_group_rows", d.spec.RowGroupRows)
 	r.set("page_index", d.spec.PageIndex)
 	r.set("cut_units", ov.CutUnits).set("paged_units", ov.PagedUnits)
 	r.set("refetch_bytes", ov.Bytes)
+	r.set("plan_store_bytes", planStoreBytes)
+	var cutReq, otherReq, cutGroups, otherGroups int64
+	for file, groups := range byGroup {
+		for rg, k := range groups {
+			if cut[file][rg] {
+				cutReq, cutGroups = cutReq+k, cutGroups+1
+			} else {
+				otherReq, otherGroups = otherReq+k, otherGroups+1
+			}
+		}
+	}
+	if cutGroups > 0 {
+		r.set("requests_per_boundary_row_group", float64(cutReq)/float64(cutGroups))
+	}
+	if otherGroups > 0 {
+		r.set("requests_per_other_row_group", float64(otherReq)/float64(otherGroups))
+	}
 	// What Overlap predicts: the stored bytes, those fetched again, and
 	// the footers every rank reads.
 	r.set("overlap_io_amplification", float64(total.storedBytes+ov.Bytes+total.planBytes)/float64(total.storedBytes))
 	r.target("io_amplification", "<=", splitsTarget)
 	return e.emit(r)
+}
+
+// readAt is a range read: the file's base name and the offset.
+type readAt struct {
+	file string
+	off  int64
+}
+
+// cutRowGroups are the row groups of ds that a piece of the current
+// epoch's splits reads part of, by file base name.
+func cutRowGroups(ds *stream.Dataset) map[string]map[int]bool {
+	cut := map[string]map[int]bool{}
+	files := ds.Files()
+	for _, sp := range ds.Splits() {
+		for _, p := range sp.Pieces {
+			if p.Start < 0 {
+				continue
+			}
+			f := files[p.Fragment]
+			var at int64
+			for u, un := range f.Units {
+				lo, hi := at, at+un.Rows
+				at = hi
+				if hi > p.Start && lo < p.End && (p.Start > lo || p.End < hi) {
+					name := filepath.Base(f.URL)
+					if cut[name] == nil {
+						cut[name] = map[int]bool{}
+					}
+					cut[name][u] = true
+				}
+			}
+		}
+	}
+	return cut
+}
+
+// requestsByRowGroup counts the reads that start inside each row group's
+// column chunks (page headers walked, pages, page indexes between them
+// count to the row group they start in), by file base name and row group.
+// Footer reads start past every row group and count to none.
+func requestsByRowGroup(paths []string, reads []readAt) (map[string]map[int]int64, error) {
+	type span struct{ lo, hi int64 }
+	spans := map[string][]span{}
+	for _, p := range paths {
+		pf, err := file.OpenParquetFile(p, false)
+		if err != nil {
+			return nil, err
+		}
+		md := pf.MetaData()
+		for i := range md.NumRowGroups() {
+			rg := md.RowGroup(i)
+			sp := span{math.MaxInt64, 0}
+			for c := range rg.NumColumns() {
+				cc, err := rg.ColumnChunk(c)
+				if err != nil {
+					pf.Close()
+					return nil, err
+				}
+				lo := cc.DataPageOffset()
+				if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+					lo = min(lo, cc.DictionaryPageOffset())
+				}
+				sp.lo, sp.hi = min(sp.lo, lo), max(sp.hi, lo+cc.TotalCompressedSize())
+			}
+			spans[filepath.Base(p)] = append(spans[filepath.Base(p)], sp)
+		}
+		pf.Close()
+	}
+	out := map[string]map[int]int64{}
+	for _, r := range reads {
+		for i, sp := range spans[r.file] {
+			if r.off >= sp.lo && r.off < sp.hi {
+				if out[r.file] == nil {
+					out[r.file] = map[int]int64{}
+				}
+				out[r.file][i]++
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 func splitsDescription(name string, s synth.Spec) string {

@@ -172,6 +172,31 @@ type Format interface {
 	Decode(ctx context.Context, f *Fragment, fetched Buffer, r *Read) iter.Seq2[arrow.RecordBatch, error]
 }
 
+// PageFinder is implemented by a format that can find, ahead of reading,
+// where the pages of a unit lie when the file does not say (a Parquet row
+// group without a page index, whose page headers are walked): a read of
+// part of the unit then fetches only its pages. FindPages keeps what it
+// found where the format keeps such things (the fragment's Meta and the
+// plan's Cache); a unit it would not read by pages is left alone.
+type PageFinder interface {
+	FindPages(ctx context.Context, f *Fragment, unit int) error
+}
+
+// FindPages has the format of fragment i find the pages of its unit ahead
+// of reading, where it is a PageFinder (else it does nothing). Streams
+// call it at plan time for the units split boundaries cut.
+func (d *Scan) FindPages(ctx context.Context, i, unit int) error {
+	if i < 0 || i >= len(d.Fragments) {
+		return fmt.Errorf("formats: fragment %d of a dataset of %d", i, len(d.Fragments))
+	}
+	f := d.Fragments[i]
+	pf, ok := f.format.(PageFinder)
+	if !ok {
+		return nil
+	}
+	return guard(f.URL, fmt.Sprintf("unit %d", unit), func() error { return pf.FindPages(ctx, f, unit) })
+}
+
 // Settler is implemented by a format whose files' schemas are settled
 // together once every file is inspected: a text format infers column types
 // from a sample of its first files and widens them across files, which no

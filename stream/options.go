@@ -250,8 +250,9 @@ type Options struct {
 	// (every request reads what it needs).
 	TakeCacheBytes int64
 
-	// PlanConcurrency is the number of footers fetched at once by Open.
-	// Footers are small reads, so planning waits on latency, not the cores,
+	// PlanConcurrency is the number of footers fetched at once by Open
+	// (and, on the rank that writes a PlanStore's plan, of cut row groups
+	// whose page headers are walked at once). Footers are small reads, so planning waits on latency, not the cores,
 	// and Storage.MaxRequests (16) bounds requests to a bucket anyway.
 	// Default 16, whatever the cores.
 	PlanConcurrency int

@@ -1,11 +1,15 @@
 package stream
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"gocloud.dev/blob"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/sluicedata/sluice/stream/internal/engine"
 	"github.com/sluicedata/sluice/stream/internal/planshare"
 )
 
@@ -69,6 +73,37 @@ func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
 	}
 	if ps := o.PlanStore; ps != nil {
 		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
+		so.Prepare = func(ctx context.Context, p planshare.Planned) error { return findCutPages(ctx, o, p) }
 	}
 	return planshare.Plan(ctx, so)
+}
+
+// findCutPages finds, on the rank that writes the shared plan, the pages
+// of the units the opening epoch's split boundaries cut where their files
+// do not say (Parquet row groups without a page index: their page headers
+// are walked to the chunks' ends), so that the walks travel in the plan
+// and each cut unit is walked once for the job, not by every rank that
+// reads part of it. A walk that fails is left to the read that needs it,
+// which walks again and names what is wrong; only a cancelled context
+// fails the plan. Later epochs cut other units: those are walked by the
+// ranks that read them, as far as their rows, and kept in the plan cache.
+func findCutPages(ctx context.Context, o Options, p planshare.Planned) error {
+	eo := o.engineOptions()
+	eo.ShuffleWindow = p.ShuffleWindow
+	units, err := engine.CutUnits(p.Data, p.Chunks, eo, o.Epoch)
+	if err != nil {
+		return nil // Open deals the epoch next, and reports it
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(o.PlanConcurrency, 16))
+	for _, u := range units {
+		g.Go(func() error {
+			_ = p.Data.FindPages(gctx, u.Fragment, u.Unit)
+			return gctx.Err()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("stream: finding the pages of cut row groups: %w", err)
+	}
+	return nil
 }

@@ -343,3 +343,62 @@ func TestSharedPlanCancelWhileWaiting(t *testing.T) {
 		t.Fatalf("got %v, want the context's error", err)
 	}
 }
+
+// With a PlanStore, the rank that plans walks the page headers of the row
+// groups (without a page index) that the epoch's split boundaries cut, and
+// the walks travel in the plan: no other rank reads a page header, where
+// without the store every rank walks the row groups it cuts itself.
+func TestSharedPlanWalksOnce(t *testing.T) {
+	spec := synth.Spec{Files: 2, RowsPerFile: 200000, RowGroupRows: 100000, Seed: 5, SmallPages: true}
+	dir := writeDataset(t, spec)
+	// Header reads are a header's bytes and a little more; the pages are
+	// 8 KiB or more, and the footers are read while planning.
+	headerReads := func(l *readLog) (n int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, r := range l.reads {
+			if r.n < 1024 {
+				n++
+			}
+		}
+		return n
+	}
+	const world = 4
+	for _, shared := range []bool{false, true} {
+		ps := planStore(t)
+		var ids []int64
+		walked := 0 // header reads of the ranks past 0, and of rank 0 after Open
+		for rank := range world {
+			log := &readLog{}
+			o := checkedOptions(t, dir)
+			o.Columns = []string{"id", "x", "s"}
+			o.Shuffle, o.Seed, o.NumSplits, o.Rank, o.WorldSize = true, 3, 8, rank, world
+			o.Storage.Wrap = log.wrap
+			if shared {
+				o.PlanStore = ps
+			}
+			log.start()
+			ds := open(t, o)
+			if ov := ds.Overlap(); ov.PagedUnits == 0 {
+				t.Fatalf("no cut row group is read by pages: %+v", ov)
+			}
+			if rank == 0 {
+				if n := headerReads(log); shared && n == 0 {
+					t.Fatal("rank 0 walked no page header while planning for the shared plan")
+				}
+				log.start()
+			}
+			bs, _ := consume(t, ds, -1)
+			ids = append(ids, allIDs(bs)...)
+			walked += headerReads(log)
+		}
+		exactlyOnce(t, ids, int64(spec.Files*spec.RowsPerFile))
+		t.Logf("shared plan %t: %d page headers read past planning", shared, walked)
+		switch {
+		case shared && walked != 0:
+			t.Errorf("with a shared plan the ranks read %d page headers: the plan's walks should serve them", walked)
+		case !shared && walked == 0:
+			t.Error("without a shared plan no rank walked: the test does not cut a row group without a page index")
+		}
+	}
+}

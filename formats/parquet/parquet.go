@@ -97,6 +97,9 @@ type parquetMeta struct {
 	md *metadata.FileMetaData
 	// leaves maps a top-level column name to its leaf column indices.
 	leaves map[string][]int
+	// selected are the leaves of the columns Inspect was asked for,
+	// sorted: those FindPages walks.
+	selected []int
 	// starts[i] is the first row of row group i; starts[len] is the total.
 	starts []int64
 	// maxChunk is the largest column chunk that lies inside the file: no
@@ -256,6 +259,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	// against (Read verifies each row group it reads to the end), and some
 	// writers leave the file's count at zero.
 	meta.starts = starts
+	meta.selected = sortedUnique(slices.Clone(selLeaves))
 	meta.index.keep(md, f.Size, tail)
 	f.Units, f.Rows, f.Schema, f.Meta = units, rows, schema, meta
 	return nil

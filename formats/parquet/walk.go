@@ -36,7 +36,10 @@ import (
 //
 // Walks are kept per file for the process (the Meta) and, where the plan
 // has a cache, per row group and column in it, so that a restarted job
-// does not walk again; what the cache gives is checked as if read.
+// does not walk again; what the cache gives is checked as if read. A
+// stream with a shared plan walks ahead (FindPages), on the rank that
+// plans, the row groups its split boundaries cut, to the chunks' ends, and
+// the walks travel to the other ranks in the plan, as the footers do.
 
 // maxWalkHeader is the largest page header a walk reads. Headers are tens
 // of bytes, up to a few KiB with long string statistics; a chunk with a
@@ -104,35 +107,9 @@ type walkChunk struct {
 // index's bytes are to be served.
 func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg int, leaves []int, lo, hi, at int64, concurrency int) (*rowGroupIndex, error) {
 	g := m.md.RowGroup(rg)
-	if m.md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) || g.NumRows() <= 0 {
-		// Such chunks may end before their last page does.
-		return nil, nil
-	}
-	type job struct {
-		c walkChunk
-		w *leafWalk
-	}
-	var jobs []job
-	var paged int64 // bytes of the chunks a walk would read by pages
-	for _, leaf := range leaves {
-		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
-			continue // fetched whole, read from its start (see expectPages)
-		}
-		cc, err := g.ColumnChunk(leaf)
-		if err != nil {
-			return nil, fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, rg, leaf, err)
-		}
-		start, end := chunkSpan(cc)
-		c := walkChunk{
-			name: m.md.Schema.Column(leaf).ColumnPath().String(), rg: rg, leaf: leaf,
-			start: start, end: end, dataOffset: cc.DataPageOffset(), rows: g.NumRows(),
-			dictAnywhere: cc.HasDictionaryPage() && cc.DictionaryPageOffset() <= 0,
-		}
-		jobs = append(jobs, job{c, m.walks.of(rg, leaf)})
-		paged += end - start
-	}
-	if len(jobs) == 0 || m.singlePages(rg, leaves) {
-		return nil, nil
+	jobs, paged, err := m.walkJobs(rg, leaves)
+	if err != nil || len(jobs) == 0 || m.singlePages(rg, leaves) {
+		return nil, err
 	}
 	walked := true
 	for _, j := range jobs {
@@ -141,16 +118,7 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 	if saved := float64(paged) * float64(g.NumRows()-(hi-lo)) / float64(g.NumRows()); !walked && saved < float64(walkMinBytes) {
 		return nil, nil
 	}
-	if concurrency <= 0 {
-		concurrency = 8
-	}
-	eg, ectx := errgroup.WithContext(ctx)
-	eg.SetLimit(concurrency)
-	rd := f.Source.ReaderAt(ectx)
-	for _, j := range jobs {
-		eg.Go(func() error { return j.w.walk(ectx, f, rd, j.c, hi) })
-	}
-	if err := eg.Wait(); err != nil {
+	if err := walkAll(ctx, f, jobs, hi, concurrency); err != nil {
 		return nil, err
 	}
 	ix := &rowGroupIndex{rg: rg, at: at, pages: map[int][]pageLoc{}, rows: map[int]int64{}, virtual: map[int]metadata.IndexLocation{}}
@@ -168,6 +136,84 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 		ix.pages[j.c.leaf], ix.rows[j.c.leaf], ix.virtual[j.c.leaf] = pages, rows, loc
 	}
 	return ix, nil
+}
+
+// walkJob is one column chunk to walk and what is known of its pages.
+type walkJob struct {
+	c walkChunk
+	w *leafWalk
+}
+
+// walkJobs are the chunks of leaves in row group rg that a walk reads
+// (the flat ones), and their bytes; none where the row group's chunks may
+// end before their last page does.
+func (m *parquetMeta) walkJobs(rg int, leaves []int) ([]walkJob, int64, error) {
+	g := m.md.RowGroup(rg)
+	if m.md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) || g.NumRows() <= 0 {
+		return nil, 0, nil
+	}
+	var jobs []walkJob
+	var paged int64 // bytes of the chunks a walk would read by pages
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			continue // fetched whole, read from its start (see expectPages)
+		}
+		cc, err := g.ColumnChunk(leaf)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, rg, leaf, err)
+		}
+		start, end := chunkSpan(cc)
+		c := walkChunk{
+			name: m.md.Schema.Column(leaf).ColumnPath().String(), rg: rg, leaf: leaf,
+			start: start, end: end, dataOffset: cc.DataPageOffset(), rows: g.NumRows(),
+			dictAnywhere: cc.HasDictionaryPage() && cc.DictionaryPageOffset() <= 0,
+		}
+		jobs = append(jobs, walkJob{c, m.walks.of(rg, leaf)})
+		paged += end - start
+	}
+	return jobs, paged, nil
+}
+
+// walkAll walks every job's chunk as far as row hi, concurrency chunks at
+// once (a chunk's headers are a chain: each gives where the next starts).
+func walkAll(ctx context.Context, f *formats.Fragment, jobs []walkJob, hi int64, concurrency int) error {
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(concurrency)
+	rd := f.Source.ReaderAt(ectx)
+	for _, j := range jobs {
+		eg.Go(func() error { return j.w.walk(ectx, f, rd, j.c, hi) })
+	}
+	return eg.Wait()
+}
+
+// FindPages walks, ahead of any read, the page headers of the selected
+// column chunks of row group rg to their ends, where the row group has no
+// offset index and is read in part by walked pages (walkable): a stream
+// does this at plan time for the row groups its epoch's split boundaries
+// cut, on the rank that writes a shared plan, so that the walks go into
+// the plan's cache (and from there into the shared plan) and every rank
+// reads the cut row groups' pages without walking them again. A row group
+// that is not walked so does nothing.
+func (p Format) FindPages(ctx context.Context, f *formats.Fragment, rg int) error {
+	meta, ok := f.Meta.(*parquetMeta)
+	if !ok {
+		return fmt.Errorf("parquet: FindPages: %s was not inspected by this driver", f.URL)
+	}
+	if rg < 0 || rg >= meta.md.NumRowGroups() {
+		return fmt.Errorf("parquet: FindPages: %s: row group %d of %d", f.URL, rg, meta.md.NumRowGroups())
+	}
+	g := meta.md.RowGroup(rg)
+	if _, _, indexed := offsetIndexRange(g); indexed || !meta.walkable(rg, meta.selected) {
+		return nil
+	}
+	jobs, _, err := meta.walkJobs(rg, meta.selected)
+	if err != nil || len(jobs) == 0 {
+		return err
+	}
+	return walkAll(ctx, f, jobs, g.NumRows(), p.FetchConcurrency)
 }
 
 // walkPages is how many data pages some selected chunk of a row group
@@ -432,28 +478,37 @@ func appendOffsetIndex(b []byte, pages []pageLoc) []byte {
 
 func zigzagOf(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
-// walkVersion leads a walk as the plan's cache holds it.
-const walkVersion = 1
+// walkVersion leads a walk as the plan's cache holds it. Version 1 gave
+// every page's offset, size and rows; 2 leaves the offsets out (each page
+// starts where the one before ends, from data_page_offset) and gives each
+// page's rows as the difference from the page before's, zero for the
+// common run of equal pages: about 3 bytes a page, where the walk travels
+// in a shared plan to every rank. A walk of another version is walked
+// again.
+const walkVersion = 2
 
 // encode is the walk as the plan's cache holds it: the version, whether
-// it is done, then each page's offset, size and row count, as varints,
-// and a CRC-32 of them all, so that damaged bytes are not taken for a walk.
+// it is done, the page count, then each page's size and its rows less the
+// page before's (zigzag), as varints, and a CRC-32 of them all, so that
+// damaged bytes are not taken for a walk.
 func (w *leafWalk) encode() []byte {
-	b := []byte{walkVersion}
+	b := make([]byte, 0, 8+3*len(w.pages))
+	b = append(b, walkVersion)
 	done := uint64(0)
 	if w.done {
 		done = 1
 	}
 	b = binary.AppendUvarint(b, done)
 	b = binary.AppendUvarint(b, uint64(len(w.pages)))
+	var last int64
 	for i, p := range w.pages {
 		rows := w.rows - p.firstRow
 		if i+1 < len(w.pages) {
 			rows = w.pages[i+1].firstRow - p.firstRow
 		}
-		b = binary.AppendUvarint(b, uint64(p.offset))
 		b = binary.AppendUvarint(b, uint64(p.size))
-		b = binary.AppendUvarint(b, uint64(rows))
+		b = binary.AppendUvarint(b, zigzagOf(rows-last))
+		last = rows
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
@@ -481,30 +536,32 @@ func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, 
 		return nil, 0, false, errWalkCache
 	}
 	b = b[1 : len(b)-4]
-	next := func() int64 {
+	next := func() uint64 {
 		v, n := binary.Uvarint(b)
-		if n <= 0 || v > math.MaxInt64 {
+		if n <= 0 {
 			err = errWalkCache
 			return 0
 		}
 		b = b[n:]
-		return int64(v)
+		return v
 	}
 	done = next() == 1
 	n := next()
-	if err != nil || n > int64(len(b))/3 {
+	if err != nil || n > uint64(len(b))/2 {
 		return nil, 0, false, errWalkCache
 	}
 	at := c.dataOffset
+	var last int64
 	for range n {
-		p := pageLoc{offset: next(), size: next(), firstRow: rows}
-		r := next()
-		if err != nil || p.offset != at || p.size <= 0 || p.size > c.end-at || r <= 0 || r > c.rows-rows {
+		u, delta := next(), next()
+		size, r := int64(u), last+(int64(delta>>1)^-int64(delta&1))
+		if err != nil || u > math.MaxInt64 || size <= 0 || size > c.end-at || r <= 0 || r > c.rows-rows {
 			return nil, 0, false, errWalkCache
 		}
-		pages = append(pages, p)
+		pages = append(pages, pageLoc{offset: at, size: size, firstRow: rows})
 		rows += r
-		at += p.size
+		at += size
+		last = r
 	}
 	if len(b) != 0 || n == 0 || c.dataOffset < c.start || (done && rows != c.rows) || (!done && rows == c.rows) {
 		return nil, 0, false, errWalkCache

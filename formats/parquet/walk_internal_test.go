@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -392,6 +393,49 @@ func FuzzPageWalk(f *testing.F) {
 		got, err := parseOffsetIndex(appendOffsetIndex(nil, w.pages))
 		if err != nil || !slices.Equal(got, w.pages) {
 			t.Fatalf("the offset index does not round-trip: %v", err)
+		}
+	})
+}
+
+// FuzzWalkCache: a walk as the plan's cache or a shared plan holds it comes
+// from storage, so any bytes may arrive. decodeWalk never panics, and what
+// it accepts describes the chunk: pages one after another from
+// data_page_offset, inside the chunk, of positive sizes, holding the row
+// group's rows if done and fewer if not. The fuzzer makes the bytes before
+// the checksum, which the target appends: else nearly every input would
+// fail the checksum and no other check be tried.
+func FuzzWalkCache(f *testing.F) {
+	for _, v2 := range []bool{false, true} {
+		data, pages := idPages(f, 300, v2)
+		c := chunkOf(data, pages, 300)
+		w := &leafWalk{next: c.start}
+		if err := w.walkTo(context.Background(), bytes.NewReader(data), c, 150); err != nil {
+			f.Fatal(err)
+		}
+		enc := w.encode()
+		f.Add(enc[:len(enc)-4], c.start, c.end, c.dataOffset, c.rows)
+	}
+	f.Add([]byte{walkVersion, 1, 1, 10, 6}, int64(4), int64(100), int64(4), int64(3))
+	f.Fuzz(func(t *testing.T, body []byte, start, end, dataOffset, rows int64) {
+		if start < 0 || end < start || dataOffset < start || rows < 0 {
+			return
+		}
+		b := binary.LittleEndian.AppendUint32(slices.Clone(body), crc32.ChecksumIEEE(body))
+		c := walkChunk{name: "x", start: start, end: end, dataOffset: dataOffset, rows: rows}
+		pages, n, done, err := decodeWalk(b, c)
+		if err != nil {
+			return
+		}
+		at := dataOffset
+		for i, p := range pages {
+			first := i == 0 && p.firstRow != 0
+			if first || (i > 0 && p.firstRow <= pages[i-1].firstRow) || p.offset != at || p.size <= 0 || p.offset+p.size > end || p.firstRow >= n {
+				t.Fatalf("page %d %+v after byte %d, of pages of %d rows", i, p, at, n)
+			}
+			at += p.size
+		}
+		if n > rows || n <= 0 || done != (n == rows) {
+			t.Fatalf("pages of %d rows, done %v, in a row group of %d", n, done, rows)
 		}
 	})
 }

@@ -453,3 +453,51 @@ func TestWalkableRowGroupsArePaged(t *testing.T) {
 		ds.Close()
 	}
 }
+
+// FindPages walks a row group's chunks ahead of any read and keeps the
+// walk in the plan's cache: a later plan with that cache reads part of the
+// row group without reading a page header, where one without it walks.
+func TestFindPagesAheadOfReads(t *testing.T) {
+	defer parquet.WalkAll()()
+	const n, rgRows = 3000, 1000
+	path := filepath.Join(t.TempDir(), "noindex.parquet")
+	writeNoIndex(t, path, n, rgRows, false, compress.Codecs.Snappy)
+	cols := []string{"id", "s", "u", "x", "b"} // flat: read by pages
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+
+	cache := &formats.MemoryCache{}
+	planner, _, walks := countingPlan(t, path, cache, cols...)
+	defer planner.Close()
+	if err := planner.FindPages(ctx, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if walks.Load() < 5 {
+		t.Fatalf("FindPages made %d requests: it walked no chunk", walks.Load())
+	}
+	walks.Store(0)
+	if err := planner.FindPages(ctx, 0, 1); err != nil || walks.Load() != 0 {
+		t.Fatalf("FindPages again: %d requests, %v: the walk is kept", walks.Load(), err)
+	}
+	if err := planner.FindPages(ctx, 0, 3); err == nil {
+		t.Error("FindPages of row group 3 of 3: no error")
+	}
+
+	read := func(cache formats.Cache) ([]string, int64) {
+		ds, _, requests := countingPlan(t, path, cache, cols...)
+		defer ds.Close()
+		return renderRows(t, ds, 1400, 1500, mem), requests.Load()
+	}
+	got, withWalk := read(cache)
+	want, without := read(&formats.MemoryCache{})
+	if !slices.Equal(got, want) || len(got) != 100 {
+		t.Fatalf("rows [1400, 1500) read with the walk found ahead differ from those read walking (%d rows, %d)", len(got), len(want))
+	}
+	// Without the walk the read walks 400 rows of pages of each column
+	// first: a request a page header.
+	t.Logf("rows [1400, 1500): %d requests with the walk found ahead, %d walking", withWalk, without)
+	if withWalk+20 > without {
+		t.Errorf("rows [1400, 1500): %d requests with the walk found ahead, %d walking: want far fewer", withWalk, without)
+	}
+}

@@ -83,6 +83,12 @@ type Options struct {
 	// instead of ShuffleWindow: the window is the rows that many bytes
 	// hold at the plan's RowBytes (Planned.ShuffleWindow).
 	ShuffleMemory int64
+	// Prepare, if set, runs on the rank that writes the Store's plan,
+	// after planning and before the write: what the drivers put in their
+	// cache meanwhile goes into the plan with the footers (the stream
+	// walks the page headers of the row groups its split boundaries cut,
+	// so that no other rank walks them). Its error fails the plan.
+	Prepare func(ctx context.Context, p Planned) error
 }
 
 // planOptions are what the planner gets: the columns and filter, the
@@ -310,6 +316,12 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 	p, err := planLocal(ctx, o, po)
 	if err != nil {
 		return p, err
+	}
+	if o.Prepare != nil {
+		if err := o.Prepare(ctx, p); err != nil {
+			p.Data.Close()
+			return Planned{}, err
+		}
 	}
 	own := describe(o, p, rec.entries())
 	raw, err := json.Marshal(own)
