@@ -122,15 +122,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		rec.set("options", r.about)
 		rec.set("columns", "all")
 		rec.set("data", pyarrowDescription(shape))
-		rec.set("window_rows", g.est.WindowRows)
-		rec.set("window_places", g.est.MeanPlaces)
-		rec.set("window_bytes_estimate", g.est.WindowBytes)
-		rec.set("window_peak_estimate", g.est.PeakBytes(r.opts.Shuffle))
-		if g.est.Mixing >= 0 {
-			rec.set("mixing_estimate", g.est.Mixing)
-		}
-		rec.set("peak_heap_bytes", g.heap)
-		rec.set("peak_heap_runs", g.heaps)
+		g.setPrice(rec, r.opts)
 		if i > 0 {
 			rec.set("sequential_rows_per_s", got[0].best.rowsPerSec())
 			rec.set("ratio_vs_sequential", g.best.rowsPerSec()/got[0].best.rowsPerSec())
@@ -155,7 +147,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 			return err
 		}
 	}
-	return nil
+	return e.mixSweep(ctx, prefix, dir, shape, got[1].est.RowBytes, &got[0], &got[1])
 }
 
 // mixSample is the runs of one line: the fastest, the least peak heap
