@@ -103,7 +103,7 @@ func TestHarnessTiny(t *testing.T) {
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
 		"scaling_p1_sequential", "scaling_p1_shuffled",
-		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
+		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 		"python_numpy", "python_torch", "python_dataloader_workers",
@@ -115,7 +115,7 @@ func TestHarnessTiny(t *testing.T) {
 			t.Errorf("no line for scenario %s", name)
 		}
 	}
-	for _, name := range []string{"duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled"} {
+	for _, name := range []string{"duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16"} {
 		if byName[name]["skipped"] == nil {
 			t.Errorf("%s ran without node_modules: %v", name, byName[name])
 		}

@@ -126,6 +126,7 @@ func (s *mixSample) setPrice(rec *record, o stream.Options) {
 	rec.set("window_places", s.est.MeanPlaces)
 	rec.set("window_bytes_estimate", s.est.WindowBytes)
 	rec.set("window_peak_estimate", s.est.PeakBytes(o.Shuffle))
+	rec.set("decoders_peak_estimate", s.est.DecodersPeakBytes)
 	if s.est.Mixing >= 0 {
 		rec.set("mixing_estimate", s.est.Mixing)
 	}

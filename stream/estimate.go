@@ -38,6 +38,12 @@ type Estimate struct {
 	// row of its range, about k times its own, before the permutation keeps
 	// its pass's; without passes it is WindowBytes. PeakBytes counts it.
 	WindowDecodedBytes int64
+	// DecodersPeakBytes is what the ReadConcurrency largest windows hold
+	// together, each as PeakBytes counts it: a stream decodes that many
+	// windows at once, so where an epoch has several windows its memory
+	// is about this, not one window's (0 where the decoded size is
+	// unknown). Choosing a setting by memory, compare these.
+	DecodersPeakBytes int64
 	// Mixing is the mixing figure batches of BatchSize rows get on data of
 	// this plan's shape sorted by a label of 10 classes (the worst case for
 	// a shuffle): the mean total variation distance between a batch's label
@@ -57,11 +63,11 @@ type Estimate struct {
 // order (about 16M rows, or one window where one is larger), so it takes
 // about as long as a stream takes to shuffle that many rows.
 func (d *Dataset) Estimate() Estimate {
-	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize)
+	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.ReadConcurrency, d.opts.Shuffle)
 	return Estimate{
 		WindowRows: d.opts.ShuffleWindow, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,
-		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.StoredBytes, WindowDecodedBytes: e.DecodedBytes,
+		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.StoredBytes, WindowDecodedBytes: e.DecodedBytes, DecodersPeakBytes: e.DecodersPeakBytes,
 		Mixing: e.Mixing, MixingBatches: e.Batches,
 	}
 }

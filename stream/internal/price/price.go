@@ -44,6 +44,11 @@ type Options struct {
 	Budget int64
 	// Batches bounds the batches the mixing is the mean of. Default 2000.
 	Batches int
+	// Decoders is how many windows are decoded at once (the stream's
+	// ReadConcurrency), and Shuffled whether each is permuted into a copy
+	// of its rows: they size DecodersPeakBytes. Default 1.
+	Decoders int
+	Shuffled bool
 }
 
 // Estimate is what an order costs and gives.
@@ -73,6 +78,11 @@ type Estimate struct {
 	// WindowBytes.
 	SpanRows     int64
 	DecodedBytes int64
+	// DecodersPeakBytes is the most the Options.Decoders largest windows
+	// hold at once, each its stored bytes, its pieces' decoded rows and,
+	// shuffled, its permuted copy: with several windows an epoch, what a
+	// stream's decoders hold together. 0 where RowBytes is unknown.
+	DecodersPeakBytes int64
 	// Mixing is the expected mixing figure on label-sorted data, -1 where
 	// row counts are unknown; Batches is how many batches it is the mean
 	// of, SampledRows the rows of the windows put in order for it.
@@ -91,13 +101,22 @@ func Of(o Options) Estimate {
 	}
 	est := Estimate{MinPlaces: -1, Mixing: -1, RowBytes: o.RowBytes}
 	var rows, places int64
+	var peaks []int64 // each window's, where its rows are known
 	known := true
 	for s, ws := range o.Epoch.Windows {
 		for w, win := range ws {
 			pieces := o.Epoch.Pieces(split.WindowRef{Split: s, Window: w})
 			n := len(pieces)
-			est.StoredBytes = max(est.StoredBytes, storedBytes(pieces, o.Chunks))
-			est.SpanRows = max(est.SpanRows, spanRows(pieces))
+			stored, span := storedBytes(pieces, o.Chunks), spanRows(pieces)
+			est.StoredBytes = max(est.StoredBytes, stored)
+			est.SpanRows = max(est.SpanRows, span)
+			if win.Rows >= 0 && o.RowBytes > 0 {
+				held := max(span, win.Rows)
+				if o.Shuffled {
+					held += win.Rows
+				}
+				peaks = append(peaks, stored+int64(math.Ceil(float64(held)*o.RowBytes)))
+			}
 			est.Windows++
 			places += int64(n)
 			if est.MinPlaces < 0 || n < est.MinPlaces {
@@ -125,6 +144,10 @@ func Of(o Options) Estimate {
 	if o.RowBytes > 0 {
 		est.WindowBytes = int64(math.Ceil(float64(est.MaxRows) * o.RowBytes))
 		est.DecodedBytes = int64(math.Ceil(float64(est.SpanRows) * o.RowBytes))
+		sort.Slice(peaks, func(i, j int) bool { return peaks[i] > peaks[j] })
+		for _, p := range peaks[:min(len(peaks), max(o.Decoders, 1))] {
+			est.DecodersPeakBytes += p
+		}
 	}
 	est.Mixing, est.Batches, est.SampledRows = mixing(o)
 	return est
