@@ -28,24 +28,35 @@ const (
 	lanceClump16RowsPer = 0.27e6
 )
 
-// familyColors tell the curves' families apart; the data set is the dash.
-var familyColors = map[string]color.Color{
-	"memory":   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"passes":   color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	"combined": color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+// curveColors tell the curves apart (a family, and the passes of the
+// combined one); the data set is the dash.
+var curveColors = map[string]color.Color{
+	"memory":     color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"passes":     color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	"combined 2": color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	"combined 4": color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
 }
 
-var familyNames = map[string]string{
-	"memory":   "ShuffleMemory",
-	"passes":   "ShufflePasses",
-	"combined": "both",
+var curveNames = map[string]string{
+	"memory":     "ShuffleMemory",
+	"passes":     "ShufflePasses (default window)",
+	"combined 2": "ShufflePasses 2 and ShuffleMemory",
+	"combined 4": "ShufflePasses 4 and ShuffleMemory",
 }
 
-// mixCurve is one family's points on one data set, from its default
-// shuffled line.
+// mixCurve is one curve's points on one data set: a family's, and for the
+// combined family one number of passes'.
 type mixCurve struct {
-	data, family string
-	points       []*record
+	data, key string
+	points    []*record
+}
+
+// curve is the key of the curve p is drawn on.
+func (p sweepPoint) curve() string {
+	if f := p.family(); f != "combined" {
+		return f
+	}
+	return fmt.Sprintf("combined %d", p.passes)
 }
 
 // mixCurves gathers the sweep's curves of lines; each starts at its data
@@ -60,13 +71,13 @@ func mixCurves(lines []*record) []mixCurve {
 	}
 	var out []mixCurve
 	for _, data := range []string{"pyarrow", "table131k"} {
-		for _, fam := range []string{"memory", "passes", "combined"} {
-			c := mixCurve{data: data, family: fam}
-			if d := byName[data+"_shuffled"]; d != nil && fam != "combined" {
+		for _, key := range []string{"memory", "passes", "combined 2", "combined 4"} {
+			c := mixCurve{data: data, key: key}
+			if d := byName[data+"_shuffled"]; d != nil && (key == "memory" || key == "passes") {
 				c.points = append(c.points, d)
 			}
 			for _, p := range sweepPoints {
-				if r := byName[p.name(data)]; r != nil && p.family() == fam {
+				if r := byName[p.name(data)]; r != nil && p.curve() == key {
 					c.points = append(c.points, r)
 				}
 			}
@@ -117,6 +128,9 @@ func mixingCurvesPlot(lines []*record, xLabel string, x func(*record) (float64, 
 		title = "sluice shuffled: mixing against rows/s (label-sorted data; 1,048,576-row groups solid, 131,072 dashed)"
 	}
 	p := newPlot(title, lines)
+	// Where the curves leave room: top right against memory (the
+	// settings of much memory mix well), bottom right against rows/s.
+	p.Legend.Top = heap
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = "mixing: mean TVD of batch label histograms (lower is better)"
 	p.Add(plotter.NewGrid())
@@ -141,14 +155,14 @@ func mixingCurvesPlot(lines []*record, xLabel string, x func(*record) (float64, 
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		line.Color, points.Color = familyColors[c.family], familyColors[c.family]
+		line.Color, points.Color = curveColors[c.key], curveColors[c.key]
 		points.Shape = draw.CircleGlyph{}
 		if c.data == "table131k" {
 			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			points.Shape = draw.BoxGlyph{}
 		}
 		p.Add(line, points)
-		p.Legend.Add(fmt.Sprintf("%s, %s", familyNames[c.family], c.data), line, points)
+		p.Legend.Add(fmt.Sprintf("%s, %s", curveNames[c.key], c.data), line, points)
 		lb, err := pointLabels(xys, labels, 7, draw.XLeft, draw.YBottom, vg.Point{X: vg.Points(3), Y: vg.Points(2)})
 		if err != nil {
 			return nil, 0, 0, err

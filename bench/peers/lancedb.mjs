@@ -251,6 +251,7 @@ async function main() {
       prefetch: { type: 'string', default: '2' },
       'max-seconds': { type: 'string' },
       'perm-memory-bytes': { type: 'string', default: String(1 << 30) },
+      'mixing-rows': { type: 'string' },
       positions: { type: 'string', default: '1024' },
       requests: { type: 'string', default: '100' },
     },
