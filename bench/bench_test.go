@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -103,7 +104,7 @@ func TestHarnessTiny(t *testing.T) {
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
 		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
 		"scaling_p1_sequential", "scaling_p1_shuffled",
-		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "take_random_1024", "mix_3sources",
+		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
 		"python_numpy", "python_torch", "python_dataloader_workers",
@@ -115,7 +116,7 @@ func TestHarnessTiny(t *testing.T) {
 			t.Errorf("no line for scenario %s", name)
 		}
 	}
-	for _, name := range []string{"duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled"} {
+	for _, name := range []string{"duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16"} {
 		if byName[name]["skipped"] == nil {
 			t.Errorf("%s ran without node_modules: %v", name, byName[name])
 		}
@@ -161,6 +162,7 @@ func TestHarnessTiny(t *testing.T) {
 	}
 
 	checkSplits64(t, byName)
+	checkMixCost(t, byName)
 
 	// The files hold the same lines, and a table row per scenario.
 	jl, err := os.ReadFile(filepath.Join(cfg.OutDir, "results.jsonl"))
@@ -179,10 +181,41 @@ func TestHarnessTiny(t *testing.T) {
 			t.Errorf("results.md has no row for %s", name)
 		}
 	}
-	for _, png := range []string{plotScenarios, plotRead, plotTransform, plotQueues} {
+	for _, png := range []string{plotScenarios, plotRead, plotTransform, plotQueues, plotMixing, plotMixingSpeed} {
 		checkPNG(t, filepath.Join(cfg.OutDir, png))
 		if !strings.Contains(string(md), "("+png+")") {
 			t.Errorf("results.md does not show %s", png)
+		}
+	}
+}
+
+// checkMixCost checks the mixcost scenario's mix and sweep lines: every
+// one has its setting, its measured mixing and memory, the estimate's, and
+// the ratios to the same data's sequential and default shuffled lines.
+func checkMixCost(t *testing.T, byName map[string]map[string]any) {
+	t.Helper()
+	for _, name := range append(sweepLines(), "pyarrow_shuffled_mix15", "pyarrow_shuffled_mix05", "table131k_shuffled_mix15", "table131k_shuffled_mix05") {
+		l := byName[name]
+		if l == nil {
+			t.Errorf("no line for %s", name)
+			continue
+		}
+		for _, k := range []string{"mixing", "mixing_estimate", "peak_heap_bytes", "window_peak_estimate", "decoders_peak_estimate", "ratio_vs_sequential", "peak_heap_vs_shuffled", "shuffle_passes"} {
+			if v, ok := l[k].(float64); !ok || v <= 0 {
+				t.Errorf("%s: field %q is %v, want a positive number", name, k, l[k])
+			}
+		}
+		if strings.Contains(name, "_sweep_") && l["family"] == nil {
+			t.Errorf("%s: no family", name)
+		}
+	}
+	// The estimate runs the order the stream runs: on the tiny data every
+	// window is put in order, so it is the measured figure.
+	for _, name := range sweepLines() {
+		m, _ := byName[name]["mixing"].(float64)
+		e, _ := byName[name]["mixing_estimate"].(float64)
+		if math.Abs(m-e) > 0.002 {
+			t.Errorf("%s: mixing %.4f, estimated %.4f", name, m, e)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -291,7 +292,11 @@ func exportFile(ctx context.Context, name string, f *os.File, w **ipc.FileWriter
 }
 
 // peerLines are the lines of the peers scenario, in order.
-var peerLines = []string{"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled"}
+var peerLines = []string{"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16"}
+
+// lanceMixClump is the clump of the LanceDB line whose mixing the mixing
+// plots draw: issue 16 set the mixing target against it.
+const lanceMixClump = 16
 
 // peerSample is the runs of one peer line and of the sluice scenario it is
 // compared with.
@@ -338,6 +343,8 @@ func (e *env) peersScenario(ctx context.Context) error {
 			method: "Lance table, query().select(columns) streamed"},
 		"lancedb_shuffled": {peer: "lancedb", matches: "shuffled",
 			method: fmt.Sprintf("permutationBuilder(table).shuffle({seed: %d, clumpSize: %d}), takeRowIds per batch, 2 in flight", seed, clump)},
+		"lancedb_shuffled_clump16": {peer: "lancedb", matches: "shuffled",
+			method: fmt.Sprintf("permutationBuilder(table).shuffle({seed: %d, clumpSize: %d}), takeRowIds per batch, 2 in flight; mixing of the batches by id, as the bench's meter", seed, lanceMixClump)},
 	}
 	for name, s := range samples {
 		s.name = name
@@ -357,6 +364,7 @@ func (e *env) peersScenario(ctx context.Context) error {
 		if lance, err = e.prepareLance(ctx); err != nil {
 			samples["lancedb_sequential"].err = err.Error()
 			samples["lancedb_shuffled"].err = err.Error()
+			samples["lancedb_shuffled_clump16"].err = err.Error()
 		}
 	}
 	seqOpts := e.opts()
@@ -435,6 +443,9 @@ func (e *env) peersScenario(ctx context.Context) error {
 				args = append(args, "--max-seconds", fmt.Sprint(e.cfg.PeerShuffleSeconds))
 			}
 			nodeRun(samples["lancedb_shuffled"], "lancedb.mjs", args...)
+			args = append(args, "--mixing-rows", fmt.Sprint(e.data.spec.Rows()))
+			args[slices.Index(args, "--clump-size")+1] = fmt.Sprint(lanceMixClump)
+			nodeRun(samples["lancedb_shuffled_clump16"], "lancedb.mjs", args...)
 		}
 	}
 	samples["duckdb_native"] = native.peerSample(seqRates)

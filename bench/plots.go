@@ -52,6 +52,7 @@ func writePlots(lines []*record, dir string) ([]string, error) {
 		}},
 		{plotQueues, queuePlot},
 		{plotMixing, mixingPlot},
+		{plotMixingSpeed, mixingSpeedPlot},
 	} {
 		pl, w, h, err := p.make(lines)
 		if err != nil {

@@ -15,12 +15,14 @@ import (
 // default (row groups of 1,048,576 rows, 1 MiB pages, no page index,
 // Snappy, label sorted), and the same four lines on the table data of
 // 131,072-row groups. Each data set is streamed sequentially, shuffled at
-// the defaults, and shuffled with the ShuffleMemory that buys a mixing of
-// 0.15 or less and of 0.05 or less. Those settings are what a user would
-// pick: the smallest ShuffleMemory, in steps of whole decoded row groups,
-// whose price Dataset.Estimate (sluice inspect) puts at or under the
-// target, before any data is read; the lines then measure the mixing,
-// memory and speed they get.
+// the defaults, and shuffled with the setting that buys a mixing of 0.15
+// or less and of 0.05 or less. Those settings are what a user would pick
+// (settingsFor): of ShuffleMemory in steps of whole decoded row groups and
+// ShufflePasses 1 to 3, the one of least estimated peak that
+// Dataset.Estimate (sluice inspect) prices at or under the target, before
+// any data is read; the lines then measure the mixing, memory and speed
+// they get. The sweep lines (mixsweep.go) measure the settings around
+// them.
 
 // mixCostLines are the lines of the mixcost scenario.
 var mixCostLines = []string{
@@ -89,18 +91,18 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		{prefix + "_sequential", "BatchSize 8192", stream.Options{BatchSize: 8192}},
 		{prefix + "_shuffled", "Shuffle, Seed 42, BatchSize 1024", stream.Options{BatchSize: 1024, Shuffle: true, Seed: 42}},
 	}
-	mems, sweep, err := e.memoryFor(ctx, dir, shape)
+	settings, sweep, err := e.settingsFor(ctx, dir, shape)
 	if err != nil {
 		return err
 	}
 	for i, t := range mixTargets {
-		mem := mems[i]
-		// Where an option that costs reads instead of memory comes (reading
-		// row groups in several passes, each keeping part of their rows),
-		// its settings join these runs as a line of their own.
-		runs = append(runs, mixRun{prefix + "_shuffled_" + t.suffix,
-			fmt.Sprintf("Shuffle, Seed 42, BatchSize 1024, ShuffleMemory %d (%s)", mem, humanSize(mem)),
-			stream.Options{BatchSize: 1024, Shuffle: true, Seed: 42, ShuffleMemory: mem}})
+		s := settings[i]
+		about := fmt.Sprintf("Shuffle, Seed 42, BatchSize 1024, ShuffleMemory %d (%s)", s.memory, humanSize(s.memory))
+		if s.passes > 1 {
+			about += fmt.Sprintf(", ShufflePasses %d", s.passes)
+		}
+		runs = append(runs, mixRun{prefix + "_shuffled_" + t.suffix, about,
+			stream.Options{BatchSize: 1024, Shuffle: true, Seed: 42, ShuffleMemory: s.memory, ShufflePasses: s.passes}})
 	}
 	got := make([]mixSample, len(runs))
 	var smallGot [2]mixSample
@@ -122,15 +124,11 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 		rec.set("options", r.about)
 		rec.set("columns", "all")
 		rec.set("data", pyarrowDescription(shape))
-		rec.set("window_rows", g.est.WindowRows)
-		rec.set("window_places", g.est.MeanPlaces)
-		rec.set("window_bytes_estimate", g.est.WindowBytes)
-		rec.set("window_peak_estimate", g.est.PeakBytes(r.opts.Shuffle))
-		if g.est.Mixing >= 0 {
-			rec.set("mixing_estimate", g.est.Mixing)
+		if i > 0 {
+			rec.set("shuffle_passes", max(r.opts.ShufflePasses, 1))
+			rec.set("shuffle_memory", r.opts.ShuffleMemory)
 		}
-		rec.set("peak_heap_bytes", g.heap)
-		rec.set("peak_heap_runs", g.heaps)
+		g.setPrice(rec, r.opts)
 		if i > 0 {
 			rec.set("sequential_rows_per_s", got[0].best.rowsPerSec())
 			rec.set("ratio_vs_sequential", g.best.rowsPerSec()/got[0].best.rowsPerSec())
@@ -155,7 +153,7 @@ func (e *env) mixCost(ctx context.Context, prefix string, shape, small tableShap
 			return err
 		}
 	}
-	return nil
+	return e.mixSweep(ctx, prefix, dir, shape, got[1].est.RowBytes, &got[0], &got[1])
 }
 
 // mixSample is the runs of one line: the fastest, the least peak heap
@@ -192,20 +190,38 @@ func (s *mixSample) run(ctx context.Context, dir string, r mixRun, rows int64) e
 	return nil
 }
 
-// pricePoint is one ShuffleMemory of memoryFor's sweep and its price.
+// pricePoint is one setting of settingsFor's sweep and its price.
 type pricePoint struct {
+	Passes        int     `json:"passes"`
 	RowGroups     int     `json:"row_groups"`
 	ShuffleMemory int64   `json:"shuffle_memory"`
 	WindowRows    int     `json:"window_rows"`
 	Places        float64 `json:"places"`
 	Mixing        float64 `json:"mixing_estimate"`
+	PeakBytes     int64   `json:"window_peak_estimate"`
+	DecodersPeak  int64   `json:"decoders_peak_estimate"`
 }
 
-// memoryFor is, for each of mixTargets, the smallest ShuffleMemory, in
-// steps of about 1.5 times whole decoded row groups, that Dataset.Estimate
-// prices at its mixing or less, the memory of the whole dataset where none
-// less does; and the prices it went through.
-func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape) ([]int64, []pricePoint, error) {
+// mixSetting is what a mix line sets: passes and a ShuffleMemory.
+type mixSetting struct {
+	passes int
+	memory int64
+	peak   int64 // the estimate's peak of the windows decoded at once, to choose by
+}
+
+// mostPasses bounds the passes settingsFor tries: every pass decodes its
+// chunks whole, and past three the decode alone takes rows/s under 0.3 ×
+// sequential, the target's bound (the sweep lines measure 4 and 8).
+const mostPasses = 3
+
+// settingsFor is, for each of mixTargets, the setting a user would pick
+// from Dataset.Estimate (sluice inspect) before reading any data: of
+// ShufflePasses 1 to mostPasses and ShuffleMemory in steps of about 1.5
+// times whole decoded row groups, the one whose estimated memory (the
+// windows decoded at once, Estimate.DecodersPeakBytes) is least among
+// those priced at the target's mixing or less; the whole dataset in one
+// pass where none is. It returns the prices it went through too.
+func (e *env) settingsFor(ctx context.Context, dir string, shape tableShape) ([]mixSetting, []pricePoint, error) {
 	price := func(o stream.Options) (stream.Estimate, error) {
 		o.URLs, o.BatchSize, o.Shuffle, o.Seed = []string{dir}, 1024, true, 42
 		ds, err := stream.Open(ctx, o)
@@ -219,27 +235,35 @@ func (e *env) memoryFor(ctx context.Context, dir string, shape tableShape) ([]in
 	if err != nil {
 		return nil, nil, err
 	}
-	mems := make([]int64, len(mixTargets))
+	best := make([]mixSetting, len(mixTargets))
 	var sweep []pricePoint
 	groups := max(1, int(shape.rows()/int64(shape.RowGroupRows)))
-	for k := 1; mems[len(mems)-1] == 0; k = max(k+1, k*3/2) {
-		k = min(k, groups)
-		// A little over k row groups' bytes, so that the rows they hold
-		// are never one short of k groups.
-		mem := int64(math.Ceil(float64(k*shape.RowGroupRows)*base.RowBytes)) + 4096
-		est, err := price(stream.Options{ShuffleMemory: mem})
-		if err != nil {
-			return nil, nil, err
-		}
-		sweep = append(sweep, pricePoint{k, mem, est.WindowRows, round(est.MeanPlaces), round(est.Mixing)})
-		e.cfg.Log.Info("mixing price", "dir", dir, "row_groups", k, "shuffle_memory", mem, "window_rows", est.WindowRows, "places", est.MeanPlaces, "mixing", est.Mixing)
-		for i, t := range mixTargets {
-			if mems[i] == 0 && ((est.Mixing >= 0 && est.Mixing <= t.mixing) || k == groups) {
-				mems[i] = mem
+	for passes := 1; passes <= mostPasses; passes++ {
+		for k := 1; ; k = max(k+1, k*3/2) {
+			k = min(k, groups)
+			// A little over k row groups' bytes, so that the rows they
+			// hold are never one short of k groups.
+			mem := int64(math.Ceil(float64(k*shape.RowGroupRows)*base.RowBytes)) + 4096
+			est, err := price(stream.Options{ShuffleMemory: mem, ShufflePasses: passes})
+			if err != nil {
+				return nil, nil, err
+			}
+			peak := est.DecodersPeakBytes
+			sweep = append(sweep, pricePoint{passes, k, mem, est.WindowRows, round(est.MeanPlaces), round(est.Mixing), est.PeakBytes(true), peak})
+			e.cfg.Log.Info("mixing price", "dir", dir, "passes", passes, "row_groups", k, "shuffle_memory", mem, "window_rows", est.WindowRows, "places", est.MeanPlaces, "mixing", est.Mixing, "decoders_peak", peak)
+			for i, t := range mixTargets {
+				fits := est.Mixing >= 0 && est.Mixing <= t.mixing
+				whole := k == groups && passes == 1 && best[i].memory == 0
+				if (fits && (best[i].memory == 0 || peak < best[i].peak)) || whole {
+					best[i] = mixSetting{passes, mem, peak}
+				}
+			}
+			if k == groups {
+				break
 			}
 		}
 	}
-	return mems, sweep, nil
+	return best, sweep, nil
 }
 
 func humanSize(n int64) string {

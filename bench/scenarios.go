@@ -29,7 +29,7 @@ var scenarios = []scenario{
 	{name: "sequential_1goroutine", run: (*env).sequential1},
 	{name: "shuffled", run: (*env).shuffled},
 	{name: "shuffle", lines: shuffleLines, run: (*env).shuffleScenario},
-	{name: "mixcost", lines: mixCostLines, run: (*env).mixCostScenario},
+	{name: "mixcost", lines: append(slices.Clip(mixCostLines), sweepLines()...), run: (*env).mixCostScenario},
 	{name: "sequential_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "sequential_2ranks", false) }},
 	{name: "shuffled_2ranks", run: func(e *env, ctx context.Context) error { return e.twoRanks(ctx, "shuffled_2ranks", true) }},
 	{name: "splits64", lines: splitsLines, run: (*env).splits64},

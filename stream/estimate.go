@@ -33,6 +33,17 @@ type Estimate struct {
 	// bytes of up to FetchConcurrency fetched ahead.
 	WindowBytes       int64
 	WindowStoredBytes int64
+	// WindowDecodedBytes is the decoded memory of the rows the largest
+	// window's pieces read: with ShufflePasses k, each piece decodes every
+	// row of its range, about k times its own, before the permutation keeps
+	// its pass's; without passes it is WindowBytes. PeakBytes counts it.
+	WindowDecodedBytes int64
+	// DecodersPeakBytes is what the ReadConcurrency largest windows hold
+	// together, each as PeakBytes counts it: a stream decodes that many
+	// windows at once, so where an epoch has several windows its memory
+	// is about this, not one window's (0 where the decoded size is
+	// unknown). Choosing a setting by memory, compare these.
+	DecodersPeakBytes int64
 	// Mixing is the mixing figure batches of BatchSize rows get on data of
 	// this plan's shape sorted by a label of 10 classes (the worst case for
 	// a shuffle): the mean total variation distance between a batch's label
@@ -52,24 +63,26 @@ type Estimate struct {
 // order (about 16M rows, or one window where one is larger), so it takes
 // about as long as a stream takes to shuffle that many rows.
 func (d *Dataset) Estimate() Estimate {
-	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize)
+	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.ReadConcurrency, d.opts.Shuffle)
 	return Estimate{
 		WindowRows: d.opts.ShuffleWindow, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,
-		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.StoredBytes,
+		MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces, WindowBytes: e.WindowBytes, WindowStoredBytes: e.StoredBytes, WindowDecodedBytes: e.DecodedBytes, DecodersPeakBytes: e.DecodersPeakBytes,
 		Mixing: e.Mixing, MixingBatches: e.Batches,
 	}
 }
 
 // PeakBytes estimates the most memory one window holds at once: its stored
-// bytes while it decodes and, shuffled, its decoded rows and their
-// permuted copy (0 where the decoded size is unknown).
+// bytes while it decodes, its decoded rows (WindowDecodedBytes: with
+// passes, the other passes' rows in its pieces' ranges too) and, shuffled,
+// the permuted copy of its own rows (0 where the decoded size is unknown).
 func (e Estimate) PeakBytes(shuffled bool) int64 {
 	if e.WindowBytes == 0 {
 		return 0
 	}
+	decoded := max(e.WindowDecodedBytes, e.WindowBytes)
 	if shuffled {
-		return e.WindowStoredBytes + 2*e.WindowBytes
+		return e.WindowStoredBytes + decoded + e.WindowBytes
 	}
-	return e.WindowStoredBytes + e.WindowBytes
+	return e.WindowStoredBytes + decoded
 }

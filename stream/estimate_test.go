@@ -60,6 +60,12 @@ func TestEstimateIsMeasuredMixing(t *testing.T) {
 		{"clumps of 20", func(o *Options) { o.ShuffleWindow, o.ClumpSize = 8000, 20 }, 0.4, 0.8},
 		{"memory of the whole dataset, 2 splits", func(o *Options) { o.ShuffleMemory, o.NumSplits = int64(rowBytes*24000)+1, 2 }, 0.05, 0.25},
 		{"unshuffled", func(o *Options) { o.Shuffle = false }, 0.85, 0.91},
+		// Passes keep strided clumps of their chunks: the estimate labels
+		// a pass's k-th row as the file row the pass keeps, not the k-th
+		// of its range.
+		{"3 passes, window of 8 row groups", func(o *Options) { o.ShuffleWindow, o.ShufflePasses = 4000, 3 }, 0.1, 0.45},
+		{"2 passes of clumps of 7, 2 splits", func(o *Options) { o.ShuffleWindow, o.ShufflePasses, o.ClumpSize, o.NumSplits = 2000, 2, 7, 2 }, 0.1, 0.8},
+		{"4 passes, memory of the whole dataset", func(o *Options) { o.ShuffleMemory, o.ShufflePasses = int64(rowBytes*24000)+1, 4 }, 0.03, 0.2},
 	} {
 		o := Options{URLs: []string{dir}, Columns: []string{"id", "label"}, Shuffle: true, Seed: 9, Epoch: 1, BatchSize: 100}
 		tc.set(&o)

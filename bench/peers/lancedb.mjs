@@ -4,7 +4,7 @@
 //   node lancedb.mjs --scenario sequential --db DIR --columns id,label,x,s [--batch-size 1024]
 //   node lancedb.mjs --scenario shuffled --db DIR --columns id,label,x,s [--batch-size 1024]
 //                    [--seed 42] [--clump-size 1] [--prefetch 2] [--max-seconds S]
-//                    [--perm-memory-bytes 1073741824]
+//                    [--perm-memory-bytes 1073741824] [--mixing-rows N]
 //   node lancedb.mjs --scenario take --db DIR --columns id,label,x,s [--positions 1024]
 //                    [--requests 100] [--seed 42]
 //
@@ -27,6 +27,11 @@
 // says how much of the epoch was read (complete false); rows_per_s is then
 // the epoch's rate projected from the measured take rate:
 // epoch_rows / (permutation_seconds + epoch_rows / take_rows_per_s).
+// With --mixing-rows N (the table's rows), it also reports mixing as the
+// Go harness measures it (bench/mixing.go): the mean, over the batches
+// taken, of the total variation distance between the batch's histogram of
+// id*10/N (the label of row id on label-sorted data of the same shape) and
+// the uniform one.
 //
 // take: random access. The table's row ids are listed first (untimed, with
 // permutationBuilder(table).execute(), unshuffled); then --requests requests
@@ -116,6 +121,9 @@ async function shuffled(table, columns, opt) {
   const permSeconds = now() - start;
   const epochRows = await perm.countRows();
 
+  const mixingRows = opt['mixing-rows'] ? positiveInt('mixing-rows', opt['mixing-rows']) : 0;
+  if (mixingRows > 0 && !columns.includes('id')) throw new Error('--mixing-rows needs the id column among --columns');
+  let mixingSum = 0;
   const fetchStart = now();
   let rows = 0;
   let batches = 0;
@@ -125,6 +133,7 @@ async function shuffled(table, columns, opt) {
     const got = await pending;
     if (got.numRows !== want) throw new Error(`takeRowIds returned ${got.numRows} rows for ${want} ids`);
     for (const batch of got.batches) touch(batch, columns);
+    if (mixingRows > 0) mixingSum += mixing(got, mixingRows);
     rows += got.numRows;
     batches++;
   };
@@ -170,7 +179,23 @@ async function shuffled(table, columns, opt) {
     prefetch,
     take: 'takeRowIds',
     perm_builder_memory_limit: Number(process.env.LANCEDB_PERM_BUILDER_MEMORY_LIMIT),
+    ...(mixingRows > 0 && batches > 0 ? { mixing: mixingSum / batches, mixing_batches: batches } : {}),
   };
+}
+
+// mixing is the total variation distance between the histogram of the
+// labels id*10/rows of a taken batch (a table of record batches) and the
+// uniform one.
+function mixing(got, rows) {
+  const hist = new Array(10).fill(0);
+  for (const batch of got.batches) {
+    for (const id of batch.getChild('id').toArray()) {
+      hist[Math.min(9, Math.max(0, Math.floor((Number(id) * 10) / rows)))]++;
+    }
+  }
+  let d = 0;
+  for (const c of hist) d += Math.abs(c / got.numRows - 0.1);
+  return d / 2;
 }
 
 // mulberry32: a small seeded generator, so that runs draw the same ids.
@@ -226,6 +251,7 @@ async function main() {
       prefetch: { type: 'string', default: '2' },
       'max-seconds': { type: 'string' },
       'perm-memory-bytes': { type: 'string', default: String(1 << 30) },
+      'mixing-rows': { type: 'string' },
       positions: { type: 'string', default: '1024' },
       requests: { type: 'string', default: '100' },
     },

@@ -380,6 +380,9 @@ func adoptState(fs *flag.FlagSet, d *datasetFlags, st checkpoint.State) {
 	if !isSet(fs, "shuffle-window") && !isSet(fs, "shuffle-memory") {
 		d.shuffleWindow = st.ShuffleWindow
 	}
+	if !isSet(fs, "shuffle-passes") {
+		d.shufflePasses = st.ShufflePasses
+	}
 	if !isSet(fs, "num-splits") {
 		d.numSplits = st.NumSplits
 	}

@@ -27,6 +27,7 @@ type datasetFlags struct {
 	epoch         int64
 	clumpSize     int
 	shuffleWindow int
+	shufflePasses int
 	shuffleMemory sizeFlag
 	chunkBytes    sizeFlag
 	numSplits     int
@@ -57,6 +58,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&d.epoch, "epoch", 0, "`epoch` whose order to use")
 	fs.IntVar(&d.clumpSize, "clump-size", 0, "`rows` that stay together when a window is shuffled (default 1)")
 	fs.IntVar(&d.shuffleWindow, "shuffle-window", 0, "`rows` read and shuffled together per split (default 65536)")
+	fs.IntVar(&d.shufflePasses, "shuffle-passes", 0, "read every chunk `k` times an epoch, each pass keeping a disjoint part of its rows: windows of k times as many places, at k times the bytes read and decoded (inspect prints the price; default 1)")
 	fs.Var(&d.shuffleMemory, "shuffle-memory", "size the shuffle window in decoded bytes instead of rows, such as 512M or 2G: the window is the rows that `size` holds (inspect prints them, the memory and the mixing they buy); not with --shuffle-window")
 	fs.Var(&d.chunkBytes, "chunk-bytes", "chunk target `size` in stored bytes of the selected columns, such as 512K or 4M (default 1M)")
 	fs.IntVar(&d.numSplits, "num-splits", 0, "`splits` an epoch is dealt into; a multiple of --world-size (default: --world-size)")
@@ -104,6 +106,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
 	case d.shuffleWindow < 0:
 		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
+	case d.shufflePasses < 0:
+		return usageErrorf("--shuffle-passes %d must not be negative", d.shufflePasses)
 	case d.shuffleMemory < 0:
 		return usageErrorf("--shuffle-memory %d must not be negative", d.shuffleMemory)
 	case d.shuffleWindow > 0 && d.shuffleMemory > 0:
@@ -135,6 +139,7 @@ func (d *datasetFlags) options(urls []string) stream.Options {
 		ClumpSize:     d.clumpSize,
 		ShuffleWindow: d.shuffleWindow,
 		ShuffleMemory: int64(d.shuffleMemory),
+		ShufflePasses: d.shufflePasses,
 		ChunkBytes:    int64(d.chunkBytes),
 		NumSplits:     d.numSplits,
 		WorldSize:     d.worldSize,

@@ -123,6 +123,7 @@ type priceInfo struct {
 	WindowBytes    int64   `json:"window_bytes"`
 	StoredBytes    int64   `json:"window_stored_bytes"`
 	PeakBytes      int64   `json:"window_peak_bytes"`
+	DecodersPeak   int64   `json:"decoders_peak_bytes"`
 	BatchSize      int     `json:"batch_size"`
 	Mixing         float64 `json:"mixing"`
 	MixingBatches  int     `json:"mixing_batches"`
@@ -333,7 +334,8 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	rep.Price = priceInfo{WindowRows: e.WindowRows, ShuffleMemory: int64(cfg.ds.shuffleMemory), RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanWindowRows: e.MeanRows, MaxWindowRows: e.MaxRows, MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces,
 		WindowBytes: e.WindowBytes, StoredBytes: e.WindowStoredBytes, PeakBytes: e.PeakBytes(cfg.ds.shuffle),
-		BatchSize: max(cfg.batchSize, 0), Mixing: e.Mixing, MixingBatches: e.MixingBatches}
+		DecodersPeak: e.DecodersPeakBytes,
+		BatchSize:    max(cfg.batchSize, 0), Mixing: e.Mixing, MixingBatches: e.MixingBatches}
 	if rep.Price.BatchSize == 0 {
 		rep.Price.BatchSize = 1024 // stream.Options.BatchSize's documented default
 	}
@@ -509,8 +511,8 @@ func writePrice(w io.Writer, p priceInfo, shuffled bool) {
 		if shuffled {
 			while = "decoded and permuted"
 		}
-		fmt.Fprintf(w, "  memory:         about %s decoded for the largest window (%.1f bytes a row), %s stored; it peaks at about %s while it is %s, and each window read ahead holds as much\n",
-			humanBytes(p.WindowBytes), p.RowBytes, humanBytes(p.StoredBytes), humanBytes(p.PeakBytes), while)
+		fmt.Fprintf(w, "  memory:         about %s decoded for the largest window (%.1f bytes a row), %s stored; it peaks at about %s while it is %s, and each window read ahead holds as much; the windows decoded at once, about %s\n",
+			humanBytes(p.WindowBytes), p.RowBytes, humanBytes(p.StoredBytes), humanBytes(p.PeakBytes), while, humanBytes(p.DecodersPeak))
 	}
 	if p.Mixing >= 0 {
 		fmt.Fprintf(w, "  mixing:         %.3f expected for %d-row batches on label-sorted data, the worst case (0 perfect, about 0.04 a full shuffle, 0.9 one class a batch; %d batches of the epoch's order)\n", p.Mixing, p.BatchSize, p.MixingBatches)

@@ -32,6 +32,13 @@ func TestInspectPrice(t *testing.T) {
 			t.Errorf("inspect output lacks %q:\n%s", w, out)
 		}
 	}
+	// Passes price the places they buy and the rows each window decodes:
+	// its pieces' whole ranges, the other passes' rows too.
+	passes := inspectJSON(t, dataDir, "--shuffle", "--seed", "3", "--shuffle-window", "250", "--batch-size", "100", "--shuffle-passes", "3").Price
+	if passes.MeanPlaces <= p.MeanPlaces || passes.PeakBytes <= p.PeakBytes || passes.WindowBytes > p.WindowBytes || passes.DecodersPeak < passes.PeakBytes {
+		t.Errorf("3 passes of 250-row windows: %+v; one pass: %+v", passes, p)
+	}
+	fails(t, exitUsage, []string{"--shuffle-passes"}, "inspect", dataDir, "--shuffle-passes", "-2")
 	fails(t, exitUsage, []string{"--shuffle-window and --shuffle-memory"}, "inspect", dataDir, "--shuffle-window", "10", "--shuffle-memory", "1M")
 	fails(t, exitUsage, []string{"--batch-size"}, "inspect", dataDir, "--batch-size", "-1")
 }

@@ -21,9 +21,10 @@ func windowRows(memory int64, data *formats.Scan) (int, error) {
 }
 
 // Price estimates what epoch ep, dealt from chunks of a plan of data,
-// costs and gives with batches of batchSize rows (package price): the
-// plan's files and decoded row size are this package's to know.
-func Price(data *formats.Scan, chunks []split.Chunk, ep *split.Epoch, batchSize int) price.Estimate {
+// costs and gives with batches of batchSize rows, decoders windows decoded
+// at once, shuffled or not (package price): the plan's files and decoded
+// row size are this package's to know.
+func Price(data *formats.Scan, chunks []split.Chunk, ep *split.Epoch, batchSize, decoders int, shuffled bool) price.Estimate {
 	rows := make([]int64, len(data.Fragments))
 	for i, f := range data.Fragments {
 		rows[i] = f.Rows
@@ -32,5 +33,5 @@ func Price(data *formats.Scan, chunks []split.Chunk, ep *split.Epoch, batchSize 
 	if err != nil {
 		rb = 0 // unknown: the estimate says so
 	}
-	return price.Of(price.Options{Epoch: ep, Chunks: chunks, FileRows: rows, BatchSize: batchSize, RowBytes: rb})
+	return price.Of(price.Options{Epoch: ep, Chunks: chunks, FileRows: rows, BatchSize: batchSize, RowBytes: rb, Decoders: decoders, Shuffled: shuffled})
 }

@@ -44,6 +44,11 @@ type Options struct {
 	Budget int64
 	// Batches bounds the batches the mixing is the mean of. Default 2000.
 	Batches int
+	// Decoders is how many windows are decoded at once (the stream's
+	// ReadConcurrency), and Shuffled whether each is permuted into a copy
+	// of its rows: they size DecodersPeakBytes. Default 1.
+	Decoders int
+	Shuffled bool
 }
 
 // Estimate is what an order costs and gives.
@@ -59,11 +64,25 @@ type Estimate struct {
 	// RowBytes is Options.RowBytes.
 	RowBytes float64
 	// StoredBytes is the most stored bytes a window fetches (its pieces'
-	// share of their chunks' bytes); 0 where Chunks is not given.
+	// share of their chunks' bytes, by the rows they read: with passes,
+	// the other passes' rows between their own too); 0 where Chunks is not
+	// given.
 	StoredBytes int64
 	// WindowBytes is the decoded memory of the largest window, MaxRows ×
 	// RowBytes; 0 where either is unknown.
 	WindowBytes int64
+	// SpanRows is the most rows a window's pieces read, and DecodedBytes
+	// their decoded memory, SpanRows × RowBytes: with passes a piece
+	// decodes every row of its range, the other passes' too, before the
+	// permutation keeps its own; without, they are MaxRows and
+	// WindowBytes.
+	SpanRows     int64
+	DecodedBytes int64
+	// DecodersPeakBytes is the most the Options.Decoders largest windows
+	// hold at once, each its stored bytes, its pieces' decoded rows and,
+	// shuffled, its permuted copy: with several windows an epoch, what a
+	// stream's decoders hold together. 0 where RowBytes is unknown.
+	DecodersPeakBytes int64
 	// Mixing is the expected mixing figure on label-sorted data, -1 where
 	// row counts are unknown; Batches is how many batches it is the mean
 	// of, SampledRows the rows of the windows put in order for it.
@@ -82,12 +101,22 @@ func Of(o Options) Estimate {
 	}
 	est := Estimate{MinPlaces: -1, Mixing: -1, RowBytes: o.RowBytes}
 	var rows, places int64
+	var peaks []int64 // each window's, where its rows are known
 	known := true
 	for s, ws := range o.Epoch.Windows {
 		for w, win := range ws {
 			pieces := o.Epoch.Pieces(split.WindowRef{Split: s, Window: w})
 			n := len(pieces)
-			est.StoredBytes = max(est.StoredBytes, storedBytes(pieces, o.Chunks))
+			stored, span := storedBytes(pieces, o.Chunks), spanRows(pieces)
+			est.StoredBytes = max(est.StoredBytes, stored)
+			est.SpanRows = max(est.SpanRows, span)
+			if win.Rows >= 0 && o.RowBytes > 0 {
+				held := max(span, win.Rows)
+				if o.Shuffled {
+					held += win.Rows
+				}
+				peaks = append(peaks, stored+int64(math.Ceil(float64(held)*o.RowBytes)))
+			}
 			est.Windows++
 			places += int64(n)
 			if est.MinPlaces < 0 || n < est.MinPlaces {
@@ -111,8 +140,14 @@ func Of(o Options) Estimate {
 		return est
 	}
 	est.MeanRows = float64(rows) / float64(est.Windows)
+	est.SpanRows = max(est.SpanRows, est.MaxRows)
 	if o.RowBytes > 0 {
 		est.WindowBytes = int64(math.Ceil(float64(est.MaxRows) * o.RowBytes))
+		est.DecodedBytes = int64(math.Ceil(float64(est.SpanRows) * o.RowBytes))
+		sort.Slice(peaks, func(i, j int) bool { return peaks[i] > peaks[j] })
+		for _, p := range peaks[:min(len(peaks), max(o.Decoders, 1))] {
+			est.DecodersPeakBytes += p
+		}
 	}
 	est.Mixing, est.Batches, est.SampledRows = mixing(o)
 	return est
@@ -262,23 +297,25 @@ func pickBatches(ep *split.Epoch, runs []run, rows int64, batchSize, most int) [
 // windowOrder maps a window's emission offsets to rows of the dataset.
 type windowOrder struct {
 	order []int32 // nil: storage order
-	// ends[i] is the window row after piece i; first[i] the dataset row
-	// of piece i's first row.
-	ends, first []int64
+	// ends[i] is the window row after piece i; pieces[i] the piece and
+	// base[i] the dataset row of its file's first row.
+	ends, base []int64
+	pieces     []split.Piece
 }
 
 func newWindowOrder(ep *split.Epoch, r split.WindowRef, starts []int64) *windowOrder {
-	wo := &windowOrder{order: ep.WindowOrder(r)}
+	wo := &windowOrder{order: ep.WindowOrder(r), pieces: ep.Pieces(r)}
 	var at int64
-	for _, p := range ep.Pieces(r) {
+	for _, p := range wo.pieces {
 		at += p.Rows()
 		wo.ends = append(wo.ends, at)
-		wo.first = append(wo.first, starts[p.Fragment]+p.Start)
+		wo.base = append(wo.base, starts[p.Fragment])
 	}
 	return wo
 }
 
-// row is the dataset row the window emits at offset off.
+// row is the dataset row the window emits at offset off: with passes, the
+// piece's k-th row is the k-th its pass keeps, not the k-th of its range.
 func (wo *windowOrder) row(off int64) int64 {
 	k := off
 	if wo.order != nil {
@@ -288,7 +325,7 @@ func (wo *windowOrder) row(off int64) int64 {
 	if i > 0 {
 		k -= wo.ends[i-1]
 	}
-	return wo.first[i] + k
+	return wo.base[i] + wo.pieces[i].FileRow(k)
 }
 
 // label is the class of dataset row id of total rows, sorted.
@@ -306,8 +343,9 @@ func tvd(hist []int64, n int64) float64 {
 	return d / 2
 }
 
-// storedBytes is what the pieces fetch: each its rows' share of its
-// chunk's stored bytes (a whole chunk where counts are unknown).
+// storedBytes is what the pieces fetch: each the share of its chunk's
+// stored bytes of the rows it reads (a whole chunk where counts are
+// unknown).
 func storedBytes(pieces []split.Piece, chunks []split.Chunk) int64 {
 	var n int64
 	for _, p := range pieces {
@@ -315,11 +353,21 @@ func storedBytes(pieces []split.Piece, chunks []split.Chunk) int64 {
 			continue
 		}
 		c := chunks[p.Chunk]
-		if p.Rows() < 0 || c.Rows() <= 0 {
+		if p.Span() < 0 || c.Rows() <= 0 {
 			n += c.Bytes
 			continue
 		}
-		n += c.Bytes * p.Rows() / c.Rows()
+		n += c.Bytes * p.Span() / c.Rows()
+	}
+	return n
+}
+
+// spanRows is the rows the pieces read, their passes' and the others'
+// between them; 0 where counts are unknown.
+func spanRows(pieces []split.Piece) int64 {
+	var n int64
+	for _, p := range pieces {
+		n += max(p.Span(), 0)
 	}
 	return n
 }

@@ -90,3 +90,26 @@ func TestOneRowBatches(t *testing.T) {
 		t.Errorf("one-row batches: %d batches, mixing %.4f", e.Batches, e.Mixing)
 	}
 }
+
+// With passes a window's pieces read, fetch and decode the other passes'
+// rows of their ranges too: the stored and decoded bytes count them, the
+// window's own bytes do not.
+func TestPassesReadTheirRanges(t *testing.T) {
+	for _, passes := range []int{1, 2, 4} {
+		o := permutation.Order{Shuffle: true, Seed: 4, ShuffleWindow: 8000, NumSplits: 1, Passes: passes}
+		ep, chunks, rows := epoch(t, 2, 8, 1000, o)
+		e := Of(Options{Epoch: ep, Chunks: chunks, FileRows: rows, BatchSize: 100, RowBytes: 10, Decoders: 3, Shuffled: true})
+		if e.MaxRows != 8000 || e.WindowBytes != 80_000 {
+			t.Fatalf("%d passes: windows of %d rows, %d bytes, want 8000 and 80000", passes, e.MaxRows, e.WindowBytes)
+		}
+		// Whole row groups of 1000 rows: every piece reads its chunk.
+		if want := int64(passes) * 8000; e.SpanRows != want || e.DecodedBytes != want*10 || e.StoredBytes != want*40 {
+			t.Errorf("%d passes: pieces read %d rows, %d bytes decoded, %d stored; want %d rows", passes, e.SpanRows, e.DecodedBytes, e.StoredBytes, want)
+		}
+		// Two windows of 8000 rows, both decoded at once by 3 decoders:
+		// each its stored bytes, its pieces' rows and its permuted copy.
+		if want := 2 * (int64(passes)*8000*40 + (int64(passes)+1)*8000*10); e.Windows != 2 || e.DecodersPeakBytes != want {
+			t.Errorf("%d passes: %d windows hold %d bytes at once, want 2 and %d", passes, e.Windows, e.DecodersPeakBytes, want)
+		}
+	}
+}
