@@ -409,14 +409,14 @@ func (r *Reader) physical(dst []byte, m int) error {
 				if ix >= count {
 					return fmt.Errorf("dictionary index %d of %d values", ix, count)
 				}
-				copy(dst[4*i:4*i+4], dict[4*ix:4*ix+4])
+				binary.LittleEndian.PutUint32(dst[4*i:], binary.LittleEndian.Uint32(dict[4*ix:]))
 			}
 		} else {
 			for i, ix := range r.u32 {
 				if ix >= count {
 					return fmt.Errorf("dictionary index %d of %d values", ix, count)
 				}
-				copy(dst[8*i:8*i+8], dict[8*ix:8*ix+8])
+				binary.LittleEndian.PutUint64(dst[8*i:], binary.LittleEndian.Uint64(dict[8*ix:]))
 			}
 		}
 	}
