@@ -522,7 +522,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			if ix >= count {
 				return 0, fmt.Errorf("dictionary index %d of %d values", ix, count)
 			}
-			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]))
+			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]-4))
 		}
 		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
 		r.idx = append(r.idx, r.u32...)
@@ -570,7 +570,7 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 		if s.fromDict {
 			r.validUTF8 = r.validUTF8 && r.dict.utf8
 			for _, ix := range r.idx[s.from : s.from+s.n] {
-				at += copy(out[at:], r.dict.data[r.dict.offs[ix]:r.dict.offs[ix+1]])
+				at += copy(out[at:], r.dict.data[r.dict.offs[ix]+4:r.dict.offs[ix+1]])
 			}
 			continue
 		}
