@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -660,7 +661,7 @@ func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, co
 	g.SetLimit(concurrency)
 	rd = rd.WithContext(gctx)
 	for i, br := range ranges {
-		spans[i] = span{br.from, spanBuffer(int(br.to - br.from))}
+		spans[i] = span{br.from, bufpool.Get(int(br.to - br.from))}
 		for off := br.from; off < br.to; {
 			n := min(br.to-off, maxRequest)
 			part, at := spans[i].data[off-br.from:off-br.from+n], off

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
 )
 
 // Physical is a Parquet physical type, numbered as parquet.thrift numbers
@@ -369,13 +371,10 @@ func (r *Reader) pageErr(ref pageRef, err error) error {
 	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, ref.at, err)
 }
 
-// pageBuffers keeps the decompression buffers of released Readers for
-// the next ones: a read opens a Reader per column chunk, and each would
-// otherwise allocate its pages' buffers anew.
-var pageBuffers sync.Pool // of *[]byte
-
 // buffer returns a decompression buffer of n bytes, held until the batch
-// ends.
+// ends. Released Readers hand theirs on to later ones (bufpool): a read
+// opens a Reader per column chunk, and each would otherwise allocate its
+// pages' buffers anew.
 func (r *Reader) buffer(n int) []byte {
 	for i, b := range r.free {
 		if cap(b) >= n {
@@ -384,13 +383,7 @@ func (r *Reader) buffer(n int) []byte {
 			return b[:n]
 		}
 	}
-	if p, ok := pageBuffers.Get().(*[]byte); ok {
-		if cap(*p) >= n {
-			return (*p)[:n]
-		}
-		r.free = append(r.free, *p) // for a smaller page
-	}
-	return make([]byte, n)
+	return bufpool.Get(n)
 }
 
 // Release hands the Reader's decompression buffers on to later Readers.
@@ -399,7 +392,7 @@ func (r *Reader) buffer(n int) []byte {
 func (r *Reader) Release() {
 	keep := func(b []byte) {
 		if cap(b) > 0 {
-			pageBuffers.Put(&b)
+			bufpool.Put(b)
 		}
 	}
 	for _, b := range r.free {
