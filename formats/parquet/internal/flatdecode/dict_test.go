@@ -30,6 +30,11 @@ func TestDictionaryStrings(t *testing.T) {
 		"cut before a length": {"a\xc3", strings.Repeat("x", 169)},
 		"cut inside":          {long[:193], "x"},
 	}
+	var lengths []string // 0 to 20 bytes: copied as 16 or exactly
+	for i := range 42 {
+		lengths = append(lengths, strings.Repeat(string(rune('a'+i%26)), i%21))
+	}
+	cases["lengths 0 to 20"] = lengths
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {
 			var dict []byte
@@ -58,19 +63,24 @@ func TestDictionaryStrings(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Release()
-			a, err := r.Next(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Release()
-			if r.ValidUTF8() != valid {
-				t.Errorf("ValidUTF8 %v, the entries checked one by one %v", r.ValidUTF8(), valid)
-			}
-			s := a.(*array.String)
-			for i := range n {
-				if got, want := s.Value(i), entries[i%len(entries)]; !bytes.Equal([]byte(got), []byte(want)) {
-					t.Errorf("row %d: %q, want %q", i, got, want)
+			// In batches of 7 rows: each batch's last values end its
+			// buffer.
+			for at := 0; at < n; at += 7 {
+				k := min(7, n-at)
+				a, err := r.Next(k)
+				if err != nil {
+					t.Fatal(err)
 				}
+				if r.ValidUTF8() != valid {
+					t.Errorf("rows from %d: ValidUTF8 %v, the entries checked one by one %v", at, r.ValidUTF8(), valid)
+				}
+				s := a.(*array.String)
+				for i := range k {
+					if got, want := s.Value(i), entries[(at+i)%len(entries)]; !bytes.Equal([]byte(got), []byte(want)) {
+						t.Errorf("row %d: %q, want %q", at+i, got, want)
+					}
+				}
+				a.Release()
 			}
 		})
 	}
