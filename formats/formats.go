@@ -26,6 +26,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -561,6 +562,10 @@ type Fetched struct {
 	data Buffer
 	// Bytes is the memory the fetched bytes hold.
 	Bytes int64
+	// holds counts, for a Buffer that is a Recycler, the Fetched of its
+	// bytes not yet released: the one Fetch made and its parts.
+	holds    *atomic.Int64
+	released atomic.Bool
 }
 
 // Part is the part r of fe, sharing its bytes: a reader fetches adjacent
@@ -574,7 +579,13 @@ func (fe *Fetched) Part(r Range) (*Fetched, error) {
 	if !within {
 		return nil, fmt.Errorf("formats: %v is not within the fetched %v", r, fe.rng)
 	}
-	return &Fetched{frag: fe.frag, rng: r, data: fe.data}, nil
+	if fe.released.Load() {
+		return nil, fmt.Errorf("formats: a part of %v, which was released", fe.rng)
+	}
+	if fe.holds != nil {
+		fe.holds.Add(1)
+	}
+	return &Fetched{frag: fe.frag, rng: r, data: fe.data, holds: fe.holds}, nil
 }
 
 // String formats a range for errors.
@@ -594,6 +605,7 @@ func (d *Scan) Read(ctx context.Context, i int, r Range, batchRows int, mem memo
 	if err != nil {
 		return err
 	}
+	defer fe.Release()
 	_, err = d.Decode(ctx, fe, batchRows, mem, yield)
 	return err
 }
@@ -693,6 +705,10 @@ func (d *Scan) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 	if fe.data != nil {
 		fe.Bytes = fe.data.Size()
 	}
+	if _, ok := fe.data.(Recycler); ok {
+		fe.holds = new(atomic.Int64)
+		fe.holds.Store(1)
+	}
 	return fe, nil
 }
 
@@ -710,6 +726,9 @@ func (d *Scan) request(f *Fragment, r Range, batchRows int, mem memory.Allocator
 
 func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem memory.Allocator, yield func(arrow.RecordBatch) error, skipped func(int64)) error {
 	f := d.Fragments[fe.frag]
+	if fe.released.Load() {
+		return fmt.Errorf("formats: %s: %v decoded after it was released", f.URL, fe.rng)
+	}
 	if batchRows <= 0 {
 		batchRows = 8192
 	}

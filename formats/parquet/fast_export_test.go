@@ -9,3 +9,7 @@ func PagedChunks() int64 { return pagedChunks.Load() }
 // SpreadBatches is how many batches had their columns decoded on more
 // than one goroutine.
 func SpreadBatches() int64 { return spreadBatches.Load() }
+
+// RecycledBuffers is how many fetched buffers have been handed to later
+// fetches.
+func RecycledBuffers() int64 { return recycledBufs.Load() }

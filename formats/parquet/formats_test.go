@@ -779,3 +779,76 @@ func TestMaxRequestBytes(t *testing.T) {
 		t.Logf("MaxRequestBytes %d: %d requests for %d bytes", max, len(sizes), total)
 	}
 }
+
+// A fetch's buffers go to later fetches once it and every part of it are
+// released, not before: a part decoded after the whole and the other
+// parts were released reads its rows, and once all are released a decode
+// or a new part is refused, while later fetches (into the recycled
+// buffers) read theirs. In a test binary recycled buffers are overwritten,
+// so a decode that read one would see it.
+func TestFetchRecycled(t *testing.T) {
+	spec := synth.Spec{Files: 1, RowsPerFile: 12000, RowGroupRows: 3000, Seed: 9}
+	dir := writeSynth(t, spec)
+	ds, err := planParquet(context.Background(), []string{dir}, formats.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	decode := func(fe *formats.Fetched) ([]int64, error) {
+		var got []int64
+		_, err := ds.Decode(ctx, fe, 512, mem, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			got = append(got, b.Column(0).(*array.Int64).Int64Values()...)
+			return nil
+		})
+		return got, err
+	}
+	want := func(lo, hi int64) []int64 {
+		ids, err := readIDs(t, ds, 0, lo, hi, 512, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	wantA, wantB := want(0, 6000), want(6000, 12000)
+	for round := range 3 {
+		before := parquet.RecycledBuffers()
+		whole, err := ds.Fetch(ctx, 0, ds.RowRange(0, 0, 12000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := whole.Part(ds.RowRange(0, 0, 6000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := whole.Part(ds.RowRange(0, 6000, 12000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := decode(a); err != nil || !slices.Equal(got, wantA) {
+			t.Fatalf("round %d: part a: %v, ids equal: %v", round, err, slices.Equal(got, wantA))
+		}
+		a.Release()
+		a.Release() // twice is once
+		whole.Release()
+		if n := parquet.RecycledBuffers() - before; n != 0 {
+			t.Fatalf("round %d: %d buffers recycled while part b holds them", round, n)
+		}
+		if got, err := decode(b); err != nil || !slices.Equal(got, wantB) {
+			t.Fatalf("round %d: part b after the rest were released: %v, ids equal: %v", round, err, slices.Equal(got, wantB))
+		}
+		b.Release()
+		if n := parquet.RecycledBuffers() - before; n == 0 {
+			t.Fatalf("round %d: nothing recycled once every part was released", round)
+		}
+		if _, err := decode(b); err == nil || !strings.Contains(err.Error(), "released") {
+			t.Errorf("round %d: decoding a released part: %v, want an error saying it was released", round, err)
+		}
+		if _, err := whole.Part(ds.RowRange(0, 0, 10)); err == nil {
+			t.Errorf("round %d: a part of a released fetch was made", round)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -397,6 +398,9 @@ type parquetFetched struct {
 	// fetchedPages holds, by chunk offset, the pages fetched of each
 	// chunk of a paged row group, for flatdecode.
 	fetchedPages map[int64]fetchedPages
+	// fetchedBufs are the buffers fetchRanges filled, which Recycle hands
+	// on.
+	fetchedBufs [][]byte
 	// md, if set, is the metadata to read with: readMD with the offset
 	// indexes of the row groups whose pages were walked.
 	md *metadata.FileMetaData
@@ -491,6 +495,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	}
 	for _, sp := range spans {
 		fe.bytes += int64(len(sp.data))
+		fe.fetchedBufs = append(fe.fetchedBufs, sp.data)
 	}
 	// The offset indexes, cached with the footer, are served from memory
 	// when arrow-go seeks with them.
@@ -519,6 +524,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 				return
 			}
 			fe = b.(*parquetFetched)
+			defer fe.Recycle() // this decode's own, and over when it returns
 		}
 		errStop := errors.New("stopped")
 		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
@@ -659,13 +665,12 @@ func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, co
 	g.SetLimit(concurrency)
 	rd = rd.WithContext(gctx)
 	for i, br := range ranges {
-		spans[i] = span{br.from, make([]byte, br.to-br.from)}
+		spans[i] = span{br.from, bufpool.Get(int(br.to - br.from))}
 		for off := br.from; off < br.to; {
 			n := min(br.to-off, maxRequest)
 			part, at := spans[i].data[off-br.from:off-br.from+n], off
 			g.Go(func() error {
-				_, err := rd.ReadAt(part, at)
-				return err
+				return readFull(rd, part, at)
 			})
 			off += n
 		}

@@ -50,6 +50,7 @@ func CountRows(ctx context.Context, o Options, cache formats.Cache, data *format
 			if err != nil {
 				return fmt.Errorf("stream: counting pass (EqualBatches): %w", err)
 			}
+			defer fe.Release() // decoded once, below
 			var n int64
 			_, err = data.Decode(gctx, fe, o.ReadBatchSize, o.Allocator, func(b arrow.RecordBatch) error {
 				n += b.NumRows()

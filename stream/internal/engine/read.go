@@ -52,15 +52,19 @@ func (gs *groups) get(g *Group) *group {
 }
 
 // took records that one piece of g was taken; the group's bytes go with
-// its last.
+// its last, and the whole fetch is released (each piece holds its bytes
+// until it is decoded).
 func (gs *groups) took(g *Group) {
 	gs.mu.Lock()
-	defer gs.mu.Unlock()
+	var whole *formats.Fetched
 	if st := gs.m[g]; st != nil {
 		if st.left--; st.left <= 0 {
 			delete(gs.m, g)
+			whole = st.whole
 		}
 	}
+	gs.mu.Unlock()
+	whole.Release()
 }
 
 // rowRates estimates the rows of windows whose count the plan does not
@@ -122,6 +126,14 @@ type fetchedWindow struct {
 	kept   *window
 }
 
+// release lets the fetched bytes of the window's pieces go to later
+// fetches: the pieces are decoded, or never will be.
+func (f *fetchedWindow) release() {
+	for _, p := range f.pieces {
+		p.Release()
+	}
+}
+
 // fetchWindow makes the fetches a window's task owns, concurrently, then
 // takes each of its pieces from its group, waiting for groups that an
 // earlier window's fetch makes.
@@ -181,6 +193,7 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	segments := make([]int64, 0, len(f.pieces))
 	var skipped int64
 	mem := e.decodeAllocator()
+	defer f.release()
 	for _, p := range f.pieces {
 		before := w.rows
 		bad, err := e.data.Decode(ctx, p, e.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {

@@ -202,6 +202,7 @@ func (it *iteration) fetchStage(ctx context.Context, reads iter.Seq2[*readTask, 
 			}
 		},
 		ReleaseOut: func(f *fetchedWindow) {
+			f.release()
 			if f.kept != nil {
 				f.kept.release()
 			}
@@ -233,6 +234,7 @@ func (it *iteration) decodeStage(ctx context.Context, fetched iter.Seq2[*fetched
 		Size:        func(w *window) int64 { return w.bytes },
 		Fn:          it.decode,
 		ReleaseIn: func(f *fetchedWindow) {
+			f.release()
 			if f.kept != nil {
 				f.kept.release()
 			}

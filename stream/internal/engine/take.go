@@ -478,6 +478,7 @@ func (e *Engine) readUnit(ctx context.Context, k unitKey, decoders chan struct{}
 	if err != nil {
 		return nil, fmt.Errorf("stream: take: %w", err)
 	}
+	defer fe.Release() // decoded once, below
 	select {
 	case decoders <- struct{}{}:
 	case <-ctx.Done():

@@ -409,14 +409,14 @@ func (r *Reader) physical(dst []byte, m int) error {
 				if ix >= count {
 					return fmt.Errorf("dictionary index %d of %d values", ix, count)
 				}
-				copy(dst[4*i:4*i+4], dict[4*ix:4*ix+4])
+				binary.LittleEndian.PutUint32(dst[4*i:], binary.LittleEndian.Uint32(dict[4*ix:]))
 			}
 		} else {
 			for i, ix := range r.u32 {
 				if ix >= count {
 					return fmt.Errorf("dictionary index %d of %d values", ix, count)
 				}
-				copy(dst[8*i:8*i+8], dict[8*ix:8*ix+8])
+				binary.LittleEndian.PutUint64(dst[8*i:], binary.LittleEndian.Uint64(dict[8*ix:]))
 			}
 		}
 	}
@@ -522,7 +522,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 			if ix >= count {
 				return 0, fmt.Errorf("dictionary index %d of %d values", ix, count)
 			}
-			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]))
+			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]-4))
 		}
 		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
 		r.idx = append(r.idx, r.u32...)
@@ -569,9 +569,7 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 	for _, s := range r.segs {
 		if s.fromDict {
 			r.validUTF8 = r.validUTF8 && r.dict.utf8
-			for _, ix := range r.idx[s.from : s.from+s.n] {
-				at += copy(out[at:], r.dict.data[r.dict.offs[ix]:r.dict.offs[ix+1]])
-			}
+			at = r.gather(out, at, r.idx[s.from:s.from+s.n])
 			continue
 		}
 		if s.bytes >= 0 {
@@ -593,6 +591,25 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 		r.validUTF8 = r.validUTF8 && !cut && utf8.Valid(out[first:at])
 	}
 	return buf, nil
+}
+
+// gather copies the dictionary entries idx to out from at, end to end,
+// and returns where they end. An entry of at most 16 bytes is copied as
+// 16 (a copy of constant size, not a call), where both the page and out
+// have the room: the bytes past its end are the next entries' places, and
+// written over by them; the last ones of out are copied exactly.
+func (r *Reader) gather(out []byte, at int, idx []uint32) int {
+	data, offs := r.dict.data, r.dict.offs
+	for _, ix := range idx {
+		from, to := int(offs[ix])+4, int(offs[ix+1])
+		if to-from <= 16 && at+16 <= len(out) && from+16 <= len(data) {
+			copy(out[at:at+16], data[from:from+16])
+			at += to - from
+			continue
+		}
+		at += copy(out[at:], data[from:to])
+	}
+	return at
 }
 
 // startsWhole reports whether none of the values laid end to end in b,

@@ -3,6 +3,7 @@ package flatdecode
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 
@@ -234,20 +235,87 @@ func FuzzLevels(f *testing.F) {
 func FuzzHybrid(f *testing.F) {
 	f.Add([]byte{0x03, 0x88, 0xc6, 0xfa}, uint8(3), uint16(8))
 	f.Add([]byte{0x08, 0x05}, uint8(4), uint16(4))
+	// Bit-packed runs long enough to be read 8 bytes at a time, of each
+	// width a dictionary index of up to 32 bits may have, and then an RLE
+	// run.
+	for _, w := range []int{1, 7, 15, 17, 31, 32} {
+		run := []byte{8<<1 | 1}
+		for i := range 8 * w {
+			run = append(run, byte(i*151+w*29))
+		}
+		run = append(run, 5<<1, 1, 0, 0, 0)
+		f.Add(run, uint8(w), uint16(69))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, width uint8, n uint16) {
 		if width > 32 {
 			return
 		}
 		h := newHybrid(data[:len(data):len(data)], uint(width))
 		dst := make([]uint32, n)
-		if err := h.next(dst); err == nil && width < 32 {
-			for _, v := range dst {
-				if v>>width != 0 {
-					t.Fatalf("value %d wider than %d bits", v, width)
-				}
+		// In two calls, the second starting inside a run.
+		half := int(n) / 3
+		err := h.next(dst[:half])
+		if err == nil {
+			err = h.next(dst[half:])
+		}
+		if err != nil {
+			return
+		}
+		if want := hybridBitByBit(data, uint(width), int(n)); want != nil && !slices.Equal(dst, want) {
+			t.Fatalf("decoded %v, read bit by bit %v", dst, want)
+		}
+		for _, v := range dst {
+			if width < 32 && v>>width != 0 {
+				t.Fatalf("value %d wider than %d bits", v, width)
 			}
 		}
 	})
+}
+
+// hybridBitByBit decodes n values of the RLE / bit-packed hybrid encoding
+// one bit at a time, as the format describes it, or returns nil where its
+// runs end before n values: what hybrid.next is checked against.
+func hybridBitByBit(data []byte, w uint, n int) []uint32 {
+	var out []uint32
+	pos := 0
+	for len(out) < n {
+		hdr, k := binary.Uvarint(data[pos:])
+		if k <= 0 {
+			return nil
+		}
+		pos += k
+		if hdr&1 == 0 { // RLE
+			nb := int(w+7) / 8
+			if pos+nb > len(data) {
+				return nil
+			}
+			var v uint32
+			for i := range nb {
+				v |= uint32(data[pos+i]) << (8 * i)
+			}
+			pos += nb
+			for range min(int(hdr>>1), n-len(out)) {
+				out = append(out, v)
+			}
+			continue
+		}
+		// Bit-packed: groups of 8 values, the last run's padding possibly
+		// cut; values are taken while their bits are all there.
+		start, count := pos*8, int(hdr>>1)*8
+		for i := 0; i < count && len(out) < n; i++ {
+			var v uint32
+			for b := range int(w) {
+				at := start + i*int(w) + b
+				if at/8 >= len(data) {
+					return nil
+				}
+				v |= uint32(data[at/8]>>(at%8)&1) << b
+			}
+			out = append(out, v)
+		}
+		pos += min(int(hdr>>1)*int(w), len(data)-pos)
+	}
+	return out
 }
 
 // FuzzDelta decodes DELTA_BINARY_PACKED integers.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
 )
 
 // Physical is a Parquet physical type, numbered as parquet.thrift numbers
@@ -142,10 +144,12 @@ type pageRef struct {
 // dictionary is a chunk's decoded dictionary page.
 type dictionary struct {
 	count int
-	fixed []byte   // count values of the physical width
-	offs  []uint32 // byte arrays: count+1 offsets into data
-	data  []byte
-	utf8  bool // strings: every entry is valid UTF-8
+	fixed []byte // count values of the physical width
+	// Byte arrays: entry i is data[offs[i]+4 : offs[i+1]], data being the
+	// page (each entry's length before it).
+	offs []uint32
+	data []byte
+	utf8 bool // strings: every entry is valid UTF-8
 }
 
 // Reader decodes one column chunk, a batch of rows at a time.
@@ -188,6 +192,7 @@ type work struct {
 	prefixes []int64 // DELTA_BYTE_ARRAY
 	idx      []uint32
 	segs     []segment
+	dictOffs []uint32 // the dictionary's offs
 }
 
 var works sync.Pool // of *work
@@ -366,13 +371,10 @@ func (r *Reader) pageErr(ref pageRef, err error) error {
 	return fmt.Errorf("column %q: page %d at byte %d: %w", r.col.Name, ref.index, ref.at, err)
 }
 
-// pageBuffers keeps the decompression buffers of released Readers for
-// the next ones: a read opens a Reader per column chunk, and each would
-// otherwise allocate its pages' buffers anew.
-var pageBuffers sync.Pool // of *[]byte
-
 // buffer returns a decompression buffer of n bytes, held until the batch
-// ends.
+// ends. Released Readers hand theirs on to later ones (bufpool): a read
+// opens a Reader per column chunk, and each would otherwise allocate its
+// pages' buffers anew.
 func (r *Reader) buffer(n int) []byte {
 	for i, b := range r.free {
 		if cap(b) >= n {
@@ -381,13 +383,7 @@ func (r *Reader) buffer(n int) []byte {
 			return b[:n]
 		}
 	}
-	if p, ok := pageBuffers.Get().(*[]byte); ok {
-		if cap(*p) >= n {
-			return (*p)[:n]
-		}
-		r.free = append(r.free, *p) // for a smaller page
-	}
-	return make([]byte, n)
+	return bufpool.Get(n)
 }
 
 // Release hands the Reader's decompression buffers on to later Readers.
@@ -396,7 +392,7 @@ func (r *Reader) buffer(n int) []byte {
 func (r *Reader) Release() {
 	keep := func(b []byte) {
 		if cap(b) > 0 {
-			pageBuffers.Put(&b)
+			bufpool.Put(b)
 		}
 	}
 	for _, b := range r.free {
@@ -433,7 +429,9 @@ func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, 
 	return buf, buf, nil
 }
 
-// readDictionary decodes the dictionary page ref.
+// readDictionary decodes the dictionary page ref. Byte arrays are not
+// copied out of the page: entry i is the page's bytes between offs[i]+4 (past
+// its length) and offs[i+1], gathered from there into each batch.
 func (r *Reader) readDictionary(ref pageRef) error {
 	h := ref.h
 	data, buf, err := r.body(ref.body, h.uncompressed, true)
@@ -441,45 +439,64 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		return err
 	}
 	if buf == nil {
-		data = append([]byte(nil), data...) // the chunk's bytes are not the reader's to keep
+		// The chunk's bytes are not the reader's to keep, nor to hand on
+		// to later readers as a buffer of their own.
+		buf = r.buffer(len(data))
+		copy(buf, data)
+		data = buf
 	}
+	r.dictBuf = buf
 	n := int(h.values)
 	r.dict.count = n
 	if r.col.Physical != ByteArray {
 		if n > len(data)/r.pw {
 			return fmt.Errorf("%d values in %d bytes", n, len(data))
 		}
-		r.dict.fixed, r.dictBuf = data[:n*r.pw], buf
+		r.dict.fixed = data[:n*r.pw]
 		return nil
-	}
-	if buf != nil {
-		// The entries are copied out below.
-		defer func() { r.free = append(r.free, buf) }()
 	}
 	if n > len(data)/4 {
 		return fmt.Errorf("%d values in %d bytes", n, len(data))
 	}
-	offs := make([]uint32, n+1)
-	out := make([]byte, 0, len(data)-4*n)
+	r.dictOffs = grow(r.dictOffs, n+1)
+	offs := r.dictOffs
 	pos := 0
+	var lenBits uint32 // the lengths' bits, or-ed
 	for i := range n {
 		if len(data)-pos < 4 {
 			return errRunPastEnd
 		}
-		l := int(binary.LittleEndian.Uint32(data[pos:]))
-		pos += 4
-		if l < 0 || l > len(data)-pos {
+		l := binary.LittleEndian.Uint32(data[pos:])
+		if uint64(l) > uint64(len(data)-pos-4) {
 			return errRunPastEnd
 		}
-		out = append(out, data[pos:pos+l]...)
-		pos += l
-		offs[i+1] = uint32(len(out))
+		lenBits |= l
+		offs[i] = uint32(pos)
+		pos += 4 + int(l)
 	}
-	r.dict.offs, r.dict.data = offs, out
+	offs[n] = uint32(pos)
+	r.dict.offs, r.dict.data = offs, data
 	// The entries are checked once here, rather than each time a batch
 	// takes one.
-	r.dict.utf8 = r.strings && validRun(out, offs[1:max(n, 1)])
+	r.dict.utf8 = r.strings && validEntries(data[:pos], offs, lenBits&0x80808080 == 0)
 	return nil
+}
+
+// validEntries reports whether each dictionary entry of data is valid
+// UTF-8. asciiLengths says that every byte of the entries' lengths is
+// ASCII: no character can then run across one, and the entries are all
+// valid if the page is, checked in one pass (one call per entry costs
+// several times as much for short strings).
+func validEntries(data []byte, offs []uint32, asciiLengths bool) bool {
+	if asciiLengths {
+		return utf8.Valid(data)
+	}
+	for i := range len(offs) - 1 {
+		if !utf8.Valid(data[offs[i]+4 : offs[i+1]]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidUTF8 reports whether the values of the array Next last returned are
@@ -488,18 +505,3 @@ func (r *Reader) readDictionary(ref pageRef) error {
 // all checked (not strings, a dictionary with an entry that is not UTF-8,
 // or a PLAIN value that is not), and the caller is to look at them.
 func (r *Reader) ValidUTF8() bool { return r.validUTF8 }
-
-// validRun reports whether values laid end to end in b, the later ones
-// starting at starts, are each valid UTF-8: b is, and no value starts on a
-// continuation byte (each then ends where a character starts).
-func validRun(b []byte, starts []uint32) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, s := range starts {
-		if int(s) < len(b) && !utf8.RuneStart(b[s]) {
-			return false
-		}
-	}
-	return true
-}

@@ -120,12 +120,8 @@ func (h *hybrid) next(dst []uint32) error {
 			i += k
 		case h.bpLeft > 0:
 			k := min(h.bpLeft, len(dst)-i)
-			w, bit := h.width, h.bpBit
-			for j := range k {
-				v, _ := bits(h.data, bit+j*int(w), w) // inside: run checked its bytes
-				dst[i+j] = uint32(v)
-			}
-			h.bpBit += k * int(w)
+			unpack(dst[i:i+k], h.data, h.bpBit, h.width)
+			h.bpBit += k * int(h.width)
 			h.bpLeft -= k
 			i += k
 		default:
@@ -135,6 +131,35 @@ func (h *hybrid) next(dst []uint32) error {
 		}
 	}
 	return nil
+}
+
+// unpack reads len(dst) values of w bits (w <= 32) packed from bit offset
+// bit of data, all of which lie inside it. Most values are read with one
+// 8-byte load, a shift and a mask: a value of at most 32 bits starting at
+// any of a byte's 8 bits ends within the 8 bytes from that byte. Those
+// within 8 bytes of the end of data are read by bits.
+func unpack(dst []uint32, data []byte, bit int, w uint) {
+	if w == 0 {
+		clear(dst)
+		return
+	}
+	mask := uint64(1)<<w - 1
+	j := 0
+	if fast := (len(data)-8)*8 - bit; fast >= 0 {
+		// Values starting before byte len(data)-8 can be loaded whole.
+		n := min(len(dst), fast/int(w)+1)
+		for ; j < n; j++ {
+			at := bit >> 3
+			v := binary.LittleEndian.Uint64(data[at : at+8])
+			dst[j] = uint32(v >> uint(bit&7) & mask)
+			bit += int(w)
+		}
+	}
+	for ; j < len(dst); j++ {
+		v, _ := bits(data, bit, w) // inside: the caller checked
+		dst[j] = uint32(v)
+		bit += int(w)
+	}
 }
 
 // levelsBitmap decodes n definition levels of a column whose maximum level
