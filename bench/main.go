@@ -36,6 +36,7 @@ import (
 )
 
 func main() {
+	runWarm()
 	if err := cli(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -351,6 +351,7 @@ func machineRecord(cfg config, d *dataset, peers *nodePeers) *record {
 		r.set("command", cfg.Command)
 	}
 	r.set("go_version", runtime.Version())
+	r.set("godebug", os.Getenv("GODEBUG"))
 	r.set("goos", runtime.GOOS).set("goarch", runtime.GOARCH)
 	r.set("cores", runtime.NumCPU()).set("gomaxprocs", runtime.GOMAXPROCS(0))
 	r.set("cpu_model", cpuModel())

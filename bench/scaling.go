@@ -94,43 +94,43 @@ func (e *env) scaling(ctx context.Context) error {
 // right, so the ratio compares a setting with itself as often as not:
 // twice the usual repetitions keep noise from passing for a difference.
 func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bool) error {
-	type setting struct {
-		rc      int // ReadConcurrency; 0: the default
-		arrowgo bool
-	}
-	configs := []setting{{}}
-	for _, rc := range sweepReadConcurrency(procs) {
-		configs = append(configs, setting{rc: rc})
-	}
-	if !shuffle {
-		configs = append(configs, setting{arrowgo: true})
-	}
+	configs := append([]int{0}, sweepReadConcurrency(procs)...) // ReadConcurrency; 0: the default
 	samples := make([]sample, len(configs))
 	// DuckDB's aggregate on as many threads as the line's cores (nativeRuns
-	// takes GOMAXPROCS), once per repetition, in storage order only: the
-	// fastest reader of the same files on the same cores.
+	// takes GOMAXPROCS) and arrow-go on as many goroutines, once per
+	// repetition before sluice's settings, in storage order only: the
+	// fastest reader of the same files, and arrow-go's own. They start the
+	// repetition rather than take a turn among the settings: in a turn, the
+	// setting after arrow-go's was always the same one, and paid for the
+	// heap arrow-go had just freed.
 	var native *nativeRuns
+	var ag sample
 	if !shuffle {
 		native = e.nativeRuns(e.data.files, nil, e.data.spec.Rows())
 	}
+	stream := func(rc int) (measurement, error) {
+		o := e.opts()
+		o.Shuffle, o.Seed = shuffle, 42
+		o.ReadConcurrency = rc
+		return measureStream(ctx, streamRun{urls: []string{e.data.dir}, opts: o})
+	}
 	for rep := range 2 * max(e.cfg.Reps, 1) {
-		if native != nil {
+		if !shuffle {
 			native.run(ctx, 1)
+			runtime.GC()
+			m, err := measureArrowGo(ctx, e.data.files, e.cfg.BatchSize, procs)
+			if err == nil {
+				err = expectRows(m, e.data.spec.Rows())
+			}
+			if err != nil {
+				return err
+			}
+			ag.add(m)
 		}
 		for k := range configs {
 			i := (k + rep) % len(configs)
-			c := configs[i]
 			runtime.GC()
-			var m measurement
-			var err error
-			if c.arrowgo {
-				m, err = measureArrowGo(ctx, e.data.files, e.cfg.BatchSize, procs)
-			} else {
-				o := e.opts()
-				o.Shuffle, o.Seed = shuffle, 42
-				o.ReadConcurrency = c.rc
-				m, err = measureStream(ctx, streamRun{urls: []string{e.data.dir}, opts: o})
-			}
+			m, err := stream(configs[i])
 			if err == nil {
 				err = expectRows(m, e.data.spec.Rows())
 			}
@@ -145,26 +145,20 @@ func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bo
 	r := e.result(scalingLine(procs, order), samples[0])
 	r.set("gomaxprocs", procs)
 	r.set("options", fmt.Sprintf("defaults (%s), Shuffle %v", defaultConcurrency(procs), shuffle))
-	var sweep []int
 	var sweepRates []float64
-	best := -1
-	for i, c := range configs {
-		if i == 0 || c.arrowgo {
-			continue
-		}
-		sweep = append(sweep, c.rc)
+	best := 1
+	for i := 1; i < len(configs); i++ {
 		sweepRates = append(sweepRates, round(samples[i].m.rowsPerSec()))
-		if best < 0 || samples[i].m.rowsPerSec() > samples[best].m.rowsPerSec() {
+		if samples[i].m.rowsPerSec() > samples[best].m.rowsPerSec() {
 			best = i
 		}
 	}
-	r.set("sweep_read_concurrency", sweep)
+	r.set("sweep_read_concurrency", configs[1:])
 	r.set("sweep_rows_per_s", sweepRates)
-	r.set("best_read_concurrency", configs[best].rc)
+	r.set("best_read_concurrency", configs[best])
 	r.set("best_rows_per_s", samples[best].m.rowsPerSec())
 	r.set("ratio_default_vs_best", samples[0].m.rowsPerSec()/samples[best].m.rowsPerSec())
 	if !shuffle {
-		ag := samples[len(samples)-1]
 		r.set("arrowgo_goroutines", procs)
 		r.set("arrowgo_rows_per_s", ag.m.rowsPerSec())
 		r.set("arrowgo_runs_rows_per_s", roundAll(ag.rates))
