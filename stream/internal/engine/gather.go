@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -481,10 +482,11 @@ func gatherVar[O int32 | int64](dt arrow.DataType, in []arrow.ArrayData, g *gath
 	case g.inv != nil:
 		at := 0
 		for k, p := range in {
-			o := offs[k]
-			for j := range p.Len() {
-				i := g.inv[at+j]
-				copy(vals[out[i]:out[i+1]], data[k][o[j]:o[j+1]])
+			o, d := offs[k], data[k]
+			inv := g.inv[at : at+p.Len()]
+			for j, i := range inv {
+				a, b := o[j], o[j+1]
+				moveExact(vals[out[i]:out[i]+b-a], d[a:b])
 			}
 			at += p.Len()
 		}
@@ -513,6 +515,28 @@ func putValue[O int32 | int64](vals, src []byte, at, a, b O) {
 		return
 	}
 	copy(vals[at:at+b-a], src[a:b])
+}
+
+// moveExact copies src to dst (of the same length) without a call for a
+// value of 4 to 32 bytes: two overlapping loads and stores of the widest
+// size that fits. It writes nothing outside dst, so values can be written in
+// any order (a permutation writes them at random, where putValue's
+// overshoot would clobber values already in place).
+func moveExact(dst, src []byte) {
+	n := len(src)
+	switch {
+	case n > 32 || n < 4 || len(dst) != n:
+		copy(dst, src)
+	case n > 16:
+		*(*[16]byte)(dst) = [16]byte(src)
+		*(*[16]byte)(dst[n-16:]) = [16]byte(src[n-16:])
+	case n >= 8:
+		binary.LittleEndian.PutUint64(dst, binary.LittleEndian.Uint64(src))
+		binary.LittleEndian.PutUint64(dst[n-8:], binary.LittleEndian.Uint64(src[n-8:]))
+	default:
+		binary.LittleEndian.PutUint32(dst, binary.LittleEndian.Uint32(src))
+		binary.LittleEndian.PutUint32(dst[n-4:], binary.LittleEndian.Uint32(src[n-4:]))
+	}
 }
 
 // varData is the string or binary column of the gathered offsets and
