@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,13 @@ func genColumns() []genColumn {
 // nulls: 0 none (required columns), 1 some, 2 all.
 func writeGenerated(t *testing.T, path string, cols []genColumn, enc pq.Encoding, codec compress.Compression, nulls int, v2 bool, rows int) {
 	t.Helper()
+	writeGeneratedIn(t, path, cols, enc, codec, nulls, v2, rows, 1500, 700)
+}
+
+// writeGeneratedIn is writeGenerated in row groups of groupRows rows and
+// data pages of about pageBytes bytes.
+func writeGeneratedIn(t *testing.T, path string, cols []genColumn, enc pq.Encoding, codec compress.Compression, nulls int, v2 bool, rows, groupRows int, pageBytes int64) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(len(path)), uint64(rows)))
 	fields := make([]arrow.Field, len(cols))
 	arrs := make([]arrow.Array, len(cols))
@@ -296,8 +304,8 @@ func writeGenerated(t *testing.T, path string, cols []genColumn, enc pq.Encoding
 		version = pq.DataPageV2
 	}
 	opts := []pq.WriterProperty{
-		pq.WithCompression(codec), pq.WithDataPageVersion(version), pq.WithDataPageSize(700),
-		pq.WithMaxRowGroupLength(1500), pq.WithDictionaryPageSizeLimit(1 << 20), pq.WithBatchSize(97),
+		pq.WithCompression(codec), pq.WithDataPageVersion(version), pq.WithDataPageSize(pageBytes),
+		pq.WithMaxRowGroupLength(int64(groupRows)), pq.WithDictionaryPageSizeLimit(1 << 20), pq.WithBatchSize(97),
 	}
 	if enc == pq.Encodings.RLEDict {
 		opts = append(opts, pq.WithDictionaryDefault(true))
@@ -317,7 +325,7 @@ func writeGenerated(t *testing.T, path string, cols []genColumn, enc pq.Encoding
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := pqarrow.WriteTable(tbl, f, 1500, pq.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
+	if err := pqarrow.WriteTable(tbl, f, int64(groupRows), pq.NewWriterProperties(opts...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
@@ -326,6 +334,25 @@ func writeGenerated(t *testing.T, path string, cols []genColumn, enc pq.Encoding
 // written in every encoding, codec, page version and nullability it reads
 // (and Brotli, which it leaves to arrow-go), with pages a few hundred bytes
 // long so that batches cross pages and row groups.
+// TestFastDecodeLongPages reads dictionary-encoded pages of more indices
+// than flatdecode unpacks at a time (4096), whole and in batches that end
+// inside a stretch.
+func TestFastDecodeLongPages(t *testing.T) {
+	var cols []genColumn
+	for _, c := range genColumns() {
+		if slices.Contains(c.encs, pq.Encodings.RLEDict) {
+			cols = append(cols, c)
+		}
+	}
+	for nulls := range 2 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("long_pages_nulls%d.parquet", nulls))
+		writeGeneratedIn(t, path, cols, pq.Encodings.RLEDict, compress.Codecs.Snappy, nulls, nulls == 1, 3*4096+100, 1<<20, 1<<20)
+		for _, batch := range []int{1 << 20, 5000} {
+			compareFile(t, path, batch)
+		}
+	}
+}
+
 func TestFastDecodeGenerated(t *testing.T) {
 	dir := t.TempDir()
 	all := genColumns()

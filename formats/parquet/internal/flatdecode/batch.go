@@ -400,16 +400,26 @@ func (r *Reader) physical(dst []byte, m int) error {
 			}
 		}
 	default: // dictionary
-		r.u32 = grow(r.u32, m)
-		if err := c.hy.next(r.u32); err != nil {
-			return err
-		}
-		if bad := gatherFixed(dst[:m*pw], r.dict.fixed[:r.dict.count*pw], r.u32, pw); bad >= 0 {
-			return fmt.Errorf("dictionary index %d of %d values", r.u32[bad], r.dict.count)
+		// A stretch of indices at a time, unpacked and used while they
+		// are in the core's first cache.
+		dict := r.dict.fixed[:r.dict.count*pw]
+		for at := 0; at < m; at += indexStretch {
+			k := min(indexStretch, m-at)
+			r.u32 = grow(r.u32, k)
+			if err := c.hy.next(r.u32); err != nil {
+				return err
+			}
+			if bad := gatherFixed(dst[at*pw:(at+k)*pw], dict, r.u32, pw); bad >= 0 {
+				return fmt.Errorf("dictionary index %d of %d values", r.u32[bad], r.dict.count)
+			}
 		}
 	}
 	return nil
 }
+
+// indexStretch is how many dictionary indices are unpacked at a time
+// before their values are gathered: 16 KiB of them.
+const indexStretch = 4096
 
 // gatherFixed writes the dictionary values (of pw bytes, 4 or 8) idx names
 // to out, and returns -1, or the position of the first index past the
@@ -551,19 +561,21 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 		c.plainPos += size
 		c.lenPos += m
 	} else {
-		r.u32 = grow(r.u32, m)
-		if err := c.hy.next(r.u32); err != nil {
-			return 0, err
-		}
-		count := uint32(r.dict.count)
-		for _, ix := range r.u32 {
-			if ix >= count {
-				return 0, fmt.Errorf("dictionary index %d of %d values", ix, count)
-			}
-			r.lens = append(r.lens, int64(r.dict.offs[ix+1]-r.dict.offs[ix]-4))
-		}
 		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
-		r.idx = append(r.idx, r.u32...)
+		offs := r.dict.offs[:r.dict.count+1]
+		for at := 0; at < m; at += indexStretch {
+			r.u32 = grow(r.u32, min(indexStretch, m-at))
+			if err := c.hy.next(r.u32); err != nil {
+				return 0, err
+			}
+			for _, ix := range r.u32 {
+				if int(ix) >= len(offs)-1 {
+					return 0, fmt.Errorf("dictionary index %d of %d values", ix, r.dict.count)
+				}
+				r.lens = append(r.lens, int64(offs[ix+1]-offs[ix]-4))
+			}
+			r.idx = append(r.idx, r.u32...)
+		}
 	}
 	lens := r.lens[first:]
 	limit := int64(math.MaxInt64)
