@@ -3,6 +3,7 @@ package engine
 import (
 	"math/bits"
 	"sync"
+	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -75,6 +76,10 @@ func classSize(n int) int {
 
 func (r *recycler) Allocate(size int) []byte { return r.allocate(size, true) }
 
+// AllocateUnzeroed hands out a buffer whose every byte its caller sets
+// (flatdecode's, see flatdecode.UnzeroedAllocator).
+func (r *recycler) AllocateUnzeroed(size int) []byte { return r.allocate(size, false) }
+
 func (r *recycler) Reallocate(size int, b []byte) []byte { return r.reallocate(size, b, true) }
 
 // allocate hands out a buffer of size bytes, zeroed if zero is set.
@@ -92,8 +97,15 @@ func (r *recycler) allocate(size int, zero bool) []byte {
 		r.out[&whole[0]] = whole
 		r.mu.Unlock()
 		b := whole[:size:size]
-		if zero {
+		switch {
+		case zero:
 			clear(b) // a fresh buffer comes zeroed, a reused one does not
+		case testing.Testing():
+			// A byte its writer leaves unset shows as a wrong value
+			// in the tests, not as a zero that happened to be right.
+			for i := range b {
+				b[i] = 0xa5
+			}
 		}
 		return b
 	}

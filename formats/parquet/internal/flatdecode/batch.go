@@ -245,8 +245,23 @@ func (r *Reader) alloc(n int) *memory.Buffer {
 	if n == 0 {
 		return memory.NewBufferBytes(nil)
 	}
-	b := r.mem.Allocate(n)
+	var b []byte
+	if u, ok := r.mem.(UnzeroedAllocator); ok {
+		b = u.AllocateUnzeroed(n)
+	} else {
+		b = r.mem.Allocate(n)
+	}
 	return memory.NewBufferWithAllocator(b[:n:n], r.mem)
+}
+
+// UnzeroedAllocator is an allocator that can hand out a buffer without
+// zeroing it first. Next sets every byte of each buffer it allocates (the
+// bits past a bitmap's last row included), so where its allocator offers
+// this, as a shuffled read's recycler does, it takes it: zeroing a buffer
+// about to be written whole costs a shuffled read of numeric columns a few
+// percent of its CPU.
+type UnzeroedAllocator interface {
+	AllocateUnzeroed(size int) []byte
 }
 
 // Next decodes the next n rows into an array of the column's type.
