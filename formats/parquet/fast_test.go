@@ -330,10 +330,6 @@ func writeGeneratedIn(t *testing.T, path string, cols []genColumn, enc pq.Encodi
 	}
 }
 
-// TestFastDecodeGenerated compares the own decoder with arrow-go's on files
-// written in every encoding, codec, page version and nullability it reads
-// (and Brotli, which it leaves to arrow-go), with pages a few hundred bytes
-// long so that batches cross pages and row groups.
 // TestFastDecodeLongPages reads dictionary-encoded pages of more indices
 // than flatdecode unpacks at a time (4096), whole and in batches that end
 // inside a stretch.
@@ -353,6 +349,10 @@ func TestFastDecodeLongPages(t *testing.T) {
 	}
 }
 
+// TestFastDecodeGenerated compares the own decoder with arrow-go's on files
+// written in every encoding, codec, page version and nullability it reads
+// (and Brotli, which it leaves to arrow-go), with pages a few hundred bytes
+// long so that batches cross pages and row groups.
 func TestFastDecodeGenerated(t *testing.T) {
 	dir := t.TempDir()
 	all := genColumns()
