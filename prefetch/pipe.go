@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,6 +48,8 @@ type pipe[T, U any] struct {
 
 	slots   []slot[T, U]
 	yielded int
+	// taking mirrors yielded for [Waited], which reads it without the lock.
+	taking  atomic.Int64
 	started int
 	taken   int
 
@@ -305,7 +308,11 @@ func (p *pipe[T, U]) call(i int, in T) (out U, size int64, err error) {
 			err = &PanicError{Stage: p.st.Name, Index: i, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	out, err = p.st.Fn(p.ctx, in)
+	ctx := p.ctx
+	if p.st.Waited {
+		ctx = context.WithValue(ctx, waitedKey{}, turn{i: int64(i), next: &p.taking})
+	}
+	out, err = p.st.Fn(ctx, in)
 	if err != nil {
 		var zero U
 		return zero, 0, &ItemError{Stage: p.st.Name, Index: i, Err: err}
@@ -338,6 +345,7 @@ func (p *pipe[T, U]) next() (out U, err error, ok bool) {
 			out, err, ok = s.out, s.err, true
 			s.out, s.err, s.done = zero, nil, false
 			p.yielded++
+			p.taking.Store(int64(p.yielded))
 			if err == nil {
 				p.ready--
 				p.readyBytes -= s.size

@@ -61,6 +61,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sync/atomic"
 	"time"
 )
 
@@ -133,6 +134,33 @@ type Stage[T, U any] struct {
 	//
 	// The default (all nil) reports nothing and costs nothing.
 	Hooks Hooks
+
+	// Waited makes [Waited] answer for the contexts Fn is given, so that Fn can spend more
+	// goroutines on the item the consumer waits for than on the others. It costs a context per
+	// item, which is why it is off unless asked for.
+	//
+	// The default (false) leaves Waited false for every item.
+	Waited bool
+}
+
+// waitedKey is the context key of an item's [turn].
+type waitedKey struct{}
+
+// turn is where an item stands: its index, and the index the consumer takes next.
+type turn struct {
+	i    int64
+	next *atomic.Int64
+}
+
+// Waited reports whether the consumer waits for the item whose Fn was given ctx: every item
+// before it has been yielded, so nothing more reaches the consumer until this one is done. While
+// several items are in Fn at once, the consumer gets its next result soonest if that one's work
+// goes on more goroutines than the others'; a Fn whose work splits (the columns of a batch, say)
+// can ask, at each step, whether its item is that one now. It is false for a context of a stage
+// without Stage.Waited, and for any other context.
+func Waited(ctx context.Context) bool {
+	t, ok := ctx.Value(waitedKey{}).(turn)
+	return ok && t.next.Load() == t.i
 }
 
 // Hooks let a caller watch a stage, typically to feed gauges and counters. Every field may be

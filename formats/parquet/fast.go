@@ -55,7 +55,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 			}
 			defer cols.release()
-			cols.known, cols.spread = fx.known, fx.spread
+			cols.known, cols.spread, cols.waited = fx.known, fx.spread, fx.waited
 			return cols.readPaged(ctx, lo, hi, schema, mem, fx, yield)
 		}
 	case arrowGo:
@@ -70,7 +70,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 		}
 		defer cols.release()
-		cols.known, cols.spread = fx.known, fx.spread
+		cols.known, cols.spread, cols.waited = fx.known, fx.spread, fx.waited
 		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
 	}
 }
@@ -87,6 +87,7 @@ type mixedColumns struct {
 	mem    memory.Allocator
 	known  *knownUTF8 // where next puts the columns flatdecode found UTF-8
 	spread bool       // next may decode the fast columns on idle cores
+	waited func() bool
 }
 
 // spreadBatches counts the batches next decoded on more than one
@@ -102,7 +103,11 @@ var decoding atomic.Int64
 const minSpread = 1024
 
 // workers is how many goroutines next decodes the n-row batch's fast
-// columns on: up to a Decode call's share of the cores.
+// columns on: up to a Decode call's share of the cores, or up to all of
+// them where the reader waits for this decode (formats.WithWaited). The
+// waited-for decode's goroutines then share the cores with the other
+// decodes' as the scheduler shares them, evenly, so it ends sooner and
+// the others a little later: what the reader takes next comes first.
 func (m *mixedColumns) workers(n int64) int {
 	k := 0
 	for _, f := range m.fast {
@@ -112,6 +117,9 @@ func (m *mixedColumns) workers(n int64) int {
 	}
 	if !m.spread || k < 2 || n < minSpread {
 		return 1
+	}
+	if m.waited != nil && m.waited() {
+		return min(k, runtime.GOMAXPROCS(0))
 	}
 	return min(k, runtime.GOMAXPROCS(0)/int(max(decoding.Load(), 1)))
 }

@@ -13,3 +13,10 @@ func SpreadBatches() int64 { return spreadBatches.Load() }
 // RecycledBuffers is how many fetched buffers have been handed to later
 // fetches.
 func RecycledBuffers() int64 { return recycledBufs.Load() }
+
+// HoldDecodes counts n more decodes under way, as if other reads took the
+// cores, until the returned func is called.
+func HoldDecodes(n int64) func() {
+	decoding.Add(n)
+	return func() { decoding.Add(-n) }
+}

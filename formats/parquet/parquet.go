@@ -580,7 +580,7 @@ func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parq
 		}
 		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
 		read := chooseRead(arrowGo, src, meta, fe, rg)
-		fx := fixes{convert: meta.convert, first: first, known: known, spread: spread}
+		fx := fixes{convert: meta.convert, first: first, known: known, spread: spread, waited: func() bool { return formats.Waited(ctx) }}
 		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
 			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
 		})
@@ -909,6 +909,10 @@ type fixes struct {
 	// spread lets flatdecode's columns of a batch be decoded on idle
 	// cores (Format.SerialColumns).
 	spread bool
+	// waited reports whether the reader waits for this decode now
+	// (formats.WithWaited): its columns are then spread whatever the
+	// other decodes.
+	waited func() bool
 }
 
 // project reorders rec's columns to schema, keeps rows [off, off+n),

@@ -10,6 +10,7 @@ import (
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 )
 
@@ -52,6 +53,37 @@ func TestSpreadColumns(t *testing.T) {
 			if n := smem.CurrentAlloc(); n != 0 && enc != pq.Encodings.DeltaBinaryPacked && enc != pq.Encodings.DeltaLengthByteArray {
 				t.Errorf("%s %v: %d bytes outstanding", enc, cut, n)
 			}
+		}
+	}
+}
+
+// A decode the reader waits for spreads its columns even when other
+// decodes hold every core, and makes the same batches; one it does not
+// wait for decodes on its own goroutine then.
+func TestSpreadWaited(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	defer parquet.HoldDecodes(64)()
+	path := filepath.Join(t.TempDir(), "waited.parquet")
+	writeGenerated(t, path, genColumns(), pq.Encodings.Plain, compress.Codecs.Snappy, 1, false, 4000)
+	bg := context.Background()
+	serial, _, err := readFormatRange(bg, path, parquet.Format{SerialColumns: true}, 1<<20, 0, 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseBatches(serial)
+	for _, waited := range []bool{false, true} {
+		before := parquet.SpreadBatches()
+		ctx := formats.WithWaited(bg, func() bool { return waited })
+		got, _, err := readFormatRange(ctx, path, parquet.Format{}, 1<<20, 0, 4000)
+		if err != nil {
+			t.Fatalf("waited %v: %v", waited, err)
+		}
+		if err := sameBatches(got, serial); err != nil {
+			t.Errorf("waited %v: %v", waited, err)
+		}
+		releaseBatches(got)
+		if spread := parquet.SpreadBatches() > before; spread != waited {
+			t.Errorf("waited %v: columns spread %v, want %v", waited, spread, waited)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -43,11 +45,14 @@ type gatherPart struct {
 
 // gatherPlan is where every output row of a gather comes from.
 type gatherPlan struct {
-	recs  []arrow.RecordBatch // every part's record batches, in part order
-	n     int                 // output rows
-	src   []source            // per output row; see sources
-	parts []gatherPart
-	spans []span // src as runs; nil where runs are too short to pay
+	recs []arrow.RecordBatch // every part's record batches, in part order
+	n    int                 // output rows
+	src  []source            // per output row; see sources
+	// srcOnce makes sources safe for a gather's columns on several
+	// goroutines.
+	srcOnce sync.Once
+	parts   []gatherPart
+	spans   []span // src as runs; nil where runs are too short to pay
 	// inv, where the gather is a permutation of all the rows of its record
 	// batches, is the output row of each of their rows (in record batch
 	// order): the gather can then read its sources in order and write at
@@ -128,14 +133,17 @@ func newPermutePlan(w *window, order []int32) *gatherPlan {
 
 // sources returns where each output row comes from, computing it once.
 func (g *gatherPlan) sources() []source {
-	if g.src == nil {
+	g.srcOnce.Do(func() {
+		if g.src != nil {
+			return
+		}
 		g.src = make([]source, 0, g.n)
 		base := int32(0)
 		for _, p := range g.parts {
 			g.src = locate(g.src, p.w.starts, p.idx, base)
 			base += int32(len(p.w.recs))
 		}
-	}
+	})
 	return g.src
 }
 
@@ -213,43 +221,93 @@ func gather(ctx context.Context, schema *arrow.Schema, parts []gatherPart, mem m
 
 // gatherBy builds the batch of plan g.
 func gatherBy(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator) (arrow.RecordBatch, error) {
-	parts := g.parts
+	return gatherOn(ctx, schema, g, mem, 1)
+}
+
+// gatherOn builds the batch of plan g, its columns gathered on up to
+// workers goroutines (the calling one included), all joined before it
+// returns. mem must be safe for concurrent use where workers > 1.
+func gatherOn(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator, workers int) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
+	errs := make([]error, len(cols))
+	if workers = min(workers, len(cols)); workers > 1 {
+		var next atomic.Int64
+		work := func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(cols) {
+					return
+				}
+				cols[c], errs[c] = gatherColumnGuarded(ctx, schema, g, mem, c)
 			}
+		}
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Go(work)
+		}
+		work()
+		wg.Wait()
+	} else {
+		for c := range cols {
+			if cols[c], errs[c] = gatherColumn(ctx, schema, g, mem, c); errs[c] != nil {
+				break
+			}
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
+			}
+			return nil, err
+		}
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(g.n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
+// gatherColumnGuarded is gatherColumn on a goroutine of gatherOn's, where
+// no stage is there to recover a panic: it becomes the column's error.
+func gatherColumnGuarded(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator, c int) (a arrow.Array, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			a, err = nil, fmt.Errorf("gather column %q panicked: %v", schema.Field(c).Name, p)
 		}
 	}()
+	return gatherColumn(ctx, schema, g, mem, c)
+}
+
+// gatherColumn gathers column c of plan g.
+func gatherColumn(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator, c int) (arrow.Array, error) {
 	in := make([]arrow.ArrayData, len(g.recs))
-	for c := range cols {
-		for k, r := range g.recs {
-			in[k] = r.Column(c).Data()
-		}
-		dt := schema.Field(c).Type
-		var d arrow.ArrayData
-		switch {
-		case dt.ID() == arrow.BOOL:
-			d = gatherBool(dt, in, g, mem)
-		case dt.ID() == arrow.STRING || dt.ID() == arrow.BINARY:
-			d = gatherVar[int32](dt, in, g, mem, arrow.Int32Traits.CastFromBytes)
-		case dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY:
-			d = gatherVar[int64](dt, in, g, mem, arrow.Int64Traits.CastFromBytes)
-		case fixedWidth(dt):
-			d = gatherFixed(dt, in, g, mem)
-		default:
-			a, err := takeParts(ctx, c, parts, mem)
-			if err != nil {
-				return nil, fmt.Errorf("gather column %q: %w", schema.Field(c).Name, err)
-			}
-			cols[c] = a
-			continue
-		}
-		cols[c] = array.MakeFromData(d)
-		d.Release()
+	for k, r := range g.recs {
+		in[k] = r.Column(c).Data()
 	}
-	return array.NewRecordBatch(schema, cols, int64(g.n)), nil
+	dt := schema.Field(c).Type
+	var d arrow.ArrayData
+	switch {
+	case dt.ID() == arrow.BOOL:
+		d = gatherBool(dt, in, g, mem)
+	case dt.ID() == arrow.STRING || dt.ID() == arrow.BINARY:
+		d = gatherVar[int32](dt, in, g, mem, arrow.Int32Traits.CastFromBytes)
+	case dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY:
+		d = gatherVar[int64](dt, in, g, mem, arrow.Int64Traits.CastFromBytes)
+	case fixedWidth(dt):
+		d = gatherFixed(dt, in, g, mem)
+	default:
+		a, err := takeParts(ctx, c, g.parts, mem)
+		if err != nil {
+			return nil, fmt.Errorf("gather column %q: %w", schema.Field(c).Name, err)
+		}
+		return a, nil
+	}
+	defer d.Release()
+	return array.MakeFromData(d), nil
 }
 
 // takeParts gathers one column of a type the fast paths do not handle:

@@ -4,17 +4,22 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/prefetch"
 )
 
 // The fast gathers give exactly what arrow's Take gives on the concatenated
 // window, for every type with a fast path and one without, with nulls, and
-// from sliced record batches.
+// from sliced record batches, their columns gathered on one goroutine or
+// several (run it with -race).
 func TestGatherMatchesTake(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -113,7 +118,8 @@ func TestGatherMatchesTake(t *testing.T) {
 			// As a window is permuted once decoded.
 			g = newPermutePlan(w, idx)
 		}
-		got, err := gatherBy(context.Background(), schema, g, mem)
+		workers := []int{1, 3, 16}[trial%5%3]
+		got, err := gatherOn(context.Background(), schema, g, mem, workers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +137,7 @@ func TestGatherMatchesTake(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !array.Equal(want, got.Column(c)) {
-				t.Fatalf("trial %d column %s: gather differs from Take\n got %v\nwant %v", trial, schema.Field(c).Name, got.Column(c), want)
+				t.Fatalf("trial %d column %s (%d goroutines): gather differs from Take\n got %v\nwant %v", trial, schema.Field(c).Name, workers, got.Column(c), want)
 			}
 			if want.NullN() != got.Column(c).NullN() {
 				t.Fatalf("trial %d column %s: %d nulls, want %d", trial, schema.Field(c).Name, got.Column(c).NullN(), want.NullN())
@@ -235,5 +241,48 @@ func TestGatherVarNoBytes(t *testing.T) {
 			}
 		}
 		got.Release()
+	}
+}
+
+// A window is permuted on its share of the cores, and on as many as its
+// columns where the cut stage waits for it, whatever the other decodes.
+func TestPermuteWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	bg := context.Background()
+	for _, c := range []struct {
+		cols     int
+		rows     int64
+		decoding int64
+		want     int
+	}{
+		{1, 1 << 20, 0, 1},
+		{5, minSpreadRows - 1, 0, 1},
+		{5, 1 << 20, 1, 5},
+		{5, 1 << 20, 4, 2},
+		{5, 1 << 20, 16, 1},
+		{12, 1 << 20, 1, 8},
+	} {
+		decodingWindows.Add(c.decoding)
+		got := permuteWorkers(bg, c.cols, c.rows)
+		decodingWindows.Add(-c.decoding)
+		if got != c.want {
+			t.Errorf("%d columns, %d rows, %d windows decoding: %d goroutines, want %d", c.cols, c.rows, c.decoding, got, c.want)
+		}
+	}
+	// Waited for: every column its goroutine, up to the cores.
+	decodingWindows.Add(64)
+	defer decodingWindows.Add(-64)
+	for _, c := range [][2]int{{5, 5}, {12, 8}} {
+		st := prefetch.Stage[int, int]{Waited: true, Fn: func(ctx context.Context, cols int) (int, error) {
+			return permuteWorkers(ctx, cols, 1<<20), nil
+		}}
+		for got, err := range prefetch.Map(bg, prefetch.FromSeq(slices.Values(c[:1])), st) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c[1] {
+				t.Errorf("waited for, %d columns, 64 windows decoding: %d goroutines, want %d", c[0], got, c[1])
+			}
+		}
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/prefetch"
 	"github.com/sluicedata/sluice/split"
 )
 
@@ -186,6 +189,11 @@ func rangeOf(p split.Piece) formats.Range {
 // decodeWindow decodes a fetched window and puts its rows in their order
 // (permute).
 func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWindow) (*window, error) {
+	decodingWindows.Add(1)
+	defer decodingWindows.Add(-1)
+	// A driver that spreads a batch's columns over goroutines does so
+	// for the window the cut stage waits for, whatever the other decodes.
+	ctx = formats.WithWaited(ctx, func() bool { return prefetch.Waited(ctx) })
 	r := f.ref
 	wd := ep.Windows[r.Split][r.Window]
 	w := &window{ref: r}
@@ -311,5 +319,29 @@ func (e *Engine) permute(ctx context.Context, w *window, order []int32, mem memo
 		}
 		rc.fit(n * w.bytes)
 	}
-	return w.reorder(ctx, e.data.Schema, order, out)
+	return w.reorder(ctx, e.data.Schema, order, out, permuteWorkers(ctx, e.data.Schema.NumFields(), w.rows))
+}
+
+// decodingWindows counts the windows being decoded in the process, which
+// share its cores.
+var decodingWindows atomic.Int64
+
+// minSpreadRows is the fewest rows of a window whose columns are worth
+// permuting on more than one goroutine.
+const minSpreadRows = 4096
+
+// permuteWorkers is how many goroutines a window of rows rows and cols
+// columns is permuted on: its share of the cores among the windows being
+// decoded, or all of them where the cut stage waits for it. A window's
+// columns permute independently, and the cut stage can hand nothing on
+// until the window it waits for is in order, so that one goes first.
+func permuteWorkers(ctx context.Context, cols int, rows int64) int {
+	if cols < 2 || rows < minSpreadRows {
+		return 1
+	}
+	procs := runtime.GOMAXPROCS(0)
+	if prefetch.Waited(ctx) {
+		return min(cols, procs)
+	}
+	return max(1, min(cols, procs/int(max(decodingWindows.Load(), 1))))
 }

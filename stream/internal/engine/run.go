@@ -233,6 +233,9 @@ func (it *iteration) decodeStage(ctx context.Context, fetched iter.Seq2[*fetched
 		MaxBytes:    it.o.PrefetchBytes,
 		Size:        func(w *window) int64 { return w.bytes },
 		Fn:          it.decode,
+		// The cut stage takes windows in order: the one it waits for
+		// gets more goroutines than the others (prefetch.Waited).
+		Waited: true,
 		ReleaseIn: func(f *fetchedWindow) {
 			f.release()
 			if f.kept != nil {

@@ -132,14 +132,15 @@ func (k *keptWindows) drop() {
 // on the decode goroutines, beside the decoding that made the window.
 //
 // order may also name some of the rows only (a window of passes, whose
-// pieces decode rows of other passes too): those are dropped.
-func (w *window) reorder(ctx context.Context, schema *arrow.Schema, order []int32, mem memory.Allocator) error {
+// pieces decode rows of other passes too): those are dropped. The columns
+// are gathered on up to workers goroutines.
+func (w *window) reorder(ctx context.Context, schema *arrow.Schema, order []int32, mem memory.Allocator, workers int) error {
 	w.order = order
 	plan := newPermutePlan
 	if int64(len(order)) != w.rows {
 		plan = func(w *window, order []int32) *gatherPlan { return newGatherPlan([]gatherPart{{w, order}}) }
 	}
-	rec, err := gatherBy(ctx, schema, plan(w, order), mem)
+	rec, err := gatherOn(ctx, schema, plan(w, order), mem, workers)
 	if err != nil {
 		return err
 	}
