@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -196,6 +197,8 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	ctx = formats.WithWaited(ctx, func() bool { return prefetch.Waited(ctx) })
 	r := f.ref
 	wd := ep.Windows[r.Split][r.Window]
+	early := drawOrderEarly(ep, r)
+	defer early.wait()
 	w := &window{ref: r}
 	w.refs.n = 1
 	segments := make([]int64, 0, len(f.pieces))
@@ -231,7 +234,10 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 		w.release()
 		return nil, fmt.Errorf("stream: epoch %d split %d window %d: %d rows is more than a window can order (ShuffleWindow bounds it where counts are known)", ep.Epoch, r.Split, r.Window, w.rows)
 	}
-	order := ep.RowOrder(r, segments)
+	order := early.take(segments)
+	if order == nil {
+		order = ep.RowOrder(r, segments)
+	}
 	switch {
 	case keep != nil && order == nil:
 		order = keep // the kept rows in storage order
@@ -252,6 +258,63 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	}
 	e.skips.record(r, skipped)
 	return w, nil
+}
+
+// earlyOrder is a window's row order drawn while its pieces decode, from
+// the rows the plan says they keep: a window's order is a draw per row
+// that waits for nothing but the pieces' row counts, and drawn after the
+// decode it is on the window's path to the consumer, on one goroutine.
+type earlyOrder struct {
+	segments []int64 // the pieces' rows it was drawn for
+	order    []int32
+	done     chan struct{}
+}
+
+// drawOrderEarly starts drawing window r's order where the epoch shuffles
+// and the plan knows every piece's rows; otherwise it returns nil.
+func drawOrderEarly(ep *split.Epoch, r split.WindowRef) *earlyOrder {
+	if !ep.Order.Shuffle {
+		return nil
+	}
+	pieces := ep.Pieces(r)
+	segments := make([]int64, len(pieces))
+	for i, p := range pieces {
+		if segments[i] = p.Rows(); segments[i] < 0 {
+			return nil
+		}
+	}
+	e := &earlyOrder{segments: segments, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		// A panic leaves no order: the decode then draws it on its own
+		// goroutine, where the stage recovers it.
+		defer func() { _ = recover() }()
+		e.order = ep.RowOrder(r, segments)
+	}()
+	return e
+}
+
+// take returns the order drawn early if it was drawn for the rows the
+// pieces turned out to keep (segments), or nil: the order is a function
+// of those counts, so it is the order the decode would draw.
+func (e *earlyOrder) take(segments []int64) []int32 {
+	if e == nil {
+		return nil
+	}
+	<-e.done
+	if !slices.Equal(e.segments, segments) {
+		return nil
+	}
+	order := e.order
+	e.order = nil
+	return order
+}
+
+// wait returns once the draw is over, so that none outlives its decode.
+func (e *earlyOrder) wait() {
+	if e != nil {
+		<-e.done
+	}
 }
 
 // passRows is, where the epoch reads its chunks in passes, the rows of
