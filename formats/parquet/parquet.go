@@ -77,7 +77,8 @@ type Format struct {
 	// up to cores/reads goroutines, joined before the batch is delivered
 	// (the batch is the same either way). This spreads one large row
 	// group over idle cores; with as many reads as cores it changes
-	// nothing.
+	// nothing, but for the read the reader says it waits for
+	// (formats.WithWaited), whose columns get up to a goroutine each.
 	SerialColumns bool
 }
 

@@ -23,7 +23,11 @@
 //     request shared by the windows that need them.
 //   - decode (run.go, read.go) is CPU: it turns the bytes into Arrow record
 //     batches, one goroutine per core; permute (read.go, gather.go) then
-//     puts a shuffled window's rows in their order once, column by column.
+//     puts a shuffled window's rows in their order once, column by column
+//     (the columns on several goroutines where cores are idle, and for the
+//     window the cut stage waits for, which prefetch.Waited tells and the
+//     drivers hear of through formats.WithWaited), in the order drawn
+//     while the window decoded.
 //     A shuffled window is decoded into recycled buffers (recycle.go):
 //     permute copies its rows out, so nothing else ever sees them.
 //   - cut (cut.go) walks the schedule again on one goroutine and pairs each
