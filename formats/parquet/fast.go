@@ -105,9 +105,10 @@ const minSpread = 1024
 // workers is how many goroutines next decodes the n-row batch's fast
 // columns on: up to a Decode call's share of the cores, or up to all of
 // them where the reader waits for this decode (formats.WithWaited). The
-// waited-for decode's goroutines then share the cores with the other
-// decodes' as the scheduler shares them, evenly, so it ends sooner and
-// the others a little later: what the reader takes next comes first.
+// waited-for decode's goroutines then queue for the cores beside the
+// other decodes' and take them as those yield them (Go preempts a
+// goroutine after 10 ms): it ends sooner where its batches are long or
+// cores come free, and what the reader takes next comes first.
 func (m *mixedColumns) workers(n int64) int {
 	k := 0
 	for _, f := range m.fast {

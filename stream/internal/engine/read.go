@@ -194,7 +194,8 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	defer decodingWindows.Add(-1)
 	// A driver that spreads a batch's columns over goroutines does so
 	// for the window the cut stage waits for, whatever the other decodes.
-	ctx = formats.WithWaited(ctx, func() bool { return prefetch.Waited(ctx) })
+	stage := ctx
+	ctx = formats.WithWaited(ctx, func() bool { return prefetch.Waited(stage) })
 	r := f.ref
 	wd := ep.Windows[r.Split][r.Window]
 	early := drawOrderEarly(ep, r)
