@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"log/slog"
 	"slices"
 	"sync"
@@ -241,15 +242,17 @@ func (e *Engine) SetEpoch(n int64) error {
 
 // decodeAllocator is what windows are decoded into: recycled buffers
 // where the window is permuted (its decoded buffers are the pipeline's
-// alone), the user's allocator otherwise.
+// alone), the user's allocator otherwise. Either way, where the buffers
+// come from Go's allocator, a decoder that sets every byte of a buffer
+// may take it unzeroed (unzeroed.Offer).
 func (e *Engine) decodeAllocator() memory.Allocator {
 	if !e.opts.Shuffle || e.opts.NoRecycle {
-		return e.opts.Allocator
+		return unzeroed.Offer(e.opts.Allocator)
 	}
 	if r := e.recycled.Load(); r != nil {
 		return r
 	}
-	e.recycled.CompareAndSwap(nil, newRecycler(e.opts.Allocator))
+	e.recycled.CompareAndSwap(nil, newRecycler(unzeroed.Offer(e.opts.Allocator)))
 	return e.recycled.Load()
 }
 

@@ -131,10 +131,33 @@ func newPermutePlan(w *window, order []int32) *gatherPlan {
 	return g
 }
 
+// newConcatPlan is the plan of all the rows of recs, one batch after
+// another: each batch one run.
+func newConcatPlan(recs []arrow.RecordBatch) *gatherPlan {
+	g := &gatherPlan{recs: recs, spans: make([]span, 0, len(recs)), used: make([][2]int32, 0, len(recs))}
+	for k, r := range recs {
+		n := int32(r.NumRows())
+		g.spans = append(g.spans, span{int32(k), 0, n})
+		g.used = append(g.used, [2]int32{0, n})
+		g.n += int(n)
+	}
+	return g
+}
+
 // sources returns where each output row comes from, computing it once.
 func (g *gatherPlan) sources() []source {
 	g.srcOnce.Do(func() {
 		if g.src != nil {
+			return
+		}
+		if g.parts == nil {
+			// A concatenation: its runs are all there is.
+			g.src = make([]source, 0, g.n)
+			for _, s := range g.spans {
+				for r := range s.n {
+					g.src = append(g.src, source{s.rec, s.row + r})
+				}
+			}
 			return
 		}
 		g.src = make([]source, 0, g.n)
@@ -384,6 +407,21 @@ func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memor
 	buf := memory.NewResizableBuffer(mem)
 	buf.Resize(int(bitutil.BytesForBits(int64(g.n))))
 	out := buf.Bytes()
+	if g.spans != nil {
+		// A run's bits move as one copy.
+		at := 0
+		for _, s := range g.spans {
+			p := in[s.rec]
+			if mayBeNull(p) {
+				bitutil.CopyBitmap(p.Buffers()[0].Bytes(), p.Offset()+int(s.row), int(s.n), out, at)
+			} else {
+				bitutil.SetBitsTo(out, int64(at), int64(s.n), true)
+			}
+			at += int(s.n)
+		}
+		clearPastEnd(out, g.n)
+		return buf, g.n - bitutil.CountSetBits(out, 0, g.n)
+	}
 	nulls := 0
 	for i, s := range g.sources() {
 		p := in[s.rec]
@@ -396,7 +434,18 @@ func validity(in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) (*memor
 			nulls++
 		}
 	}
+	clearPastEnd(out, g.n)
 	return buf, nulls
+}
+
+// clearPastEnd clears the bits of a bitmap of n bits past the last, in its
+// last byte: a buffer that came unzeroed holds whatever was there, and
+// code that reads a bitmap by whole bytes or words is right only where
+// they are zero, as arrow-go's own builders leave them.
+func clearPastEnd(bitmap []byte, n int) {
+	if r := n % 8; r != 0 {
+		bitmap[n/8] &= byte(1)<<r - 1
+	}
 }
 
 func gatherFixed(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memory.Allocator) arrow.ArrayData {
@@ -462,10 +511,20 @@ func gatherBool(dt arrow.DataType, in []arrow.ArrayData, g *gatherPlan, mem memo
 	vals := memory.NewResizableBuffer(mem)
 	vals.Resize(int(bitutil.BytesForBits(int64(g.n))))
 	out := vals.Bytes()
-	for i, s := range g.sources() {
-		p := in[s.rec]
-		bitutil.SetBitTo(out, i, bitutil.BitIsSet(p.Buffers()[1].Bytes(), p.Offset()+int(s.row)))
+	if g.spans != nil {
+		at := 0
+		for _, s := range g.spans {
+			p := in[s.rec]
+			bitutil.CopyBitmap(p.Buffers()[1].Bytes(), p.Offset()+int(s.row), int(s.n), out, at)
+			at += int(s.n)
+		}
+	} else {
+		for i, s := range g.sources() {
+			p := in[s.rec]
+			bitutil.SetBitTo(out, i, bitutil.BitIsSet(p.Buffers()[1].Bytes(), p.Offset()+int(s.row)))
+		}
 	}
+	clearPastEnd(out, g.n)
 	return withValidity(dt, in, g, vals, mem)
 }
 
@@ -654,7 +713,7 @@ func (w *window) takeConcatenated(ctx context.Context, col int, idx []int32, mem
 			w.whole = w.recs[0]
 			return
 		}
-		w.whole, w.wholeErr = concat(w.recs[0].Schema(), w.recs, mem)
+		w.whole, w.wholeErr = arrowConcat(w.recs[0].Schema(), w.recs, mem)
 	})
 	if w.wholeErr != nil {
 		return nil, w.wholeErr

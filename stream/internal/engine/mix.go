@@ -502,7 +502,7 @@ func (m *Mix) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error) {
 		j.parts[0].Retain()
 		return j.parts[0], nil
 	case j.src == nil:
-		return concat(m.Schema, j.parts, mem)
+		return concat(ctx, m.Schema, j.parts, mem)
 	}
 	return interleave(ctx, m.Schema, j.parts, j.src, j.used, j.runs, mem)
 }

@@ -378,7 +378,7 @@ func (e *Engine) permute(ctx context.Context, w *window, order []int32, mem memo
 			n += int64(e.opts.PrefetchWindows) + 1
 			out = rc
 			if gathersFast(e.data.Schema) {
-				out = unzeroed{rc}
+				out = unzeroedRecycler{rc}
 			}
 		}
 		rc.fit(n * w.bytes)

@@ -110,7 +110,12 @@ func (r *recycler) allocate(size int, zero bool) []byte {
 		return b
 	}
 	r.mu.Unlock()
-	whole := r.under.Allocate(c)
+	var whole []byte
+	if u, ok := r.under.(interface{ AllocateUnzeroed(int) []byte }); ok && !zero {
+		whole = u.AllocateUnzeroed(c)
+	} else {
+		whole = r.under.Allocate(c)
+	}
 	if cap(whole) > c {
 		whole = whole[:c:c]
 	}
@@ -152,14 +157,14 @@ func (r *recycler) reallocate(size int, b []byte, zero bool) []byte {
 	return nb
 }
 
-// unzeroed is r for buffers whose every byte their writer sets (a
+// unzeroedRecycler is r for buffers whose every byte their writer sets (a
 // gather's output through its fast paths): zeroing them first would
 // write each byte twice.
-type unzeroed struct{ *recycler }
+type unzeroedRecycler struct{ *recycler }
 
-func (u unzeroed) Allocate(size int) []byte { return u.allocate(size, false) }
+func (u unzeroedRecycler) Allocate(size int) []byte { return u.allocate(size, false) }
 
-func (u unzeroed) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b, false) }
+func (u unzeroedRecycler) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b, false) }
 
 func (r *recycler) Free(b []byte) {
 	whole, ok := r.ours(b, true)
@@ -198,5 +203,5 @@ func (r *recycler) release() {
 
 var (
 	_ memory.Allocator = (*recycler)(nil)
-	_ memory.Allocator = unzeroed{}
+	_ memory.Allocator = unzeroedRecycler{}
 )

@@ -9,6 +9,7 @@
 package bufpool
 
 import (
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"math/bits"
 	"sync"
 )
@@ -38,12 +39,12 @@ func class(n int) (c, size int) {
 func Get(n int) []byte {
 	c, size := class(n)
 	if c < 0 {
-		return make([]byte, n)
+		return unzeroed.Bytes(n)
 	}
 	if p, ok := pools[c].Get().(*[]byte); ok {
 		return (*p)[:n]
 	}
-	return make([]byte, n, size)
+	return unzeroed.Bytes(size)[:n]
 }
 
 // Put hands b, from Get, to later Gets. Nothing may use b after. A buffer

@@ -1,0 +1,115 @@
+// Package unzeroed allocates byte buffers that the Go runtime does not
+// zero first, for writers that set every byte of what they allocate: the
+// Parquet decoder's value buffers, and the engine's gathers and
+// concatenations. make([]byte, n) of a buffer about to be written whole
+// writes each byte twice, and memory reused from collected buffers is
+// zeroed at the allocating goroutine's expense: a tenth of a sequential
+// read's CPU on 16 cores (docs/performance.md#unzeroed-buffers).
+//
+// The buffers come from runtime.mallocgc asked not to zero, through a
+// go:linkname the runtime keeps for the packages that use it (pebble, a
+// dependency of sluice, among them; see the list above mallocgc in
+// runtime/malloc.go). They hold no pointers, so stale bytes in them are
+// only ever wrong values, never something the collector follows: which is
+// why in test binaries every buffer is filled with 0xa5 first, so that a
+// byte its writer left unset shows as a wrong value in the value checks
+// rather than as a zero that happened to be right.
+package unzeroed
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+//go:linkname mallocgc runtime.mallocgc
+func mallocgc(size uintptr, typ unsafe.Pointer, needzero bool) unsafe.Pointer
+
+// Bytes returns a buffer of n bytes, length and capacity, whose bytes are
+// whatever the memory held.
+func Bytes(n int) []byte {
+	if n <= 0 {
+		return make([]byte, 0)
+	}
+	b := unsafe.Slice((*byte)(mallocgc(uintptr(n), nil, false)), n)
+	if testing.Testing() {
+		for i := range b {
+			b[i] = 0xa5
+		}
+	}
+	return b
+}
+
+// alignment is what arrow-go's Go allocator aligns its buffers to.
+const alignment = 64
+
+// aligned returns n unzeroed bytes starting at a multiple of alignment, as
+// arrow-go's Go allocator hands them out (capacity n, no spare room).
+func aligned(n int) []byte {
+	if n <= 0 {
+		return make([]byte, 0)
+	}
+	b := Bytes(n + alignment - 1)
+	shift := int(-uintptr(unsafe.Pointer(&b[0])) & (alignment - 1))
+	return b[shift : shift+n : shift+n]
+}
+
+// Allocator is an Arrow allocator whose every buffer comes unzeroed, for
+// writers that set every byte of the buffers they make (and call
+// Reallocate only to grow what they then write whole). Free does nothing:
+// the collector takes the buffers, as it takes those of arrow-go's Go
+// allocator.
+type Allocator struct{}
+
+func (Allocator) Allocate(size int) []byte { return aligned(size) }
+
+// AllocateUnzeroed is Allocate, for writers that ask for unzeroed
+// buffers by name (flatdecode.UnzeroedAllocator).
+func (Allocator) AllocateUnzeroed(size int) []byte { return aligned(size) }
+
+func (Allocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := aligned(size)
+	copy(nb, b)
+	return nb
+}
+
+func (Allocator) Free([]byte) {}
+
+// offering is arrow-go's Go allocator, which zeroes what Allocate hands
+// out, with unzeroed buffers for the writers that ask for them.
+type offering struct{ *memory.GoAllocator }
+
+func (offering) AllocateUnzeroed(size int) []byte { return aligned(size) }
+
+// Offer returns mem with AllocateUnzeroed added where mem is arrow-go's Go
+// allocator (memory.DefaultAllocator in a build without cgo allocators):
+// its buffers are the collector's either way. Any other allocator is
+// returned as it is: a user's allocator counts or pools what it hands out,
+// and is to see every buffer.
+func Offer(mem memory.Allocator) memory.Allocator {
+	if _, ok := mem.(*memory.GoAllocator); ok {
+		return offering{memory.NewGoAllocator()}
+	}
+	return mem
+}
+
+// Of returns the allocator writers that set every byte allocate from
+// where their buffers would come from mem: Allocator where mem is arrow-go's
+// Go allocator, or an allocator that offers unzeroed buffers itself; mem,
+// and so zeroed buffers, otherwise.
+func Of(mem memory.Allocator) (memory.Allocator, bool) {
+	switch mem.(type) {
+	case *memory.GoAllocator, offering, Allocator:
+		return Allocator{}, true
+	}
+	return mem, false
+}
+
+var (
+	_ memory.Allocator = Allocator{}
+	_ memory.Allocator = offering{}
+)

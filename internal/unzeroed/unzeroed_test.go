@@ -1,0 +1,68 @@
+package unzeroed
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// In a test binary every buffer comes filled with 0xa5, so that a writer
+// that leaves a byte unset fails the value checks; buffers are as long as
+// asked, with no spare capacity, and Allocator's are aligned as arrow-go's
+// Go allocator aligns its own.
+func TestBuffers(t *testing.T) {
+	for _, n := range []int{1, 7, 64, 100, 4096, 40000, 1 << 20} {
+		b := Bytes(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("Bytes(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		for i, v := range b {
+			if v != 0xa5 {
+				t.Fatalf("Bytes(%d)[%d] = %#x, want the test fill", n, i, v)
+			}
+		}
+		for _, a := range [][]byte{Allocator{}.Allocate(n), Allocator{}.AllocateUnzeroed(n), Offer(memory.NewGoAllocator()).(interface{ AllocateUnzeroed(int) []byte }).AllocateUnzeroed(n)} {
+			if len(a) != n || cap(a) != n {
+				t.Fatalf("allocated %d: len %d cap %d", n, len(a), cap(a))
+			}
+			if p := uintptr(unsafe.Pointer(&a[0])); p%alignment != 0 {
+				t.Fatalf("allocated %d at %#x, not %d-aligned", n, p, alignment)
+			}
+		}
+	}
+	if len(Bytes(0)) != 0 || len(Allocator{}.Allocate(0)) != 0 {
+		t.Fatal("an empty buffer is not empty")
+	}
+	grown := Allocator{}.Reallocate(300, append(Allocator{}.Allocate(10)[:0], "0123456789"...))
+	if len(grown) != 300 || string(grown[:10]) != "0123456789" {
+		t.Fatalf("Reallocate lost the bytes: %q", grown[:10])
+	}
+}
+
+// Only arrow-go's Go allocator is offered unzeroed buffers: a user's
+// allocator sees every buffer, and Allocate of the offered one still
+// zeroes.
+func TestOffer(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	if Offer(checked) != memory.Allocator(checked) {
+		t.Fatal("a checked allocator was replaced")
+	}
+	if _, ok := Offer(checked).(interface{ AllocateUnzeroed(int) []byte }); ok {
+		t.Fatal("a checked allocator offers unzeroed buffers")
+	}
+	if _, ok := Of(checked); ok {
+		t.Fatal("Of gave unzeroed buffers for a checked allocator")
+	}
+	offered := Offer(memory.DefaultAllocator)
+	for i, v := range offered.Allocate(1000) {
+		if v != 0 {
+			t.Fatalf("Allocate of the offered allocator left byte %d at %#x", i, v)
+		}
+	}
+	for _, mem := range []memory.Allocator{memory.DefaultAllocator, offered, Allocator{}} {
+		if got, ok := Of(mem); !ok || got != memory.Allocator(Allocator{}) {
+			t.Fatalf("Of(%T) = %T, %v", mem, got, ok)
+		}
+	}
+}
