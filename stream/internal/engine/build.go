@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/sluicedata/sluice/internal/unzeroed"
 	"slices"
 	"sort"
 
@@ -76,8 +75,9 @@ func appendSlices(out []arrow.RecordBatch, w *window, from, to int64) []arrow.Re
 
 // concat joins batches of one schema into one. Where every column has a
 // gather path of its own, it is a gather of each batch's rows as one run:
-// a copy of each buffer into one that needs no zeroing first (unzeroed.Of),
-// where arrow's Concatenate zeroes each buffer and then copies into it. A
+// a copy of each buffer into one that needs no zeroing first (see
+// gatherOn), where arrow's Concatenate zeroes each buffer and then copies
+// into it. A
 // sequential read concatenates the batches that span two row groups,
 // about a quarter of them where row groups are not a multiple of the
 // batch size.
@@ -85,8 +85,7 @@ func concat(ctx context.Context, schema *arrow.Schema, recs []arrow.RecordBatch,
 	if gathersFast(schema) {
 		// A batch of no rows may have no buffers at all.
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r arrow.RecordBatch) bool { return r.NumRows() == 0 })
-		out, _ := unzeroed.Of(mem)
-		return gatherBy(ctx, schema, newConcatPlan(recs), out)
+		return gatherBy(ctx, schema, newConcatPlan(recs), mem)
 	}
 	return arrowConcat(schema, recs, mem)
 }

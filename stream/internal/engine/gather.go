@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"sync"
 	"sync/atomic"
 
@@ -250,7 +251,19 @@ func gatherBy(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memo
 // gatherOn builds the batch of plan g, its columns gathered on up to
 // workers goroutines (the calling one included), all joined before it
 // returns. mem must be safe for concurrent use where workers > 1.
+//
+// Where every column has a path of its own (gathersFast), each of which
+// writes every byte of what it allocates, and mem is Go's own allocator,
+// the buffers come unzeroed (unzeroed.Of) for a gather that writes them in
+// order. Not for a permutation's scatter (g.inv): the runtime zeroes a
+// buffer in one sequential sweep that leaves it in the core's cache, where
+// the scatter's writes at random then land; into an unzeroed buffer each
+// of them fetches its line from memory first, and a shuffled read of the
+// table data on 2 cores ran 3-6% slower so.
 func gatherOn(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memory.Allocator, workers int) (arrow.RecordBatch, error) {
+	if g.inv == nil && gathersFast(schema) {
+		mem, _ = unzeroed.Of(mem)
+	}
 	cols := make([]arrow.Array, schema.NumFields())
 	errs := make([]error, len(cols))
 	if workers = min(workers, len(cols)); workers > 1 {
