@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 
@@ -550,6 +551,10 @@ func (r *Reader) booleans(out, vbits []byte, row, k, m int) error {
 func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (int64, error) {
 	c := &r.cur
 	first := len(r.lens)
+	// Room for the m lengths (and indices) at once: appended from empty,
+	// as a Reader's first batch starts, they would grow in doublings,
+	// each copying what came before.
+	r.lens = slices.Grow(r.lens, m)
 	if c.ref.h.encoding == encPlain {
 		pos := c.plainPos
 		for range m {
@@ -577,6 +582,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 		c.lenPos += m
 	} else {
 		r.segs = append(r.segs, segment{from: len(r.idx), n: m, fromDict: true, bytes: -1})
+		r.idx = slices.Grow(r.idx, m)
 		offs := r.dict.offs[:r.dict.count+1]
 		for at := 0; at < m; at += indexStretch {
 			r.u32 = grow(r.u32, min(indexStretch, m-at))
