@@ -51,8 +51,7 @@ type Format struct {
 	// MaxRequestBytes splits a request for more than this many bytes (a
 	// large column chunk, or the chunks of adjacent row groups joined) into
 	// parts fetched concurrently into one buffer, so that it arrives at the
-	// speed of several connections rather than one. Default 8 MiB from an
-	// object store, 1 MiB from a local file (see localRequestBytes); a
+	// speed of several connections rather than one. Default 8 MiB; a
 	// negative value never splits.
 	MaxRequestBytes int64
 	// InvalidUTF8 is what a read does with a string that is not UTF-8.
@@ -491,11 +490,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	if len(walked) > 0 {
 		fe.md = withOffsetIndexes(meta.readMetadata(), walked)
 	}
-	maxRequest := p.MaxRequestBytes
-	if maxRequest == 0 && f.Source.Bucket != nil && f.Source.Bucket.Scheme() == "file" {
-		maxRequest = localRequestBytes
-	}
-	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, maxRequest)
+	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
 		return nil, err // the file could not be fetched, which says nothing of its contents
 	}
@@ -686,16 +681,6 @@ func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, co
 	}
 	return spans, nil
 }
-
-// localRequestBytes is the default split of a local file's requests
-// (Format.MaxRequestBytes). A request to a store costs a round trip, which
-// large parts amortize; a local read costs the kernel's copy, one core's
-// work for the whole request. A sequential read's first window is fetched
-// together with the next windows' row groups of the same file (up to the
-// engine's JoinBytes, 8 MiB), and on 16 cores that one 8 MiB read held the
-// first decodes back 4-5 ms, a tenth of reading 8M rows; split in parts of
-// 1 MiB it is read on as many cores as are free.
-const localRequestBytes = 1 << 20
 
 // fetched fills p from a prefetched span if one holds all of it.
 func (r *chunkReader) fetched(p []byte, off int64) bool {
