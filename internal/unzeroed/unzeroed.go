@@ -97,19 +97,59 @@ func Offer(mem memory.Allocator) memory.Allocator {
 	return mem
 }
 
+// offerer is an allocator that hands out unzeroed buffers on request: an
+// offering, a shuffled read's recycler, a test's Filling.
+type offerer interface {
+	AllocateUnzeroed(size int) []byte
+}
+
 // Of returns the allocator writers that set every byte allocate from
 // where their buffers would come from mem: Allocator where mem is arrow-go's
-// Go allocator, or an allocator that offers unzeroed buffers itself; mem,
-// and so zeroed buffers, otherwise.
+// Go allocator; where mem offers unzeroed buffers itself, mem with Allocate
+// taking them (its Free and Reallocate as they are, so that what it counts
+// stays right); mem, and so zeroed buffers, otherwise.
 func Of(mem memory.Allocator) (memory.Allocator, bool) {
-	switch mem.(type) {
+	switch m := mem.(type) {
 	case *memory.GoAllocator, offering, Allocator:
 		return Allocator{}, true
+	case taking:
+		return m, true
+	case offerer:
+		return taking{mem, m}, true
 	}
 	return mem, false
+}
+
+// taking is an allocator that offers unzeroed buffers, its Allocate
+// taking them.
+type taking struct {
+	memory.Allocator
+	u offerer
+}
+
+func (t taking) Allocate(size int) []byte { return t.u.AllocateUnzeroed(size) }
+
+// Filling returns mem with AllocateUnzeroed added: a buffer of mem's own,
+// filled with 0xa5 as an unzeroed buffer is in a test binary. Tests give it
+// to a stream in place of mem, so that the paths that take unzeroed
+// buffers run, each byte they leave unset showing as a wrong value, while
+// mem (a checked allocator) still counts every buffer.
+func Filling(mem memory.Allocator) memory.Allocator { return filling{mem} }
+
+type filling struct{ memory.Allocator }
+
+func (f filling) AllocateUnzeroed(size int) []byte {
+	b := f.Allocate(size)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	return b
 }
 
 var (
 	_ memory.Allocator = Allocator{}
 	_ memory.Allocator = offering{}
+	_ memory.Allocator = taking{}
+	_ memory.Allocator = filling{}
+	_ offerer          = filling{}
 )

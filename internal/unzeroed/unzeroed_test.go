@@ -66,3 +66,32 @@ func TestOffer(t *testing.T) {
 		}
 	}
 }
+
+// Filling offers mem's own buffers as unzeroed ones, filled, and Of takes
+// them through Allocate: mem counts every buffer either way.
+func TestFilling(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	f := Filling(checked)
+	if Offer(f) != f {
+		t.Fatal("Offer replaced an allocator that offers unzeroed buffers itself")
+	}
+	got, ok := Of(f)
+	if !ok {
+		t.Fatal("Of did not take Filling's unzeroed buffers")
+	}
+	if again, _ := Of(got); again != got {
+		t.Fatal("Of wrapped its own result again")
+	}
+	b := got.Allocate(100)
+	if checked.CurrentAlloc() < 100 {
+		t.Fatalf("the checked allocator counts %d bytes, want at least 100", checked.CurrentAlloc())
+	}
+	for i, v := range b {
+		if v != 0xa5 {
+			t.Fatalf("byte %d is %#x, want the fill", i, v)
+		}
+	}
+	b = got.Reallocate(300, b)
+	got.Free(b)
+}

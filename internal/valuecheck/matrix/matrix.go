@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -422,7 +423,10 @@ func (c *Case) String() string { return c.describe() }
 // came as the case's mode promises.
 func (c *Case) Run(ctx context.Context) error {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	c.opts.Allocator = mem
+	// The paths that take unzeroed buffers, as they run with the default
+	// allocator, with every byte they leave unset showing (0xa5) and every
+	// buffer still counted.
+	c.opts.Allocator = unzeroed.Filling(mem)
 	var err error
 	switch c.mode {
 	case "epoch":
