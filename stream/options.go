@@ -284,6 +284,12 @@ type Options struct {
 	// reads every footer.
 	PlanStore *PlanStore
 	// Allocator allocates Arrow memory. Default memory.DefaultAllocator.
+	// With arrow-go's Go allocator (the default), buffers that sluice
+	// writes whole (decoded values, gathered and concatenated batches) are
+	// taken unzeroed from the runtime, which saves writing each byte
+	// twice. Any other allocator sees every buffer, zeroed as its Allocate
+	// zeroes it, unless it offers unzeroed ones itself with a method
+	// AllocateUnzeroed(size int) []byte.
 	Allocator memory.Allocator
 	// Metrics receives the pipeline's live figures. Default: a new
 	// metrics.Pipeline, available from Dataset.Metrics.
