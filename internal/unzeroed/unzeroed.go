@@ -98,7 +98,7 @@ func Offer(mem memory.Allocator) memory.Allocator {
 }
 
 // offerer is an allocator that hands out unzeroed buffers on request: an
-// offering, a shuffled read's recycler, a test's Filling.
+// offering, a shuffled read's recycler, the value matrix's filled one.
 type offerer interface {
 	AllocateUnzeroed(size int) []byte
 }
@@ -129,27 +129,8 @@ type taking struct {
 
 func (t taking) Allocate(size int) []byte { return t.u.AllocateUnzeroed(size) }
 
-// Filling returns mem with AllocateUnzeroed added: a buffer of mem's own,
-// filled with 0xa5 as an unzeroed buffer is in a test binary. Tests give it
-// to a stream in place of mem, so that the paths that take unzeroed
-// buffers run, each byte they leave unset showing as a wrong value, while
-// mem (a checked allocator) still counts every buffer.
-func Filling(mem memory.Allocator) memory.Allocator { return filling{mem} }
-
-type filling struct{ memory.Allocator }
-
-func (f filling) AllocateUnzeroed(size int) []byte {
-	b := f.Allocate(size)
-	for i := range b {
-		b[i] = 0xa5
-	}
-	return b
-}
-
 var (
 	_ memory.Allocator = Allocator{}
 	_ memory.Allocator = offering{}
 	_ memory.Allocator = taking{}
-	_ memory.Allocator = filling{}
-	_ offerer          = filling{}
 )

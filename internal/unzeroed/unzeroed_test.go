@@ -67,18 +67,30 @@ func TestOffer(t *testing.T) {
 	}
 }
 
-// Filling offers mem's own buffers as unzeroed ones, filled, and Of takes
-// them through Allocate: mem counts every buffer either way.
-func TestFilling(t *testing.T) {
+// filling offers a checked allocator's own buffers as unzeroed ones,
+// filled, as the value matrix's allocator does.
+type filling struct{ memory.Allocator }
+
+func (f filling) AllocateUnzeroed(size int) []byte {
+	b := f.Allocate(size)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	return b
+}
+
+// An allocator that offers unzeroed buffers itself is kept by Offer and
+// taken through Allocate by Of: it counts every buffer either way.
+func TestOfferer(t *testing.T) {
 	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer checked.AssertSize(t, 0)
-	f := Filling(checked)
+	var f memory.Allocator = filling{checked}
 	if Offer(f) != f {
 		t.Fatal("Offer replaced an allocator that offers unzeroed buffers itself")
 	}
 	got, ok := Of(f)
 	if !ok {
-		t.Fatal("Of did not take Filling's unzeroed buffers")
+		t.Fatal("Of did not take the offered unzeroed buffers")
 	}
 	if again, _ := Of(got); again != got {
 		t.Fatal("Of wrapped its own result again")

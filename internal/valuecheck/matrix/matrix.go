@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sluicedata/sluice/internal/unzeroed"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -419,6 +418,20 @@ func (c *Case) columns() []string {
 // String says what the case does, with every option it sets.
 func (c *Case) String() string { return c.describe() }
 
+// filling is a checked allocator that offers its own buffers as unzeroed
+// ones (AllocateUnzeroed, which the stream takes where the default
+// allocator would give unzeroed memory: see internal/unzeroed), filled
+// with 0xa5 as those are in a test binary.
+type filling struct{ *memory.CheckedAllocator }
+
+func (f filling) AllocateUnzeroed(size int) []byte {
+	b := f.Allocate(size)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	return b
+}
+
 // Run runs the case: nil if every value was its row's and every wanted row
 // came as the case's mode promises.
 func (c *Case) Run(ctx context.Context) error {
@@ -426,7 +439,7 @@ func (c *Case) Run(ctx context.Context) error {
 	// The paths that take unzeroed buffers, as they run with the default
 	// allocator, with every byte they leave unset showing (0xa5) and every
 	// buffer still counted.
-	c.opts.Allocator = unzeroed.Filling(mem)
+	c.opts.Allocator = filling{mem}
 	var err error
 	switch c.mode {
 	case "epoch":
