@@ -77,10 +77,9 @@ func appendSlices(out []arrow.RecordBatch, w *window, from, to int64) []arrow.Re
 // gather path of its own, it is a gather of each batch's rows as one run:
 // a copy of each buffer into one that needs no zeroing first (see
 // gatherOn), where arrow's Concatenate zeroes each buffer and then copies
-// into it. A
-// sequential read concatenates the batches that span two row groups,
-// about a quarter of them where row groups are not a multiple of the
-// batch size.
+// into it. A sequential read concatenates the batches that span two row
+// groups, about a quarter of them where a file's rows are not a multiple
+// of the batch size.
 func concat(ctx context.Context, schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	if gathersFast(schema) {
 		// A batch of no rows may have no buffers at all.

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/sluicedata/sluice/internal/unzeroed"
 	"log/slog"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"

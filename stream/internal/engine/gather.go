@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/sluicedata/sluice/internal/unzeroed"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // A shuffled batch is gathered straight from its windows' decoded record
@@ -253,9 +254,9 @@ func gatherBy(ctx context.Context, schema *arrow.Schema, g *gatherPlan, mem memo
 // returns. mem must be safe for concurrent use where workers > 1.
 //
 // Where every column has a path of its own (gathersFast), each of which
-// writes every byte of what it allocates, and mem is Go's own allocator,
-// the buffers come unzeroed (unzeroed.Of) for a gather that writes them in
-// order. Not for a permutation's scatter (g.inv): the runtime zeroes a
+// writes every byte of what it allocates, and mem is Go's own allocator or
+// offers unzeroed buffers, the buffers come unzeroed (unzeroed.Of) for a
+// gather that writes them in order. Not for a permutation's scatter (g.inv): the runtime zeroes a
 // buffer in one sequential sweep that leaves it in the core's cache, where
 // the scatter's writes at random then land; into an unzeroed buffer each
 // of them fetches its line from memory first, and a shuffled read of the

@@ -9,9 +9,10 @@
 package bufpool
 
 import (
-	"github.com/sluicedata/sluice/internal/unzeroed"
 	"math/bits"
 	"sync"
+
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // Buffers from 4 KiB to 256 MiB are kept; others are allocated and left to
