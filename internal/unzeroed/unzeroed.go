@@ -97,9 +97,9 @@ func Offer(mem memory.Allocator) memory.Allocator {
 	return mem
 }
 
-// offerer is an allocator that hands out unzeroed buffers on request: an
+// Offerer is an allocator that hands out unzeroed buffers on request: an
 // offering, a shuffled read's recycler, the value matrix's filled one.
-type offerer interface {
+type Offerer interface {
 	AllocateUnzeroed(size int) []byte
 }
 
@@ -114,7 +114,7 @@ func Of(mem memory.Allocator) (memory.Allocator, bool) {
 		return Allocator{}, true
 	case taking:
 		return m, true
-	case offerer:
+	case Offerer:
 		return taking{mem, m}, true
 	}
 	return mem, false
@@ -124,7 +124,7 @@ func Of(mem memory.Allocator) (memory.Allocator, bool) {
 // taking them.
 type taking struct {
 	memory.Allocator
-	u offerer
+	u Offerer
 }
 
 func (t taking) Allocate(size int) []byte { return t.u.AllocateUnzeroed(size) }

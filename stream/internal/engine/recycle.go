@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // A recycler hands the buffers a shuffled window is decoded into back to
@@ -111,7 +113,7 @@ func (r *recycler) allocate(size int, zero bool) []byte {
 	}
 	r.mu.Unlock()
 	var whole []byte
-	if u, ok := r.under.(interface{ AllocateUnzeroed(int) []byte }); ok && !zero {
+	if u, ok := r.under.(unzeroed.Offerer); ok && !zero {
 		whole = u.AllocateUnzeroed(c)
 	} else {
 		whole = r.under.Allocate(c)
