@@ -93,6 +93,13 @@ type Fetches struct {
 	// Skip, if set, names windows that are not fetched (kept decoded from
 	// an earlier iteration): no fetch takes their pieces.
 	Skip func(split.WindowRef) bool
+	// Ramp is the number of windows, the first planned, whose fetches take
+	// no later window's pieces (but those that go on in a unit, as above):
+	// the first round of decoders waits for its own bytes only. Joined, the
+	// first window of a 16-core read waited 4.3 ms for an 8 MiB fetch
+	// while its decoder, and the fifteen after it, had nothing to do.
+	Ramp    int
+	planned int
 	// claimed holds, for windows not yet planned, the groups earlier
 	// windows made of some of their pieces.
 	claimed map[split.WindowRef][]*Group
@@ -146,6 +153,11 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		}
 	}
 	pool, where = fp.goOn(r, pool, where)
+	join := int64(JoinBytes)
+	if fp.planned < fp.Ramp {
+		join = 0
+	}
+	fp.planned++
 	for _, run := range adjacentRuns(pool) {
 		// Walk the run in row order: the window's own pieces always join
 		// the current group, a later window's only under JoinBytes. A group
@@ -160,7 +172,7 @@ func (fp *Fetches) Plan(next []split.WindowRef) *Task {
 		}
 		for _, k := range run {
 			b := fp.bytes(pool[k])
-			limit := int64(JoinBytes)
+			limit := join
 			if len(group) > 0 && sameUnit(pool[group[len(group)-1]], pool[k]) {
 				limit = max(limit, fp.UnitJoinBytes)
 			}

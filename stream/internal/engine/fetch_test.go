@@ -206,8 +206,9 @@ func (s *fetchCase) checkFetch(r *rand.Rand) error {
 		if len(order) != len(all) || !sameSet(order, all) {
 			return fmt.Errorf("world %d rank %d from %v: read order %v, windows left %v", world, rank, cursors, order, all)
 		}
-		if err := s.checkGroups(order, ahead); err != nil {
-			return fmt.Errorf("world %d rank %d batch size %d Ahead %d (resumed %t): %w", world, rank, bs, ahead, resumed, err)
+		ramp := r.IntN(3) * r.IntN(len(order)+1) // none a third of the time
+		if err := s.checkGroups(order, ahead, ramp); err != nil {
+			return fmt.Errorf("world %d rank %d batch size %d Ahead %d Ramp %d (resumed %t): %w", world, rank, bs, ahead, ramp, resumed, err)
 		}
 	}
 	return nil
@@ -221,9 +222,10 @@ type member struct {
 	piece split.Piece
 }
 
-func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
+func (s *fetchCase) checkGroups(order []split.WindowRef, ahead, ramp int) error {
 	fp := NewFetches(s.ep, s.chunks, ahead)
 	fp.UnitJoinBytes = s.unitJoin
+	fp.Ramp = ramp
 	pos := map[split.WindowRef]int{}
 	for k, w := range order {
 		pos[w] = k
@@ -263,6 +265,7 @@ func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
 	// The same read order plans the same fetches.
 	again := NewFetches(s.ep, s.chunks, ahead)
 	again.UnitJoinBytes = s.unitJoin
+	again.Ramp = ramp
 	for k := range order {
 		for _, g := range again.Plan(order[k:]).Owned {
 			if g.ID >= len(made) || g.Range != made[g.ID].Range || g.Bytes != made[g.ID].Bytes {
@@ -314,8 +317,11 @@ func (s *fetchCase) checkGroups(order []split.WindowRef, ahead int) error {
 			size += b
 			bytes += b
 			limit := int64(JoinBytes)
-			if goesOn {
-				limit = s.unitJoin
+			if owner[g] < ramp {
+				limit = 0 // the first windows join nothing later
+			}
+			if i > 0 && sameUnit(ms[i-1].piece, p) {
+				limit = max(limit, s.unitJoin)
 			}
 			if m.k != owner[g] && size > limit {
 				return fmt.Errorf("group %d %+v joins piece %+v of read %d (made at read %d) at %d bytes, limit %d", g.ID, g.Range, p, m.k, owner[g], size, limit)

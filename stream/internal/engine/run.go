@@ -139,6 +139,7 @@ func (it *iteration) reads(yield func(*readTask, error) bool) {
 	s := it.schedule()
 	fp := NewFetches(it.ep, it.e.chunks, it.o.FetchConcurrency)
 	fp.UnitJoinBytes = it.e.placeBytes
+	fp.Ramp = it.o.ReadConcurrency
 	fp.Skip = func(r split.WindowRef) bool { return it.kept[r] }
 	s.RowsOf = func(r split.WindowRef) int64 { return it.rates.estimate(r, int64(it.o.BatchSize)) }
 	var pending, toFetch []split.WindowRef // read next, in order; those not kept

@@ -1,6 +1,12 @@
 package bufpool
 
-import "testing"
+import (
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"testing"
+	"time"
+)
 
 // Every size is served by a buffer of its class, at most a sixteenth
 // larger, and a buffer put back serves later Gets of its class.
@@ -23,5 +29,64 @@ func TestClasses(t *testing.T) {
 		if c, size := class(n); c >= 0 || size != n {
 			t.Errorf("%d bytes: class %d of %d, want none", n, c, size)
 		}
+	}
+}
+
+// collectAndTrim runs a collection and waits for the trim it sets off.
+// Automatic collections are off in the tests that call it, so that each
+// trim is one of theirs.
+func collectAndTrim(t *testing.T) {
+	t.Helper()
+	before := trims.Load()
+	runtime.GC()
+	for deadline := time.Now().Add(10 * time.Second); trims.Load() == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("no trim ran after a collection")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Buffers put back outlive collections while reads go on taking as many
+// bytes, and are handed on (to the sync.Pools, which drop them) once Gets
+// stop: a process that has stopped reading holds nothing here.
+func TestKeptAcrossCollections(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	collectAndTrim(t)
+	collectAndTrim(t) // nothing taken: whatever other tests left goes
+	if n := keptBytes(); n != 0 {
+		t.Fatalf("%d bytes kept with no Gets for two collections", n)
+	}
+	const n = 1 << 20
+	var first *byte
+	for round := range 5 {
+		bufs := make([][]byte, 4)
+		for i := range bufs {
+			bufs[i] = Get(n)
+		}
+		if round > 0 && !slices.ContainsFunc(bufs, func(b []byte) bool { return &b[0] == first }) {
+			t.Fatalf("round %d: the buffers put back before the collection were not handed out again", round)
+		}
+		first = &bufs[0][0]
+		for _, b := range bufs {
+			Put(b)
+		}
+		collectAndTrim(t)
+		if got := keptBytes(); got == 0 {
+			t.Fatalf("round %d: nothing kept across a collection while Gets took %d bytes", round, 4*n)
+		}
+	}
+	// Reads that take less keep less: at most what they took.
+	for range 2 {
+		b := Get(n)
+		Put(b)
+		collectAndTrim(t)
+	}
+	if got := keptBytes(); got > n {
+		t.Errorf("%d bytes kept after collections between which Gets took %d", got, n)
+	}
+	collectAndTrim(t)
+	if got := keptBytes(); got != 0 {
+		t.Errorf("%d bytes kept after a collection without a Get", got)
 	}
 }
