@@ -5,7 +5,7 @@
 //
 // Buffers are kept in size classes, sixteenths of powers of two (a buffer
 // is at most a sixteenth larger than asked). A buffer put back is kept
-// across collections while reads go on taking as many bytes (see kept);
+// across collections while reads go on using as many at once (see kept);
 // beyond that it goes to a sync.Pool, which drops what is not taken again
 // within two collections, as the collector would have.
 package bufpool
@@ -32,24 +32,29 @@ var pools [classes]sync.Pool // of *[]byte, by class
 
 // A sync.Pool alone is emptied by every second collection. A 16-core read
 // of the bench's data collects two or three times an epoch, so a third of
-// its fetches found no buffer (2.9 of 8.7 GB over 30 epochs) and took
-// fresh memory, whose pages fault in on first touch: kept across
-// collections, the read streamed 5-7% more rows a second there
+// what its fetches asked for found no buffer and took fresh memory, whose
+// pages fault in on first touch: kept across collections, the read
+// streamed 5-7% more rows a second there
 // (docs/performance.md#buffers-kept-across-collections).
 //
-// What is kept is bounded by use, so that a process that has stopped
-// reading does not hold it: at each collection, kept keeps at most as many
-// bytes as Gets took since the one before, and hands the rest to the
-// sync.Pools. Once the reads stop, the next collection hands everything
-// on, and the two after drop it.
+// What is kept is bounded by use, so that it is about what reads hold at
+// once and a process that has stopped reading holds nothing: a buffer put
+// back is kept only while kept holds less than the most bytes Gets had out
+// at once between the last two collections (the peak); past that, and of
+// what is kept past it at a collection, it goes to the sync.Pools. Bounded
+// by the bytes taken instead, kept grew with every size class a read ever
+// used, and a shuffled read of 8 files peaked 30% higher. Once reads stop,
+// the second collection hands everything on, and the two after drop it.
 var kept struct {
 	mu    sync.Mutex
 	free  [classes][][]byte // each len == cap == its class's size
 	bytes int64             // held in free
-	taken int64             // bytes Gets asked for since the last collection
+	out   int64             // handed out by Get and not put back
+	peak  int64             // the most out at once since the last collection
+	limit int64             // what free may hold: the peak before the last collection
 }
 
-// keptLimit bounds what kept holds at any time.
+// keptLimit bounds what kept holds whatever the peak.
 const keptLimit = 1 << 30
 
 // class is the pool of buffers of n bytes and their capacity, or -1.
@@ -71,7 +76,8 @@ func Get(n int) []byte {
 		return unzeroed.Bytes(n)
 	}
 	kept.mu.Lock()
-	kept.taken += int64(size)
+	kept.out += int64(size)
+	kept.peak = max(kept.peak, kept.out)
 	if l := kept.free[c]; len(l) > 0 {
 		b := l[len(l)-1]
 		l[len(l)-1] = nil
@@ -99,7 +105,8 @@ func Put(b []byte) {
 	}
 	b = b[:size]
 	kept.mu.Lock()
-	if kept.bytes+int64(size) <= keptLimit {
+	kept.out = max(kept.out-int64(size), 0) // a buffer Get did not hand out, of a class size, is not counted
+	if kept.bytes+int64(size) <= min(kept.limit, keptLimit) {
 		kept.free[c] = append(kept.free[c], b)
 		kept.bytes += int64(size)
 		kept.mu.Unlock()
@@ -109,14 +116,15 @@ func Put(b []byte) {
 	pools[c].Put(&b)
 }
 
-// trim keeps at most the bytes taken since the last collection, the
-// largest buffers first, and hands the others to the sync.Pools.
+// trim keeps at most the peak of the cycle that ends, the largest buffers
+// first, hands the others to the sync.Pools, and starts the next cycle's
+// peak from what is out now.
 func trim() {
 	defer trims.Add(1)
 	kept.mu.Lock()
 	defer kept.mu.Unlock()
-	budget := kept.taken
-	kept.taken = 0
+	kept.limit, kept.peak = kept.peak, kept.out
+	budget := kept.limit
 	for c := classes - 1; c >= 0; c-- {
 		l := kept.free[c]
 		for i, b := range l {
