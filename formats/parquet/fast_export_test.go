@@ -1,5 +1,7 @@
 package parquet
 
+import "github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
+
 // FastChunks is how many column chunks flatdecode has decoded so far.
 func FastChunks() int64 { return fastChunks.Load() }
 
@@ -20,3 +22,6 @@ func HoldDecodes(n int64) func() {
 	decoding.Add(n)
 	return func() { decoding.Add(-n) }
 }
+
+// LentBatches is how many batches flatdecode built of dictionary bytes.
+func LentBatches() int64 { return flatdecode.LentBatches() }

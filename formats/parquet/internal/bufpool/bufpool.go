@@ -98,6 +98,19 @@ func Get(n int) []byte {
 	return unzeroed.Bytes(size)[:n]
 }
 
+// Forget says that b, from Get, will not be put back: it was handed to
+// something the garbage collector frees (an array that lends it), and is
+// no longer counted as out.
+func Forget(b []byte) {
+	c, size := class(cap(b))
+	if c < 0 || cap(b) != size {
+		return
+	}
+	kept.mu.Lock()
+	kept.out = max(kept.out-int64(size), 0)
+	kept.mu.Unlock()
+}
+
 // Put hands b, from Get, to later Gets. Nothing may use b after. A buffer
 // that Get did not make (of another capacity) is left to the collector.
 func Put(b []byte) {

@@ -101,3 +101,25 @@ func classSize(n int) int {
 	_, size := class(n)
 	return size
 }
+
+// TestForget: a buffer handed on for good (Forget) is no longer counted as
+// out, as one put back is not; a buffer Get did not hand out changes
+// nothing.
+func TestForget(t *testing.T) {
+	out := func() int64 {
+		kept.mu.Lock()
+		defer kept.mu.Unlock()
+		return kept.out
+	}
+	before := out()
+	a, b := Get(100<<10), Get(300<<10)
+	if got := out() - before; got < 400<<10 {
+		t.Fatalf("%d bytes out after two Gets of 400 KiB in all", got)
+	}
+	Forget(a)
+	Put(b)
+	Forget(make([]byte, 5000)) // not a class's size
+	if got := out() - before; got != 0 {
+		t.Errorf("%d bytes still out after Forget and Put", got)
+	}
+}

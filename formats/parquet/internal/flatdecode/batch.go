@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // loadPage makes the next data page the current one: decompressed, its
@@ -287,6 +291,20 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 			vbits[len(vbits)-1] = 0
 		}
 	}
+	if bufs, err := r.dictionaryStretch(n, vbits); err != nil || bufs != nil {
+		if err != nil {
+			release()
+			return nil, err
+		}
+		r.left -= int64(n)
+		d := array.NewData(r.col.Type, n, append([]*memory.Buffer{validity}, bufs...), nil, 0, 0)
+		release()
+		for _, b := range bufs {
+			b.Release()
+		}
+		defer d.Release()
+		return array.MakeFromData(d), nil
+	}
 	switch r.col.Physical {
 	case Boolean:
 		data = r.alloc(int(bitutil.BytesForBits(int64(n))))
@@ -318,6 +336,131 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 	release()
 	defer d.Release()
 	return array.MakeFromData(d), nil
+}
+
+// dictionaryStretch returns the buffers of the next n rows' values (after
+// the validity bitmap's) as parts of the dictionary, where those values are
+// its entries from some base on, in order, none null, in one data page:
+// the batch then costs no gather and no buffer of its own. Writers build a
+// dictionary in the order values first appear, so a column of distinct
+// values (ids, float features, unique strings) whose row group fits the
+// dictionary page is encoded exactly so, as arrow-go and pyarrow write by
+// default. Fixed-width values are the dictionary page's bytes; byte arrays
+// a copy of the dictionary's entries without their lengths, made once for
+// the chunk (compactDictionary), and offsets of the batch's own.
+//
+// It returns nil, having taken nothing, for any other batch. The first
+// batch of a chunk that is not such a stretch ends the looking, so that a
+// chunk of repeated values unpacks at most one stretch of indices twice.
+func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error) {
+	switch {
+	case !r.col.Lend || r.unlent || n == 0 || r.dict.count == 0:
+		return nil, nil
+	case r.col.Physical == ByteArray:
+		if r.strings && !r.dict.utf8 {
+			return nil, nil // each value is to be looked at
+		}
+	case r.dict.fixed == nil || r.width != r.pw:
+		return nil, nil
+	}
+	c := &r.cur
+	for c.pos == c.rows && r.next < len(r.pages) {
+		if err := r.loadPage(); err != nil {
+			return nil, err
+		}
+	}
+	if enc := c.ref.h.encoding; enc != encPlainDictionary && enc != encRLEDictionary {
+		return nil, nil
+	}
+	if c.rows-c.pos < n || c.nonNull-c.taken < n || (vbits != nil && bitutil.CountSetBits(r.valid, c.pos, n) != n) {
+		return nil, nil
+	}
+	saved := c.hy
+	base := -1
+	for at := 0; at < n; at += indexStretch {
+		k := min(indexStretch, n-at)
+		r.u32 = grow(r.u32, k)
+		if err := c.hy.next(r.u32); err != nil {
+			// fill reports it, from the page as it was.
+			c.hy, r.unlent = saved, true
+			return nil, nil
+		}
+		if at == 0 {
+			base = int(r.u32[0])
+		}
+		if !consecutive(r.u32, uint32(base+at)) {
+			c.hy, r.unlent = saved, true
+			return nil, nil
+		}
+	}
+	if base < r.lentTo || base+n > r.dict.count {
+		// Entries lent before are not lent again: no two batches share a
+		// value's bytes, which a user may write to in place.
+		c.hy, r.unlent = saved, true
+		return nil, nil
+	}
+	r.lentTo = base + n
+	if vbits != nil {
+		bitutil.CopyBitmap(r.valid, c.pos, n, vbits, 0)
+	}
+	c.pos += n
+	c.taken += n
+	lentBatches.Add(1)
+	if r.col.Physical != ByteArray {
+		if !r.lent {
+			r.lent = true
+			bufpool.Forget(r.dictBuf)
+		}
+		pw := r.pw
+		return []*memory.Buffer{memory.NewBufferBytes(r.dict.fixed[base*pw : (base+n)*pw : (base+n)*pw])}, nil
+	}
+	r.validUTF8 = r.strings
+	// Entry j starts at src[j]+4 in the page, and at src[j]-4j once the
+	// lengths before it are left out.
+	src, w := r.dict.offs, r.width
+	start := int64(src[base]) - 4*int64(base)
+	offsets := r.alloc((n + 1) * w)
+	offs := offsets.Bytes()
+	for i := range n + 1 {
+		r.putOffset(offs, i, int64(src[base+i])-4*int64(base+i)-start)
+	}
+	end := start + int64(src[base+n]) - int64(src[base]) - 4*int64(n)
+	data := r.compactDictionary()
+	return []*memory.Buffer{offsets, memory.NewBufferBytes(data[start:end:end])}, nil
+}
+
+// compactDictionary returns the byte-array dictionary's entries end to end
+// (the page holds each after its length), made on first need. Batches
+// lend parts of it, which is the garbage collector's to free.
+func (r *Reader) compactDictionary() []byte {
+	if r.dict.compact != nil {
+		return r.dict.compact
+	}
+	n, src := r.dict.count, r.dict.offs
+	data := unzeroed.Bytes(int(src[n]) - 4*n)
+	at := 0
+	for i := range n {
+		at += copy(data[at:], r.dict.data[src[i]+4:src[i+1]])
+	}
+	r.dict.compact = data
+	return data
+}
+
+// lentBatches counts the batches dictionaryStretch built, for the tests
+// that check the comparison with arrow-go covers them.
+var lentBatches atomic.Int64
+
+// LentBatches is how many batches were built of dictionary bytes.
+func LentBatches() int64 { return lentBatches.Load() }
+
+// consecutive reports whether idx is from, from+1, and so on.
+func consecutive(idx []uint32, from uint32) bool {
+	for i, v := range idx {
+		if v != from+uint32(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // fill decodes n rows, page by page, into the batch's buffers and returns

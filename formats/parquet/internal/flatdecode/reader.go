@@ -43,6 +43,11 @@ type Column struct {
 	// Values is the chunk's num_values and Rows its row group's num_rows:
 	// for a flat column they are equal, or the chunk is not taken on.
 	Values, Rows int64
+	// Lend lets batches whose values are a stretch of the dictionary, in
+	// order, be built of the dictionary's own bytes instead of a copy
+	// (see Reader.Next): right where the batches outlive the Reader, not
+	// where they are copied and released at once (formats.Transient).
+	Lend bool
 	// MaxPage bounds the uncompressed size of a page (the chunk's
 	// total_uncompressed_size is one): a chunk with a page header that
 	// claims more is not taken on, rather than allocated for. At most 1 GiB.
@@ -150,6 +155,9 @@ type dictionary struct {
 	offs []uint32
 	data []byte
 	utf8 bool // strings: every entry is valid UTF-8
+	// compact is the byte arrays end to end, once compactDictionary has
+	// made it.
+	compact []byte
 }
 
 // Reader decodes one column chunk, a batch of rows at a time.
@@ -177,6 +185,13 @@ type Reader struct {
 	// Scratch, kept between batches.
 	free, held [][]byte // decompression buffers; held: in use by this batch
 	dictBuf    []byte   // the one dict.fixed lies in, if any
+	// lent: arrays hold parts of dictBuf (see dictionaryStretch), which
+	// is then the garbage collector's to free, not bufpool's to hand on
+	// (byte arrays lend a copy instead, and dictBuf stays the Reader's).
+	// unlent: a batch's indices were not a stretch of the dictionary, and
+	// the chunk's later batches are not looked at for one.
+	lent, unlent bool
+	lentTo       int // the dictionary entries before it have been lent
 	work
 }
 
@@ -403,7 +418,9 @@ func (r *Reader) Release() {
 	}
 	keep(r.cur.buf)
 	keep(r.cur.built)
-	keep(r.dictBuf)
+	if !r.lent {
+		keep(r.dictBuf)
+	}
 	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
 	w := r.work
 	clear(w.segs[:cap(w.segs)]) // they point into the pages
