@@ -287,9 +287,14 @@ type Options struct {
 	// With arrow-go's Go allocator (the default), buffers that sluice
 	// writes whole (decoded values, gathered and concatenated batches) are
 	// taken unzeroed from the runtime, which saves writing each byte
-	// twice. Any other allocator sees every buffer, zeroed as its Allocate
-	// zeroes it, unless it offers unzeroed ones itself with a method
-	// AllocateUnzeroed(size int) []byte.
+	// twice; and a Parquet batch whose values are a dictionary page's
+	// entries in order (a column of distinct values, as writers encode it
+	// by default) is built of that page's memory instead of a copy. Any
+	// other allocator sees every buffer, zeroed as its Allocate zeroes it,
+	// unless it offers unzeroed ones itself with a method
+	// AllocateUnzeroed(size int) []byte; one whose memory is the runtime's
+	// all the same (a checked allocator over Go's, say) can say so with a
+	// method RuntimeMemory() bool, and is then read as the default is.
 	Allocator memory.Allocator
 	// Metrics receives the pipeline's live figures. Default: a new
 	// metrics.Pipeline, available from Dataset.Metrics.

@@ -50,7 +50,7 @@ func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFe
 		return readPages
 	case fe.paged[rg]:
 		return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-			cols := openPaged(fr, src, meta, fe, rg, leaves, mem, !formats.Transient(ctx))
+			cols := openPaged(fr, src, meta, fe, rg, leaves, mem)
 			if cols == nil {
 				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
 			}
@@ -220,7 +220,7 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 	for i, fidx := range fields {
 		sf := &fr.Manifest.Fields[fidx]
 		out[i] = *sf.Field
-		if r := openFlat(fr, src, meta, rg, rows, sf, mem, !formats.Transient(ctx)); r != nil {
+		if r := openFlat(fr, src, meta, rg, rows, sf, mem); r != nil {
 			m.fast[i], taken = r, true
 			continue
 		}
@@ -268,7 +268,7 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 // rg, or nil where the chunk is arrow-go's: a field that is not a flat
 // column of a type flatdecode builds as arrow-go does (see flatColumn), a
 // chunk not wholly in the fetched bytes, or one whose pages Open refuses.
-func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator, lend bool) *flatdecode.Reader {
+func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) *flatdecode.Reader {
 	col, start, end, ok := flatColumn(fr, meta, rg, sf)
 	if !ok {
 		return nil
@@ -277,7 +277,7 @@ func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg in
 	if chunk == nil {
 		return nil
 	}
-	col.Rows, col.Lend = rows, lend
+	col.Rows = rows
 	r, err := flatdecode.Open(chunk, col, mem)
 	if err != nil {
 		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)
@@ -324,7 +324,7 @@ func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.S
 // starting at the first row of its first fetched page (columns' pages
 // start on rows of their own). It returns nil unless flatdecode takes
 // every field: the row group is then readPages'.
-func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator, lend bool) *mixedColumns {
+func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator) *mixedColumns {
 	fields, err := fr.Manifest.GetFieldIndices(leaves)
 	if err != nil || len(fields) == 0 {
 		return nil
@@ -362,7 +362,7 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 			}
 			pages = append(pages, flatdecode.Page{Offset: p.offset, Index: index + k, Bytes: b})
 		}
-		col.Values, col.Rows, col.Lend = fp.end-first, fp.end-first, lend
+		col.Values, col.Rows = fp.end-first, fp.end-first
 		r, err := flatdecode.OpenPages(pages, col, mem)
 		if err != nil {
 			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", rg, "reason", err)

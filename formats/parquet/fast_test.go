@@ -41,7 +41,7 @@ func readBatches(ctx context.Context, path string, arrowGo bool, batchRows int, 
 			lo, hi = f.Rows/3, 2*f.Rows/3+1
 			hi = min(hi, f.Rows)
 		}
-		err := ds.Read(ctx, i, ds.RowRange(i, lo, hi), batchRows, mem, func(b arrow.RecordBatch) error {
+		err := ds.Read(ctx, i, ds.RowRange(i, lo, hi), batchRows, runtimeChecked{mem}, func(b arrow.RecordBatch) error {
 			batches = append(batches, b)
 			return nil
 		})
@@ -51,6 +51,13 @@ func readBatches(ctx context.Context, path string, arrowGo bool, batchRows int, 
 	}
 	return batches, mem, nil
 }
+
+// runtimeChecked is a checked allocator over Go's that says so
+// (unzeroed.RuntimeMemory): reads with it hand out what they do with the
+// default allocator, dictionary bytes lent included.
+type runtimeChecked struct{ *memory.CheckedAllocator }
+
+func (runtimeChecked) RuntimeMemory() bool { return true }
 
 func releaseBatches(bs []arrow.RecordBatch) {
 	for _, b := range bs {

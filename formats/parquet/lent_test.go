@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 )
 
@@ -221,4 +222,41 @@ func TestLentDictionaryNotShared(t *testing.T) {
 			t.Fatalf("after writing to batch %d: %v", i, err)
 		}
 	}
+}
+
+// TestLentOnlyRuntimeMemory: with an allocator that does not say its
+// memory is the runtime's (a checked one, here), every buffer is its own,
+// none lent, and the values are the same.
+func TestLentOnlyRuntimeMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "distinct.parquet")
+	writeDistinct(t, path, distinctColumns(), 20000, 0, 9000, nil, false, 1<<20, false)
+	ctx := context.Background()
+	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	var got []arrow.RecordBatch
+	before := parquet.LentBatches()
+	err = ds.Read(ctx, 0, ds.RowRange(0, 0, ds.Fragments[0].Rows), 4096, mem, func(b arrow.RecordBatch) error {
+		got = append(got, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := parquet.LentBatches() - before; n != 0 {
+		t.Errorf("%d batches lent with a checked allocator", n)
+	}
+	want, _, err := readBatches(ctx, path, true, 4096, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseBatches(want)
+	if err := sameBatches(got, want); err != nil {
+		t.Error(err)
+	}
+	releaseBatches(got)
+	mem.AssertSize(t, 0)
 }

@@ -120,6 +120,27 @@ func Of(mem memory.Allocator) (memory.Allocator, bool) {
 	return mem, false
 }
 
+// RuntimeMemory reports whether mem's buffers are memory the Go runtime
+// allocated and its collector frees: arrow-go's Go allocator, this
+// package's allocators over it, or an allocator that says so with a method
+// RuntimeMemory() bool (a test's checked allocator over Go's). A reader
+// may then hand out a batch built of memory of its own, as a Parquet
+// dictionary page whose entries are the batch's values in order, rather
+// than copy it into a buffer of mem's: nothing mem counts or frees is
+// missed. Any other allocator (one that counts, pins or pools its memory,
+// as a shuffled read's recycler does) sees every buffer.
+func RuntimeMemory(mem memory.Allocator) bool {
+	switch m := mem.(type) {
+	case *memory.GoAllocator, offering, Allocator:
+		return true
+	case taking:
+		return RuntimeMemory(m.Allocator)
+	case interface{ RuntimeMemory() bool }:
+		return m.RuntimeMemory()
+	}
+	return false
+}
+
 // taking is an allocator that offers unzeroed buffers, its Allocate
 // taking them.
 type taking struct {

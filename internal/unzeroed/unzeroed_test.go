@@ -107,3 +107,42 @@ func TestOfferer(t *testing.T) {
 	b = got.Reallocate(300, b)
 	got.Free(b)
 }
+
+type sayRuntime struct {
+	memory.Allocator
+	is bool
+}
+
+func (s sayRuntime) RuntimeMemory() bool { return s.is }
+
+// sayingFiller is the value matrix's allocator: it offers a checked Go
+// allocator's buffers unzeroed and says they are the runtime's.
+type sayingFiller struct{ filling }
+
+func (sayingFiller) RuntimeMemory() bool { return true }
+
+// TestRuntimeMemory: the runtime's memory is Go's allocator's, this
+// package's over it and an allocator's that says so; not a checked
+// allocator's that does not, nor an offering one's of its own.
+func TestRuntimeMemory(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	for _, c := range []struct {
+		name string
+		mem  memory.Allocator
+		want bool
+	}{
+		{"Go", memory.NewGoAllocator(), true},
+		{"offering", Offer(memory.NewGoAllocator()), true},
+		{"Allocator", Allocator{}, true},
+		{"taking from one that says so", func() memory.Allocator { m, _ := Of(sayingFiller{filling{checked}}); return m }(), true},
+		{"taking from one that does not", func() memory.Allocator { m, _ := Of(filling{checked}); return m }(), false},
+		{"checked", checked, false},
+		{"offering its own", filling{checked}, false},
+		{"says so", sayRuntime{checked, true}, true},
+		{"says not", sayRuntime{memory.NewGoAllocator(), false}, false},
+	} {
+		if got := RuntimeMemory(c.mem); got != c.want {
+			t.Errorf("%s: RuntimeMemory %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -424,6 +424,11 @@ func (c *Case) String() string { return c.describe() }
 // with 0xa5 as those are in a test binary.
 type filling struct{ *memory.CheckedAllocator }
 
+// RuntimeMemory says that the checked allocator's buffers are the Go
+// runtime's (see unzeroed.RuntimeMemory), so that the cases read as they
+// do with the default allocator.
+func (filling) RuntimeMemory() bool { return true }
+
 func (f filling) AllocateUnzeroed(size int) []byte {
 	b := f.Allocate(size)
 	for i := range b {

@@ -205,11 +205,6 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	segments := make([]int64, 0, len(f.pieces))
 	var skipped int64
 	mem := e.decodeAllocator()
-	if _, ok := mem.(*recycler); ok {
-		// The window is permuted into other buffers and its decoded
-		// ones recycled at once.
-		ctx = formats.WithTransient(ctx)
-	}
 	defer f.release()
 	for _, p := range f.pieces {
 		before := w.rows

@@ -354,7 +354,7 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 // chunk of repeated values unpacks at most one stretch of indices twice.
 func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error) {
 	switch {
-	case !r.col.Lend || r.unlent || n == 0 || r.dict.count == 0:
+	case r.unlent || n == 0 || r.dict.count == 0 || !unzeroed.RuntimeMemory(r.mem):
 		return nil, nil
 	case r.col.Physical == ByteArray:
 		if r.strings && !r.dict.utf8 {

@@ -43,11 +43,6 @@ type Column struct {
 	// Values is the chunk's num_values and Rows its row group's num_rows:
 	// for a flat column they are equal, or the chunk is not taken on.
 	Values, Rows int64
-	// Lend lets batches whose values are a stretch of the dictionary, in
-	// order, be built of the dictionary's own bytes instead of a copy
-	// (see Reader.Next): right where the batches outlive the Reader, not
-	// where they are copied and released at once (formats.Transient).
-	Lend bool
 	// MaxPage bounds the uncompressed size of a page (the chunk's
 	// total_uncompressed_size is one): a chunk with a page header that
 	// claims more is not taken on, rather than allocated for. At most 1 GiB.
