@@ -319,6 +319,14 @@ func writeGeneratedIn(t *testing.T, path string, cols []genColumn, enc pq.Encodi
 	} else {
 		opts = append(opts, pq.WithDictionaryDefault(false), pq.WithEncoding(enc))
 	}
+	writeArrays(t, path, fields, arrs, rows, groupRows, opts...)
+}
+
+// writeArrays writes arrs, columns fields of rows rows, to path in row
+// groups of groupRows rows with the writer properties opts, and releases
+// them.
+func writeArrays(t *testing.T, path string, fields []arrow.Field, arrs []arrow.Array, rows, groupRows int, opts ...pq.WriterProperty) {
+	t.Helper()
 	schema := arrow.NewSchema(fields, nil)
 	rec := array.NewRecordBatch(schema, arrs, int64(rows))
 	for _, a := range arrs {

@@ -3,7 +3,6 @@ package parquet_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
@@ -80,29 +78,13 @@ func writeDistinct(t *testing.T, path string, cols []distinctColumn, rows, repea
 		arrs[c] = b.NewArray()
 		b.Release()
 	}
-	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecordBatch(schema, arrs, int64(rows))
-	for _, a := range arrs {
-		a.Release()
-	}
-	defer rec.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
-	defer tbl.Release()
 	version := pq.DataPageV1
 	if v2 {
 		version = pq.DataPageV2
 	}
-	props := pq.NewWriterProperties(pq.WithCompression(compress.Codecs.Snappy), pq.WithDataPageVersion(version),
+	writeArrays(t, path, fields, arrs, rows, groupRows, pq.WithCompression(compress.Codecs.Snappy), pq.WithDataPageVersion(version),
 		pq.WithDataPageSize(8<<10), pq.WithMaxRowGroupLength(int64(groupRows)), pq.WithDictionaryDefault(true),
 		pq.WithDictionaryPageSizeLimit(dictBytes), pq.WithBatchSize(1000))
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := pqarrow.WriteTable(tbl, f, int64(groupRows), props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestFastDecodeLentDictionary compares the own decoder with arrow-go's on
