@@ -3,6 +3,7 @@ package flatdecode
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -83,5 +84,57 @@ func TestDictionaryStrings(t *testing.T) {
 				a.Release()
 			}
 		})
+	}
+}
+
+// TestIdentityChunkLent reads a chunk whose dictionary indices count up
+// in batches of every size: through an allocator of the runtime's memory
+// every batch is lent, the last and shorter one too; through a checked one
+// none is; and the values are the entries either way.
+func TestIdentityChunkLent(t *testing.T) {
+	for _, p := range []Physical{Int32, ByteArray} {
+		typ := arrow.DataType(arrow.PrimitiveTypes.Int32)
+		if p == ByteArray {
+			typ = arrow.BinaryTypes.String
+		}
+		col := Column{Name: "c", Physical: p, Type: typ, Codec: Uncompressed, Values: 16, Rows: 16, MaxPage: 1 << 20}
+		for batch := 1; batch <= 16; batch++ {
+			for _, lend := range []bool{false, true} {
+				checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				var mem memory.Allocator = checked
+				if lend {
+					mem = runtimeChecked{checked}
+				}
+				r, err := Open(identityChunk(p, 16), col, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := lentBatches.Load()
+				for at := 0; at < 16; at += batch {
+					a, err := r.Next(min(batch, 16-at))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range a.Len() {
+						row := at + i
+						var got, want string
+						if p == ByteArray {
+							got, want = a.(*array.String).Value(i), string([]byte{'a' + byte(row%26), 'A' + byte(row/26)})
+						} else {
+							got, want = fmt.Sprint(a.(*array.Int32).Value(i)), fmt.Sprint(row*3+1)
+						}
+						if got != want {
+							t.Fatalf("%v, batches of %d, lend %v: row %d is %s, want %s", p, batch, lend, row, got, want)
+						}
+					}
+					a.Release()
+				}
+				r.Release()
+				if lent := lentBatches.Load() - before; (lent == int64((16+batch-1)/batch)) != lend {
+					t.Errorf("%v, batches of %d, lend %v: %d batches lent", p, batch, lend, lent)
+				}
+				checked.AssertSize(t, 0)
+			}
+		}
 	}
 }

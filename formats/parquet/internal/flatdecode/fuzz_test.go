@@ -104,6 +104,22 @@ func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 
 	return out
 }
 
+// runtimeChecked is a checked allocator over Go's that says so
+// (unzeroed.RuntimeMemory): a Reader then lends dictionary stretches.
+type runtimeChecked struct{ *memory.CheckedAllocator }
+
+func (runtimeChecked) RuntimeMemory() bool { return true }
+
+// fuzzAllocator is the allocator of a decode of batches of batch rows: a
+// checked one, which every odd batch size reads through runtimeChecked, so
+// that both ways of building a dictionary-encoded batch are fuzzed.
+func fuzzAllocator(mem *memory.CheckedAllocator, batch int) memory.Allocator {
+	if batch%2 == 1 {
+		return runtimeChecked{mem}
+	}
+	return mem
+}
+
 // decodeAll reads every row of chunk in batches of batch rows and
 // releases them; errors must name the column and the page.
 func decodeAll(t *testing.T, chunk []byte, col Column, batch int) {
@@ -113,7 +129,7 @@ func decodeAll(t *testing.T, chunk []byte, col Column, batch int) {
 			t.Fatalf("%d bytes outstanding", n)
 		}
 	}()
-	r, err := Open(chunk[:len(chunk):len(chunk)], col, mem)
+	r, err := Open(chunk[:len(chunk):len(chunk)], col, fuzzAllocator(mem, batch))
 	if err != nil {
 		return
 	}
@@ -139,7 +155,7 @@ func decodePages(t *testing.T, chunk []byte, col Column, batch int) {
 		pages = append(pages, Page{Offset: int64(at), Index: len(pages), Bytes: chunk[at:end:end]})
 		at = end
 	}
-	r, err := OpenPages(pages, col, mem)
+	r, err := OpenPages(pages, col, fuzzAllocator(mem, batch))
 	if err != nil {
 		return
 	}
@@ -204,6 +220,11 @@ func FuzzChunk(f *testing.F) {
 			}
 			f.Add(c.chunk, uint8(c.col.Physical), uint8(c.col.Codec), uint16(c.col.Rows), true, uint8(37))
 		}
+	}
+	// Dictionary indices that count up, which batches of an odd size
+	// lend (see fuzzAllocator): 0 to 15, of INT32 and of strings.
+	for _, p := range []Physical{Int32, ByteArray} {
+		f.Add(identityChunk(p, 16), uint8(p), uint8(Uncompressed), uint16(16), false, uint8(4))
 	}
 	types := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int8, Int64: arrow.FixedWidthTypes.Timestamp_us,
 		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeBinary}
@@ -366,6 +387,28 @@ func FuzzValues(f *testing.F) {
 		decodeAll(t, chunk, col, int(batch)+1)
 		decodePages(t, chunk, col, int(batch)+1)
 	})
+}
+
+// identityChunk is a chunk of n values of p, a dictionary of n entries
+// and a DATA_PAGE_V2 of indices 0 to n-1 (n a multiple of 8, at most 256),
+// bit-packed 8 bits each.
+func identityChunk(p Physical, n int) []byte {
+	var dict []byte
+	for i := range n {
+		if p == ByteArray {
+			dict = binary.LittleEndian.AppendUint32(dict, 2)
+			dict = append(dict, 'a'+byte(i%26), 'A'+byte(i/26))
+			continue
+		}
+		dict = binary.LittleEndian.AppendUint32(dict, uint32(i*3+1))
+	}
+	values := []byte{8, byte(n/8<<1 | 1)}
+	for i := range n {
+		values = append(values, byte(i))
+	}
+	chunk := append(pageHeaderBytes(pageDictionary, len(dict), n, encPlain), dict...)
+	chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), n, encRLEDictionary)...)
+	return append(chunk, values...)
 }
 
 func dictionaryBytes(p Physical) []byte {
