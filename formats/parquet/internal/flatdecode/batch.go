@@ -351,7 +351,8 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 //
 // It returns nil, having taken nothing, for any other batch. The first
 // batch of a chunk that is not such a stretch ends the looking, so that a
-// chunk of repeated values unpacks at most one stretch of indices twice.
+// chunk of repeated values reads at most one batch's indices twice (and
+// mostly a few: hybrid.counts stops at the first that does not count up).
 func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error) {
 	switch {
 	case r.unlent || n == 0 || r.dict.count == 0 || !unzeroed.RuntimeMemory(r.mem):
@@ -376,22 +377,16 @@ func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error
 		return nil, nil
 	}
 	saved := c.hy
-	base := -1
-	for at := 0; at < n; at += indexStretch {
-		k := min(indexStretch, n-at)
-		r.u32 = grow(r.u32, k)
-		if err := c.hy.next(r.u32); err != nil {
-			// fill reports it, from the page as it was.
-			c.hy, r.unlent = saved, true
-			return nil, nil
-		}
-		if at == 0 {
-			base = int(r.u32[0])
-		}
-		if !consecutive(r.u32, uint32(base+at)) {
-			c.hy, r.unlent = saved, true
-			return nil, nil
-		}
+	r.u32 = grow(r.u32, 1)
+	if err := c.hy.next(r.u32); err != nil {
+		// fill reports it, from the page as it was.
+		c.hy, r.unlent = saved, true
+		return nil, nil
+	}
+	base := int(r.u32[0])
+	if ok, err := c.hy.counts(n-1, uint32(base+1)); !ok || err != nil {
+		c.hy, r.unlent = saved, true
+		return nil, nil
 	}
 	if base < r.lentTo || base+n > r.dict.count {
 		// Entries lent before are not lent again: no two batches share a
@@ -452,16 +447,6 @@ var lentBatches atomic.Int64
 
 // LentBatches is how many batches were built of dictionary bytes.
 func LentBatches() int64 { return lentBatches.Load() }
-
-// consecutive reports whether idx is from, from+1, and so on.
-func consecutive(idx []uint32, from uint32) bool {
-	for i, v := range idx {
-		if v != from+uint32(i) {
-			return false
-		}
-	}
-	return true
-}
 
 // fill decodes n rows, page by page, into the batch's buffers and returns
 // how many are not null.

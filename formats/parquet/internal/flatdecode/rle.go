@@ -133,6 +133,69 @@ func (h *hybrid) next(dst []uint32) error {
 	return nil
 }
 
+// counts takes the next n values and reports whether they count up from
+// from: from, from+1, and so on. It stops at the first that does not,
+// leaving the decoder partway (its caller restores a copy it kept). It
+// checks each value where unpacking it, as next does, would write it: a
+// batch whose values are a stretch of the dictionary then costs one pass
+// over its indices, not a pass to unpack them and one to look at them.
+func (h *hybrid) counts(n int, from uint32) (bool, error) {
+	for n > 0 {
+		switch {
+		case h.rleLeft > 0:
+			// A run repeats its value, so a second one taken from it fails
+			// here.
+			if h.rleVal != from {
+				return false, nil
+			}
+			h.rleLeft--
+			n--
+			from++
+		case h.bpLeft > 0:
+			k := min(h.bpLeft, n)
+			if !countsPacked(h.data, h.bpBit, h.width, k, from) {
+				return false, nil
+			}
+			h.bpBit += k * int(h.width)
+			h.bpLeft -= k
+			n -= k
+			from += uint32(k)
+		default:
+			if err := h.run(); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// countsPacked reports whether the n values of w bits packed from bit
+// offset bit of data (all inside it, as for unpack) are from, from+1, and
+// so on, read as unpack reads them.
+func countsPacked(data []byte, bit int, w uint, n int, from uint32) bool {
+	mask := uint64(1)<<w - 1
+	j := 0
+	if fast := (len(data)-8)*8 - bit; fast >= 0 {
+		m := min(n, fast/max(int(w), 1)+1)
+		for ; j < m; j++ {
+			at := bit >> 3
+			v := binary.LittleEndian.Uint64(data[at : at+8])
+			if uint32(v>>uint(bit&7)&mask) != from+uint32(j) {
+				return false
+			}
+			bit += int(w)
+		}
+	}
+	for ; j < n; j++ {
+		v, _ := bits(data, bit, w) // inside: the caller checked
+		if uint32(v) != from+uint32(j) {
+			return false
+		}
+		bit += int(w)
+	}
+	return true
+}
+
 // unpack reads len(dst) values of w bits (w <= 32) packed from bit offset
 // bit of data, all of which lie inside it. Most values are read with one
 // 8-byte load, a shift and a mask: a value of at most 32 bits starting at
