@@ -134,6 +134,27 @@ func TestFastDecodeLentDictionary(t *testing.T) {
 	}
 }
 
+// readLent reads path in batches of batch rows with the own decoder, some
+// of which must be lent, and with arrow-go's.
+func readLent(t *testing.T, path string, batch int) (lent, want []arrow.RecordBatch) {
+	t.Helper()
+	ctx := context.Background()
+	before := parquet.LentBatches()
+	lent, _, err := readBatches(ctx, path, false, batch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parquet.LentBatches() == before {
+		releaseBatches(lent)
+		t.Fatal("no batch was built of dictionary bytes")
+	}
+	if want, _, err = readBatches(ctx, path, true, batch, false); err != nil {
+		releaseBatches(lent)
+		t.Fatal(err)
+	}
+	return lent, want
+}
+
 // TestLentDictionaryStaysPut reads a file of distinct values in batches
 // that lend the dictionary's bytes, keeps every batch, and reads the file
 // again and again: later reads (which take pooled buffers the lent
@@ -144,19 +165,8 @@ func TestLentDictionaryStaysPut(t *testing.T) {
 	cols := distinctColumns()
 	writeDistinct(t, path, cols, 30000, 0, 10000, nil, false, 1<<20, false)
 	ctx := context.Background()
-	before := parquet.LentBatches()
-	kept, _, err := readBatches(ctx, path, false, 4096, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept, want := readLent(t, path, 4096)
 	defer releaseBatches(kept)
-	if parquet.LentBatches() == before {
-		t.Fatal("no batch was built of dictionary bytes")
-	}
-	want, _, err := readBatches(ctx, path, true, 4096, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer releaseBatches(want)
 	for range 5 {
 		again, _, err := readBatches(ctx, path, false, 4096, false)
@@ -178,20 +188,8 @@ func TestLentDictionaryNotShared(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "again.parquet")
 	cols := distinctColumns()[:2] // i32, i64
 	writeDistinct(t, path, cols, 20000, 1, 20000, nil, false, 1<<20, false)
-	ctx := context.Background()
-	before := parquet.LentBatches()
-	got, _, err := readBatches(ctx, path, false, 1000, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, want := readLent(t, path, 1000)
 	defer releaseBatches(got)
-	if parquet.LentBatches() == before {
-		t.Fatal("no batch was built of dictionary bytes")
-	}
-	want, _, err := readBatches(ctx, path, true, 1000, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer releaseBatches(want)
 	for i, b := range got {
 		for _, c := range b.Columns() {
