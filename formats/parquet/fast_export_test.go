@@ -25,3 +25,7 @@ func HoldDecodes(n int64) func() {
 
 // LentBatches is how many batches flatdecode built of dictionary bytes.
 func LentBatches() int64 { return flatdecode.LentBatches() }
+
+// LentPagesOut is how many pages lent to the pipeline's batches are not
+// yet back in the pool.
+func LentPagesOut() int64 { return flatdecode.LentPagesOut() }

@@ -240,3 +240,75 @@ func TestLentOnlyRuntimeMemory(t *testing.T) {
 	releaseBatches(got)
 	mem.AssertSize(t, 0)
 }
+
+// pipelineChecked is runtimeChecked whose batches the reader's caller
+// releases before reading anything after (unzeroed.Return), as a shuffled
+// read's recycler does with its decoded windows.
+type pipelineChecked struct{ runtimeChecked }
+
+func (pipelineChecked) PipelineOnly() bool { return true }
+
+// readWith reads every row of path in batches of batch rows into mem.
+func readWith(t *testing.T, path string, batch int, mem memory.Allocator) []arrow.RecordBatch {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var got []arrow.RecordBatch
+	for i, f := range ds.Fragments {
+		err := ds.Read(ctx, i, ds.RowRange(i, 0, f.Rows), batch, mem, func(b arrow.RecordBatch) error {
+			got = append(got, b)
+			return nil
+		})
+		if err != nil {
+			releaseBatches(got)
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+// TestLentPagesReturned: where the batches are the pipeline's alone, the
+// dictionary pages (and compacted byte-array entries) lent to them go back
+// to the pool once the last batch made of each is released, not before:
+// batches kept across later reads, which take pooled buffers, keep their
+// values, and once released, every page is back.
+func TestLentPagesReturned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "distinct.parquet")
+	writeDistinct(t, path, distinctColumns(), 30000, 0, 10000, nil, false, 1<<20, false)
+	ctx := context.Background()
+	want, _, err := readBatches(ctx, path, true, 4096, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseBatches(want)
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := pipelineChecked{runtimeChecked{checked}}
+	pages, lent := parquet.LentPagesOut(), parquet.LentBatches()
+	kept := readWith(t, path, 4096, mem)
+	if parquet.LentBatches() == lent {
+		releaseBatches(kept)
+		t.Fatal("no batch was built of dictionary bytes")
+	}
+	if parquet.LentPagesOut() == pages {
+		t.Error("the kept batches hold no lent page")
+	}
+	for range 5 {
+		releaseBatches(readWith(t, path, 4096, mem))
+		releaseBatches(readWith(t, path, 1000, mem))
+	}
+	err = sameBatches(kept, want)
+	releaseBatches(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := parquet.LentPagesOut() - pages; n != 0 {
+		t.Errorf("%d lent pages not back in the pool after every batch was released", n)
+	}
+	if n := checked.CurrentAlloc(); n != 0 {
+		t.Errorf("%d bytes of the allocator's outstanding", n)
+	}
+}

@@ -141,6 +141,43 @@ func RuntimeMemory(mem memory.Allocator) bool {
 	return false
 }
 
+// Lending is what a reader may do with memory of its own (a Parquet
+// dictionary page, say) that a batch it builds for an allocator could be
+// made of instead of a copy.
+type Lending int
+
+const (
+	// Copy: every buffer of the batch is the allocator's, which is to see
+	// them all.
+	Copy Lending = iota
+	// Keep: the batch may be made of the reader's memory, which is then
+	// the collector's for good: a user may hold the batch, or parts of
+	// it, for as long as they like (RuntimeMemory).
+	Keep
+	// Return: as Keep, and the memory may go back to the reader's pool
+	// once the last buffer made of it is released, because the allocator's
+	// memory is the runtime's and its batches never leave the pipeline
+	// that asked for them, which reads nothing of them after releasing
+	// them (a shuffled read's recycler over Go's allocator: its decoded
+	// windows are permuted into new buffers and released at once). It
+	// says so with a method PipelineOnly() bool.
+	Return
+)
+
+// LendingTo says what a reader may lend a batch built for mem.
+func LendingTo(mem memory.Allocator) Lending {
+	if t, ok := mem.(taking); ok {
+		return LendingTo(t.Allocator)
+	}
+	if p, ok := mem.(interface{ PipelineOnly() bool }); ok && p.PipelineOnly() {
+		return Return
+	}
+	if RuntimeMemory(mem) {
+		return Keep
+	}
+	return Copy
+}
+
 // taking is an allocator that offers unzeroed buffers, its Allocate
 // taking them.
 type taking struct {

@@ -146,3 +146,34 @@ func TestRuntimeMemory(t *testing.T) {
 		}
 	}
 }
+
+type sayPipeline struct {
+	memory.Allocator
+	is bool
+}
+
+func (s sayPipeline) PipelineOnly() bool { return s.is }
+
+// TestLendingTo: memory goes back to a reader only where the allocator
+// says its batches are the pipeline's alone; the runtime's memory
+// otherwise is kept for good, and anything else is copied.
+func TestLendingTo(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	for _, c := range []struct {
+		name string
+		mem  memory.Allocator
+		want Lending
+	}{
+		{"Go", memory.NewGoAllocator(), Keep},
+		{"offering", Offer(memory.NewGoAllocator()), Keep},
+		{"checked", checked, Copy},
+		{"runtime, says so", sayRuntime{checked, true}, Keep},
+		{"pipeline's", sayPipeline{memory.NewGoAllocator(), true}, Return},
+		{"not the pipeline's", sayPipeline{memory.NewGoAllocator(), false}, Copy},
+		{"taking from the pipeline's", taking{sayPipeline{checked, true}, sayingFiller{filling{checked}}}, Return},
+	} {
+		if got := LendingTo(c.mem); got != c.want {
+			t.Errorf("%s: LendingTo %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -159,6 +159,14 @@ func (r *recycler) reallocate(size int, b []byte, zero bool) []byte {
 	return nb
 }
 
+// PipelineOnly says that what is decoded into r never leaves the
+// pipeline: each window is permuted into new buffers and its decoded
+// batches released at once, read by nothing after. A decoder may then lend
+// those batches memory of its own and take it back on their release
+// (unzeroed.Return), where that memory is the runtime's as r's is:
+// another allocator underneath is to see every buffer.
+func (r *recycler) PipelineOnly() bool { return unzeroed.RuntimeMemory(r.under) }
+
 // unzeroedRecycler is r for buffers whose every byte their writer sets (a
 // gather's output through its fast paths): zeroing them first would
 // write each byte twice.
@@ -167,6 +175,10 @@ type unzeroedRecycler struct{ *recycler }
 func (u unzeroedRecycler) Allocate(size int) []byte { return u.allocate(size, false) }
 
 func (u unzeroedRecycler) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b, false) }
+
+// PipelineOnly is false: a permuted window, gathered into u, is what
+// batches are cut from.
+func (unzeroedRecycler) PipelineOnly() bool { return false }
 
 func (r *recycler) Free(b []byte) {
 	whole, ok := r.ours(b, true)

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // The recycler hands out zeroed buffers of the size asked, with no
@@ -70,4 +72,24 @@ func TestRecycler(t *testing.T) {
 		t.Fatalf("%d buffers still counted as handed out", len(r.out))
 	}
 	under.AssertSize(t, 0)
+}
+
+// A decoder may lend a recycler's batches memory to be returned on their
+// release only where the recycler is over the runtime's memory: over any
+// other allocator, that allocator sees every buffer. What is permuted into
+// a recycler is cut into batches, and is lent nothing.
+func TestRecyclerLending(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mem  memory.Allocator
+		want unzeroed.Lending
+	}{
+		{"over Go's", newRecycler(unzeroed.Offer(memory.NewGoAllocator())), unzeroed.Return},
+		{"over a checked allocator", newRecycler(memory.NewCheckedAllocator(memory.NewGoAllocator())), unzeroed.Copy},
+		{"permuted into", unzeroedRecycler{newRecycler(unzeroed.Offer(memory.NewGoAllocator()))}, unzeroed.Copy},
+	} {
+		if got := unzeroed.LendingTo(c.mem); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }

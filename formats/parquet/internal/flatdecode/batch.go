@@ -355,7 +355,7 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 // mostly a few: hybrid.counts stops at the first that does not count up).
 func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error) {
 	switch {
-	case r.unlent || n == 0 || r.dict.count == 0 || !unzeroed.RuntimeMemory(r.mem):
+	case r.unlent || n == 0 || r.dict.count == 0 || r.lend == unzeroed.Copy:
 		return nil, nil
 	case r.col.Physical == ByteArray:
 		if r.strings && !r.dict.utf8 {
@@ -402,12 +402,19 @@ func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error
 	c.taken += n
 	lentBatches.Add(1)
 	if r.col.Physical != ByteArray {
+		pw := r.pw
+		vals := r.dict.fixed[base*pw : (base+n)*pw : (base+n)*pw]
+		if r.lend == unzeroed.Return {
+			if r.dictPage == nil {
+				r.dictPage, r.lent = newLentPage(r.dictBuf), true
+			}
+			return []*memory.Buffer{r.dictPage.lend(vals)}, nil
+		}
 		if !r.lent {
 			r.lent = true
 			bufpool.Forget(r.dictBuf)
 		}
-		pw := r.pw
-		return []*memory.Buffer{memory.NewBufferBytes(r.dict.fixed[base*pw : (base+n)*pw : (base+n)*pw])}, nil
+		return []*memory.Buffer{memory.NewBufferBytes(vals)}, nil
 	}
 	r.validUTF8 = r.strings
 	// Entry j starts at src[j]+4 in the page, and at src[j]-4j once the
@@ -420,19 +427,31 @@ func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error
 		r.putOffset(offs, i, int64(src[base+i])-4*int64(base+i)-start)
 	}
 	end := start + int64(src[base+n]) - int64(src[base]) - 4*int64(n)
-	data := r.compactDictionary()
-	return []*memory.Buffer{offsets, memory.NewBufferBytes(data[start:end:end])}, nil
+	data := r.compactDictionary()[start:end:end]
+	if r.compactPage != nil {
+		return []*memory.Buffer{offsets, r.compactPage.lend(data)}, nil
+	}
+	return []*memory.Buffer{offsets, memory.NewBufferBytes(data)}, nil
 }
 
 // compactDictionary returns the byte-array dictionary's entries end to end
 // (the page holds each after its length), made on first need. Batches
-// lend parts of it, which is the garbage collector's to free.
+// lend parts of it, which is the garbage collector's to free, or, where
+// the batches are the pipeline's alone, bufpool's once they and the
+// Reader are released (compactPage).
 func (r *Reader) compactDictionary() []byte {
 	if r.dict.compact != nil {
 		return r.dict.compact
 	}
 	n, src := r.dict.count, r.dict.offs
-	data := unzeroed.Bytes(int(src[n]) - 4*n)
+	size := int(src[n]) - 4*n
+	var data []byte
+	if r.lend == unzeroed.Return {
+		data = bufpool.Get(size)
+		r.compactPage = newLentPage(data)
+	} else {
+		data = unzeroed.Bytes(size)
+	}
 	at := 0
 	for i := range n {
 		at += copy(data[at:], r.dict.data[src[i]+4:src[i+1]])

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // Physical is a Parquet physical type, numbered as parquet.thrift numbers
@@ -187,6 +188,12 @@ type Reader struct {
 	// the chunk's later batches are not looked at for one.
 	lent, unlent bool
 	lentTo       int // the dictionary entries before it have been lent
+	// lend is what dictionaryStretch may lend batches for mem; where
+	// they are the pipeline's alone (unzeroed.Return), dictPage holds
+	// dictBuf and compactPage dict.compact for bufpool until the Reader
+	// and every batch made of them are released.
+	lend                  unzeroed.Lending
+	dictPage, compactPage *lentPage
 	work
 }
 
@@ -303,7 +310,7 @@ func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) 
 // newReader checks what col says of the chunk and returns a Reader with
 // no pages yet.
 func newReader(col Column, mem memory.Allocator) (*Reader, error) {
-	r := &Reader{col: col, mem: mem, left: col.Rows}
+	r := &Reader{col: col, mem: mem, left: col.Rows, lend: unzeroed.LendingTo(mem)}
 	if w, ok := works.Get().(*work); ok {
 		r.work = *w
 	}
@@ -413,10 +420,17 @@ func (r *Reader) Release() {
 	}
 	keep(r.cur.buf)
 	keep(r.cur.built)
-	if !r.lent {
+	switch {
+	case r.dictPage != nil:
+		r.dictPage.drop()
+	case !r.lent:
 		keep(r.dictBuf)
 	}
+	if r.compactPage != nil {
+		r.compactPage.drop()
+	}
 	r.free, r.held, r.cur, r.dictBuf, r.dict, r.pages = nil, nil, page{}, nil, dictionary{}, nil
+	r.dictPage, r.compactPage = nil, nil
 	w := r.work
 	clear(w.segs[:cap(w.segs)]) // they point into the pages
 	w.lens, w.idx, w.segs = w.lens[:0], w.idx[:0], w.segs[:0]
