@@ -801,10 +801,24 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 		pos, first, cut := s.from, at, false
 		for range s.n {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
-			at += copy(out[at:], s.data[pos+4:pos+4+l])
+			from := pos + 4
+			switch {
+			// As gather moves a short entry: 16 or 32 bytes, a copy of
+			// constant size, the bytes past the value's end written
+			// over by the values after it (out is their exact size).
+			case l <= 16 && at+16 <= len(out) && from+16 <= len(s.data):
+				copy(out[at:at+16], s.data[from:from+16])
+				at += l
+			case l <= 32 && at+32 <= len(out) && from+32 <= len(s.data):
+				copy(out[at:at+16], s.data[from:from+16])
+				copy(out[at+16:at+32], s.data[from+16:from+32])
+				at += l
+			default:
+				at += copy(out[at:], s.data[from:from+l])
+			}
 			// A value that starts inside a character.
-			cut = cut || (l > 0 && !utf8.RuneStart(s.data[pos+4]))
-			pos += 4 + l
+			cut = cut || (l > 0 && !utf8.RuneStart(s.data[from]))
+			pos = from + l
 		}
 		r.validUTF8 = r.validUTF8 && !cut && utf8.Valid(out[first:at])
 	}
@@ -822,6 +836,12 @@ func (r *Reader) gather(out []byte, at int, idx []uint32) int {
 		from, to := int(offs[ix])+4, int(offs[ix+1])
 		if to-from <= 16 && at+16 <= len(out) && from+16 <= len(data) {
 			copy(out[at:at+16], data[from:from+16])
+			at += to - from
+			continue
+		}
+		if to-from <= 32 && at+32 <= len(out) && from+32 <= len(data) {
+			copy(out[at:at+16], data[from:from+16])
+			copy(out[at+16:at+32], data[from+16:from+32])
 			at += to - from
 			continue
 		}
