@@ -803,12 +803,9 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
 			from := pos + 4
 			switch {
-			// As gather moves a short entry: 16 or 32 bytes, a copy of
+			// As gather moves a short entry: 32 bytes, a copy of
 			// constant size, the bytes past the value's end written
 			// over by the values after it (out is their exact size).
-			case l <= 16 && at+16 <= len(out) && from+16 <= len(s.data):
-				copy(out[at:at+16], s.data[from:from+16])
-				at += l
 			case l <= 32 && at+32 <= len(out) && from+32 <= len(s.data):
 				copy(out[at:at+16], s.data[from:from+16])
 				copy(out[at+16:at+32], s.data[from+16:from+32])
@@ -834,11 +831,6 @@ func (r *Reader) gather(out []byte, at int, idx []uint32) int {
 	data, offs := r.dict.data, r.dict.offs
 	for _, ix := range idx {
 		from, to := int(offs[ix])+4, int(offs[ix+1])
-		if to-from <= 16 && at+16 <= len(out) && from+16 <= len(data) {
-			copy(out[at:at+16], data[from:from+16])
-			at += to - from
-			continue
-		}
 		if to-from <= 32 && at+32 <= len(out) && from+32 <= len(data) {
 			copy(out[at:at+16], data[from:from+16])
 			copy(out[at+16:at+32], data[from+16:from+32])
