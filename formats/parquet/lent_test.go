@@ -12,7 +12,6 @@ import (
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
-	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 )
 
@@ -210,26 +209,13 @@ func TestLentDictionaryNotShared(t *testing.T) {
 func TestLentOnlyRuntimeMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "distinct.parquet")
 	writeDistinct(t, path, distinctColumns(), 20000, 0, 9000, nil, false, 1<<20, false)
-	ctx := context.Background()
-	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	var got []arrow.RecordBatch
 	before := parquet.LentBatches()
-	err = ds.Read(ctx, 0, ds.RowRange(0, 0, ds.Fragments[0].Rows), 4096, mem, func(b arrow.RecordBatch) error {
-		got = append(got, b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readWith(t, path, 4096, mem)
 	if n := parquet.LentBatches() - before; n != 0 {
 		t.Errorf("%d batches lent with a checked allocator", n)
 	}
-	want, _, err := readBatches(ctx, path, true, 4096, false)
+	want, _, err := readBatches(context.Background(), path, true, 4096, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,22 +237,10 @@ func (pipelineChecked) PipelineOnly() bool { return true }
 // readWith reads every row of path in batches of batch rows into mem.
 func readWith(t *testing.T, path string, batch int, mem memory.Allocator) []arrow.RecordBatch {
 	t.Helper()
-	ctx := context.Background()
-	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{parquet.Format{}}})
+	got, err := readInto(context.Background(), path, parquet.Format{}, batch, mem)
 	if err != nil {
+		releaseBatches(got)
 		t.Fatal(err)
-	}
-	defer ds.Close()
-	var got []arrow.RecordBatch
-	for i, f := range ds.Fragments {
-		err := ds.Read(ctx, i, ds.RowRange(i, 0, f.Rows), batch, mem, func(b arrow.RecordBatch) error {
-			got = append(got, b)
-			return nil
-		})
-		if err != nil {
-			releaseBatches(got)
-			t.Fatal(err)
-		}
 	}
 	return got
 }

@@ -19,14 +19,22 @@ import (
 	"github.com/sluicedata/sluice/formats/parquet"
 )
 
-// readFormat reads every row of path with p, in batches of batchRows.
+// readFormat reads every row of path with p, in batches of batchRows, into
+// a checked allocator.
 func readFormat(ctx context.Context, path string, p parquet.Format, batchRows int) ([]arrow.RecordBatch, *memory.CheckedAllocator, error) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	batches, err := readInto(ctx, path, p, batchRows, mem)
+	return batches, mem, err
+}
+
+// readInto reads every row of path with p, in batches of batchRows, into
+// mem. On an error it returns the batches read before it.
+func readInto(ctx context.Context, path string, p parquet.Format, batchRows int, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	ds, err := formats.Plan(ctx, []string{path}, formats.PlanOptions{Formats: []formats.Format{p}})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer ds.Close()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	var batches []arrow.RecordBatch
 	for i, f := range ds.Fragments {
 		err := ds.Read(ctx, i, ds.RowRange(i, 0, f.Rows), batchRows, mem, func(b arrow.RecordBatch) error {
@@ -34,10 +42,10 @@ func readFormat(ctx context.Context, path string, p parquet.Format, batchRows in
 			return nil
 		})
 		if err != nil {
-			return batches, mem, err
+			return batches, err
 		}
 	}
-	return batches, mem, nil
+	return batches, nil
 }
 
 // The own decoder checks strings as it builds them (PLAIN values in bulk,

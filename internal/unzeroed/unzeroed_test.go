@@ -121,32 +121,6 @@ type sayingFiller struct{ filling }
 
 func (sayingFiller) RuntimeMemory() bool { return true }
 
-// TestRuntimeMemory: the runtime's memory is Go's allocator's, this
-// package's over it and an allocator's that says so; not a checked
-// allocator's that does not, nor an offering one's of its own.
-func TestRuntimeMemory(t *testing.T) {
-	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	for _, c := range []struct {
-		name string
-		mem  memory.Allocator
-		want bool
-	}{
-		{"Go", memory.NewGoAllocator(), true},
-		{"offering", Offer(memory.NewGoAllocator()), true},
-		{"Allocator", Allocator{}, true},
-		{"taking from one that says so", func() memory.Allocator { m, _ := Of(sayingFiller{filling{checked}}); return m }(), true},
-		{"taking from one that does not", func() memory.Allocator { m, _ := Of(filling{checked}); return m }(), false},
-		{"checked", checked, false},
-		{"offering its own", filling{checked}, false},
-		{"says so", sayRuntime{checked, true}, true},
-		{"says not", sayRuntime{memory.NewGoAllocator(), false}, false},
-	} {
-		if got := RuntimeMemory(c.mem); got != c.want {
-			t.Errorf("%s: RuntimeMemory %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 type sayPipeline struct {
 	memory.Allocator
 	is bool
@@ -154,26 +128,38 @@ type sayPipeline struct {
 
 func (s sayPipeline) PipelineOnly() bool { return s.is }
 
-// TestLendingTo: memory goes back to a reader only where the allocator
-// says its batches are the pipeline's alone; the runtime's memory
-// otherwise is kept for good, and anything else is copied.
-func TestLendingTo(t *testing.T) {
+// TestRuntimeMemory: the runtime's memory is Go's allocator's, this
+// package's over it and an allocator's that says so; not a checked
+// allocator's that does not, nor an offering one's of its own. A reader
+// may lend the runtime's memory for good (Keep), and take it back only
+// where the allocator says its batches are the pipeline's alone (Return);
+// anything else is copied.
+func TestRuntimeMemory(t *testing.T) {
 	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	for _, c := range []struct {
 		name string
 		mem  memory.Allocator
-		want Lending
+		want bool
+		lend Lending
 	}{
-		{"Go", memory.NewGoAllocator(), Keep},
-		{"offering", Offer(memory.NewGoAllocator()), Keep},
-		{"checked", checked, Copy},
-		{"runtime, says so", sayRuntime{checked, true}, Keep},
-		{"pipeline's", sayPipeline{memory.NewGoAllocator(), true}, Return},
-		{"not the pipeline's", sayPipeline{memory.NewGoAllocator(), false}, Copy},
-		{"taking from the pipeline's", taking{sayPipeline{checked, true}, sayingFiller{filling{checked}}}, Return},
+		{"Go", memory.NewGoAllocator(), true, Keep},
+		{"offering", Offer(memory.NewGoAllocator()), true, Keep},
+		{"Allocator", Allocator{}, true, Keep},
+		{"taking from one that says so", func() memory.Allocator { m, _ := Of(sayingFiller{filling{checked}}); return m }(), true, Keep},
+		{"taking from one that does not", func() memory.Allocator { m, _ := Of(filling{checked}); return m }(), false, Copy},
+		{"checked", checked, false, Copy},
+		{"offering its own", filling{checked}, false, Copy},
+		{"says so", sayRuntime{checked, true}, true, Keep},
+		{"says not", sayRuntime{memory.NewGoAllocator(), false}, false, Copy},
+		{"the pipeline's", sayPipeline{memory.NewGoAllocator(), true}, false, Return},
+		{"not the pipeline's", sayPipeline{memory.NewGoAllocator(), false}, false, Copy},
+		{"taking from the pipeline's", taking{sayPipeline{checked, true}, sayingFiller{filling{checked}}}, false, Return},
 	} {
-		if got := LendingTo(c.mem); got != c.want {
-			t.Errorf("%s: LendingTo %v, want %v", c.name, got, c.want)
+		if got := RuntimeMemory(c.mem); got != c.want {
+			t.Errorf("%s: RuntimeMemory %v, want %v", c.name, got, c.want)
+		}
+		if got := LendingTo(c.mem); got != c.lend {
+			t.Errorf("%s: LendingTo %v, want %v", c.name, got, c.lend)
 		}
 	}
 }
