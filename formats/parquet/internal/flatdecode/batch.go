@@ -347,7 +347,10 @@ func (r *Reader) Next(n int) (arrow.Array, error) {
 // dictionary page is encoded exactly so, as arrow-go and pyarrow write by
 // default. Fixed-width values are the dictionary page's bytes; byte arrays
 // a copy of the dictionary's entries without their lengths, made once for
-// the chunk (compactDictionary), and offsets of the batch's own.
+// the chunk (compactDictionary), and offsets of the batch's own. What is
+// lent is the collector's for good, or, where the batches are the
+// pipeline's alone (unzeroed.Return), a lentPage's, back to bufpool once
+// they are released.
 //
 // It returns nil, having taken nothing, for any other batch. The first
 // batch of a chunk that is not such a stretch ends the looking, so that a

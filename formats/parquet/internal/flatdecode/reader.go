@@ -182,8 +182,9 @@ type Reader struct {
 	free, held [][]byte // decompression buffers; held: in use by this batch
 	dictBuf    []byte   // the one dict.fixed lies in, if any
 	// lent: arrays hold parts of dictBuf (see dictionaryStretch), which
-	// is then the garbage collector's to free, not bufpool's to hand on
-	// (byte arrays lend a copy instead, and dictBuf stays the Reader's).
+	// is then the garbage collector's to free, not bufpool's to hand on,
+	// or dictPage's to hand back (byte arrays lend a copy instead, and
+	// dictBuf stays the Reader's).
 	// unlent: a batch's indices were not a stretch of the dictionary, and
 	// the chunk's later batches are not looked at for one.
 	lent, unlent bool
