@@ -375,3 +375,30 @@ func TestPermuteWorkers(t *testing.T) {
 		}
 	}
 }
+
+// moveExact copies every length from 0 to 40 exactly: each byte of dst
+// from src, and nothing on either side of it.
+func TestMoveExact(t *testing.T) {
+	src := make([]byte, 64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	for n := range 41 {
+		for at := range 3 {
+			buf := make([]byte, 48+8)
+			for i := range buf {
+				buf[i] = 0xee
+			}
+			moveExact(buf[8+at:8+at+n], src[at:at+n])
+			for i, b := range buf {
+				want := byte(0xee)
+				if i >= 8+at && i < 8+at+n {
+					want = src[at+i-8-at]
+				}
+				if b != want {
+					t.Fatalf("%d bytes from %d: byte %d is %#x, want %#x", n, at, i, b, want)
+				}
+			}
+		}
+	}
+}
