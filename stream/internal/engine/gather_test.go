@@ -285,6 +285,54 @@ func benchmarkPermute(b *testing.B, clump int) {
 func BenchmarkPermute(b *testing.B)        { benchmarkPermute(b, 1) }
 func BenchmarkPermuteClump16(b *testing.B) { benchmarkPermute(b, 16) }
 
+// BenchmarkScatterFloor is the part of a shuffled read's cost that no
+// implementation of the permute avoids: 131,072 int64 values (a window of
+// the bench's table) written each to its shuffled row. "fresh" is what a
+// permute does, into a new buffer that the runtime zeroes first; "warm"
+// writes into the same buffer every time, already in the core's cache, and
+// is the floor of the random writes alone. Eight source columns take turns,
+// so that the values read are not the ones just read, as a window's are
+// not. docs/performance.md sets these beside a storage-order read's cost.
+func BenchmarkScatterFloor(b *testing.B) {
+	const n = 1 << 17
+	r := rand.New(rand.NewPCG(1, 2))
+	inv := make([]int32, n)
+	for i, v := range r.Perm(n) {
+		inv[v] = int32(i)
+	}
+	srcs := make([]arrow.ArrayData, 8)
+	bufs := make([][]byte, 8)
+	for k := range srcs {
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		for i := range n {
+			ib.Append(int64(i))
+		}
+		a := ib.NewInt64Array()
+		srcs[k], bufs[k] = a.Data(), a.Data().Buffers()[1].Bytes()
+		defer a.Release()
+	}
+	perValue := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/value")
+	}
+	k := 0
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			out := make([]byte, 8*n)
+			scatterWords(arrow.Uint64Traits.CastFromBytes, out, bufs[k%8:k%8+1], srcs[k%8:k%8+1], inv)
+			k++
+		}
+		perValue(b)
+	})
+	warm := make([]byte, 8*n)
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			scatterWords(arrow.Uint64Traits.CastFromBytes, warm, bufs[k%8:k%8+1], srcs[k%8:k%8+1], inv)
+			k++
+		}
+		perValue(b)
+	})
+}
+
 // A gather row by row whose rows hold no string bytes at all (every one
 // null or empty) from record batches that do hold long strings: each value
 // is moved as a 32-byte block into room reserved past the end, and with no
