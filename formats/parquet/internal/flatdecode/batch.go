@@ -455,9 +455,21 @@ func (r *Reader) compactDictionary() []byte {
 	} else {
 		data = unzeroed.Bytes(size)
 	}
-	at := 0
+	at, page := 0, r.dict.data
 	for i := range n {
-		at += copy(data[at:], r.dict.data[src[i]+4:src[i+1]])
+		from, to := int(src[i])+4, int(src[i+1])
+		l := to - from
+		// As copyBytes moves a short value: 32 bytes, a copy of constant
+		// size, the bytes past the entry's end written over by the
+		// entries after it (data is their exact size). A copy call per
+		// entry of a few bytes costs several times the move.
+		if l <= 32 && at+32 <= len(data) && from+32 <= len(page) {
+			copy(data[at:at+16], page[from:from+16])
+			copy(data[at+16:at+32], page[from+16:from+32])
+			at += l
+			continue
+		}
+		at += copy(data[at:], page[from:to])
 	}
 	r.dict.compact = data
 	return data
@@ -653,6 +665,15 @@ func narrow(out []byte, w int, src []byte) {
 // the rows vbits marks valid, from the last back, and zeroes the null
 // slots.
 func spread(out []byte, w int, vbits []byte, row, k, m int) {
+	rows := out[row*w : (row+k)*w]
+	switch {
+	case w == 8 && aligned(rows, 8):
+		spreadWords(arrow.Uint64Traits.CastFromBytes(rows), vbits, row, m)
+		return
+	case w == 4 && aligned(rows, 4):
+		spreadWords(arrow.Uint32Traits.CastFromBytes(rows), vbits, row, m)
+		return
+	}
 	j := m - 1
 	for i := k - 1; i > j; i-- {
 		slot := out[(row+i)*w : (row+i+1)*w]
@@ -662,6 +683,22 @@ func spread(out []byte, w int, vbits []byte, row, k, m int) {
 		} else {
 			clear(slot)
 		}
+	}
+}
+
+// spreadWords is spread for values of one machine word, word aligned,
+// out being rows [row, row+len(out)): a word's load and store, where a copy
+// and a clear call per row cost several times the move (an optional int64
+// or double column of few nulls moves nearly every value).
+func spreadWords[W uint32 | uint64](out []W, vbits []byte, row, m int) {
+	j := m - 1
+	for i := len(out) - 1; i > j; i-- {
+		var v W
+		if bitutil.BitIsSet(vbits, row+i) {
+			v = out[j]
+			j--
+		}
+		out[i] = v
 	}
 }
 

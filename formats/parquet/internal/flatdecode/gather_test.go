@@ -55,17 +55,7 @@ func TestGatherFixed(t *testing.T) {
 // bytes (the bench data's string column) out of 32,768.
 func BenchmarkGatherStrings(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var page []byte
-	offs := []uint32{}
-	for range 32768 {
-		offs = append(offs, uint32(len(page)))
-		l := 10 + rng.IntN(11)
-		page = binary.LittleEndian.AppendUint32(page, uint32(l))
-		for range l {
-			page = append(page, byte('a'+rng.IntN(26)))
-		}
-	}
-	offs = append(offs, uint32(len(page)))
+	page, offs := stringDictionary(rng, 32768, 10, 20)
 	r := &Reader{}
 	r.dict.data, r.dict.offs, r.dict.count = page, offs, 32768
 	idx := make([]uint32, 8192)
@@ -80,5 +70,127 @@ func BenchmarkGatherStrings(b *testing.B) {
 		if r.gather(out, 0, idx) != total {
 			b.Fatal("short")
 		}
+	}
+}
+
+// stringDictionary is a PLAIN dictionary page of n entries of lo to hi
+// letters, and where each entry starts (its length before it).
+func stringDictionary(rng *rand.Rand, n, lo, hi int) ([]byte, []uint32) {
+	var page []byte
+	offs := []uint32{}
+	for range n {
+		offs = append(offs, uint32(len(page)))
+		l := lo + rng.IntN(hi-lo+1)
+		page = binary.LittleEndian.AppendUint32(page, uint32(l))
+		for range l {
+			page = append(page, byte('a'+rng.IntN(26)))
+		}
+	}
+	// No room past the end: a read past the last entry panics.
+	return page[:len(page):len(page)], append(offs, uint32(len(page)))
+}
+
+// TestCompactDictionary checks the entries put end to end against the
+// page, for entries of every length around the 32-byte move and for pages
+// whose last entries leave less than 32 bytes after them.
+func TestCompactDictionary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 2, 3, 7, 64, 1000} {
+		for _, hi := range []int{0, 5, 16, 31, 32, 33, 40, 70} {
+			page, offs := stringDictionary(rng, n, 0, hi)
+			var want []byte
+			for i := range n {
+				want = append(want, page[offs[i]+4:offs[i+1]]...)
+			}
+			r := &Reader{}
+			r.dict.data, r.dict.offs, r.dict.count = page, offs, n
+			if got := r.compactDictionary(); !bytes.Equal(got, want) {
+				t.Fatalf("%d entries of up to %d bytes: compacted\n%q\nwant\n%q", n, hi, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkCompactDictionary puts the 32,768 entries of 10 to 20 bytes of
+// a dictionary page (the bench data's string column) end to end.
+func BenchmarkCompactDictionary(b *testing.B) {
+	page, offs := stringDictionary(rand.New(rand.NewPCG(5, 6)), 32768, 10, 20)
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		r := &Reader{}
+		r.dict.data, r.dict.offs, r.dict.count = page, offs, 32768
+		r.compactDictionary()
+	}
+}
+
+// spreadReference is spread one byte at a time.
+func spreadReference(out []byte, w int, vbits []byte, row, k, m int) {
+	vals := append([]byte(nil), out[row*w:(row+m)*w]...)
+	j := 0
+	for i := range k {
+		slot := out[(row+i)*w : (row+i+1)*w]
+		if vbits[(row+i)/8]&(1<<((row+i)%8)) != 0 {
+			copy(slot, vals[j*w:(j+1)*w])
+			j++
+		} else {
+			clear(slot)
+		}
+	}
+}
+
+// TestSpread checks spread against spreadReference for every width a
+// fixed-width column has, at every null rate, from rows not at the start
+// of the buffer, in buffers word aligned and not, and that it writes
+// nothing outside rows [row, row+k).
+func TestSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, w := range []int{1, 2, 4, 8, 12, 16} {
+		for _, nullRate := range []float64{0, 0.01, 0.5, 0.99, 1} {
+			for _, k := range []int{1, 7, 64, 1000} {
+				row := rng.IntN(9)
+				total := row + k + 3
+				vbits := make([]byte, (total+7)/8)
+				m := 0
+				for i := row; i < row+k; i++ {
+					if rng.Float64() >= nullRate {
+						vbits[i/8] |= 1 << (i % 8)
+						m++
+					}
+				}
+				// Word aligned, and not: spread moves words only where
+				// they are.
+				off := rng.IntN(2)
+				got := make([]byte, total*w+1)[off : off+total*w]
+				for i := range got {
+					got[i] = byte(rng.Uint32())
+				}
+				want := append([]byte(nil), got...)
+				spread(got, w, vbits, row, k, m)
+				spreadReference(want, w, vbits, row, k, m)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("width %d, null rate %v, %d rows from %d (%d not null): spread wrote\n%v\nwant\n%v", w, nullRate, k, row, m, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSpread spreads 8,192 int64s over rows one in ten of which is
+// null, as an optional column's page decodes them.
+func BenchmarkSpread(b *testing.B) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const k = 8192
+	vbits := make([]byte, k/8)
+	m := 0
+	for i := range k {
+		if rng.IntN(10) != 0 {
+			vbits[i/8] |= 1 << (i % 8)
+			m++
+		}
+	}
+	out := make([]byte, 8*k)
+	b.SetBytes(8 * k)
+	for b.Loop() {
+		spread(out, 8, vbits, 0, k, m)
 	}
 }
