@@ -223,18 +223,42 @@ func (r *Reader) setUpPrefixed(values []byte, n int) error {
 	}
 	buf := r.buffer(int(total))
 	c.built = buf
-	pos, from := 0, 0 // the value being built, and the one before
-	for i, p := range r.prefixes {
-		l := int(r.pageLens[i])
-		copy(buf[pos:], buf[from:from+int(p)])
-		copy(buf[pos+int(p):], suffixes[at:at+l])
-		at += l
-		from = pos
-		r.pageLens[i] = p + int64(l)
-		pos += int(r.pageLens[i])
-	}
+	buildPrefixed(buf, r.prefixes, r.pageLens, suffixes[at:])
 	c.values, c.plainPos, c.lenPos = buf, 0, 0
 	return nil
+}
+
+// buildPrefixed writes DELTA_BYTE_ARRAY values end to end into buf (their
+// exact size): value i is the first prefixes[i] bytes of value i-1, then
+// the next lens[i] bytes of suffixes. lens[i] becomes value i's length.
+//
+// Short prefixes and suffixes move as 32 bytes, as copyBytes moves short
+// values: the bytes past a piece's end are written over by the pieces
+// after it, and a call per piece of a few bytes costs several times the
+// move. A prefix's 32 bytes may read past the value before into bytes this
+// value is writing, but the bytes it keeps all lie before: a prefix is no
+// longer than the value it comes from.
+func buildPrefixed(buf []byte, prefixes, lens []int64, suffixes []byte) {
+	pos, from, at := 0, 0, 0 // the value being built, the one before, the next suffix
+	for i, p64 := range prefixes {
+		p, l := int(p64), int(lens[i])
+		if p <= 32 && pos+32 <= len(buf) {
+			copy(buf[pos:pos+16], buf[from:from+16])
+			copy(buf[pos+16:pos+32], buf[from+16:from+32])
+		} else {
+			copy(buf[pos:pos+p], buf[from:from+p])
+		}
+		if to := pos + p; l <= 32 && to+32 <= len(buf) && at+32 <= len(suffixes) {
+			copy(buf[to:to+16], suffixes[at:at+16])
+			copy(buf[to+16:to+32], suffixes[at+16:at+32])
+		} else {
+			copy(buf[to:to+l], suffixes[at:at+l])
+		}
+		at += l
+		from = pos
+		lens[i] = int64(p + l)
+		pos += p + l
+	}
 }
 
 func grow[T any](s []T, n int) []T {

@@ -194,3 +194,74 @@ func BenchmarkSpread(b *testing.B) {
 		spread(out, 8, vbits, 0, k, m)
 	}
 }
+
+// TestBuildPrefixed builds DELTA_BYTE_ARRAY values from prefixes and
+// suffixes of every length around the 32-byte moves, into a buffer with no
+// room past its end, and checks them against the values encoded.
+func TestBuildPrefixed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, hi := range []int{0, 3, 16, 31, 32, 33, 50, 90} {
+		for _, n := range []int{1, 2, 5, 200} {
+			var values [][]byte
+			var prefixes, lens []int64
+			var suffixes, want []byte
+			var prev []byte
+			for range n {
+				// A prefix of the value before (often all of it),
+				// then a suffix of up to hi bytes.
+				p := rng.IntN(len(prev) + 1)
+				if rng.IntN(3) == 0 {
+					p = len(prev)
+				}
+				v := append([]byte(nil), prev[:p]...)
+				for range rng.IntN(hi + 1) {
+					v = append(v, byte('a'+rng.IntN(26)))
+				}
+				values = append(values, v)
+				prefixes = append(prefixes, int64(p))
+				lens = append(lens, int64(len(v)-p))
+				suffixes = append(suffixes, v[p:]...)
+				want = append(want, v...)
+				prev = v
+			}
+			buf := make([]byte, len(want))
+			suffixes = suffixes[:len(suffixes):len(suffixes)]
+			buildPrefixed(buf, prefixes, lens, suffixes)
+			if !bytes.Equal(buf, want) {
+				t.Fatalf("%d values of suffixes up to %d bytes: built\n%q\nwant\n%q", n, hi, buf, want)
+			}
+			for i, v := range values {
+				if lens[i] != int64(len(v)) {
+					t.Fatalf("%d values of suffixes up to %d bytes: value %d's length %d, want %d", n, hi, i, lens[i], len(v))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkBuildPrefixed builds 8,192 sorted keys of a DELTA_BYTE_ARRAY
+// page: each shares 4 to 12 bytes with the key before and adds 6 to 14.
+func BenchmarkBuildPrefixed(b *testing.B) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	const n = 8192
+	prefixes, lens := make([]int64, n), make([]int64, n)
+	var suffixes []byte
+	total, prev := 0, 0
+	for i := range n {
+		p := min(prev, 4+rng.IntN(9))
+		l := 6 + rng.IntN(9)
+		prefixes[i], lens[i] = int64(p), int64(l)
+		for range l {
+			suffixes = append(suffixes, byte('a'+rng.IntN(26)))
+		}
+		prev = p + l
+		total += prev
+	}
+	buf := make([]byte, total)
+	work := make([]int64, n)
+	b.SetBytes(int64(total))
+	for b.Loop() {
+		copy(work, lens)
+		buildPrefixed(buf, prefixes, work, suffixes)
+	}
+}
