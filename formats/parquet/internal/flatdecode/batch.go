@@ -232,28 +232,16 @@ func (r *Reader) setUpPrefixed(values []byte, n int) error {
 // exact size): value i is the first prefixes[i] bytes of value i-1, then
 // the next lens[i] bytes of suffixes. lens[i] becomes value i's length.
 //
-// Short prefixes and suffixes move as 32 bytes, as copyBytes moves short
-// values: the bytes past a piece's end are written over by the pieces
-// after it, and a call per piece of a few bytes costs several times the
-// move. A prefix's 32 bytes may read past the value before into bytes this
-// value is writing, but the bytes it keeps all lie before: a prefix is no
-// longer than the value it comes from.
+// Short prefixes and suffixes move as 32 bytes (put). A prefix's 32 bytes
+// may read past the value before into bytes this value is writing, but
+// the bytes it keeps all lie before: a prefix is no longer than the value
+// it comes from.
 func buildPrefixed(buf []byte, prefixes, lens []int64, suffixes []byte) {
 	pos, from, at := 0, 0, 0 // the value being built, the one before, the next suffix
 	for i, p64 := range prefixes {
 		p, l := int(p64), int(lens[i])
-		if p <= 32 && pos+32 <= len(buf) {
-			copy(buf[pos:pos+16], buf[from:from+16])
-			copy(buf[pos+16:pos+32], buf[from+16:from+32])
-		} else {
-			copy(buf[pos:pos+p], buf[from:from+p])
-		}
-		if to := pos + p; l <= 32 && to+32 <= len(buf) && at+32 <= len(suffixes) {
-			copy(buf[to:to+16], suffixes[at:at+16])
-			copy(buf[to+16:to+32], suffixes[at+16:at+32])
-		} else {
-			copy(buf[to:to+l], suffixes[at:at+l])
-		}
+		put(buf, pos, buf, from, p)
+		put(buf, pos+p, suffixes, at, l)
 		at += l
 		from = pos
 		lens[i] = int64(p + l)
@@ -481,19 +469,10 @@ func (r *Reader) compactDictionary() []byte {
 	}
 	at, page := 0, r.dict.data
 	for i := range n {
-		from, to := int(src[i])+4, int(src[i+1])
-		l := to - from
-		// As copyBytes moves a short value: 32 bytes, a copy of constant
-		// size, the bytes past the entry's end written over by the
-		// entries after it (data is their exact size). A copy call per
-		// entry of a few bytes costs several times the move.
-		if l <= 32 && at+32 <= len(data) && from+32 <= len(page) {
-			copy(data[at:at+16], page[from:from+16])
-			copy(data[at+16:at+32], page[from+16:from+32])
-			at += l
-			continue
-		}
-		at += copy(data[at:], page[from:to])
+		from := int(src[i]) + 4
+		l := int(src[i+1]) - from
+		put(data, at, page, from, l)
+		at += l
 	}
 	r.dict.compact = data
 	return data
@@ -866,17 +845,8 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 		for range s.n {
 			l := int(binary.LittleEndian.Uint32(s.data[pos:]))
 			from := pos + 4
-			switch {
-			// As gather moves a short entry: 32 bytes, a copy of
-			// constant size, the bytes past the value's end written
-			// over by the values after it (out is their exact size).
-			case l <= 32 && at+32 <= len(out) && from+32 <= len(s.data):
-				copy(out[at:at+16], s.data[from:from+16])
-				copy(out[at+16:at+32], s.data[from+16:from+32])
-				at += l
-			default:
-				at += copy(out[at:], s.data[from:from+l])
-			}
+			put(out, at, s.data, from, l)
+			at += l
 			// A value that starts inside a character.
 			cut = cut || (l > 0 && !utf8.RuneStart(s.data[from]))
 			pos = from + l
@@ -886,22 +856,15 @@ func (r *Reader) copyBytes(nonNull int) (*memory.Buffer, error) {
 	return buf, nil
 }
 
-// gather copies the dictionary entries idx to out from at, end to end,
-// and returns where they end. An entry of at most 16 bytes is copied as
-// 16 (a copy of constant size, not a call), where both the page and out
-// have the room: the bytes past its end are the next entries' places, and
-// written over by them; the last ones of out are copied exactly.
+// gather copies the dictionary entries idx to out from at, end to end
+// (put), and returns where they end.
 func (r *Reader) gather(out []byte, at int, idx []uint32) int {
 	data, offs := r.dict.data, r.dict.offs
 	for _, ix := range idx {
-		from, to := int(offs[ix])+4, int(offs[ix+1])
-		if to-from <= 32 && at+32 <= len(out) && from+32 <= len(data) {
-			copy(out[at:at+16], data[from:from+16])
-			copy(out[at+16:at+32], data[from+16:from+32])
-			at += to - from
-			continue
-		}
-		at += copy(out[at:], data[from:to])
+		from := int(offs[ix]) + 4
+		l := int(offs[ix+1]) - from
+		put(out, at, data, from, l)
+		at += l
 	}
 	return at
 }
@@ -1009,4 +972,18 @@ func (r *Reader) skipValues(m int) error {
 		}
 	}
 	return nil
+}
+
+// put copies src[from:from+l] to dst[at:]. A value of up to 32 bytes moves
+// as 32, a copy of constant size, where both have 32 bytes from there: its
+// writer puts values end to end in order, so the bytes past its end are
+// written over by the values after it. A copy call per value of a few
+// bytes costs several times the move.
+func put(dst []byte, at int, src []byte, from, l int) {
+	if l <= 32 && at+32 <= len(dst) && from+32 <= len(src) {
+		copy(dst[at:at+16], src[from:from+16])
+		copy(dst[at+16:at+32], src[from+16:from+32])
+		return
+	}
+	copy(dst[at:at+l], src[from:from+l])
 }
