@@ -29,7 +29,7 @@ func testState(rank, world, splits int) State {
 		NumSplits:     splits,
 		WorldSize:     world,
 		Rank:          rank,
-		Next:          1,
+		Next:          min(1, splits/world-1),
 	}
 	st.Fingerprint = st.OrderFingerprint()
 	st.Cursors = make([]Cursor, splits)
@@ -387,4 +387,21 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A rank's round-robin position indexes the splits it owns: a state whose
+// position is past them came from another job or was edited, and is refused
+// rather than resumed modulo the owned count.
+func TestNextPastOwnedSplits(t *testing.T) {
+	for _, tc := range []struct{ rank, world, splits, next int }{{0, 1, 1, 1}, {1, 2, 4, 2}, {3, 4, 64, 16}, {0, 2, 8, 100}} {
+		st := testState(tc.rank, tc.world, tc.splits)
+		st.Next = tc.next
+		if err := st.Validate(); err == nil || !strings.Contains(err.Error(), "next") {
+			t.Errorf("rank %d of %d, %d splits, next %d: %v, want an error naming next", tc.rank, tc.world, tc.splits, tc.next, err)
+		}
+		st.Next = tc.splits/tc.world - 1
+		if err := st.Validate(); err != nil {
+			t.Errorf("rank %d of %d, %d splits, next %d (its last split): %v", tc.rank, tc.world, tc.splits, st.Next, err)
+		}
+	}
 }

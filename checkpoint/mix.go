@@ -92,6 +92,8 @@ func (s *MixState) Validate() error {
 		return fmt.Errorf("checkpoint: mix state rank %d is outside world_size %d", s.Rank, s.WorldSize)
 	case s.Epoch < 0 || s.Next < 0:
 		return fmt.Errorf("checkpoint: mix state epoch %d or next %d is negative", s.Epoch, s.Next)
+	case s.Rank >= 0 && s.Next >= s.NumSplits/s.WorldSize:
+		return fmt.Errorf("checkpoint: mix state next %d is past the %d splits rank %d of %d owns", s.Next, s.NumSplits/s.WorldSize, s.Rank, s.WorldSize)
 	case len(s.Taken) == 0:
 		return fmt.Errorf("checkpoint: mix state has no sources")
 	}

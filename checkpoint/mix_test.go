@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"reflect"
+	"strings"
 	"testing"
 
 	"gocloud.dev/blob/memblob"
@@ -186,4 +187,18 @@ func FuzzDecodeMix(f *testing.F) {
 			t.Fatalf("re-encoded state decodes to %+v, %v", st2, err)
 		}
 	})
+}
+
+// A mix state's round-robin position is past the splits its rank owns:
+// refused, as a dataset's state is.
+func TestMixNextPastOwnedSplits(t *testing.T) {
+	st := storetest.MixState(1, 2, 4)
+	st.Next = 2
+	if err := st.Validate(); err == nil || !strings.Contains(err.Error(), "next") {
+		t.Errorf("next 2 of rank 1's 2 splits: %v, want an error naming next", err)
+	}
+	st.Next = 1
+	if err := st.Validate(); err != nil {
+		t.Errorf("next 1 of rank 1's 2 splits: %v", err)
+	}
 }

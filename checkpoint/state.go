@@ -214,6 +214,10 @@ func (s *State) Validate() error {
 		return fmt.Errorf("checkpoint: state num_splits %d is not a multiple of world_size %d", s.NumSplits, s.WorldSize)
 	case s.Next < 0:
 		return fmt.Errorf("checkpoint: state next %d is negative", s.Next)
+	case s.Rank >= 0 && s.Next >= s.NumSplits/s.WorldSize:
+		// Next indexes the splits the rank owns; a position past them is a
+		// state from somewhere else, not one to resume modulo.
+		return fmt.Errorf("checkpoint: state next %d is past the %d splits rank %d of %d owns", s.Next, s.NumSplits/s.WorldSize, s.Rank, s.WorldSize)
 	case s.ClumpSize < 0 || s.ShuffleWindow < 0 || s.Epoch < 0 || s.ShufflePasses < 0:
 		return fmt.Errorf("checkpoint: state has a negative order option")
 	case s.BatchSize < 0 || s.BatchesLeft < 0 || s.BatchSize == 0 && s.BatchesLeft != 0:
@@ -321,6 +325,13 @@ func SameOrder(a, b *State) error {
 		return fmt.Errorf("%w: field %s: dataset has %v, state has %v", ErrMismatch, field, want, got)
 	}
 	switch {
+	case a.ShuffleWindow != b.ShuffleWindow:
+		// Named before the plan: a window of other rows cuts row groups
+		// elsewhere, so the plans differ too, and a window set in bytes
+		// (ShuffleMemory) is the rows those bytes hold in this data. The
+		// window is what a user can set to resume.
+		return fmt.Errorf("%w: field shuffle_window: dataset has %d rows, state has %d; open with ShuffleWindow %d (rows, not ShuffleMemory) to resume it",
+			ErrMismatch, a.ShuffleWindow, b.ShuffleWindow, b.ShuffleWindow)
 	case a.Plan != b.Plan:
 		return mismatch("plan", a.Plan, b.Plan)
 	case !slices.Equal(a.Columns, b.Columns):
@@ -331,8 +342,6 @@ func SameOrder(a, b *State) error {
 		return mismatch("shuffle", a.Shuffle, b.Shuffle)
 	case a.ClumpSize != b.ClumpSize:
 		return mismatch("clump_size", a.ClumpSize, b.ClumpSize)
-	case a.ShuffleWindow != b.ShuffleWindow:
-		return mismatch("shuffle_window", a.ShuffleWindow, b.ShuffleWindow)
 	case a.NumSplits != b.NumSplits:
 		return mismatch("num_splits", a.NumSplits, b.NumSplits)
 	case a.DropRemainder != b.DropRemainder:

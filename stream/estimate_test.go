@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/synth"
 )
 
@@ -115,6 +117,16 @@ func TestShuffleMemoryIsRows(t *testing.T) {
 		if !equalInts(a[3+i].ids, b[i].ids) {
 			t.Fatalf("batch %d after the resume differs", 3+i)
 		}
+	}
+
+	// Another ShuffleMemory is another window of rows: the refusal names
+	// the window and the setting that resumes the state, not the plan that
+	// the window's cuts changed.
+	half := o
+	half.ShuffleMemory = 1 << 19
+	err := open(t, half).LoadStateDict(st)
+	if !errors.Is(err, checkpoint.ErrMismatch) || !strings.Contains(err.Error(), "field shuffle_window") || !strings.Contains(err.Error(), fmt.Sprintf("ShuffleWindow %d", want)) {
+		t.Errorf("a state of ShuffleMemory 1 MiB into 512 KiB: %v, want a mismatch naming shuffle_window and ShuffleWindow %d", err, want)
 	}
 
 	o.ShuffleWindow = 1000

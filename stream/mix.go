@@ -181,8 +181,14 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 		if do.NumSplits != n {
 			return nil, fmt.Errorf("stream: mix source %d has NumSplits %d, source 0 has %d: every source needs the same", k, do.NumSplits, n)
 		}
-		if !d.Schema().Equal(m.schema) {
-			return nil, fmt.Errorf("stream: mix source %d's schema %v differs from source 0's %v: select the same columns, of the same types", k, d.Schema(), m.schema)
+		if !sameColumns(d.Schema(), first.Schema()) {
+			return nil, fmt.Errorf("stream: mix source %d's schema %v differs from source 0's %v: select the same columns, of the same types", k, d.Schema(), first.Schema())
+		}
+		if !d.Schema().Equal(first.Schema()) {
+			// What the sources' formats say of their columns (Parquet's field
+			// ids, ORC's nullable everything) differs, and no one source's
+			// says it of the mix: a column is nullable where any source's is.
+			m.schema = loosest(m.schema, d.Schema())
 		}
 		ep, err := d.eng.EpochOf(0)
 		if err != nil {
@@ -433,4 +439,55 @@ func (d *Dataset) describeURLs() string {
 		return d.data.Version
 	}
 	return "planned by Options.Plan"
+}
+
+// sameColumns reports whether a and b have the same columns: names and
+// types at every depth. Metadata is not compared, nor whether a top-level
+// column may hold nulls: a driver keeps what its format says of a column
+// (Parquet's field ids, an Iceberg doc, ORC's columns that are all
+// nullable), which is no part of a value, so a Parquet, an ORC and an Avro
+// source of the same columns mix.
+func sameColumns(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// loosest is the schema of a mix of sources of schemas a and b (of the
+// same columns): no metadata on it, its fields or their children (a map's
+// entries keep theirs: arrow builds no map type that keeps its writer's
+// entry names), and a column nullable where either's is.
+func loosest(a, b *arrow.Schema) *arrow.Schema {
+	fields := make([]arrow.Field, a.NumFields())
+	for i, f := range a.Fields() {
+		fields[i] = fieldWithoutMetadata(f)
+		fields[i].Nullable = f.Nullable || b.Field(i).Nullable
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func fieldWithoutMetadata(f arrow.Field) arrow.Field {
+	f.Metadata = arrow.Metadata{}
+	switch t := f.Type.(type) {
+	case *arrow.StructType:
+		children := make([]arrow.Field, t.NumFields())
+		for i, c := range t.Fields() {
+			children[i] = fieldWithoutMetadata(c)
+		}
+		f.Type = arrow.StructOf(children...)
+	case *arrow.ListType:
+		f.Type = arrow.ListOfField(fieldWithoutMetadata(t.ElemField()))
+	case *arrow.LargeListType:
+		f.Type = arrow.LargeListOfField(fieldWithoutMetadata(t.ElemField()))
+	case *arrow.FixedSizeListType:
+		f.Type = arrow.FixedSizeListOfField(t.Len(), fieldWithoutMetadata(t.ElemField()))
+	}
+	return f
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,10 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
+	orcformat "github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/internal/orcwrite"
 	"github.com/sluicedata/sluice/internal/synth"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"
 )
@@ -459,5 +463,45 @@ func TestMixSourceError(t *testing.T) {
 	}
 	if st := m.StateDict(); st.Cursors[0] != int64(n*40) {
 		t.Fatalf("after %d batches the state is at %d", n, st.Cursors[0])
+	}
+}
+
+// A Parquet and an ORC source of the same columns mix, though their
+// drivers say different things of the columns (Parquet's field ids): every
+// row once, every value its own, every batch under the mix's schema.
+func TestMixAcrossFormats(t *testing.T) {
+	cols := vc.Pick("id", "i64", "text", "f32")
+	pq, orc := t.TempDir(), t.TempDir()
+	if err := vc.WriteParquet(filepath.Join(pq, "a.parquet"), cols, 0, 300, vc.Parquet{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := vc.WriteORC(filepath.Join(orc, "b.orc"), cols, 300, 200, orcwrite.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, Options{URLs: []string{pq}, NumSplits: 2})
+	b := open(t, Options{URLs: []string{orc}, NumSplits: 2, Formats: []formats.Format{orcformat.Format{}}})
+	if a.Schema().Equal(b.Schema()) {
+		t.Fatalf("the drivers' schemas are equal with their metadata and nullability; this test needs them to differ:\n%v", a.Schema())
+	}
+	m, err := Mix([]MixSource{{Dataset: a, Weight: 1}, {Dataset: b, Weight: 1}}, MixOptions{NoRepeat: true, BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := vc.NewOnce()
+	for batch, err := range m.Batches(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !batch.Schema().Equal(m.Schema()) {
+			t.Fatalf("a batch's schema %v is not the mix's %v", batch.Schema(), m.Schema())
+		}
+		ids, err := vc.Batch(batch, []string{"id", "i64", "text", "f32"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		once.Add(ids)
+	}
+	if err := once.Exactly(vc.IDs(500)); err != nil {
+		t.Fatal(err)
 	}
 }

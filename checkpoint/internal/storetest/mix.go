@@ -18,7 +18,7 @@ func MixState(rank, world, splits int) checkpoint.MixState {
 		WorldSize:   world,
 		Rank:        rank,
 		Cursors:     make([]int64, splits),
-		Next:        1,
+		Next:        min(1, splits/world-1),
 		Taken:       [][]int64{make([]int64, splits), make([]int64, splits), make([]int64, splits)},
 	}
 	for s := rank; s < splits; s += world {

@@ -215,7 +215,7 @@ func State(rank, world, splits int) checkpoint.State {
 		NumSplits:     splits,
 		WorldSize:     world,
 		Rank:          rank,
-		Next:          1,
+		Next:          min(1, splits/world-1),
 	}
 	st.Fingerprint = st.OrderFingerprint()
 	st.Cursors = make([]checkpoint.Cursor, splits)

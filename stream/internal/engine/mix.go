@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/prefetch"
@@ -499,6 +500,12 @@ func (m *Mix) build(ctx context.Context, j *mixJob) (arrow.RecordBatch, error) {
 	mem := m.Sources[0].Engine.opts.Allocator
 	switch {
 	case j.src == nil && len(j.parts) == 1 && j.shared:
+		if p := j.parts[0]; !p.Schema().Equal(m.Schema) {
+			// A source whose format says more of its columns than the mix
+			// (Mix drops metadata the sources disagree on): the same
+			// columns, under the mix's schema.
+			return array.NewRecordBatch(m.Schema, p.Columns(), p.NumRows()), nil
+		}
 		j.parts[0].Retain()
 		return j.parts[0], nil
 	case j.src == nil:
