@@ -7,8 +7,8 @@ import "errors"
 
 // ErrUnknownRows is returned when DropRemainder is asked of chunks whose row
 // counts are not known before reading.
-var ErrUnknownRows = errors.New("plan: row counts are unknown")
+var ErrUnknownRows = errors.New("permutation: row counts are unknown")
 
 // ErrPosition is wrapped when a position lies outside the order it is
 // looked up in.
-var ErrPosition = errors.New("plan: position out of range")
+var ErrPosition = errors.New("permutation: position out of range")

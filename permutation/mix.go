@@ -95,15 +95,15 @@ type Mix struct {
 // NewMix checks the order and the sources' split sizes.
 func NewMix(o MixOrder, rows [][]int64) (*Mix, error) {
 	if len(o.Weights) == 0 || len(o.Weights) != len(rows) {
-		return nil, fmt.Errorf("plan: mix of %d sources with %d weights", len(rows), len(o.Weights))
+		return nil, fmt.Errorf("permutation: mix of %d sources with %d weights", len(rows), len(o.Weights))
 	}
 	if o.NumSplits < 1 {
-		return nil, fmt.Errorf("plan: mix NumSplits %d must be at least 1", o.NumSplits)
+		return nil, fmt.Errorf("permutation: mix NumSplits %d must be at least 1", o.NumSplits)
 	}
 	var sum float64
 	for k, w := range o.Weights {
 		if !(w > 0) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("plan: mix weight %v of source %d must be positive and finite", w, k)
+			return nil, fmt.Errorf("permutation: mix weight %v of source %d must be positive and finite", w, k)
 		}
 		sum += w
 	}
@@ -111,7 +111,7 @@ func NewMix(o MixOrder, rows [][]int64) (*Mix, error) {
 	for k, w := range o.Weights {
 		m.weight[k] = max(int64(math.Round(w/sum*mixScale)), 1)
 		if len(rows[k]) != o.NumSplits {
-			return nil, fmt.Errorf("plan: mix source %d has %d splits, the mix %d: every source needs the same NumSplits", k, len(rows[k]), o.NumSplits)
+			return nil, fmt.Errorf("permutation: mix source %d has %d splits, the mix %d: every source needs the same NumSplits", k, len(rows[k]), o.NumSplits)
 		}
 		var total int64
 		for s, n := range rows[k] {
@@ -121,17 +121,17 @@ func NewMix(o MixOrder, rows [][]int64) (*Mix, error) {
 			total += n
 		}
 		if total == 0 {
-			return nil, fmt.Errorf("plan: mix source %d has no rows", k)
+			return nil, fmt.Errorf("permutation: mix source %d has no rows", k)
 		}
 	}
 	switch o.Epoch {
 	case MixLargest, MixSmallest:
 	case MixRows:
 		if o.Rows < 1 {
-			return nil, fmt.Errorf("plan: a mix epoch of %d rows: MixRows needs Rows of at least 1", o.Rows)
+			return nil, fmt.Errorf("permutation: a mix epoch of %d rows: MixRows needs Rows of at least 1", o.Rows)
 		}
 	default:
-		return nil, fmt.Errorf("plan: unknown mix epoch %v", o.Epoch)
+		return nil, fmt.Errorf("permutation: unknown mix epoch %v", o.Epoch)
 	}
 	return m, nil
 }
@@ -274,7 +274,7 @@ func (m *Mix) Walk(epoch int64, split int, from int64) (*MixWalk, error) {
 	w := &MixWalk{m: m, t: m.timeline(epoch, split), epoch: epoch, split: split, pos: from, end: n, counts: make([]int64, len(m.weight))}
 	if from < n {
 		if _, ok := w.t.at(from, w.counts); !ok {
-			return nil, fmt.Errorf("plan: internal error: mixed split %d position %d has no source", split, from)
+			return nil, fmt.Errorf("permutation: internal error: mixed split %d position %d has no source", split, from)
 		}
 	}
 	if m.o.Repeat {
@@ -504,7 +504,7 @@ func (m *Mix) Locate(epoch int64, split int, i int64) (MixRow, error) {
 	counts := make([]int64, len(m.weight))
 	k, ok := t.at(i, counts)
 	if !ok {
-		return MixRow{}, fmt.Errorf("plan: internal error: mixed split %d position %d has no source", split, i)
+		return MixRow{}, fmt.Errorf("permutation: internal error: mixed split %d position %d has no source", split, i)
 	}
 	return m.row(epoch, split, k, counts[k]), nil
 }

@@ -9,7 +9,7 @@ import (
 
 // ErrCursor is wrapped when a cursor does not fit the epoch it is checked
 // against: a state from another plan, or a corrupt one.
-var ErrCursor = errors.New("plan: cursor does not fit the epoch")
+var ErrCursor = errors.New("split: cursor does not fit the epoch")
 
 // Epoch is what one epoch's order is made of: a pure function of the chunk
 // list, the Order and the epoch number.
@@ -110,7 +110,7 @@ func (e *Epoch) Count(rows []int64) error {
 				k := p.Rows()
 				if k < 0 {
 					if p.Chunk < 0 || p.Chunk >= len(rows) || rows[p.Chunk] < 0 {
-						return fmt.Errorf("plan: no count for chunk %d of split %d window %d", p.Chunk, s, w)
+						return fmt.Errorf("split: no count for chunk %d of split %d window %d", p.Chunk, s, w)
 					}
 					k = rows[p.Chunk]
 				}
@@ -254,13 +254,13 @@ func Owned(numSplits, rank, worldSize int) []int {
 // cursor per split.
 func MergeCursors(worldSize int, byRank [][]Cursor) ([]Cursor, error) {
 	if worldSize < 1 || len(byRank) != worldSize {
-		return nil, fmt.Errorf("plan: merge needs the cursors of all %d ranks, got %d", worldSize, len(byRank))
+		return nil, fmt.Errorf("split: merge needs the cursors of all %d ranks, got %d", worldSize, len(byRank))
 	}
 	n := len(byRank[0])
 	out := make([]Cursor, n)
 	for r, cs := range byRank {
 		if len(cs) != n {
-			return nil, fmt.Errorf("plan: rank %d has %d cursors, rank 0 has %d", r, len(cs), n)
+			return nil, fmt.Errorf("split: rank %d has %d cursors, rank 0 has %d", r, len(cs), n)
 		}
 		for _, s := range Owned(n, r, worldSize) {
 			out[s] = cs[s]

@@ -276,10 +276,10 @@ func Balance(chunks []Chunk, order []int, numSplits int, dropRemainder bool) ([]
 // chunk once), taken in the given order of places.
 func balance(chunks []Chunk, pls []place, order []int, numSplits int, dropRemainder bool) ([]Split, error) {
 	if numSplits < 1 {
-		return nil, fmt.Errorf("plan: NumSplits %d must be at least 1", numSplits)
+		return nil, fmt.Errorf("split: NumSplits %d must be at least 1", numSplits)
 	}
 	if len(order) != len(pls) {
-		return nil, fmt.Errorf("plan: order has %d entries for %d chunks", len(order), len(pls))
+		return nil, fmt.Errorf("split: order has %d entries for %d chunks", len(order), len(pls))
 	}
 	known := true
 	var total int64

@@ -34,7 +34,7 @@ type Interleave struct {
 // batchSize.
 func NewInterleave(rows []int64, batchSize int) (*Interleave, error) {
 	if batchSize < 1 {
-		return nil, fmt.Errorf("plan: batch size %d must be at least 1", batchSize)
+		return nil, fmt.Errorf("split: batch size %d must be at least 1", batchSize)
 	}
 	iv := &Interleave{rows: append([]int64(nil), rows...), batch: int64(batchSize)}
 	for i, n := range rows {
@@ -83,7 +83,7 @@ func (iv *Interleave) Locate(pos int64) (split int, offset int64, err error) {
 		}
 		off -= take
 	}
-	return 0, 0, fmt.Errorf("plan: internal error: position %d found in no split of round %d", pos, k)
+	return 0, 0, fmt.Errorf("split: internal error: position %d found in no split of round %d", pos, k)
 }
 
 // Seek returns the window of split s that emits the split's offset q, and
@@ -155,7 +155,7 @@ func (e *Epoch) Row(r WindowRef, order []int32, off int64) (piece int, fileRow i
 	k := off
 	if order != nil {
 		if int64(len(order)) != w.Rows {
-			return 0, 0, fmt.Errorf("plan: window order has %d entries for %d rows", len(order), w.Rows)
+			return 0, 0, fmt.Errorf("split: window order has %d entries for %d rows", len(order), w.Rows)
 		}
 		k = int64(order[off])
 	}
@@ -165,5 +165,5 @@ func (e *Epoch) Row(r WindowRef, order []int32, off int64) (piece int, fileRow i
 		}
 		k -= p.Rows()
 	}
-	return 0, 0, fmt.Errorf("plan: internal error: row %d is past split %d window %d's pieces", k, r.Split, r.Window)
+	return 0, 0, fmt.Errorf("split: internal error: row %d is past split %d window %d's pieces", k, r.Split, r.Window)
 }

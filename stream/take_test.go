@@ -197,7 +197,7 @@ func TestTakeOutOfRange(t *testing.T) {
 		}
 	}
 	_, err := ds.TakeSplit(context.Background(), 0, 1, []int64{n / 4})
-	if !errors.Is(err, split.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1: plan: position out of range: %d is not in [0, %d)", n/4, n/4)) {
+	if !errors.Is(err, split.ErrPosition) || !strings.Contains(err.Error(), fmt.Sprintf("split 1: permutation: position out of range: %d is not in [0, %d)", n/4, n/4)) {
 		t.Errorf("split offset %d: error %v, want ErrPosition naming split 1's range", n/4, err)
 	}
 	if _, err := ds.TakeSplit(context.Background(), 0, 4, []int64{0}); !errors.Is(err, split.ErrPosition) {
