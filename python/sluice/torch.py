@@ -78,7 +78,12 @@ class _Item:
         self.kind, self.worker, self.state, self.epoch, self.batch = kind, worker, state, epoch, batch
 
     def __reduce__(self):
-        return (_Item, (self.kind, self.worker, self.state, self.epoch, self.batch))
+        # Pickled to cross from a worker to the main process: the batch's
+        # fixed-width tensors go as one block of shared memory.
+        packed = _pack(self.batch) if self.kind == _BATCH else None
+        if packed is None:
+            return (_Item, (self.kind, self.worker, self.state, self.epoch, self.batch))
+        return (_unpack_item, (self.kind, self.worker, self.state, packed))
 
     def pin_memory(self, *args):
         """Pins the batch (the DataLoader's pin_memory=True)."""
@@ -86,6 +91,69 @@ class _Item:
         if self.batch is not None:
             self.batch = pin_memory(self.batch, *args)
         return self
+
+
+_ALIGN = 64
+
+
+def _packable(t):
+    return (isinstance(t, torch.Tensor) and t.device.type == "cpu" and t.layout == torch.strided
+            and not t.requires_grad and t.is_contiguous() and not t.is_shared())
+
+
+def _pack(batch):
+    """A batch (a mapping) as one shared-memory block holding its plain
+    CPU tensors end to end, and what is left: (block, layout, rest, order,
+    type, num_rows); None where it holds no such tensor. torch would send
+    each tensor as a block of its own, moved into shared memory one by one:
+    one block is one copy and one descriptor for the whole batch."""
+    if not isinstance(batch, dict):
+        return None
+    layout, rest, total = [], {}, 0
+    for k, v in batch.items():
+        if _packable(v):
+            off = -(-total // _ALIGN) * _ALIGN
+            layout.append((k, None, off, v))
+            total = off + v.numel() * v.element_size()
+        elif isinstance(v, sluice.Strings) and _packable(v.offsets) and _packable(v.data):
+            for part in ("offsets", "data"):
+                t = getattr(v, part)
+                off = -(-total // _ALIGN) * _ALIGN
+                layout.append((k, part, off, t))
+                total = off + t.numel() * t.element_size()
+        else:
+            rest[k] = v
+    if not layout:
+        return None
+    block = torch.empty(0, dtype=torch.uint8).set_(torch.ByteStorage._new_shared(max(total, 1)))
+    spec = []
+    for k, part, off, t in layout:
+        n = t.numel() * t.element_size()
+        if n:
+            block[off:off + n].copy_(t.reshape(-1).view(torch.uint8))
+        spec.append((k, part, off, t.dtype, tuple(t.shape), batch[k].text if part else None))
+    num_rows = batch._num_rows if isinstance(batch, sluice.Batch) else None
+    return block, spec, rest, list(batch), isinstance(batch, sluice.Batch), num_rows
+
+
+def _unpack_item(kind, worker, state, packed):
+    block, spec, rest, order, is_batch, num_rows = packed
+    cols, strings = dict(rest), {}
+    for k, part, off, dtype, shape, text in spec:
+        n = 1
+        for d in shape:
+            n *= d
+        size = n * torch.empty(0, dtype=dtype).element_size()
+        t = block[off:off + size].view(dtype).view(shape) if size else torch.empty(shape, dtype=dtype)
+        if part is None:
+            cols[k] = t
+        else:
+            strings.setdefault(k, {})[part] = t
+            strings[k]["text"] = text
+    for k, s in strings.items():
+        cols[k] = sluice.Strings(s["offsets"], s["data"], s["text"])
+    cols = {k: cols[k] for k in order}
+    return _Item(kind, worker, state, None, sluice.Batch(cols, num_rows) if is_batch else cols)
 
 
 class _Collate:

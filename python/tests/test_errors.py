@@ -223,3 +223,22 @@ def test_ctrl_c_on_a_finalizers_first_line_is_raised_by_the_next_batch(data):
     with pytest.raises(KeyboardInterrupt):
         next(it)
     ds.close()
+
+
+def test_state_messages_read_as_sentences(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"])
+    with pytest.raises(sluice.UsageError) as e:
+        ds.load_state_dict({"foo": 1})
+    assert str(e.value) == ("sluice: load_state_dict takes the dict that state_dict() returned, which has the keys "
+                            "format, kind and state; this dict has the keys 'foo'")
+    with pytest.raises(sluice.UsageError) as e:
+        ds.load_state_dict([1])
+    assert str(e.value) == "sluice: load_state_dict takes the dict that state_dict() returned; this is a list"
+    with pytest.raises(sluice.MismatchError) as e:
+        ds.load_state_dict({"format": 1, "kind": "mix", "state": b""})
+    assert str(e.value) == ("sluice: field kind: the state is a sluice.Mix's, and this is a sluice.Dataset's; "
+                            "load it into what saved it")
+    ds.close()
+    with pytest.raises(sluice.ClosedError) as e:
+        ds.state_dict()
+    assert str(e.value) == "sluice: the dataset is closed; open a new one to read on"

@@ -282,3 +282,18 @@ def test_a_partial_iteration_then_exit_is_quiet(data, tmp_path):
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0 and p.stdout == "0\n"
     assert p.stderr == ""
+
+
+def _storage(t):
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
+
+
+def test_loader_batch_crosses_as_one_block(data):
+    ds = sluice.torch.IterableDataset(str(data / "types"), columns=["id", "f64", "n", "s"], batch_size=100,
+                                      strings="arrays")
+    b = next(iter(sluice.torch.DataLoader(ds, num_workers=1, multiprocessing_context="fork")))
+    ts = [b["id"], b["f64"], b["n"], b["s"].offsets, b["s"].data] + [v for k, v in b.items() if k.endswith(".valid")]
+    assert len(ts) > 5 and len({_storage(t) for t in ts}) == 1
+    want = next(iter(sluice.Dataset(str(data / "types"), columns=["id", "f64", "n", "s"], batch_size=100)))
+    assert b["id"].tolist() == want["id"].tolist() and b["s"].tolist() == [x or "" for x in want["s"]]
+    assert list(b) == list(want) and type(b) is sluice.Batch and b.num_rows == 100
