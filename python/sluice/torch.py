@@ -85,11 +85,11 @@ class _Item:
             return (_Item, (self.kind, self.worker, self.state, self.epoch, self.batch))
         return (_unpack_item, (self.kind, self.worker, self.state, packed))
 
-    def pin_memory(self, *args):
+    def pin_memory(self, device=None):
         """Pins the batch (the DataLoader's pin_memory=True)."""
         from torch.utils.data._utils.pin_memory import pin_memory
         if self.batch is not None:
-            self.batch = pin_memory(self.batch, *args)
+            self.batch = pin_memory(self.batch) if device is None else pin_memory(self.batch, device)
         return self
 
 
@@ -99,6 +99,13 @@ _ALIGN = 64
 def _packable(t):
     return (isinstance(t, torch.Tensor) and t.device.type == "cpu" and t.layout == torch.strided
             and not t.requires_grad and t.is_contiguous() and not t.is_shared())
+
+
+def _shared_storage(n):
+    """n bytes of storage in shared memory, made there (not moved)."""
+    if hasattr(torch, "UntypedStorage"):  # torch 2
+        return torch.UntypedStorage._new_shared(n)
+    return torch.ByteStorage._new_shared(n)
 
 
 def _pack(batch):
@@ -125,7 +132,7 @@ def _pack(batch):
             rest[k] = v
     if not layout:
         return None
-    block = torch.empty(0, dtype=torch.uint8).set_(torch.ByteStorage._new_shared(max(total, 1)))
+    block = torch.empty(0, dtype=torch.uint8).set_(_shared_storage(max(total, 1)))
     spec = []
     for k, part, off, t in layout:
         n = t.numel() * t.element_size()
