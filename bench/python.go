@@ -22,8 +22,14 @@ import (
 // cost microseconds, not a copy: ratio_vs_go >= 0.8 for numeric columns.
 // Strings are copied into Python objects by nature; their figures are
 // reported as measured. python_dataloader_workers streams through
-// torch's DataLoader with 0, 2 and 4 workers (spawned, persistent; the
-// second epoch is timed).
+// sluice.torch.DataLoader with 0, 2 and 4 workers (spawned, persistent; the
+// second epoch is timed) beside the DataLoader's own floor in the same run:
+// a plain IterableDataset whose 2 workers yield new tensors of the same
+// shapes from memory (ipc_floor_rows_per_s). A worker must cost little
+// more than the hand-off to the main process does: workers_2_ratio_vs_floor
+// >= 0.8. first_batch_seconds_spawn is what a user waits for the first
+// batch of 2 spawned workers, beside the floor's (whose workers import
+// torch too): at most 1.5 times it.
 var pythonLines = []string{"python_numpy", "python_torch", "python_dataloader_workers"}
 
 // pythonPasses are the passes of python_numpy and python_torch.
@@ -117,6 +123,9 @@ type pyRequest struct {
 	Columns []string `json:"columns"`
 	Shuffle bool     `json:"shuffle"`
 	Workers int      `json:"workers"`
+	// FirstBatch times a first epoch on spawned workers from iter() to its
+	// first batch (pyRun.FirstBatchS).
+	FirstBatch bool `json:"first_batch,omitempty"`
 }
 
 // pyBench is bench/python_bench.py running over the dataset: it takes a
@@ -132,7 +141,7 @@ type pyBench struct {
 // startPyBench starts bench/python_bench.py with py over lib, or says why
 // the lines are skipped where py does not start.
 func (e *env) startPyBench(ctx context.Context, root, py, lib string) (_ *pyBench, skipReason string, _ error) {
-	cmd := exec.CommandContext(ctx, py, filepath.Join(root, "bench", "python_bench.py"), e.data.dir, fmt.Sprint(e.cfg.BatchSize))
+	cmd := exec.CommandContext(ctx, py, filepath.Join(root, "bench", "python_bench.py"), e.data.dir, fmt.Sprint(e.cfg.BatchSize), fmt.Sprint(e.data.spec.Rows()))
 	cmd.Env = append(os.Environ(), "SLUICE_LIBRARY="+lib, "PYTHONPATH="+filepath.Join(root, "python"))
 	b := &pyBench{cmd: cmd, stderr: &bytes.Buffer{}, rows: e.data.spec.Rows()}
 	cmd.Stderr = b.stderr
@@ -222,15 +231,33 @@ func (e *env) pythonPasses(ctx context.Context, b *pyBench, hasTorch bool) (*pyR
 		}
 	}
 	if hasTorch {
+		numeric := pythonPasses[1].columns
 		for _, k := range []int{0, 2, 4} {
 			name := fmt.Sprintf("dataloader/%d", k)
 			for range max(e.cfg.Reps, 1) {
-				x, err := b.measure(pyRequest{Name: name, Mode: "dataloader", Columns: pythonPasses[1].columns, Shuffle: true, Workers: k})
+				x, err := b.measure(pyRequest{Name: name, Mode: "dataloader", Columns: numeric, Shuffle: true, Workers: k})
 				if err != nil {
 					return nil, err
 				}
 				res.keep(name, x)
+				if k != 2 {
+					continue
+				}
+				// The floor right after the line it is the floor of.
+				if x, err = b.measure(pyRequest{Name: "floor/2", Mode: "floor", Columns: numeric, Workers: 2}); err != nil {
+					return nil, err
+				}
+				res.keep("floor/2", x)
 			}
+		}
+		// Spawning workers takes seconds: one first batch of each, the
+		// floor's right after sluice's.
+		for _, mode := range []string{"dataloader", "floor"} {
+			x, err := b.measure(pyRequest{Name: mode + "/first", Mode: mode, Columns: numeric, Shuffle: true, Workers: 2, FirstBatch: true})
+			if err != nil {
+				return nil, err
+			}
+			res.best[mode+"/first"] = x
 		}
 	}
 	return res, nil
@@ -281,7 +308,17 @@ func (e *env) emitPython(res *pyResults, py string, hasTorch bool) error {
 		r.set(fmt.Sprintf("workers_%d_rows_per_s", k), pyBest[fmt.Sprintf("dataloader/%d", k)].RowsPerS)
 	}
 	r.set("go_rows_per_s", goRate[pythonPasses[1].suffix])
-	r.set("options", "shuffled numeric columns through DataLoader(batch_size=None), NumSplits 4; rows_per_s: 0 workers; workers spawned, persistent, second epoch timed")
+	floor := pyBest["floor/2"].RowsPerS
+	r.set("ipc_floor_rows_per_s", floor)
+	r.set("workers_2_ratio_vs_floor", pyBest["dataloader/2"].RowsPerS/floor)
+	first, floorFirst := pyBest["dataloader/first"].FirstBatchS, pyBest["floor/first"].FirstBatchS
+	r.set("first_batch_seconds_spawn", first)
+	r.set("floor_first_batch_seconds_spawn", floorFirst)
+	r.set("first_batch_ratio_vs_floor", first/floorFirst)
+	r.set("options", "shuffled numeric columns through sluice.torch.DataLoader, NumSplits 4; rows_per_s: 0 workers; "+
+		"workers spawned, persistent, second epoch timed; ipc floor: torch's DataLoader over a plain IterableDataset, "+
+		"2 workers yielding new tensors of the batches' shapes; first batch: 2 spawned workers, iter() to the first batch")
+	r.target("workers_2_ratio_vs_floor", ">=", 0.8).target("first_batch_ratio_vs_floor", "<=", 1.5)
 	return e.emit(r)
 }
 
@@ -290,6 +327,9 @@ type pyRun struct {
 	Rows      int64   `json:"rows"`
 	RowsPerS  float64 `json:"rows_per_s"`
 	ReadBytes int64   `json:"read_bytes"`
+	// FirstBatchS is the seconds from iter() to the first batch, of a
+	// request with FirstBatch.
+	FirstBatchS float64 `json:"first_batch_s"`
 }
 
 // repoRoot is the module's root: the working directory's or the one this

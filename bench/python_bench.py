@@ -4,14 +4,20 @@ DataLoader with workers.
 
     python3 bench/python_bench.py DIR BATCH_SIZE
 
-reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"dataloader",
-"columns", "shuffle", "workers"}, measures it once and answers one JSON line
-{"name", "rows", "rows_per_s", "read_bytes"} (read_bytes: 0 where the reads
-happened in workers): the Go side alternates its own passes with
-these, so that both see the same machine. A pass is timed from opening the
-dataset to its last batch, like the Go lines. A DataLoader run times its
-second epoch (persistent workers), so that workers' start-up (an interpreter
-and torch each) is not counted.
+reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"dataloader"|
+"floor", "columns", "shuffle", "workers", "first_batch"}, measures it once and
+answers one JSON line {"name", "rows", "rows_per_s", "read_bytes",
+"first_batch_s"} (read_bytes: 0 where the reads happened in workers): the Go
+side alternates its own passes with these, so that both see the same
+machine. A pass is timed from opening the dataset to its last batch, like the
+Go lines. A DataLoader run (sluice.torch.DataLoader) times its second epoch
+(spawned persistent workers), so that workers' start-up (an interpreter and
+torch each) is not counted; with first_batch, it times instead a first epoch
+on spawned workers from iter() to the first batch (first_batch_s: what a
+user waits), and reads the epoch through. "floor" is the DataLoader's own
+floor: a plain torch IterableDataset whose workers yield batches of the same
+tensors' shapes and dtypes from memory (each batch's tensors new, as a
+dataset's are), through torch's DataLoader.
 """
 
 import json
@@ -40,16 +46,59 @@ def run_direct(cfg, r):
     return rows, rows / secs, read
 
 
+try:  # the floor's base; the lines that need torch are skipped without it
+    from torch.utils.data import IterableDataset as _IterableBase
+except ImportError:
+    _IterableBase = object
+
+
+class FloorDataset(_IterableBase):
+    """The floor's dataset, a torch IterableDataset:
+    worker w of k yields batches w, w+k, ... of the dataset's rows as new
+    tensors cloned from prototypes of a real batch's shapes and dtypes."""
+
+    def __init__(self, proto, rows, batch_size):
+        super().__init__()
+        self.proto, self.rows, self.batch_size = proto, rows, batch_size
+
+    def __iter__(self):
+        import torch.utils.data
+        info = torch.utils.data.get_worker_info()
+        w, k = (info.id, info.num_workers) if info else (0, 1)
+        n = -(-self.rows // self.batch_size)
+        for i in range(w, n, k):
+            m = min(self.batch_size, self.rows - i * self.batch_size)
+            yield {c: t[:m].clone() for c, t in self.proto.items()}
+
+
+def _first_batch_and_rest(dl, column):
+    t = time.perf_counter()
+    it = iter(dl)
+    b = next(it)
+    first = time.perf_counter() - t
+    rows = len(b[column])
+    for b in it:
+        rows += len(b[column])
+    return rows, first
+
+
 def run_loader(cfg, r):
-    import torch
+    import torch  # noqa: F401
     import sluice.torch
     k = r["workers"]
     ds = sluice.torch.IterableDataset(cfg["dir"], columns=r["columns"], batch_size=cfg["batch_size"],
                                       shuffle=r["shuffle"], seed=42, num_splits=4)
     kw = {}
     if k:
-        kw = dict(num_workers=k, multiprocessing_context="spawn", persistent_workers=True)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, **kw)
+        kw = dict(num_workers=k, multiprocessing_context="spawn", persistent_workers=not r.get("first_batch"))
+    dl = sluice.torch.DataLoader(ds, **kw)
+    if r.get("first_batch"):
+        t = time.perf_counter()
+        rows, first = _first_batch_and_rest(dl, r["columns"][0])
+        secs = time.perf_counter() - t
+        del dl
+        ds.close()
+        return rows, rows / secs, 0, first
     for _ in dl:  # warm-up epoch: workers start
         pass
     before = ds.metrics()  # in this process (0 workers) only
@@ -61,15 +110,43 @@ def run_loader(cfg, r):
     read = ds.metrics()["read_bytes"] - before["read_bytes"] if before else 0
     del dl
     ds.close()
-    return rows, rows / secs, read
+    return rows, rows / secs, read, 0
+
+
+def run_floor(cfg, r):
+    import torch
+    import sluice
+    one = sluice.Dataset(cfg["dir"], columns=r["columns"], batch_size=cfg["batch_size"], as_torch=True)
+    proto = {c: v.clone() for c, v in next(iter(one)).items()}
+    one.close()
+    ds = FloorDataset(proto, cfg["rows"], cfg["batch_size"])
+    k = r["workers"]
+    if r.get("first_batch"):
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=k, multiprocessing_context="spawn")
+        t = time.perf_counter()
+        n, first = _first_batch_and_rest(dl, r["columns"][0])
+        return n, n / (time.perf_counter() - t), 0, first
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=k, multiprocessing_context="spawn",
+                                     persistent_workers=True)
+    for _ in dl:
+        pass
+    t = time.perf_counter()
+    n = 0
+    for b in dl:
+        n += len(b[r["columns"][0]])
+    return n, n / (time.perf_counter() - t), 0, 0
 
 
 def main():
-    cfg = {"dir": sys.argv[1], "batch_size": int(sys.argv[2])}
+    cfg = {"dir": sys.argv[1], "batch_size": int(sys.argv[2]), "rows": int(sys.argv[3])}
     for line in sys.stdin:
         r = json.loads(line)
-        rows, rate, read = (run_loader if r["mode"] == "dataloader" else run_direct)(cfg, r)
-        print(json.dumps({"name": r["name"], "rows": rows, "rows_per_s": rate, "read_bytes": read}), flush=True)
+        if r["mode"] in ("dataloader", "floor"):
+            rows, rate, read, first = (run_loader if r["mode"] == "dataloader" else run_floor)(cfg, r)
+        else:
+            (rows, rate, read), first = run_direct(cfg, r), 0
+        print(json.dumps({"name": r["name"], "rows": rows, "rows_per_s": rate, "read_bytes": read,
+                          "first_batch_s": first}), flush=True)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ func main() {}
 
 // abiVersion changes whenever a signature or the meaning of a value does:
 // the Python package refuses a library of another version.
-const abiVersion = 2
+const abiVersion = 3
 
 //export sluice_abi_version
 func sluice_abi_version() C.int64_t { return abiVersion }

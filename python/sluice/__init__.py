@@ -19,14 +19,14 @@ import weakref
 
 import numpy as np
 
-from . import _arrow, _lib, _options
+from . import _arrow, _lib, _loaderstate, _options
 from .errors import (  # noqa: F401
     BusyError, CancelledError, ClosedError, CorruptError, EmptyError, ForkError,
     InternalError, MismatchError, NotFoundError, PositionError, SchemaError,
     SluiceError, UsageError, VersionError)
 
 __all__ = [
-    "Dataset", "Mix", "Batch", "merge_states", "rank_from_env",
+    "Dataset", "Mix", "Batch", "Strings", "merge_states", "rank_from_env", "VALID",
     "SluiceError", "UsageError", "MismatchError", "CorruptError", "SchemaError", "NotFoundError",
     "EmptyError", "PositionError", "BusyError", "VersionError", "ClosedError", "CancelledError",
     "InternalError", "ForkError",
@@ -38,23 +38,51 @@ _POLL_MS = 100
 
 _STATE_FORMAT = 1
 
+# VALID ends the name of the entry beside a column that has nulls in a
+# batch: batch["x" + VALID] is a bool array, True where x has a value.
+VALID = _arrow.VALID
+
 
 class Batch(dict):
-    """A batch: column name to values. ``validity`` maps the name of each
-    column that has nulls in this batch to a bool array (True: a value);
-    ``num_rows`` is its length."""
+    """A batch: column name to values. A column with nulls in this batch
+    has an entry beside it, its name with ``.valid`` appended (sluice.VALID):
+    a bool array, True where the column has a value, False at a null. Being
+    entries, they travel wherever the dict's items do (a DataLoader's
+    workers and collation, ``{k: v.to(device) for k, v in batch.items()}``).
+    ``validity`` maps each column with nulls to that array; ``num_rows`` is
+    the batch's length."""
 
-    __slots__ = ("validity", "num_rows")
+    __slots__ = ("_num_rows",)
 
-    def __init__(self, cols, validity, num_rows):
+    def __init__(self, cols=(), num_rows=None):
+        # One argument, a mapping, as torch's default_convert rebuilds a
+        # mapping of its type.
         super().__init__(cols)
-        self.validity = validity
-        self.num_rows = num_rows
+        self._num_rows = num_rows
+
+    @property
+    def num_rows(self):
+        if self._num_rows is None:
+            self._num_rows = _arrow.rows_of(self)
+        return self._num_rows
+
+    @property
+    def validity(self):
+        n = len(VALID)
+        return {k[:-n]: v for k, v in self.items() if k.endswith(VALID) and k[:-n] in self}
+
+    def __reduce__(self):
+        return (Batch, (dict(self), self._num_rows))
+
+
+Strings = _arrow.Strings
 
 
 def _to_torch(values, pin):
     import torch
     if not isinstance(values, np.ndarray):
+        if isinstance(values, Strings):
+            return values.as_torch(pin)
         if isinstance(values, dict):
             return {k: _to_torch(v, pin) for k, v in values.items()}
         return values
@@ -77,7 +105,7 @@ class _Source:
 
     _kind = None
 
-    def __init__(self, as_torch, pin_memory):
+    def __init__(self, as_torch, pin_memory, strings):
         self._h = None
         self._pid = os.getpid()
         if not isinstance(as_torch, bool):
@@ -86,8 +114,11 @@ class _Source:
             raise UsageError("sluice: option pin_memory must be a bool")
         if pin_memory and not as_torch:
             raise UsageError("sluice: option pin_memory needs as_torch=True")
+        if strings not in ("objects", "arrays"):
+            raise UsageError("sluice: option strings is %r; it must be 'objects' or 'arrays'" % (strings,))
         self._as_torch = as_torch
         self._pin = pin_memory
+        self._strings = strings == "arrays"
         self._fields = None
         self._pa_schema = None
 
@@ -98,12 +129,13 @@ class _Source:
             self._fields = _arrow.Field(s).children
         finally:
             _arrow.release_schema(s)
+        _arrow.check_names(self._fields)
 
     def _handle(self):
-        if self._pid != os.getpid() or _lib.forked():
-            raise ForkError(_lib.FORK_MESSAGE)
+        if self._pid != os.getpid():
+            raise ForkError(_lib.fork_message(self._kind) % (self._pid, os.getpid()))
         if self._h is None:
-            raise ClosedError("sluice: the %s is closed" % self._kind)
+            raise ClosedError("sluice: the %s is closed; open a new one to read on" % self._kind)
         return self._h
 
     @property
@@ -125,15 +157,15 @@ class _Source:
 
     def _batch(self, owner):
         a = owner.array
-        cols, valid = {}, {}
+        cols = {}
         for i, fld in enumerate(self._fields):
-            v, ok = _arrow.convert(fld, owner, a.children[i].contents)
+            v, ok = _arrow.convert(fld, owner, a.children[i].contents, self._strings)
             if self._as_torch:
                 v = _to_torch(v, self._pin)
             cols[fld.name] = v
             if ok is not None:
-                valid[fld.name] = ok
-        return Batch(cols, valid, a.length)
+                cols[fld.name + VALID] = _to_torch(ok, self._pin) if self._as_torch else ok
+        return Batch(cols, a.length)
 
     def _iterate(self, make):
         self._handle()
@@ -146,8 +178,13 @@ class _Source:
         except BaseException:
             # A break, an error or Ctrl-C: end every goroutine of the
             # iteration; the position stays after the last batch received.
-            if self._h is not None and not _lib.forked() and self._pid == os.getpid():
-                _lib.call("sluice_stop", self._h)
+            # At exit the dataset may be closed already (its finalizer runs
+            # before an unfinished iteration is collected), which ended them.
+            if self._h is not None and self._pid == os.getpid():
+                try:
+                    _lib.call("sluice_stop", self._h)
+                except SluiceError:
+                    pass
             raise
 
     def __iter__(self):
@@ -178,10 +215,19 @@ class _Source:
 
     def state_dict(self):
         """The position, as plain Python values (torch.save stores them):
-        the batches received so far, never those read ahead."""
+        the batches received so far, never those read ahead. "epoch" is
+        the epoch a dataset that loads it goes on with."""
         p, n = ctypes.c_void_p(), ctypes.c_int64()
         _lib.call("sluice_state", self._handle(), ctypes.byref(p), ctypes.byref(n))
-        return {"format": _STATE_FORMAT, "kind": self._kind, "state": _lib.take_bytes(p, n.value)}
+        b = _lib.take_bytes(p, n.value)
+        return {"format": _STATE_FORMAT, "kind": self._kind, "epoch": self.epoch, "state": b}
+
+    def _state_bytes(self):
+        """The encoded position alone (what a DataLoader worker sends with
+        each batch)."""
+        p, n = ctypes.c_void_p(), ctypes.c_int64()
+        _lib.call("sluice_state", self._handle(), ctypes.byref(p), ctypes.byref(n))
+        return _lib.take_bytes(p, n.value)
 
     def load_state_dict(self, state):
         """Move to a position state_dict returned (or merge_states merged).
@@ -220,25 +266,47 @@ class _Source:
 
 
 def _close_quietly(h, pid):
-    if pid == os.getpid() and not _lib.forked():
+    if pid == os.getpid():
         try:
             _lib.call("sluice_close", h)
         except SluiceError:
             pass
 
 
+_KIND_NAMES = {"dataset": "a sluice.Dataset's", "mix": "a sluice.Mix's",
+               "loader": "a sluice.torch.DataLoader's"}
+
+
+def check_state(state):
+    """state, if it is a dict that a state_dict() returned (of any kind);
+    else UsageError or VersionError saying what it is instead."""
+    if not isinstance(state, dict):
+        raise UsageError("sluice: load_state_dict takes the dict that state_dict() returned; this is a %s"
+                         % type(state).__name__)
+    missing = [k for k in ("format", "kind") if k not in state]
+    if missing or ("state" not in state and "states" not in state):
+        raise UsageError("sluice: load_state_dict takes the dict that state_dict() returned, which has the keys "
+                         "format, kind and state; this dict has %s"
+                         % (("the keys " + ", ".join(sorted(map(repr, state)))) if state else "no keys"))
+    if state["format"] != _STATE_FORMAT:
+        raise VersionError("sluice: the state's format is %r; this sluice reads format %d: a newer sluice wrote it"
+                           % (state["format"], _STATE_FORMAT))
+    if state["kind"] not in _KIND_NAMES:
+        raise UsageError("sluice: the state's kind is %r; a state is a dataset's, a mix's or a loader's"
+                         % (state["kind"],))
+    return state
+
+
 def _state_bytes(state, kind):
     if isinstance(state, (bytes, bytearray)):
         return bytes(state)
-    if not isinstance(state, dict) or "state" not in state:
-        raise UsageError("sluice: a state is a dict that state_dict() returned, not %s" % type(state).__name__)
-    if state.get("format") != _STATE_FORMAT:
-        raise VersionError("sluice: state format %r is not %d" % (state.get("format"), _STATE_FORMAT))
-    if state.get("kind") != kind:
-        raise MismatchError("sluice: field kind: the state is a %s's, not a %s's" % (state.get("kind"), kind))
+    check_state(state)
+    if state["kind"] != kind:
+        raise MismatchError("sluice: field kind: the state is %s, and this is %s; load it into what saved it"
+                            % (_KIND_NAMES[state["kind"]], _KIND_NAMES.get(kind, kind)))
     b = state["state"]
     if not isinstance(b, (bytes, bytearray)):
-        raise UsageError("sluice: state['state'] must be bytes")
+        raise UsageError("sluice: the state's 'state' entry must be bytes, not %s" % type(b).__name__)
     return bytes(b)
 
 
@@ -250,8 +318,8 @@ class Dataset(_Source):
 
     _kind = "dataset"
 
-    def __init__(self, urls, *, as_torch=False, pin_memory=False, **options):
-        super().__init__(as_torch, pin_memory)
+    def __init__(self, urls, *, as_torch=False, pin_memory=False, strings="objects", **options):
+        super().__init__(as_torch, pin_memory, strings)
         opts = _options.check(_options.DATASET, options)
         opts["urls"] = _options.urls(urls)
         self.options = dict(opts)
@@ -307,8 +375,8 @@ class Mix(_Source):
 
     _kind = "mix"
 
-    def __init__(self, sources, *, as_torch=False, pin_memory=False, **options):
-        super().__init__(as_torch, pin_memory)
+    def __init__(self, sources, *, as_torch=False, pin_memory=False, strings="objects", **options):
+        super().__init__(as_torch, pin_memory, strings)
         opts = _options.check(_options.MIX, options, "mix option")
         if not isinstance(sources, (list, tuple)) or not sources:
             raise UsageError("sluice: mix sources must be a non-empty list of (Dataset, weight)")
@@ -328,17 +396,25 @@ class Mix(_Source):
 
 def merge_states(states):
     """Merge the states of all ranks of one step into one that resumes at
-    any world size dividing num_splits (Go's checkpoint.Merge)."""
+    any world size dividing num_splits (Go's checkpoint.Merge). States of
+    sluice.torch.DataLoader (one per rank) merge too, without the library:
+    their workers' states are merged where the merge is loaded."""
     if not states:
-        raise UsageError("sluice: merge_states of no states")
+        raise UsageError("sluice: merge_states needs the states of every rank; it was given none")
     kind = states[0].get("kind") if isinstance(states[0], dict) else "dataset"
+    if kind == "loader":
+        return _loaderstate.merge([check_state(s) for s in states])
     bufs = [_state_bytes(s, kind) for s in states]
     n = len(bufs)
     ptrs = (ctypes.c_void_p * n)(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in bufs])
     lens = (ctypes.c_int64 * n)(*[len(b) for b in bufs])
     p, m = ctypes.c_void_p(), ctypes.c_int64()
     _lib.call("sluice_merge_states", ptrs, lens, n, 1 if kind == "mix" else 0, ctypes.byref(p), ctypes.byref(m))
-    return {"format": _STATE_FORMAT, "kind": kind, "state": _lib.take_bytes(p, m.value)}
+    out = {"format": _STATE_FORMAT, "kind": kind, "state": _lib.take_bytes(p, m.value)}
+    epochs = [s.get("epoch") for s in states if isinstance(s, dict)]
+    if len(epochs) == n and all(isinstance(e, int) for e in epochs):
+        out["epoch"] = min(epochs)  # the merge goes on with the least of the ranks' epochs, as Go's
+    return out
 
 
 def rank_from_env():

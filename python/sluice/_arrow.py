@@ -4,8 +4,13 @@ A batch arrives as one ArrowArray: a struct array whose children are the
 columns. Fixed-width columns become NumPy arrays over the batch's own
 buffers (no copy); the buffers stay alive while any array made from them
 does, and the array's release callback (which hands them back to Go) runs
-when the last one goes. Strings, lists and other variable-width columns
-become object arrays, which are copies by nature.
+when the last one goes. Strings and binaries become object arrays (copies
+by nature) or, asked for, Strings over the batch's offsets and bytes (no
+copy); lists and other variable-width columns become object arrays.
+
+Nulls: a column with nulls in a batch comes with its validity as a bool
+array beside it (VALID); float columns hold NaN and datetimes NaT at their
+nulls (a copy of that column), others what Arrow leaves there (zeros).
 """
 
 import ctypes
@@ -15,7 +20,7 @@ import sys
 
 import numpy as np
 
-from . import _lib
+from . import errors
 
 
 class ArrowSchema(ctypes.Structure):
@@ -57,6 +62,39 @@ _RELEASE_SCHEMA = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowSchema))
 
 _NULLABLE = 2
 
+# VALID ends the name of a column's validity entry in a batch.
+VALID = ".valid"
+
+
+def _owned(pid):
+    """Whether memory exported in process pid may be released here: not in
+    a process forked from it, whose copy of the Go runtime is dead (the
+    parent still owns the memory)."""
+    return pid == os.getpid()
+
+
+def check_names(fields):
+    """Refuse a schema where a column's validity entry would take the name
+    of another column."""
+    names = {f.name for f in fields}
+    for f in fields:
+        if f.name.endswith(VALID) and f.name[:-len(VALID)] in names:
+            raise errors.SchemaError(
+                "sluice: columns %r and %r: a batch names the validity of %r %r, so the two would "
+                "collide; select one of them with columns=[...]"
+                % (f.name[:-len(VALID)], f.name, f.name[:-len(VALID)], f.name))
+        if f.format == "+s":
+            check_names(f.children)
+
+
+def rows_of(cols):
+    """The rows of a mapping of columns: the length of its first column."""
+    for v in cols.values():
+        if isinstance(v, dict):
+            return rows_of(v)
+        return len(v)
+    return 0
+
 
 class Field:
     """One field of an exported schema, parsed once per dataset."""
@@ -89,7 +127,7 @@ class Owner:
 
     def release(self):
         a = self.array
-        if a.release and self.pid == os.getpid() and not _lib.forked():
+        if a.release and _owned(self.pid):
             _RELEASE_ARRAY(a.release)(ctypes.byref(a))
         a.release = None
 
@@ -191,24 +229,37 @@ def validity(owner, a):
     return _bits(owner, a.buffers[0], a.offset, a.length)
 
 
-def convert(field, owner, a):
+def _fill_nulls(vals, valid):
+    """vals with NaN (floats) or NaT (datetimes) where valid is False: a
+    copy. Other kinds are left as they are."""
+    if valid is None or vals.dtype.kind not in "fMm":
+        return vals
+    vals = vals.copy()
+    vals[~valid] = np.nan if vals.dtype.kind == "f" else np.datetime64("NaT")
+    return vals
+
+
+def convert(field, owner, a, strings=False):
     """Array a of the given field as a NumPy array: a zero-copy view for
-    fixed-width types, object arrays for strings, lists and decimals, a dict
-    of columns for a struct. Returns (values, validity)."""
+    fixed-width types, object arrays for strings (Strings where strings is
+    true), lists and decimals, a dict of columns for a struct. Returns
+    (values, validity)."""
     fmt = field.format
     n, off = a.length, a.offset
     valid = validity(owner, a)
     if field.dictionary is not None:
         idx, _ = convert(_index_field(fmt), owner, a)
-        d, dvalid = convert(field.dictionary, owner, a.dictionary.contents)
+        d, dvalid = convert(field.dictionary, owner, a.dictionary.contents, strings)
+        if isinstance(d, Strings):
+            return d.take(idx, valid), valid
         vals = d[idx.astype(np.intp)] if len(d) else np.zeros(n, d.dtype)
         if valid is not None and vals.dtype == object:
             vals[~valid] = None
-        return vals, valid
+        return _fill_nulls(vals, valid), valid
     dt = _fixed_dtype(fmt)
     if dt is not None:
         ptr = a.buffers[1]
-        return _wrap(owner, (ptr + off * dt.itemsize) if ptr else 0, n, dt), valid
+        return _fill_nulls(_wrap(owner, (ptr + off * dt.itemsize) if ptr else 0, n, dt), valid), valid
     if fmt == "b":
         return (_bits(owner, a.buffers[1], off, n) if a.buffers[1] else np.zeros(n, bool)), valid
     if fmt == "tdD":
@@ -216,6 +267,8 @@ def convert(field, owner, a):
         days = _wrap(owner, (ptr + off * 4) if ptr else 0, n, np.dtype("<i4"))
         return days.astype("datetime64[D]"), valid
     if fmt in ("u", "U", "z", "Z"):
+        if strings:
+            return _strings(owner, a, fmt), valid
         return _binary(owner, a, fmt, valid), valid
     if fmt in ("+l", "+L"):
         return _list(field, owner, a, valid), valid
@@ -233,8 +286,11 @@ def convert(field, owner, a):
         cols = {}
         for i, ch in enumerate(field.children):
             c = a.children[i].contents
-            v, _ = convert(ch, owner, c)
-            cols[ch.name] = v[off:off + n] if c.length != n or off else v
+            v, ok = convert(ch, owner, c, strings)
+            whole = c.length == n and not off
+            cols[ch.name] = v if whole else v[off:off + n]
+            if ok is not None:
+                cols[ch.name + VALID] = ok if whole else ok[off:off + n]
         return cols, valid
     if fmt == "n":
         return np.full(n, None, object), np.zeros(n, bool)
@@ -271,6 +327,89 @@ def _binary(owner, a, fmt, valid):
     if valid is not None:
         out[~valid] = None
     return out
+
+
+class Strings:
+    """A string or binary column as Arrow lays it out, without a copy:
+    value i is the bytes data[offsets[i]:offsets[i+1]] (UTF-8 text where
+    text is true). offsets (int32, or int64 for large strings; n+1 of them,
+    not starting at 0 where the batch is a slice) and data (uint8) are NumPy
+    arrays, or torch tensors in a batch of tensors. A null is an empty
+    value (as sluice writes them); the column's validity entry tells nulls
+    apart."""
+
+    __slots__ = ("offsets", "data", "text")
+
+    def __init__(self, offsets, data, text):
+        self.offsets, self.data, self.text = offsets, data, text
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def _value(self, raw, lo, hi):
+        b = raw[lo:hi].tobytes()
+        return b.decode("utf-8") if self.text else b
+
+    def __getitem__(self, i):
+        offs = np.asarray(self.offsets)
+        n = len(offs) - 1
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("sluice: Strings index %d is outside its %d values" % (i, n))
+        return self._value(np.asarray(self.data), int(offs[i]), int(offs[i + 1]))
+
+    def tolist(self):
+        """The values as a list of str (bytes for binaries)."""
+        offs = np.asarray(self.offsets).tolist()
+        raw = np.asarray(self.data)
+        return [self._value(raw, offs[i], offs[i + 1]) for i in range(len(offs) - 1)]
+
+    def take(self, idx, valid=None):
+        """The values at positions idx, as new Strings (a copy); empty
+        where valid is False."""
+        offs = np.asarray(self.offsets).astype(np.int64)
+        idx = np.asarray(idx).astype(np.intp)
+        if len(offs) < 2:  # no values to take: every position is a null
+            return Strings(np.zeros(len(idx) + 1, np.int64), np.zeros(0, np.uint8), self.text)
+        if valid is not None:
+            idx = np.where(valid, idx, 0)
+        starts, lens = offs[idx], offs[idx + 1] - offs[idx]
+        if valid is not None:
+            lens[~valid] = 0
+        out = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lens, out=out[1:])
+        # The byte positions of every value, end to end: each value's start
+        # repeated over its length, plus the position within it.
+        pos = np.repeat(starts - out[:-1], lens) + np.arange(out[-1])
+        return Strings(out, np.asarray(self.data)[pos], self.text)
+
+    def as_torch(self, pin=False):
+        import torch
+        o, d = torch.from_numpy(np.asarray(self.offsets)), torch.from_numpy(np.asarray(self.data))
+        if pin:
+            o, d = o.pin_memory(), d.pin_memory()
+        return Strings(o, d, self.text)
+
+    def pin_memory(self):
+        """Pinned copies of the tensors (torch's DataLoader calls this with
+        pin_memory=True)."""
+        return Strings(self.offsets.pin_memory(), self.data.pin_memory(), self.text)
+
+    def __repr__(self):
+        return "sluice.Strings(%d %s)" % (len(self), "strings" if self.text else "binaries")
+
+
+def _strings(owner, a, fmt):
+    n, off = a.length, a.offset
+    odt = np.dtype("<i4" if fmt in ("u", "z") else "<i8")
+    text = fmt in ("u", "U")
+    if n == 0 or not a.buffers[1]:
+        return Strings(np.zeros(n + 1, odt), np.zeros(0, np.uint8), text)
+    offs = _wrap(owner, a.buffers[1] + off * odt.itemsize, n + 1, odt)
+    end = int(offs[-1])
+    data = _wrap(owner, a.buffers[2], end, np.dtype(np.uint8)) if a.buffers[2] else np.zeros(0, np.uint8)
+    return Strings(offs, data, text)
 
 
 def _list(field, owner, a, valid):

@@ -88,8 +88,9 @@ class InternalError(SluiceError, RuntimeError):
 
 
 class ForkError(SluiceError, RuntimeError):
-    """The library used in a process forked after it was loaded: the Go
-    runtime's threads do not survive fork()."""
+    """A dataset or mix used in a process forked from the one that opened
+    it: the Go runtime that holds it does not survive fork() (the child
+    opens its own, with its own copy of the library)."""
 
     kind = "fork"
 

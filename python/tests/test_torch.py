@@ -1,6 +1,3 @@
-import multiprocessing
-import os
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -28,15 +25,6 @@ def test_dataloader_workers_exactly_once(data, world):
             assert isinstance(b["id"], torch.Tensor)
             ids += b["id"].tolist()
     assert sorted(ids) == list(range(20000))
-
-
-def test_fork_after_load_is_refused_clearly(data):
-    sluice.Dataset(str(data / "numbers"))  # the library is loaded in this process now
-    ds = sluice.torch.IterableDataset(str(data / "numbers"), num_splits=2)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
-                                     multiprocessing_context=multiprocessing.get_context("fork"))
-    with pytest.raises(Exception, match="spawn"):
-        list(dl)
 
 
 def test_stateful_protocol_resumes_exactly(data):
