@@ -31,6 +31,8 @@ before iterating), and a state resumes with another number of workers and,
 merged over the ranks, at another world size. A new pass goes on where the
 last one stopped: the next epoch after a whole pass, the rest of the epoch
 after a break.
+With device= ("cuda", "cpu", ...), it hands out batches on that device,
+each copied (pinned staging, a side CUDA stream) while the step before runs.
 
 torch.utils.data.DataLoader over the IterableDataset also starts each pass
 at the next epoch (after a break too), with fork, spawn or forkserver
@@ -161,6 +163,82 @@ def _unpack_item(kind, worker, state, packed):
         cols[k] = sluice.Strings(s["offsets"], s["data"], s["text"])
     cols = {k: cols[k] for k in order}
     return _Item(kind, worker, state, None, sluice.Batch(cols, num_rows) if is_batch else cols)
+
+
+class _ToDevice:
+    """Copies batches to a device ahead of the step, as Ray's
+    iter_torch_batches(device=...): a batch's plain CPU tensors are packed
+    end to end into a staging block (pinned where the device is CUDA),
+    which goes over as one copy, non_blocking on a side stream, while the
+    step before runs; the batch handed out is views of the device block.
+    Two staging blocks take turns, each reused once the copy out of it is
+    done (its event). On the CPU the same path runs, with plain staging
+    memory and the same-device copy. Other values (object arrays,
+    sluice.Strings) stay where they are."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        if self.cuda and not torch.cuda.is_available():
+            raise UsageError("sluice: device %r, but torch finds no CUDA device" % (str(device),))
+        self.stream = torch.cuda.Stream(self.device) if self.cuda else None
+        self.staging = [None, None]  # uint8 blocks
+        self.events = [None, None]   # the copy out of each, recorded on the side stream
+        self.turn = 0
+
+    def start(self, batch):
+        """Begin batch's copy; what finish() takes."""
+        if not isinstance(batch, dict):
+            return None, batch
+        layout, total = [], 0
+        for k, v in batch.items():
+            if isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.layout == torch.strided:
+                off = -(-total // _ALIGN) * _ALIGN
+                layout.append((k, off, v))
+                total = off + v.numel() * v.element_size()
+        if not layout:
+            return None, batch
+        i, self.turn = self.turn, 1 - self.turn
+        if self.events[i] is not None:
+            self.events[i].synchronize()  # the staging block's last copy is done
+        block = self.staging[i]
+        if block is None or block.numel() < total:
+            block = self.staging[i] = torch.empty(max(total, 1), dtype=torch.uint8, pin_memory=self.cuda)
+        for k, off, v in layout:
+            n = v.numel() * v.element_size()
+            if n:
+                block[off:off + n].view(v.dtype).view(v.shape).copy_(v)
+        src = block[:max(total, 1)]
+        if self.cuda:
+            with torch.cuda.stream(self.stream):
+                dev = torch.empty_like(src, device=self.device)
+                dev.copy_(src, non_blocking=True)
+                self.events[i] = torch.cuda.Event()
+                self.events[i].record(self.stream)
+        else:
+            dev = torch.empty_like(src, device=self.device).copy_(src)
+        return (dev, [(k, off, v.dtype, tuple(v.shape)) for k, off, v in layout]), batch
+
+    def finish(self, started):
+        """The batch on the device, ready for the current stream's work."""
+        copied, batch = started
+        if copied is None:
+            return batch
+        dev, spec = copied
+        if self.cuda:
+            cur = torch.cuda.current_stream(self.device)
+            cur.wait_stream(self.stream)
+            dev.record_stream(cur)  # its memory is the current stream's to free
+        cols = dict(batch)
+        for k, off, dtype, shape in spec:
+            size = torch.empty(0, dtype=dtype).element_size()
+            for d in shape:
+                size *= d
+            cols[k] = dev[off:off + size].view(dtype).view(shape) if size else torch.empty(
+                shape, dtype=dtype, device=self.device)
+        if isinstance(batch, sluice.Batch):
+            return sluice.Batch(cols, batch._num_rows)
+        return cols
 
 
 class _Collate:
@@ -559,9 +637,14 @@ class DataLoader(torch.utils.data.DataLoader):
     Arguments are torch's, except that batch_size is None (sluice cuts the
     batches) and samplers do not apply; collate_fn, if given, is applied to
     each batch in the worker.
+
+    device ("cuda", "cuda:1", a torch.device, "cpu"): each batch's tensors
+    arrive there, copied one batch ahead of the one handed out (pinned
+    staging memory, a side CUDA stream, non_blocking), so that the copy
+    overlaps the step; the state still counts only the batches handed out.
     """
 
-    def __init__(self, dataset, *, batch_size=None, collate_fn=None, **kwargs):
+    def __init__(self, dataset, *, batch_size=None, collate_fn=None, device=None, **kwargs):
         if not isinstance(dataset, IterableDataset):
             raise UsageError("sluice: sluice.torch.DataLoader reads a sluice.torch.IterableDataset, not %s"
                              % type(dataset).__name__)
@@ -582,6 +665,8 @@ class DataLoader(torch.utils.data.DataLoader):
         self._live = False     # with 0 workers: the position is the dataset's in this process
         self._standing = False  # persistent workers stand where the last pass ended
         self._pass = None      # the running pass (a generator)
+        self._device = None if device is None else _ToDevice(device)
+        self._held = None      # with device: the position after the batch handed out, one being read ahead
         dataset._loader = weakref.ref(self)
 
     def _refresh(self):
@@ -594,8 +679,15 @@ class DataLoader(torch.utils.data.DataLoader):
     def state_dict(self):
         """The loader's position: the batches handed out so far, never
         those read ahead (plain values; torch.save stores them)."""
+        return self._snapshot() if self._held is None else self._copy(self._held)
+
+    def _snapshot(self):
         self._refresh()
-        st = dict(self._pos)
+        return self._copy(self._pos)
+
+    @staticmethod
+    def _copy(pos):
+        st = dict(pos)
         if "states" in st:
             st["states"] = list(st["states"])
         return st
@@ -619,6 +711,8 @@ class DataLoader(torch.utils.data.DataLoader):
     @property
     def epoch(self):
         """The epoch of the pass under way, or of the next one."""
+        if self._held is not None:
+            return self._held["epoch"]
         self._refresh()
         e = self._pos.get("epoch")
         if e is None:  # a dataset's state from a sluice that did not write its epoch: ask the library
@@ -633,7 +727,7 @@ class DataLoader(torch.utils.data.DataLoader):
         broken off), which it keeps."""
         epoch = _options._int(0)("epoch", epoch)
         self._refresh()
-        if self._pos.get("epoch") == epoch:
+        if (self._pos if self._held is None else self._held).get("epoch") == epoch:
             return
         self._end_pass()
         rank, world = self.dataset._placed()
@@ -663,8 +757,33 @@ class DataLoader(torch.utils.data.DataLoader):
             rank, world = ds._placed()
             gen = self._worker_pass(super().__iter__(), _loaderstate.first_worker(self._pos, world, rank,
                                                                                  self.num_workers))
+        if self._device is not None:
+            gen = self._ahead(gen)
         self._pass = gen
         return gen
+
+    def _ahead(self, it):
+        """The batches of it on the device, each copy begun before the
+        batch ahead of it is handed out. While a batch is out, the position
+        is the one after it (the next is read already); a pass broken off
+        goes on, in the next, from there."""
+        nxt = next(it, None)
+        started = self._device.start(nxt) if nxt is not None else None
+        pos = self._snapshot()
+        try:
+            while nxt is not None:
+                nxt = next(it, None)
+                ready, started = started, (self._device.start(nxt) if nxt is not None else None)
+                self._held, pos = pos, self._snapshot()
+                yield self._device.finish(ready)
+            self._held = None
+        finally:
+            if self._held is not None:
+                # Broken off with a batch read ahead: the next pass starts
+                # after the batch handed out, through the workers' start.
+                self._pos, self._held = self._held, None
+                self._live = self._standing = False
+            it.close()
 
     def _here_pass(self, it):
         for item in it:
