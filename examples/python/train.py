@@ -5,7 +5,8 @@
         --features f0,f1,f2,f3 --label label --log loss.log
 
 The rows come through sluice.torch.DataLoader workers (--workers), which
-read ahead while the model trains, on the GPU where there is one. Rows whose
+read ahead while the model trains, on the GPU where there is one (the
+loader's device= copies each batch there ahead of its step). Rows whose
 --fold column is --val-fold are kept out of training by a filter and score
 the model at the end. The loss of each step goes to --log, and that of
 every --save-every-th step to stdout.
@@ -89,7 +90,8 @@ def main():
     train = sluice.torch.IterableDataset(
         args.data, columns=columns, filter='"%s" <> %d' % (args.fold, args.val_fold),
         batch_size=args.batch_size, shuffle=True, seed=42, num_splits=args.num_splits)
-    loader = sluice.torch.DataLoader(train, num_workers=args.workers)
+    # device=: each batch is copied to the GPU while the step before runs.
+    loader = sluice.torch.DataLoader(train, num_workers=args.workers, device=device)
 
     step = 0
     if os.path.exists(ckpt):
