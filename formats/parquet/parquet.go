@@ -344,7 +344,7 @@ func parseFooter(footer []byte, f *formats.Fragment) (*metadata.FileMetaData, er
 	if err := checkFooter(footer); err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
-	md, err := metadata.NewFileMetaData(renameDuplicateColumns(dropUnknownLogicalTypes(footer)), nil)
+	md, err := metadata.NewFileMetaData(renameDuplicateColumns(dropUnknownLogicalTypes(dropEmptyGroups(footer))), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
