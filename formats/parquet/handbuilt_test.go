@@ -210,3 +210,29 @@ func HandFile(t testing.TB, path string, schema []HandElem, rows int64, chunks [
 		t.Fatal(err)
 	}
 }
+
+// HandPages cuts a column chunk into its pages.
+func HandPages(t testing.TB, chunk []byte) []HandPage {
+	t.Helper()
+	var pages []HandPage
+	for at := 0; at < len(chunk); {
+		h, err := parsePageHeader(chunk[at:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := at + h.size + int(h.compressed)
+		pages = append(pages, HandPage{Bytes: chunk[at:end:end], Raw: int(h.uncompressed)})
+		at = end
+	}
+	return pages
+}
+
+// HandEncoding is the encoding of a data page's values.
+func HandEncoding(t testing.TB, p HandPage) int32 {
+	t.Helper()
+	h, err := parsePageHeader(p.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int32(h.encoding)
+}

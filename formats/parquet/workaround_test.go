@@ -206,7 +206,13 @@ func flbaDeltaRow(i int) (u, f []byte) {
 }
 
 func TestFixedLenDeltaByteArray(t *testing.T) {
+	before := parquet.FastChunks()
 	ds, cols := readFile(t, flbaDeltaFile)
+	// The own decoder reads every chunk of the file's two row groups,
+	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY included.
+	if took := parquet.FastChunks() - before; took != 6 {
+		t.Errorf("the own decoder took %d chunks of 6", took)
+	}
 	for i, want := range []arrow.DataType{arrow.PrimitiveTypes.Int32, &arrow.FixedSizeBinaryType{ByteWidth: 16}, &arrow.FixedSizeBinaryType{ByteWidth: 3}} {
 		if got := ds.Schema.Field(i).Type; !arrow.TypeEqual(got, want) {
 			t.Fatalf("column %d: %s, want %s", i, got, want)
