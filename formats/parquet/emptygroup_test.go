@@ -20,7 +20,7 @@ const emptyGroupRows = 10
 // fields), s.y (no fields, and no num_children at all), n (whose one
 // field, m, is empty), beside the columns id, s.x and v. A writer writes
 // chunks for the leaves only: three.
-func emptyGroupFile(t *testing.T, path string) {
+func emptyGroupFile(t testing.TB, path string) {
 	var ids, xs, vs []byte
 	var valid []bool
 	for i := range emptyGroupRows {
