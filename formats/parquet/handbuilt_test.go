@@ -59,18 +59,7 @@ const (
 // in encoding enc, levels in RLE, whose body (levels and values, as
 // stored) decompresses to raw bytes.
 func HandDataPageV1(values, enc int32, raw int, body []byte) HandPage {
-	var h compact
-	h.i32(1, pageData)
-	h.i32(2, int32(raw))
-	h.i32(3, int32(len(body)))
-	h.field(5, tStruct)
-	h.i32(1, values)
-	h.i32(2, enc)
-	h.i32(3, HandRLE)
-	h.i32(4, HandRLE)
-	h.stop()
-	h.stop()
-	return HandPage{Bytes: append(h.Bytes(), body...), Raw: raw}
+	return handPage(pageData, 5, raw, body, values, enc, HandRLE, HandRLE)
 }
 
 // HandDataPageV2 is a DATA_PAGE_V2 of rows rows, nulls of them null, in
@@ -78,31 +67,25 @@ func HandDataPageV1(values, enc int32, raw int, body []byte) HandPage {
 // compressed) and then the values, compressed to what decompresses to
 // raw bytes in all.
 func HandDataPageV2(rows, nulls, enc int32, defLen, raw int, body []byte) HandPage {
-	var h compact
-	h.i32(1, pageDataV2)
-	h.i32(2, int32(raw))
-	h.i32(3, int32(len(body)))
-	h.field(8, tStruct)
-	h.i32(1, rows)
-	h.i32(2, nulls)
-	h.i32(3, rows)
-	h.i32(4, enc)
-	h.i32(5, int32(defLen))
-	h.i32(6, 0)
-	h.stop()
-	h.stop()
-	return HandPage{Bytes: append(h.Bytes(), body...), Raw: raw}
+	return handPage(pageDataV2, 8, raw, body, rows, nulls, rows, enc, int32(defLen), 0)
 }
 
 // HandDictionaryPage is a PLAIN dictionary page of values values.
 func HandDictionaryPage(values int32, raw int, body []byte) HandPage {
+	return handPage(pageDictionary, 7, raw, body, values, HandPlain)
+}
+
+// handPage is a page of type typ, its header's sizes those of body and
+// raw, its sub-header (field sub) the i32 fields 1, 2, ... of fields.
+func handPage(typ int32, sub int16, raw int, body []byte, fields ...int32) HandPage {
 	var h compact
-	h.i32(1, pageDictionary)
+	h.i32(1, typ)
 	h.i32(2, int32(raw))
 	h.i32(3, int32(len(body)))
-	h.field(7, tStruct)
-	h.i32(1, values)
-	h.i32(2, HandPlain)
+	h.field(sub, tStruct)
+	for i, v := range fields {
+		h.i32(int16(i+1), v)
+	}
 	h.stop()
 	h.stop()
 	return HandPage{Bytes: append(h.Bytes(), body...), Raw: raw}

@@ -1,11 +1,7 @@
 package parquet
 
 import (
-	"encoding/binary"
-	"fmt"
-
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/pierrec/lz4/v4"
 
 	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 )
@@ -39,32 +35,17 @@ func (c lz4Hadoop) Decode(dst, src []byte) []byte {
 	return out
 }
 
-// hadoopPrefix is the frame's two big-endian sizes, decompressed then
-// compressed.
-const hadoopPrefix = 8
-
-func (c lz4Hadoop) Encode(dst, src []byte) []byte {
-	if bound := c.CompressBound(int64(len(src))); int64(cap(dst)) < bound {
-		dst = make([]byte, bound)
-	}
-	dst = dst[:cap(dst)]
-	var z lz4.Compressor
-	// With room for the bound, the block holds any input (as literals,
-	// where it does not compress).
-	n, err := z.CompressBlock(src, dst[hadoopPrefix:])
+func (lz4Hadoop) Encode(dst, src []byte) []byte {
+	out, err := flatdecode.AppendLZ4Frame(dst[:0], src)
 	if err != nil {
-		panic(fmt.Errorf("lz4: %w", err))
+		panic(err) // arrow-go's Codec.Encode has no error; with room for the bound there is none
 	}
-	binary.BigEndian.PutUint32(dst, uint32(len(src)))
-	binary.BigEndian.PutUint32(dst[4:], uint32(n))
-	return dst[:hadoopPrefix+n]
+	return out
 }
 
 func (c lz4Hadoop) EncodeLevel(dst, src []byte, _ int) []byte { return c.Encode(dst, src) }
 
-func (lz4Hadoop) CompressBound(n int64) int64 {
-	return hadoopPrefix + int64(lz4.CompressBlockBound(int(n)))
-}
+func (lz4Hadoop) CompressBound(n int64) int64 { return int64(flatdecode.LZ4FrameBound(int(n))) }
 
 func init() {
 	if _, err := compress.GetCodec(compress.Codecs.Lz4); err != nil {

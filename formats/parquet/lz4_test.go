@@ -12,37 +12,30 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/pierrec/lz4/v4"
 
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/duckdb"
 )
 
-// lz4Block compresses src into one LZ4 block.
+// lz4Block compresses src into one LZ4 block: a Hadoop frame's, past its
+// two sizes.
 func lz4Block(t testing.TB, src []byte) []byte {
-	t.Helper()
-	dst := make([]byte, lz4.CompressBlockBound(len(src)))
-	var c lz4.Compressor
-	n, err := c.CompressBlock(src, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst[:n]
+	return hadoopFrames(t, src, 1)[8:]
 }
 
 // hadoopFrames compresses src as Hadoop's Lz4Codec frames it: in parts
-// parts, each one block after its decompressed and compressed sizes
+// parts, each one LZ4 block after its decompressed and compressed sizes
 // (big-endian uint32).
 func hadoopFrames(t testing.TB, src []byte, parts int) []byte {
 	t.Helper()
 	var out []byte
 	for k := range parts {
-		part := src[k*len(src)/parts : (k+1)*len(src)/parts]
-		block := lz4Block(t, part)
-		out = binary.BigEndian.AppendUint32(out, uint32(len(part)))
-		out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
-		out = append(out, block...)
+		var err error
+		if out, err = flatdecode.AppendLZ4Frame(out, src[k*len(src)/parts:(k+1)*len(src)/parts]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

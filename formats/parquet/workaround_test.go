@@ -331,6 +331,13 @@ func TestFixedLenDeltaByteArrayUUID(t *testing.T) {
 			got[i] = v.String()
 		}
 	}
+	checkDuckUUIDs(t, path, got)
+}
+
+// checkDuckUUIDs checks that DuckDB reads the column u of path, ordered by
+// id, as UUIDs that are got as text ("" for a null).
+func checkDuckUUIDs(t *testing.T, path string, got []string) {
+	t.Helper()
 	db := duckdb.ForTest(t)
 	res, err := db.Query("SELECT typeof(u), u::VARCHAR FROM " + duckdb.Quote(path) + " ORDER BY id")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/snappy"
@@ -155,6 +156,27 @@ func DecodeLZ4(dst, src []byte) (int, error) {
 // frame's decompressed size, then its compressed size, both big-endian
 // uint32.
 const hadoopPrefix = 8
+
+// LZ4FrameBound is the most bytes AppendLZ4Frame appends for n bytes.
+func LZ4FrameBound(n int) int { return hadoopPrefix + lz4.CompressBlockBound(n) }
+
+// AppendLZ4Frame appends src to dst as one of Hadoop's LZ4 frames (see
+// DecodeLZ4), which is how Arrow C++ writes a page in the deprecated LZ4
+// codec.
+func AppendLZ4Frame(dst, src []byte) ([]byte, error) {
+	at := len(dst)
+	dst = slices.Grow(dst, LZ4FrameBound(len(src)))[:at+LZ4FrameBound(len(src))]
+	var c lz4.Compressor
+	// With room for the bound, the block holds any input (as literals
+	// where it does not compress).
+	n, err := c.CompressBlock(src, dst[at+hadoopPrefix:])
+	if err != nil {
+		return dst[:at], fmt.Errorf("lz4: %w", err)
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(src)))
+	binary.BigEndian.PutUint32(dst[at+4:], uint32(n))
+	return dst[:at+hadoopPrefix+n], nil
+}
 
 // decodeHadoopLZ4 decodes src as Hadoop's LZ4 frames into dst, and reports
 // whether it was: every frame's block lies in src and decodes to the size

@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/pierrec/lz4/v4"
 )
 
 var physicalOf = map[string]Physical{"b": Boolean, "i32": Int32, "i64": Int64, "f32": Float, "f64": Double, "s": ByteArray, "fl": FixedLenByteArray}
@@ -537,26 +536,19 @@ func lz4Values() []byte {
 	return b
 }
 
-// lz4Block compresses src into one LZ4 block.
+// lz4Block compresses src into one LZ4 block: a Hadoop frame's.
 func lz4Block(t testing.TB, src []byte) []byte {
-	dst := make([]byte, lz4.CompressBlockBound(len(src)))
-	var c lz4.Compressor
-	n, err := c.CompressBlock(src, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst[:n]
+	return hadoopFrames(t, src, 1)[hadoopPrefix:]
 }
 
-// hadoopFrames is src in Hadoop's framing, in parts blocks.
+// hadoopFrames is src in Hadoop's framing, in parts frames.
 func hadoopFrames(t testing.TB, src []byte, parts int) []byte {
 	var out []byte
 	for k := range parts {
-		part := src[k*len(src)/parts : (k+1)*len(src)/parts]
-		block := lz4Block(t, part)
-		out = binary.BigEndian.AppendUint32(out, uint32(len(part)))
-		out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
-		out = append(out, block...)
+		var err error
+		if out, err = AppendLZ4Frame(out, src[k*len(src)/parts:(k+1)*len(src)/parts]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }
