@@ -182,6 +182,12 @@ func (r *Reader) deltas(values []byte, n int, out *[]int64) error {
 	if err := c.dl.next(r.u64); err != nil {
 		return err
 	}
+	if c.dl.pos > len(values) {
+		// The last miniblock is padded to its full size, which is where
+		// the bytes after the lengths start: a page whose values end
+		// inside it is cut short.
+		return fmt.Errorf("delta-encoded lengths: %w", errRunPastEnd)
+	}
 	*out = grow(*out, n)
 	for i, v := range r.u64 {
 		l := int64(int32(uint32(v)))
