@@ -220,9 +220,15 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 	for i, fidx := range fields {
 		sf := &fr.Manifest.Fields[fidx]
 		out[i] = *sf.Field
-		if r := openFlat(fr, src, meta, rg, rows, sf, mem); r != nil {
+		r, declined := openFlat(fr, src, meta, rg, rows, sf, mem)
+		if r != nil {
 			m.fast[i], taken = r, true
+			out[i].Type = r.Type()
 			continue
+		}
+		if sf.IsLeaf() && meta.ownOnly[sf.ColIndex] {
+			m.release()
+			return nil, fmt.Errorf("%w: column %q is FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY encoding, which only sluice's own decoder reads, and it does not read this chunk: %v", formats.ErrCorrupt, sf.Field.Name, declined)
 		}
 		for _, leaf := range leafIndices(sf, nil) {
 			if i := sort.SearchInts(leaves, leaf); i < len(leaves) && leaves[i] == leaf {
@@ -236,6 +242,7 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 	if len(slowLeaves) > 0 {
 		readers, _, err := fr.GetFieldReaders(ctx, slowLeaves, []int{rg})
 		if err != nil {
+			m.release()
 			return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 		}
 		j := 0
@@ -265,41 +272,47 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 }
 
 // openFlat returns a flatdecode reader for field sf's chunk in row group
-// rg, or nil where the chunk is arrow-go's: a field that is not a flat
-// column of a type flatdecode builds as arrow-go does (see flatColumn), a
-// chunk not wholly in the fetched bytes, or one whose pages Open refuses.
-func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) *flatdecode.Reader {
+// rg, or nil and why where the chunk is arrow-go's: a field that is not a
+// flat column of a type flatdecode builds as arrow-go does (see
+// flatColumn), a chunk not wholly in the fetched bytes, or one whose pages
+// Open refuses.
+func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) (*flatdecode.Reader, error) {
 	col, start, end, ok := flatColumn(fr, meta, rg, sf)
 	if !ok {
-		return nil
+		return nil, errors.New("not a flat column of a type it reads")
 	}
 	chunk := src.span(start, end)
 	if chunk == nil {
-		return nil
+		return nil, errors.New("the chunk was fetched in part")
 	}
 	col.Rows = rows
 	r, err := flatdecode.Open(chunk, col, mem)
 	if err != nil {
 		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)
-		return nil
+		return nil, err
 	}
-	return r
+	return r, nil
 }
 
 // flatColumn describes field sf's chunk in row group rg to flatdecode
 // (Rows unset), with the chunk's bytes [start, end) in the file; ok is
 // false for a field that is not a flat column of a type flatdecode builds
-// as arrow-go does, or one read as another type (see readAs).
+// as arrow-go does, or one arrow-go reads as another type (see readAs)
+// but a FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which flatdecode reads
+// as what it is, into the column's type: Read's fixes then leave it be.
 func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.SchemaField) (col flatdecode.Column, start, end int64, ok bool) {
 	if !sf.IsLeaf() {
 		return col, 0, 0, false
 	}
-	if _, ok := meta.convert[sf.Field.Name]; ok {
-		return col, 0, 0, false
+	md, typ := fr.ParquetReader().MetaData(), sf.Field.Type
+	if conv, ok := meta.convert[sf.Field.Name]; ok {
+		if conv.kind != convFixed {
+			return col, 0, 0, false
+		}
+		md, typ = meta.md, conv.to // arrow-go's metadata says BYTE_ARRAY
 	}
-	md := fr.ParquetReader().MetaData()
 	c := md.Schema.Column(sf.ColIndex)
-	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), sf.Field.Type) {
+	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), typ) {
 		return col, 0, 0, false
 	}
 	cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
@@ -311,7 +324,7 @@ func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.S
 		Name:     c.ColumnPath().String(),
 		Offset:   start,
 		Physical: flatdecode.Physical(c.PhysicalType()),
-		Type:     sf.Field.Type,
+		Type:     typ,
 		Optional: c.MaxDefinitionLevel() == 1,
 		Codec:    flatdecode.Codec(cc.Compression()),
 		Values:   cc.NumValues(),
@@ -369,6 +382,7 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 			return nil
 		}
 		m.fast[i] = r
+		out[i].Type = col.Type
 	}
 	m.schema = arrow.NewSchema(out, fr.Manifest.SchemaMeta)
 	m.batch, m.mem = max(fr.Props.BatchSize, 1), mem

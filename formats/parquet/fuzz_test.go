@@ -56,10 +56,10 @@ func FuzzParquetFooter(f *testing.F) {
 			}
 		}
 	}
-	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which the driver hands to
-	// arrow-go as BYTE_ARRAY (see readAs).
+	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which the own decoder
+	// reads and arrow-go as BYTE_ARRAY (see readAs).
 	// The same inside a struct and a list, which the driver refuses (see
-	// checkFixedDelta).
+	// fixedDelta).
 	for _, p := range []string{flbaDeltaFile, flbaDeltaNestedFile} {
 		if data, err := os.ReadFile(p); err == nil {
 			f.Add(data)
@@ -86,6 +86,22 @@ func FuzzParquetFooter(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(parquet.PagedFile(f, 20))
+	// Files built by hand: a chunk of FIXED_LEN_BYTE_ARRAY(16) that falls
+	// back from a dictionary to DELTA_BYTE_ARRAY (only the own decoder
+	// reads it), the deprecated LZ4 codec in each framing, empty groups.
+	for _, write := range []func(testing.TB, string){
+		func(t testing.TB, p string) { flbaMixedFile(t, p, true) },
+		lz4File,
+		emptyGroupFile,
+	} {
+		p := filepath.Join(f.TempDir(), "hand.parquet")
+		write(f, p)
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		} else {
+			f.Fatal(err)
+		}
+	}
 	if data, err := os.ReadFile(optionalMetadataVariantFile); err == nil {
 		f.Add(data) // a VARIANT read as a plain struct (see plainVariants)
 	} else {

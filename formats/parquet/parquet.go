@@ -123,6 +123,22 @@ type parquetMeta struct {
 	// readAs), whose values are converted back after decoding.
 	readMD  *metadata.FileMetaData
 	convert map[string]conversion
+	// ownOnly holds the leaves only flatdecode reads (see fixedDelta):
+	// their row groups are fetched whole and read by openColumns, which
+	// fails the read where flatdecode does not take such a chunk.
+	ownOnly map[int]bool
+}
+
+// readsOwnOnly reports whether leaves include one only flatdecode reads
+// (see ownOnly). Such a read is of whole row groups: one of some pages
+// would go to arrow-go (readPages) unless flatdecode took every column.
+func (m *parquetMeta) readsOwnOnly(leaves []int) bool {
+	for _, l := range leaves {
+		if m.ownOnly[l] {
+			return true
+		}
+	}
+	return false
 }
 
 // readMetadata is the metadata arrow-go decodes with (see readMD).
@@ -178,13 +194,14 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
-	if err := checkFixedDelta(md, convert); err != nil {
+	ownOnly, err := fixedDelta(md, manifest, schema, convert, !p.ArrowGoDecode)
+	if err != nil {
 		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
 	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
-	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert}
+	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert, ownOnly: ownOnly}
 	twice := map[string]bool{}
 	for i := range manifest.Fields {
 		sf := &manifest.Fields[i]
@@ -251,7 +268,7 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 			bytes += size
 		}
 		_, _, paged := offsetIndexRange(rg)
-		paged = paged || meta.walkable(i, selLeaves)
+		paged = (paged || meta.walkable(i, selLeaves)) && !meta.readsOwnOnly(selLeaves)
 		units[i] = formats.Unit{Rows: n, Bytes: bytes, Paged: paged, Decoded: decodedSize(rg, n, schema, selected, meta.leaves)}
 		starts[i] = rows
 		rows += n
@@ -344,7 +361,7 @@ func parseFooter(footer []byte, f *formats.Fragment) (*metadata.FileMetaData, er
 	if err := checkFooter(footer); err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
-	md, err := metadata.NewFileMetaData(renameDuplicateColumns(dropUnknownLogicalTypes(footer)), nil)
+	md, err := metadata.NewFileMetaData(renameDuplicateColumns(dropUnknownLogicalTypes(dropEmptyGroups(footer))), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 	}
@@ -452,7 +469,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 				continue
 			}
 		}
-		if lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first); lo > 0 || hi < last-first {
+		if lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first); (lo > 0 || hi < last-first) && !meta.readsOwnOnly(fe.leaves) {
 			ix, err := meta.rowGroupIndex(ctx, f, rg, fe.leaves)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
@@ -937,7 +954,8 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 			col.Retain()
 		}
 		want := schema.Field(i).Type
-		if c, ok := fx.convert[schema.Field(i).Name]; ok {
+		// A column flatdecode read is of its type already (see flatColumn).
+		if c, ok := fx.convert[schema.Field(i).Name]; ok && !arrow.TypeEqual(col.DataType(), c.to) {
 			conv, err := c.convert(col, fx.first+at, mem)
 			col.Release()
 			if err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 )
 
 // INT96 says how INT96 timestamps (the legacy form of Impala, Hive and
@@ -372,14 +374,19 @@ func twosComplement(v []byte, words int) ([4]uint64, error) {
 	return w, nil
 }
 
-// checkFixedDelta refuses a FIXED_LEN_BYTE_ARRAY column with pages in
+// fixedDelta finds the FIXED_LEN_BYTE_ARRAY columns with pages in
 // DELTA_BYTE_ARRAY encoding that readAs does not hand to arrow-go as
-// BYTE_ARRAY (one inside a struct, list or map; one whose chunks mix in
-// other encodings; a FLOAT16 or INTERVAL): arrow-go v18 has no
-// DELTA_BYTE_ARRAY decoder for FIXED_LEN_BYTE_ARRAY (its decoder switch
-// panics, "unimplemented encoding type"), and the read would otherwise fail
-// at the first such page as corrupt values.
-func checkFixedDelta(md *metadata.FileMetaData, convs map[string]conversion) error {
+// BYTE_ARRAY: arrow-go v18 has no DELTA_BYTE_ARRAY decoder for
+// FIXED_LEN_BYTE_ARRAY (its decoder switch panics, "unimplemented encoding
+// type"). Those flatdecode reads (own: a top-level column, not repeated,
+// of fixed_size_binary or UUID, in codecs it reads, such as chunks that
+// fall back from a dictionary to DELTA_BYTE_ARRAY, as parquet-mr's v2
+// writer does) it returns by leaf, for Read to keep from arrow-go; any
+// other it refuses, where the read would otherwise fail at the first such
+// page as corrupt values: one inside a struct, list or map, FLOAT16 or
+// INTERVAL, or any where own is false (Format.ArrowGoDecode).
+func fixedDelta(md *metadata.FileMetaData, manifest *pqarrow.SchemaManifest, schema *arrow.Schema, convs map[string]conversion, own bool) (map[int]bool, error) {
+	var ownOnly map[int]bool
 	for c := range md.Schema.NumColumns() {
 		col := md.Schema.Column(c)
 		if col.PhysicalType() != parquet.Types.FixedLenByteArray {
@@ -389,14 +396,38 @@ func checkFixedDelta(md *metadata.FileMetaData, convs map[string]conversion) err
 		if conv, ok := convs[path[0]]; ok && len(path) == 1 && conv.width > 0 {
 			continue
 		}
+		delta, known := false, true
 		for rg := range md.NumRowGroups() {
 			cc, err := md.RowGroup(rg).ColumnChunk(c)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if slices.Contains(cc.Encodings(), parquet.Encodings.DeltaByteArray) {
-				return fmt.Errorf("column %q is FIXED_LEN_BYTE_ARRAY(%d) in DELTA_BYTE_ARRAY encoding, which arrow-go cannot decode (it has no DELTA_BYTE_ARRAY decoder for FIXED_LEN_BYTE_ARRAY); sluice reads such a column only at the top level, with every page in that encoding, as binary, UUID or DECIMAL", path.String(), col.TypeLength())
+			delta = delta || slices.Contains(cc.Encodings(), parquet.Encodings.DeltaByteArray)
+			known = known && flatdecode.Codec(cc.Compression()).Known()
+		}
+		if !delta {
+			continue
+		}
+		if own && known && col.MaxRepetitionLevel() == 0 && col.MaxDefinitionLevel() <= 1 {
+			if t := topLevelType(manifest, schema, c); t != nil && flatdecode.Supports(flatdecode.FixedLenByteArray, t) && fixedStorage(t).ByteWidth == col.TypeLength() {
+				if ownOnly == nil {
+					ownOnly = map[int]bool{}
+				}
+				ownOnly[c] = true
+				continue
 			}
+		}
+		return nil, fmt.Errorf("column %q is FIXED_LEN_BYTE_ARRAY(%d) in DELTA_BYTE_ARRAY encoding, which arrow-go cannot decode (it has no DELTA_BYTE_ARRAY decoder for FIXED_LEN_BYTE_ARRAY); sluice reads such a column only at the top level, as binary, UUID or (with every page in that encoding) DECIMAL, and with its own decoder (not parquet.Format{ArrowGoDecode: true})", path.String(), col.TypeLength())
+	}
+	return ownOnly, nil
+}
+
+// topLevelType is the Arrow type of leaf c where it is a top-level column
+// of schema (the file's, as manifest maps it), or nil.
+func topLevelType(manifest *pqarrow.SchemaManifest, schema *arrow.Schema, c int) arrow.DataType {
+	for i := range manifest.Fields {
+		if sf := &manifest.Fields[i]; sf.IsLeaf() && sf.ColIndex == c && i < schema.NumFields() {
+			return schema.Field(i).Type
 		}
 	}
 	return nil

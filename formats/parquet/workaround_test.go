@@ -206,7 +206,13 @@ func flbaDeltaRow(i int) (u, f []byte) {
 }
 
 func TestFixedLenDeltaByteArray(t *testing.T) {
+	before := parquet.FastChunks()
 	ds, cols := readFile(t, flbaDeltaFile)
+	// The own decoder reads every chunk of the file's two row groups,
+	// FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY included.
+	if took := parquet.FastChunks() - before; took != 6 {
+		t.Errorf("the own decoder took %d chunks of 6", took)
+	}
 	for i, want := range []arrow.DataType{arrow.PrimitiveTypes.Int32, &arrow.FixedSizeBinaryType{ByteWidth: 16}, &arrow.FixedSizeBinaryType{ByteWidth: 3}} {
 		if got := ds.Schema.Field(i).Type; !arrow.TypeEqual(got, want) {
 			t.Fatalf("column %d: %s, want %s", i, got, want)
@@ -325,6 +331,13 @@ func TestFixedLenDeltaByteArrayUUID(t *testing.T) {
 			got[i] = v.String()
 		}
 	}
+	checkDuckUUIDs(t, path, got)
+}
+
+// checkDuckUUIDs checks that DuckDB reads the column u of path, ordered by
+// id, as UUIDs that are got as text ("" for a null).
+func checkDuckUUIDs(t *testing.T, path string, got []string) {
+	t.Helper()
 	db := duckdb.ForTest(t)
 	res, err := db.Query("SELECT typeof(u), u::VARCHAR FROM " + duckdb.Quote(path) + " ORDER BY id")
 	if err != nil {

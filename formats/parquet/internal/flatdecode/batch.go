@@ -182,6 +182,12 @@ func (r *Reader) deltas(values []byte, n int, out *[]int64) error {
 	if err := c.dl.next(r.u64); err != nil {
 		return err
 	}
+	if c.dl.pos > len(values) {
+		// The last miniblock is padded to its full size, which is where
+		// the bytes after the lengths start: a page whose values end
+		// inside it is cut short.
+		return fmt.Errorf("delta-encoded lengths: %w", errRunPastEnd)
+	}
 	*out = grow(*out, n)
 	for i, v := range r.u64 {
 		l := int64(int32(uint32(v)))
@@ -200,7 +206,8 @@ const maxBuilt = 1 << 30
 // setUpPrefixed builds the n values of a DELTA_BYTE_ARRAY page (each the
 // first prefix bytes of the one before, then a suffix of its own) end to
 // end in a buffer of their own, which is then read as a
-// DELTA_LENGTH_BYTE_ARRAY page's bytes are.
+// DELTA_LENGTH_BYTE_ARRAY page's bytes are (FIXED_LEN_BYTE_ARRAY: as PLAIN
+// values, each checked to be of the column's width).
 func (r *Reader) setUpPrefixed(values []byte, n int) error {
 	c := &r.cur
 	if err := r.deltas(values, n, &r.prefixes); err != nil {
@@ -211,12 +218,16 @@ func (r *Reader) setUpPrefixed(values []byte, n int) error {
 	if err != nil {
 		return fmt.Errorf("suffixes: %w", err)
 	}
+	fixed := r.col.Physical == FixedLenByteArray
 	var total, prev int64
 	for i, p := range r.prefixes {
 		if p > prev {
 			return fmt.Errorf("value %d: a prefix of %d bytes of a value of %d", i, p, prev)
 		}
 		prev = p + r.pageLens[i]
+		if fixed && prev != int64(r.pw) {
+			return fmt.Errorf("value %d: %d bytes in a FIXED_LEN_BYTE_ARRAY(%d) column", i, prev, r.pw)
+		}
 		if total += prev; total > maxBuilt {
 			return fmt.Errorf("DELTA_BYTE_ARRAY values of more than %d bytes", maxBuilt)
 		}
@@ -558,6 +569,9 @@ func (r *Reader) physical(dst []byte, m int) error {
 	switch c.ref.h.encoding {
 	case encPlain:
 		c.plainPos += copy(dst, c.values[c.plainPos:c.plainPos+m*pw])
+	case encDeltaByteArray: // FIXED_LEN_BYTE_ARRAY: built end to end, each pw bytes
+		c.plainPos += copy(dst, c.values[c.plainPos:c.plainPos+m*pw])
+		c.lenPos += m
 	case encByteStreamSplit:
 		stride := c.nonNull
 		for b := range pw {
@@ -602,9 +616,9 @@ func (r *Reader) physical(dst []byte, m int) error {
 // before their values are gathered: 16 KiB of them.
 const indexStretch = 4096
 
-// gatherFixed writes the dictionary values (of pw bytes, 4 or 8) idx names
-// to out, and returns -1, or the position of the first index past the
-// dictionary's end (out is then written only up to there).
+// gatherFixed writes the dictionary values (of pw bytes) idx names to out,
+// and returns -1, or the position of the first index past the dictionary's
+// end (out is then written only up to there).
 func gatherFixed(out, dict []byte, idx []uint32, pw int) int {
 	switch {
 	case pw == 8 && aligned(dict, 8) && aligned(out, 8):
@@ -637,10 +651,14 @@ func gatherBytes(out, dict []byte, idx []uint32, pw int) int {
 		if ix >= count {
 			return i
 		}
-		if pw == 4 {
+		switch pw {
+		case 4:
 			binary.LittleEndian.PutUint32(out[4*i:], binary.LittleEndian.Uint32(dict[4*ix:]))
-		} else {
+		case 8:
 			binary.LittleEndian.PutUint64(out[8*i:], binary.LittleEndian.Uint64(dict[8*ix:]))
+		default: // FIXED_LEN_BYTE_ARRAY
+			at := int(ix) * pw
+			copy(out[i*pw:(i+1)*pw], dict[at:at+pw])
 		}
 	}
 	return -1

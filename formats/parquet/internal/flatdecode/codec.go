@@ -3,9 +3,11 @@ package flatdecode
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/snappy"
@@ -14,9 +16,8 @@ import (
 )
 
 // Codec is a column chunk's compression, numbered as parquet.thrift numbers
-// CompressionCodec. Only those Decompress knows are taken on; LZ4 (the
-// Hadoop framing, which arrow-go does not read either), LZO and Brotli are
-// left to arrow-go.
+// CompressionCodec. Only those Decompress knows are taken on; LZO and
+// Brotli are left to arrow-go.
 type Codec int
 
 // The codecs the decoder reads.
@@ -24,14 +25,16 @@ const (
 	Uncompressed Codec = 0
 	Snappy       Codec = 1
 	Gzip         Codec = 2
-	Zstd         Codec = 6
-	LZ4Raw       Codec = 7
+	// LZ4 is the deprecated LZ4 codec, read as DecodeLZ4 reads it.
+	LZ4    Codec = 5
+	Zstd   Codec = 6
+	LZ4Raw Codec = 7
 )
 
 // Known reports whether the decoder reads c.
 func (c Codec) Known() bool {
 	switch c {
-	case Uncompressed, Snappy, Gzip, Zstd, LZ4Raw:
+	case Uncompressed, Snappy, Gzip, LZ4, Zstd, LZ4Raw:
 		return true
 	}
 	return false
@@ -101,6 +104,12 @@ func decompress(c Codec, dst, src []byte) error {
 			return fmt.Errorf("lz4: %w", err)
 		}
 		n = m
+	case LZ4:
+		m, err := DecodeLZ4(dst, src)
+		if err != nil {
+			return err
+		}
+		n = m
 	case Gzip:
 		zr, err := gzip.NewReader(bytes.NewReader(src))
 		if err != nil {
@@ -124,4 +133,71 @@ func decompress(c Codec, dst, src []byte) error {
 		return fmt.Errorf("decompressed to %d bytes where the header says %d", n, len(dst))
 	}
 	return nil
+}
+
+// DecodeLZ4 decodes src, compressed with Parquet's deprecated LZ4 codec,
+// into dst, and returns the bytes written. Writers disagree on what that
+// codec is: parquet-mr (through Hadoop's Lz4Codec) and Arrow C++ since 0.17
+// frame LZ4 blocks as Hadoop does, older Arrow C++ wrote one bare block. As
+// Arrow C++ reads it, src is taken as Hadoop's frames where it is wholly
+// that, and as a bare block otherwise.
+func DecodeLZ4(dst, src []byte) (int, error) {
+	if n, ok := decodeHadoopLZ4(dst, src); ok {
+		return n, nil
+	}
+	n, err := lz4.UncompressBlock(src, dst)
+	if err != nil {
+		return 0, fmt.Errorf("lz4: neither Hadoop's framing nor an LZ4 block: %w", err)
+	}
+	return n, nil
+}
+
+// hadoopPrefix is the bytes before each of Hadoop's LZ4 frames: the
+// frame's decompressed size, then its compressed size, both big-endian
+// uint32.
+const hadoopPrefix = 8
+
+// LZ4FrameBound is the most bytes AppendLZ4Frame appends for n bytes.
+func LZ4FrameBound(n int) int { return hadoopPrefix + lz4.CompressBlockBound(n) }
+
+// AppendLZ4Frame appends src to dst as one of Hadoop's LZ4 frames (see
+// DecodeLZ4), which is how Arrow C++ writes a page in the deprecated LZ4
+// codec.
+func AppendLZ4Frame(dst, src []byte) ([]byte, error) {
+	at := len(dst)
+	dst = slices.Grow(dst, LZ4FrameBound(len(src)))[:at+LZ4FrameBound(len(src))]
+	var c lz4.Compressor
+	// With room for the bound, the block holds any input (as literals
+	// where it does not compress).
+	n, err := c.CompressBlock(src, dst[at+hadoopPrefix:])
+	if err != nil {
+		return dst[:at], fmt.Errorf("lz4: %w", err)
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(src)))
+	binary.BigEndian.PutUint32(dst[at+4:], uint32(n))
+	return dst[:at+hadoopPrefix+n], nil
+}
+
+// decodeHadoopLZ4 decodes src as Hadoop's LZ4 frames into dst, and reports
+// whether it was: every frame's block lies in src and decodes to the size
+// the frame gives, into the room left in dst, and the frames end where src
+// does. A bare block, whose first bytes read as sizes, fails one of these
+// (the sizes it would give its block are arbitrary).
+func decodeHadoopLZ4(dst, src []byte) (int, bool) {
+	n := 0
+	for len(src) >= hadoopPrefix {
+		raw := uint64(binary.BigEndian.Uint32(src))
+		size := uint64(binary.BigEndian.Uint32(src[4:]))
+		src = src[hadoopPrefix:]
+		if size > uint64(len(src)) || raw > uint64(len(dst)-n) {
+			return 0, false
+		}
+		m, err := lz4.UncompressBlock(src[:size], dst[n:n+int(raw)])
+		if err != nil || uint64(m) != raw {
+			return 0, false
+		}
+		src = src[size:]
+		n += m
+	}
+	return n, len(src) == 0
 }

@@ -3,6 +3,7 @@ package flatdecode
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-var physicalOf = map[string]Physical{"b": Boolean, "i32": Int32, "i64": Int64, "f32": Float, "f64": Double, "s": ByteArray}
+var physicalOf = map[string]Physical{"b": Boolean, "i32": Int32, "i64": Int64, "f32": Float, "f64": Double, "s": ByteArray, "fl": FixedLenByteArray}
+
+// fixed16 is the type of the FIXED_LEN_BYTE_ARRAY columns of the seeds.
+var fixed16 = &arrow.FixedSizeBinaryType{ByteWidth: 16}
 
 // sampleChunk is a column chunk written by arrow-go, as a fuzz seed.
 type sampleChunk struct {
@@ -26,8 +30,15 @@ type sampleChunk struct {
 
 // sampleChunks writes a small file of one column of each physical type,
 // nullable, in encoding enc and codec, and returns its column chunks.
+// arrow-go writes DELTA_BYTE_ARRAY for BYTE_ARRAY only: that column of
+// FIXED_LEN_BYTE_ARRAY(16) is written as BYTE_ARRAY of 16-byte values,
+// whose pages are the same.
 func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 bool) []sampleChunk {
 	mem := memory.DefaultAllocator
+	fixedAs := arrow.DataType(fixed16)
+	if enc == pq.Encodings.DeltaByteArray {
+		fixedAs = arrow.BinaryTypes.Binary
+	}
 	fields := []arrow.Field{
 		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "i32", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -35,6 +46,7 @@ func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 
 		{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
 		{Name: "f64", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "fl", Type: fixedAs, Nullable: true},
 	}
 	const rows = 300
 	bld := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
@@ -52,6 +64,13 @@ func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 
 		bld.Field(3).(*array.Float32Builder).Append(float32(i % 9))
 		bld.Field(4).(*array.Float64Builder).Append(float64(i) / 3)
 		bld.Field(5).(*array.StringBuilder).Append(strings.Repeat("x", i%5))
+		fl := fmt.Appendf(nil, "%015d", i%40*1237)
+		fl = append(fl, byte(i))
+		if fb, ok := bld.Field(6).(*array.FixedSizeBinaryBuilder); ok {
+			fb.Append(fl)
+		} else {
+			bld.Field(6).(*array.BinaryBuilder).Append(fl)
+		}
 	}
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
@@ -97,7 +116,11 @@ func sampleChunks(t testing.TB, enc pq.Encoding, codec compress.Compression, v2 
 		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
 			start = min(start, cc.DictionaryPageOffset())
 		}
-		col := Column{Name: fields[c].Name, Offset: start, Physical: Physical(md.Schema.Column(c).PhysicalType()), Type: fields[c].Type,
+		phys, typ := Physical(md.Schema.Column(c).PhysicalType()), fields[c].Type
+		if fields[c].Name == "fl" {
+			phys, typ = FixedLenByteArray, fixed16
+		}
+		col := Column{Name: fields[c].Name, Offset: start, Physical: phys, Type: typ,
 			Optional: true, Codec: Codec(cc.Compression()), Values: cc.NumValues(), Rows: rows, MaxPage: cc.TotalUncompressedSize()}
 		out = append(out, sampleChunk{col: col, chunk: bytes.Clone(buf.Bytes()[start : start+cc.TotalCompressedSize()])})
 	}
@@ -226,8 +249,14 @@ func FuzzChunk(f *testing.F) {
 	for _, p := range []Physical{Int32, ByteArray} {
 		f.Add(identityChunk(p, 16), uint8(p), uint8(Uncompressed), uint16(16), false, uint8(4))
 	}
+	// The deprecated LZ4 codec, in each framing (see DecodeLZ4).
+	for _, c := range lz4Chunks(f) {
+		f.Add(c, uint8(Int32), uint8(LZ4), uint16(64), false, uint8(9))
+	}
+	// FIXED_LEN_BYTE_ARRAY(16) in each encoding, by hand.
+	f.Add(fixedChunk(deltaFixedValues), uint8(FixedLenByteArray), uint8(Uncompressed), uint16(8), false, uint8(2))
 	types := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int8, Int64: arrow.FixedWidthTypes.Timestamp_us,
-		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeBinary}
+		Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.LargeBinary, FixedLenByteArray: fixed16}
 	f.Fuzz(func(t *testing.T, chunk []byte, phys, codec uint8, rows uint16, optional bool, batch uint8) {
 		typ, ok := types[Physical(phys)]
 		if !ok {
@@ -362,14 +391,15 @@ func FuzzDelta(f *testing.F) {
 
 // FuzzValues decodes a page's values section alone, in each encoding, for
 // each physical type: PLAIN, BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED,
-// dictionary indices and RLE booleans.
+// DELTA_(LENGTH_)BYTE_ARRAY, dictionary indices and RLE booleans.
 func FuzzValues(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}, uint8(1), uint8(0), uint16(3), uint8(2))
 	f.Add([]byte{2, 3, 0x10}, uint8(6), uint8(8), uint16(4), uint8(1))
+	f.Add(deltaFixedValues, uint8(FixedLenByteArray), uint8(encDeltaByteArray), uint16(2), uint8(1))
 	f.Fuzz(func(t *testing.T, values []byte, phys, enc uint8, n uint16, batch uint8) {
 		p := Physical(phys)
 		typ, ok := map[Physical]arrow.DataType{Boolean: arrow.FixedWidthTypes.Boolean, Int32: arrow.PrimitiveTypes.Int32, Int64: arrow.PrimitiveTypes.Int64,
-			Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.Binary}[p]
+			Float: arrow.PrimitiveTypes.Float32, Double: arrow.PrimitiveTypes.Float64, ByteArray: arrow.BinaryTypes.Binary, FixedLenByteArray: fixed16}[p]
 		if !ok || !encodes(p, int64(enc)) {
 			return
 		}
@@ -415,13 +445,23 @@ func dictionaryBytes(p Physical) []byte {
 	switch p {
 	case ByteArray:
 		return []byte{1, 0, 0, 0, 'a', 0, 0, 0, 0, 2, 0, 0, 0, 'b', 'c'}
+	case FixedLenByteArray:
+		return make([]byte, 3*fixed16.ByteWidth)
 	default:
 		return make([]byte, 3*physWidth(p))
 	}
 }
 
-// pageHeaderBytes encodes a PageHeader in Thrift's compact protocol.
+// pageHeaderBytes encodes a PageHeader in Thrift's compact protocol, of
+// an uncompressed page.
 func pageHeaderBytes(typ, size, values, enc int) []byte {
+	return pageHeaderSizes(typ, size, size, values, enc, false)
+}
+
+// pageHeaderSizes encodes a PageHeader of a dictionary page or a
+// DATA_PAGE_V2 of one required column whose body takes stored bytes, raw
+// once decompressed (where compressed says it is).
+func pageHeaderSizes(typ, raw, stored, values, enc int, compressed bool) []byte {
 	zz := func(v int) []byte { return binary.AppendUvarint(nil, uint64(int64(v)<<1^int64(v)>>63)) }
 	var b []byte
 	field := func(delta, t byte, v int) {
@@ -429,8 +469,8 @@ func pageHeaderBytes(typ, size, values, enc int) []byte {
 		b = append(b, zz(v)...)
 	}
 	field(1, tI32, typ)
-	field(1, tI32, size)
-	field(1, tI32, size)
+	field(1, tI32, raw)
+	field(1, tI32, stored)
 	if typ == pageDictionary {
 		b = append(b, 4<<4|tStruct) // field 7
 		field(1, tI32, values)
@@ -444,19 +484,151 @@ func pageHeaderBytes(typ, size, values, enc int) []byte {
 		field(1, tI32, enc)
 		field(1, tI32, 0) // definition_levels_byte_length
 		field(1, tI32, 0) // repetition_levels_byte_length
-		b = append(b, 1<<4|tFalse)
+		if compressed {
+			b = append(b, 1<<4|tTrue)
+		} else {
+			b = append(b, 1<<4|tFalse)
+		}
 		b = append(b, tStop)
 	}
 	return append(b, tStop)
 }
 
-// TestSamples decodes the fuzz seeds and checks them against arrow-go.
+// TestSamples decodes the fuzz seeds and checks them against arrow-go,
+// and the FIXED_LEN_BYTE_ARRAY column's values, in each encoding, against
+// those written.
 func TestSamples(t *testing.T) {
 	for _, enc := range []pq.Encoding{pq.Encodings.Plain, pq.Encodings.RLEDict, pq.Encodings.DeltaBinaryPacked, pq.Encodings.ByteStreamSplit, pq.Encodings.DeltaLengthByteArray, pq.Encodings.DeltaByteArray} {
 		for _, c := range sampleChunks(t, enc, compress.Codecs.Snappy, false) {
-			if _, err := Open(c.chunk, c.col, memory.DefaultAllocator); err != nil && (encodes(c.col.Physical, int64(enc)) || enc == pq.Encodings.RLEDict && c.col.Physical != Boolean) {
-				t.Errorf("%s %s: %v", enc, c.col.Name, err)
+			r, err := Open(c.chunk, c.col, memory.DefaultAllocator)
+			if err != nil {
+				if encodes(c.col.Physical, int64(enc)) || enc == pq.Encodings.RLEDict && c.col.Physical != Boolean {
+					t.Errorf("%s %s: %v", enc, c.col.Name, err)
+				}
+				continue
 			}
+			if c.col.Physical == FixedLenByteArray {
+				a, err := r.Next(int(r.Rows()))
+				if err != nil {
+					t.Fatalf("%s %s: %v", enc, c.col.Name, err)
+				}
+				fl := a.(*array.FixedSizeBinary)
+				for i := range fl.Len() {
+					want := fmt.Appendf(nil, "%015d", i%40*1237)
+					want = append(want, byte(i))
+					if fl.IsNull(i) != (i%7 == 3) || !fl.IsNull(i) && !bytes.Equal(fl.Value(i), want) {
+						t.Fatalf("%s %s: row %d: %q (null %v), want %q", enc, c.col.Name, i, fl.Value(i), fl.IsNull(i), want)
+					}
+				}
+				a.Release()
+			}
+			r.Release()
 		}
 	}
+}
+
+// lz4Values is the PLAIN values of lz4Chunks: 64 INT32.
+func lz4Values() []byte {
+	var b []byte
+	for i := range 64 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(i%9*1000))
+	}
+	return b
+}
+
+// lz4Block compresses src into one LZ4 block: a Hadoop frame's.
+func lz4Block(t testing.TB, src []byte) []byte {
+	return hadoopFrames(t, src, 1)[hadoopPrefix:]
+}
+
+// hadoopFrames is src in Hadoop's framing, in parts frames.
+func hadoopFrames(t testing.TB, src []byte, parts int) []byte {
+	var out []byte
+	for k := range parts {
+		var err error
+		if out, err = AppendLZ4Frame(out, src[k*len(src)/parts:(k+1)*len(src)/parts]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// lz4Chunks are chunks of one DATA_PAGE_V2 of lz4Values in the deprecated
+// LZ4 codec: one Hadoop frame, three, a bare block.
+func lz4Chunks(t testing.TB) [][]byte {
+	raw := lz4Values()
+	var out [][]byte
+	for _, body := range [][]byte{hadoopFrames(t, raw, 1), hadoopFrames(t, raw, 3), lz4Block(t, raw)} {
+		out = append(out, append(pageHeaderSizes(pageDataV2, len(raw), len(body), 64, encPlain, true), body...))
+	}
+	return out
+}
+
+// TestLZ4 decodes each framing of the deprecated LZ4 codec, value by value,
+// and refuses what is neither framing.
+func TestLZ4(t *testing.T) {
+	raw := lz4Values()
+	for i, chunk := range lz4Chunks(t) {
+		r, err := Open(chunk, Column{Name: "c", Physical: Int32, Type: arrow.PrimitiveTypes.Int32, Codec: LZ4, Values: 64, Rows: 64, MaxPage: 1 << 10}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Next(64)
+		if err != nil {
+			t.Fatalf("framing %d: %v", i, err)
+		}
+		for k, v := range a.(*array.Int32).Int32Values() {
+			if want := int32(binary.LittleEndian.Uint32(raw[4*k:])); v != want {
+				t.Fatalf("framing %d: row %d is %d, want %d", i, k, v, want)
+			}
+		}
+		a.Release()
+		r.Release()
+	}
+	// Frames whose sizes do not add up, and bytes no decoder makes sense
+	// of, are errors; a bare block whose first bytes happen to read as a
+	// frame's sizes is still a bare block.
+	framed := hadoopFrames(t, raw, 2)
+	for _, c := range []struct {
+		name string
+		src  []byte
+		ok   bool
+	}{
+		{"a frame past the page", framed[:len(framed)-1], false},
+		{"bytes after the frames", append(append([]byte{}, framed...), 0), false},
+		{"a frame of more than the page holds", append(binary.BigEndian.AppendUint32(nil, 1<<20), framed[4:]...), false},
+		{"garbage", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, false},
+		{"a bare block", lz4Block(t, raw), true},
+		{"nothing", nil, false},
+	} {
+		dst := make([]byte, len(raw))
+		n, err := DecodeLZ4(dst, c.src)
+		if c.ok != (err == nil && n == len(raw) && bytes.Equal(dst, raw)) {
+			t.Errorf("%s: %d bytes, %v", c.name, n, err)
+		}
+	}
+}
+
+// FuzzLZ4 decodes arbitrary bytes as the deprecated LZ4 codec into a
+// buffer of an arbitrary size: no panic, no write past it.
+func FuzzLZ4(f *testing.F) {
+	raw := lz4Values()
+	f.Add(hadoopFrames(f, raw, 1), uint16(len(raw)))
+	f.Add(hadoopFrames(f, raw, 3), uint16(len(raw)))
+	f.Add(lz4Block(f, raw), uint16(len(raw)))
+	f.Fuzz(func(t *testing.T, src []byte, size uint16) {
+		buf := make([]byte, int(size)+8)
+		for i := range buf {
+			buf[i] = 0xa5
+		}
+		n, err := DecodeLZ4(buf[:size:size], src)
+		if err == nil && (n < 0 || n > int(size)) {
+			t.Fatalf("%d bytes decoded into %d", n, size)
+		}
+		for _, b := range buf[size:] {
+			if b != 0xa5 {
+				t.Fatal("written past the buffer")
+			}
+		}
+	})
 }

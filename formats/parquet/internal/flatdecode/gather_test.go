@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestGatherFixed checks the dictionary gather of 4- and 8-byte values at
-// every alignment of the dictionary and the output (words where both are
+// TestGatherFixed checks the dictionary gather of 4- and 8-byte values (and
+// of FIXED_LEN_BYTE_ARRAY's widths) at every alignment of the dictionary and the output (words where both are
 // aligned, bytes otherwise) against a value-by-value reference, and that
 // an index past the dictionary is reported at its position.
 func TestGatherFixed(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, pw := range []int{4, 8} {
+	for _, pw := range []int{4, 8, 3, 16} { // 3 and 16: FIXED_LEN_BYTE_ARRAY
 		const count = 97
 		dictBuf := make([]byte, count*pw+8)
 		for i := range dictBuf {

@@ -26,6 +26,10 @@ const (
 	Float     Physical = 4
 	Double    Physical = 5
 	ByteArray Physical = 6
+	// FixedLenByteArray values are as wide as the Arrow type says
+	// (fixed_size_binary, or an extension over it such as arrow.uuid),
+	// which is the column's type_length wherever arrow-go made the type.
+	FixedLenByteArray Physical = 7
 )
 
 // Column describes one column chunk to decode.
@@ -56,8 +60,9 @@ var ErrUnsupported = errors.New("flatdecode: not a chunk this decoder reads")
 
 // Supports reports whether arrays of type t are built from values of
 // physical type p, as arrow-go builds them: the same bits, or (INT32 into
-// 8- and 16-bit integers) truncated as a Go conversion truncates. Extension
-// and dictionary types are not.
+// 8- and 16-bit integers) truncated as a Go conversion truncates. Dictionary
+// types are not, nor extension types but those over fixed_size_binary
+// (arrow.uuid), whose arrays are their storage's bytes.
 func Supports(p Physical, t arrow.DataType) bool {
 	_, ok := widthOf(p, t)
 	return ok
@@ -99,6 +104,13 @@ func widthOf(p Physical, t arrow.DataType) (int, bool) {
 		case arrow.LARGE_STRING, arrow.LARGE_BINARY:
 			return 8, true
 		}
+	case FixedLenByteArray:
+		if ext, ok := t.(arrow.ExtensionType); ok {
+			t = ext.StorageType()
+		}
+		if fsb, ok := t.(*arrow.FixedSizeBinaryType); ok && fsb.ByteWidth > 0 {
+			return fsb.ByteWidth, true
+		}
 	}
 	return 0, false
 }
@@ -125,10 +137,12 @@ func encodes(p Physical, enc int64) bool {
 		return p == Boolean
 	case encDeltaBinaryPacked:
 		return p == Int32 || p == Int64
-	case encDeltaLength, encDeltaByteArray:
+	case encDeltaLength:
 		return p == ByteArray
+	case encDeltaByteArray:
+		return p == ByteArray || p == FixedLenByteArray
 	case encByteStreamSplit:
-		return p == Int32 || p == Int64 || p == Float || p == Double
+		return p == Int32 || p == Int64 || p == Float || p == Double || p == FixedLenByteArray
 	}
 	return false
 }
@@ -326,6 +340,9 @@ func newReader(col Column, mem memory.Allocator) (*Reader, error) {
 		return nil, r.unsupported("%d values in %d rows", col.Values, col.Rows)
 	}
 	r.width, r.pw = w, physWidth(col.Physical)
+	if col.Physical == FixedLenByteArray {
+		r.pw = w
+	}
 	r.strings = col.Type.ID() == arrow.STRING || col.Type.ID() == arrow.LARGE_STRING
 	return r, nil
 }
@@ -383,6 +400,9 @@ func (r *Reader) end() error {
 
 // Rows is how many rows are left to read.
 func (r *Reader) Rows() int64 { return r.left }
+
+// Type is the Arrow type of the arrays Next builds (Column.Type).
+func (r *Reader) Type() arrow.DataType { return r.col.Type }
 
 // pageErr names the column and page of a decoding error.
 func (r *Reader) pageErr(ref pageRef, err error) error {
