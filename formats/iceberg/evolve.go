@@ -44,7 +44,9 @@ func convertColumn(file, want arrow.Field) (formats.Converter, error) {
 type dataConverter func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error)
 
 func converter(file, want arrow.DataType) (dataConverter, error) {
-	if arrow.TypeEqual(file, want) {
+	// Field ids count: a file's struct may hold the table's fields under
+	// each other's names.
+	if arrow.TypeEqual(file, want, arrow.CheckMetadata()) {
 		return nil, nil
 	}
 	switch want := want.(type) {
@@ -60,6 +62,11 @@ func converter(file, want arrow.DataType) (dataConverter, error) {
 		for i, wf := range want.Fields() {
 			from[i] = matchField(f, wf)
 			if from[i] < 0 {
+				if !wf.Nullable {
+					// The spec's projection has no value for it: null
+					// would be a value the table cannot hold.
+					return nil, fmt.Errorf("required field %q%s is not in the file", wf.Name, idText(wf))
+				}
 				continue
 			}
 			var err error
@@ -117,27 +124,36 @@ func promotes(file, want arrow.DataType) bool {
 	return ok1 && ok2 && f.GetScale() == w.GetScale() && w.GetPrecision() >= f.GetPrecision()
 }
 
-// matchField is the index of the file's field that is wf: by field id
-// where both carry one, else by name; -1 if none.
+// matchField is the index of the file's field that is wf: by field id; by
+// name where wf or the file's struct carries none (a writer that gave ids
+// to top-level columns only); -1 if none.
 func matchField(file *arrow.StructType, wf arrow.Field) int {
-	if id, ok := wf.Metadata.GetValue(fieldIDKey); ok {
+	if id, ok := fieldID(wf); ok {
+		withIDs := false
 		for i, f := range file.Fields() {
-			if fid, ok := f.Metadata.GetValue(fieldIDKey); ok {
+			if fid, ok := fieldID(f); ok {
 				if fid == id {
 					return i
 				}
-				continue
-			}
-			if f.Name == wf.Name {
-				return i
+				withIDs = true
 			}
 		}
-		return -1
+		if withIDs {
+			return -1
+		}
 	}
 	if i, ok := file.FieldIdx(wf.Name); ok {
 		return i
 	}
 	return -1
+}
+
+// idText is ", field id N" where f carries one, for errors.
+func idText(f arrow.Field) string {
+	if id, ok := fieldID(f); ok {
+		return " (field id " + strconv.Itoa(id) + ")"
+	}
+	return ""
 }
 
 // structConverter builds want's struct from the file's children from[i]
@@ -236,6 +252,12 @@ func defaultScalar(f ice.NestedField, typ arrow.DataType) (scalar.Scalar, error)
 	if err != nil {
 		return nil, err
 	}
+	return literalScalar(lit, typ)
+}
+
+// literalScalar is an Iceberg value as an Arrow scalar of typ, the type
+// the table's schema gives its field.
+func literalScalar(lit ice.Literal, typ arrow.DataType) (scalar.Scalar, error) {
 	switch l := lit.(type) {
 	case ice.BoolLiteral:
 		return scalar.NewBooleanScalar(bool(l)), nil
@@ -267,8 +289,13 @@ func defaultScalar(f ice.NestedField, typ arrow.DataType) (scalar.Scalar, error)
 		if _, ok := typ.(*arrow.FixedSizeBinaryType); ok {
 			return scalar.NewFixedSizeBinaryScalar(memory.NewBufferBytes(l), typ), nil
 		}
+	case ice.UUIDLiteral:
+		if ext, ok := typ.(*extensions.UUIDType); ok {
+			b := l[:]
+			return scalar.NewExtensionScalar(scalar.NewFixedSizeBinaryScalar(memory.NewBufferBytes(b), ext.StorageType()), typ), nil
+		}
 	}
-	return nil, fmt.Errorf("a %s default read as %s is not supported", f.Type, typ)
+	return nil, fmt.Errorf("a %s value read as %s is not supported", lit.Type(), typ)
 }
 
 // defaultLiteral reads a default value as iceberg-go leaves it: parsed
