@@ -84,13 +84,22 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 }
 
 // TestValueMatrixWithDeletes runs the value matrix (internal/valuecheck)
-// over a table with position and equality deletes: every value of every
-// row each case delivers is its row's, and every row left by the deletes
-// (and the case's filter) comes once, shuffled, filtered, resumed on
-// another world size, split, mapped and through the typed outputs.
+// over a table with position and equality deletes, and over a table
+// migrated from Hive (migratedTable: partition columns only in manifests,
+// fields found through the name mapping, Parquet and ORC files): every
+// value of every row each case delivers is its row's, and every row left
+// by the deletes (and the case's filter) comes once, shuffled, filtered,
+// resumed on another world size, split, mapped and through the typed
+// outputs.
 func TestValueMatrixWithDeletes(t *testing.T) {
 	const n = 6000
 	tbl := valuesTable(t, n)
+	migratedLoc, migratedRows := migratedTable(t)
+	migrated, err := iceberg.Open(context.Background(), migratedLoc, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
 	set := matrix.Set{Datasets: []matrix.Dataset{{
 		Name:    "iceberg-deletes",
 		Plan:    tbl.Plan,
@@ -100,6 +109,13 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 		// Equality deletes are applied while reading: counts are not
 		// known before.
 		Known: false,
+	}, {
+		Name:    "iceberg-migrated",
+		Plan:    migrated.Plan,
+		Columns: migratedColumns,
+		Rows:    migratedRows,
+		Deleted: func(id int64) bool { return id%50 == 7 },
+		Known:   true,
 	}}}
 	// A filter on a column the projection leaves out, whose pages are
 	// larger than every selected column chunk: the Parquet driver capped
