@@ -98,6 +98,10 @@ type Table struct {
 	tableLoc  string
 	names     ice.NameMapping // the table's name mapping, parsed once
 	defaults  map[string]scalar.Scalar
+	// nestedDefaults are the initial defaults of nested fields, by id;
+	// arrowByID the table's Arrow fields at every depth, by id.
+	nestedDefaults map[int]scalar.Scalar
+	arrowByID      map[int]arrow.Field
 }
 
 // Open opens the table whose metadata lies at location: a metadata JSON
@@ -210,6 +214,11 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		return nil, fmt.Errorf("iceberg: %s: schema: %w", metaLoc, err)
 	}
 	if t.defaults, err = initialDefaults(t.schema, t.arrow); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
+	}
+	t.arrowByID = map[int]arrow.Field{}
+	arrowByID(t.arrow.Fields(), t.arrowByID)
+	if t.nestedDefaults, err = nestedDefaults(t.schema, t.arrowByID); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	start := time.Now()
@@ -354,7 +363,7 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Scan
 			return nil, fmt.Errorf("iceberg: %s: %s: %w", t.metaLoc, pf.Path, err)
 		}
 		p := &fileProjection{t: t, path: pf.Path}
-		if p.defaults, err = t.fileDefaults(&planned[i]); err != nil {
+		if p.defaults, p.consts, err = t.fileDefaults(&planned[i]); err != nil {
 			return nil, fmt.Errorf("iceberg: %s, %s: %w", t.metaLoc, t.Version(), err)
 		}
 		files[i] = formats.File{

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -112,43 +113,97 @@ func withMappedIDs(f arrow.Field, m *ice.MappedField) arrow.Field {
 	return f
 }
 
-// fileDefaults are the values the current schema's top-level columns read
-// as from data file pf where the file lacks them: the file's value of an
-// identity partition of the column, in the spec the file was written with
-// (null where that value is null), else the column's initial default.
-func (t *Table) fileDefaults(pf *plannedFile) (map[string]scalar.Scalar, error) {
+// fileDefaults are the values the current schema's fields read as from
+// data file pf where the file lacks them: the file's value of an identity
+// partition of the field, in the spec the file was written with (null
+// where that value is null), else the field's initial default. Top-level
+// columns' are by name, nested fields' by field id.
+func (t *Table) fileDefaults(pf *plannedFile) (top map[string]scalar.Scalar, nested map[int]scalar.Scalar, err error) {
 	spec := t.meta.PartitionSpecByID(int(pf.SpecID))
 	if spec == nil {
-		return nil, fmt.Errorf("%w: data file %s was written with partition spec %d, which the metadata lacks", formats.ErrCorrupt, pf.Path, pf.SpecID)
+		return nil, nil, fmt.Errorf("%w: data file %s was written with partition spec %d, which the metadata lacks", formats.ErrCorrupt, pf.Path, pf.SpecID)
 	}
-	out, own := t.defaults, false
+	top, nested = t.defaults, t.nestedDefaults
+	ownTop, ownNested := false, false
 	for _, part := range spec.Fields() {
 		if _, ok := part.Transform.(ice.IdentityTransform); !ok {
 			continue
 		}
-		col := -1
-		for i, f := range t.schema.Fields() {
-			if f.ID == part.SourceID() {
-				col = i
-			}
+		field, ok := t.schema.FindFieldByID(part.SourceID())
+		if !ok {
+			continue // dropped since: not read
 		}
-		if col < 0 {
-			// Not a top-level column of the current schema: dropped, or
-			// nested (checked where a file lacks it, see fileProjection).
-			continue
-		}
-		field, typ := t.schema.Field(col), t.arrow.Field(col).Type
+		typ := t.arrowByID[field.ID].Type
 		sc, err := t.partitionScalar(pf, part, field, typ)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !own {
-			out, own = maps.Clone(t.defaults), true
-			if out == nil {
-				out = map[string]scalar.Scalar{}
+		if slices.ContainsFunc(t.schema.Fields(), func(f ice.NestedField) bool { return f.ID == field.ID }) {
+			if !ownTop {
+				top, ownTop = maps.Clone(t.defaults), true
+				if top == nil {
+					top = map[string]scalar.Scalar{}
+				}
+			}
+			top[field.Name] = sc
+			continue
+		}
+		if !ownNested {
+			nested, ownNested = maps.Clone(t.nestedDefaults), true
+			if nested == nil {
+				nested = map[int]scalar.Scalar{}
 			}
 		}
-		out[field.Name] = sc
+		nested[field.ID] = sc
+	}
+	return top, nested, nil
+}
+
+// arrowByID adds the Arrow fields of fs, at every depth, to out by their
+// field ids.
+func arrowByID(fs []arrow.Field, out map[int]arrow.Field) {
+	for _, f := range fs {
+		if id, ok := fieldID(f); ok {
+			out[id] = f
+		}
+		if nt, ok := f.Type.(arrow.NestedType); ok {
+			arrowByID(nt.Fields(), out)
+		}
+	}
+}
+
+// nestedDefaults are the initial defaults of the current schema's fields
+// below its top-level columns (v3: a struct field added after a file was
+// written reads as it in that file), by field id, as Arrow scalars.
+func nestedDefaults(schema *ice.Schema, byID map[int]arrow.Field) (map[int]scalar.Scalar, error) {
+	var out map[int]scalar.Scalar
+	var walk func(fs []ice.NestedField) error
+	walk = func(fs []ice.NestedField) error {
+		for _, f := range fs {
+			if f.InitialDefault != nil {
+				sc, err := defaultScalar(f, byID[f.ID].Type)
+				if err != nil {
+					return fmt.Errorf("initial default of field %q (field id %d, %v): %w", f.Name, f.ID, f.InitialDefault, err)
+				}
+				if out == nil {
+					out = map[int]scalar.Scalar{}
+				}
+				out[f.ID] = sc
+			}
+			if nt, ok := f.Type.(ice.NestedType); ok {
+				if err := walk(nt.Fields()); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, f := range schema.Fields() {
+		if nt, ok := f.Type.(ice.NestedType); ok {
+			if err := walk(nt.Fields()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -184,7 +239,8 @@ func (t *Table) partitionScalar(pf *plannedFile, part ice.PartitionField, field 
 type fileProjection struct {
 	t        *Table
 	path     string
-	defaults map[string]scalar.Scalar
+	defaults map[string]scalar.Scalar // top-level columns', by name
+	consts   map[int]scalar.Scalar    // nested fields', by field id
 }
 
 // columns maps the table's current columns onto the file's (see mapByID),
@@ -226,5 +282,5 @@ func (p *fileProjection) convert(file, want arrow.Field) (formats.Converter, err
 			file = withMappedIDs(file, mappedByID(p.t.names, id))
 		}
 	}
-	return convertColumn(file, want)
+	return convertColumn(file, want, p.consts)
 }

@@ -257,3 +257,58 @@ func TestPartitionBeforeDefault(t *testing.T) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
 }
+
+// Nested fields a data file's struct lacks read by the same rule: an
+// identity partition of the field (a partition source may be a struct's
+// field), else its initial default, else null. A struct that is null in
+// the file stays null.
+func TestNestedPartitionAndDefault(t *testing.T) {
+	ctx := context.Background()
+	cat := sqliteNamespace(t)
+	schema := ice.NewSchema(0,
+		ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64},
+		ice.NestedField{ID: 2, Name: "st", Type: &ice.StructType{FieldList: []ice.NestedField{
+			{ID: 3, Name: "a", Type: ice.PrimitiveTypes.Int32},
+			{ID: 4, Name: "b", Type: ice.PrimitiveTypes.String, InitialDefault: "bd", WriteDefault: "bd"},
+			{ID: 5, Name: "c", Type: ice.PrimitiveTypes.Int64},
+			{ID: 6, Name: "d", Type: ice.PrimitiveTypes.Float64},
+		}}},
+	)
+	spec := ice.NewPartitionSpec(ice.PartitionField{SourceIDs: []int{5}, FieldID: 1000, Name: "c", Transform: ice.IdentityTransform{}})
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"ns", "nested"}, schema, catalog.WithPartitionSpec(&spec),
+		catalog.WithProperties(ice.Properties{"format-version": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileSchema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), Nullable: true},
+	}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, fileSchema, strings.NewReader(`[{"id": 0, "st": {"a": 10}}, {"id": 1, "st": null}, {"id": 2, "st": {"a": null}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, size := writeParquetRows(t, tbl, "data/part-0.parquet", rec)
+	rec.Release()
+	b, err := ice.NewDataFileBuilder(tbl.Spec(), ice.EntryContentData, loc, ice.ParquetFile, map[int]any{1000: int64(77)}, nil, nil, 3, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AddDataFiles(ctx, []ice.DataFile{b.FirstRowID(0).Build()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	it, err := iceberg.Open(ctx, tbl.MetadataLocation(), iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	got := streamRows(t, stream.Options{Plan: it.Plan})
+	want := []string{`0|{"a":10,"b":"bd","c":77,"d":null}`, `1|(null)`, `2|{"a":null,"b":"bd","c":77,"d":null}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
