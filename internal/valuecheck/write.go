@@ -202,8 +202,9 @@ func ORCStripes(stripeRows, stride int) orcwrite.Options {
 }
 
 // WriteORC writes the rows of ids [from, from+n) of cols to path. The
-// writer takes flat columns of booleans, 32- and 64-bit integers, floats,
-// strings and binaries.
+// writer takes columns of booleans, 32- and 64-bit integers, floats,
+// strings, binaries and dates, and structs, lists and maps of them where
+// o.RowIndexStride < 0.
 func WriteORC(path string, cols []Column, from, n int64, o orcwrite.Options) error {
 	f, err := os.Create(path)
 	if err != nil {
