@@ -240,11 +240,23 @@ func TestPartitionBeforeDefault(t *testing.T) {
 		}
 		dfs = append(dfs, b.FirstRowID(int64(2*i)).Build())
 	}
+	got := addAndRead(t, tbl, dfs...)
+	if want := []string{"0|r1|42", "1|r1|42", "2|(null)|42", "3|(null)|42"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
+
+// addAndRead adds data files to the table and streams its rows as
+// streamRows renders them.
+func addAndRead(t *testing.T, tbl *table.Table, dfs ...ice.DataFile) []string {
+	t.Helper()
+	ctx := context.Background()
 	tx := tbl.NewTransaction()
 	if err := tx.AddDataFiles(ctx, dfs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if tbl, err = tx.Commit(ctx); err != nil {
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	it, err := iceberg.Open(ctx, tbl.MetadataLocation(), iceberg.Options{})
@@ -252,10 +264,7 @@ func TestPartitionBeforeDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	got := streamRows(t, stream.Options{Plan: it.Plan})
-	if want := []string{"0|r1|42", "1|r1|42", "2|(null)|42", "3|(null)|42"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("rows %q, want %q", got, want)
-	}
+	return streamRows(t, stream.Options{Plan: it.Plan})
 }
 
 // Nested fields a data file's struct lacks read by the same rule: an
@@ -294,19 +303,7 @@ func TestNestedPartitionAndDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(ctx, []ice.DataFile{b.FirstRowID(0).Build()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	it, err := iceberg.Open(ctx, tbl.MetadataLocation(), iceberg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	got := streamRows(t, stream.Options{Plan: it.Plan})
+	got := addAndRead(t, tbl, b.FirstRowID(0).Build())
 	want := []string{`0|{"a":10,"b":"bd","c":77,"d":null}`, `1|(null)`, `2|{"a":null,"b":"bd","c":77,"d":null}`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows %q, want %q", got, want)

@@ -207,29 +207,15 @@ func TestProjectionFetchesSelectedStreams(t *testing.T) {
 // reads field ids.
 func TestWrittenNested(t *testing.T) {
 	cols := vc.Pick("id", "st", "lst", "mp", "mpi", "nest", "lstst")
-	next := 1
-	var withIDs func(f arrow.Field) arrow.Field
-	withIDs = func(f arrow.Field) arrow.Field {
-		f.Metadata = arrow.NewMetadata([]string{"iceberg.id"}, []string{strconv.Itoa(next)})
+	next := 0
+	withIDs := func(f arrow.Field) arrow.Field {
 		next++
-		switch dt := f.Type.(type) {
-		case *arrow.StructType:
-			fs := dt.Fields()
-			for i := range fs {
-				fs[i] = withIDs(fs[i])
-			}
-			f.Type = arrow.StructOf(fs...)
-		case *arrow.ListType:
-			f.Type = arrow.ListOfField(withIDs(dt.ElemField()))
-		case *arrow.MapType:
-			k, v := withIDs(dt.KeyField()), withIDs(dt.ItemField())
-			f.Type = arrow.MapOfWithMetadata(k.Type, k.Metadata, v.Type, v.Metadata)
-		}
+		f.Metadata = arrow.NewMetadata([]string{"iceberg.id"}, []string{strconv.Itoa(next)})
 		return f
 	}
 	var fields []arrow.Field
 	for _, f := range vc.Schema(cols).Fields() {
-		fields = append(fields, withIDs(f))
+		fields = append(fields, vc.EditFields(f, withIDs))
 	}
 	schema := arrow.NewSchema(fields, nil)
 	const rows = 2500
@@ -272,7 +258,11 @@ func TestWrittenNested(t *testing.T) {
 	var got, want []string
 	for i, f := range ds.Schema.Fields() {
 		got = append(got, ids(f)...)
-		want = append(want, ids(withPARQUETKey(schema.Field(i)))...)
+		want = append(want, ids(vc.EditFields(schema.Field(i), func(f arrow.Field) arrow.Field {
+			v, _ := f.Metadata.GetValue("iceberg.id")
+			f.Metadata = arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{v})
+			return f
+		}))...)
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("field ids read\n%s\nwant\n%s", strings.Join(got, " "), strings.Join(want, " "))
@@ -295,26 +285,4 @@ func TestWrittenNested(t *testing.T) {
 	if err := once.Exactly(all); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// withPARQUETKey is f with its iceberg.id metadata, at every depth, under
-// the key the driver gives it.
-func withPARQUETKey(f arrow.Field) arrow.Field {
-	if v, ok := f.Metadata.GetValue("iceberg.id"); ok {
-		f.Metadata = arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{v})
-	}
-	switch dt := f.Type.(type) {
-	case *arrow.StructType:
-		fs := dt.Fields()
-		for i := range fs {
-			fs[i] = withPARQUETKey(fs[i])
-		}
-		f.Type = arrow.StructOf(fs...)
-	case *arrow.ListType:
-		f.Type = arrow.ListOfField(withPARQUETKey(dt.ElemField()))
-	case *arrow.MapType:
-		k, v := withPARQUETKey(dt.KeyField()), withPARQUETKey(dt.ItemField())
-		f.Type = arrow.MapOfWithMetadata(k.Type, k.Metadata, v.Type, v.Metadata)
-	}
-	return f
 }
