@@ -362,7 +362,7 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Scan
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: %s: %s: %w", t.metaLoc, pf.Path, err)
 		}
-		p := &fileProjection{t: t, path: pf.Path}
+		p := &fileProjection{t: t}
 		if p.defaults, p.consts, err = t.fileDefaults(&planned[i]); err != nil {
 			return nil, fmt.Errorf("iceberg: %s, %s: %w", t.metaLoc, t.Version(), err)
 		}

@@ -78,7 +78,7 @@ func mappedByName(fields []ice.MappedField, name string) *ice.MappedField {
 // struct fields (by name), list element and map key and value (by the
 // names "element", "key" and "value" the mapping gives them): what the
 // file would carry had its writer written ids. A field the mapping does
-// not name carries none, and so matches no field of the table.
+// not name carries none (see matchField).
 func withMappedIDs(f arrow.Field, m *ice.MappedField) arrow.Field {
 	id := -1
 	var sub []ice.MappedField
@@ -238,7 +238,6 @@ func (t *Table) partitionScalar(pf *plannedFile, part ice.PartitionField, field 
 // ones: formats.File's Columns, Convert and Defaults for it.
 type fileProjection struct {
 	t        *Table
-	path     string
 	defaults map[string]scalar.Scalar // top-level columns', by name
 	consts   map[int]scalar.Scalar    // nested fields', by field id
 }
