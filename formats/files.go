@@ -48,7 +48,8 @@ type File struct {
 	// Convert, if set, is asked for each column whose type in the file
 	// differs from the dataset's beyond what planning widens (a table's
 	// nested fields renamed, added or promoted by field id since the file
-	// was written), with the file's field and the dataset's: it returns
+	// was written), or, nested, in its fields' metadata (their ids), with
+	// the file's field and the dataset's: it returns
 	// what turns the column as the file holds it into the dataset's type
 	// (exactly), or an error if it cannot. Default (nil): such a column is
 	// a schema mismatch.
@@ -211,8 +212,10 @@ func unifyMapped(frags []*Fragment, columns []string, schema *arrow.Schema) (*ar
 			}
 			got := f.Schema.Field(fi[0])
 			nullable = nullable || got.Nullable
-			if e := f.evolve; e != nil && e.convert != nil && !arrow.TypeEqual(got.Type, want.Type) {
-				if _, ok := widen(got.Type, want.Type); !ok {
+			if e := f.evolve; e != nil && e.convert != nil && !arrow.TypeEqual(got.Type, want.Type, arrow.CheckMetadata()) {
+				// Nested types alike but for their fields' metadata (a
+				// table's field ids) are the converter's to match.
+				if _, ok := widen(got.Type, want.Type); !ok || nested(got.Type) {
 					conv, err := e.convert(got, want)
 					if err != nil {
 						return nil, fmt.Errorf("formats: %s: %w: column %q: %w", f.URL, ErrSchema, name, err)
@@ -328,6 +331,12 @@ func (d *Scan) rename(f *Fragment, b arrow.RecordBatch, mem memory.Allocator) (a
 		return nil, fmt.Errorf("%w: the batch has %d columns, the read wants %d", ErrCorrupt, b.NumCols(), at)
 	}
 	return array.NewRecordBatch(d.read, cols, n), nil
+}
+
+// nested reports whether t has child fields (struct, list, map).
+func nested(t arrow.DataType) bool {
+	_, ok := t.(arrow.NestedType)
+	return ok
 }
 
 // defaultOf is the default of a column the file lacks, if it has one.

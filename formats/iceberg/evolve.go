@@ -24,8 +24,12 @@ import (
 // ones keep their data, added ones read as null, dropped ones go),
 // list elements and map keys and values converted in place, primitives
 // promoted (int to long, float to double, decimal precision).
-func convertColumn(file, want arrow.Field) (formats.Converter, error) {
-	conv, err := converter(file.Type, want.Type)
+//
+// consts are the values, by field id, of nested fields the file lacks (an
+// identity partition of the field, else its initial default); a field
+// the file lacks that consts does not name reads as null.
+func convertColumn(file, want arrow.Field, consts map[int]scalar.Scalar) (formats.Converter, error) {
+	conv, err := converter(file.Type, want.Type, consts)
 	if err != nil || conv == nil {
 		return nil, err
 	}
@@ -43,8 +47,10 @@ func convertColumn(file, want arrow.Field) (formats.Converter, error) {
 // where the types agree.
 type dataConverter func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error)
 
-func converter(file, want arrow.DataType) (dataConverter, error) {
-	if arrow.TypeEqual(file, want) {
+func converter(file, want arrow.DataType, consts map[int]scalar.Scalar) (dataConverter, error) {
+	// Field ids count: a file's struct may hold the table's fields under
+	// each other's names.
+	if arrow.TypeEqual(file, want, arrow.CheckMetadata()) {
 		return nil, nil
 	}
 	switch want := want.(type) {
@@ -57,23 +63,33 @@ func converter(file, want arrow.DataType) (dataConverter, error) {
 		}
 		from := make([]int, want.NumFields()) // file child of each wanted one, or -1
 		subs := make([]dataConverter, want.NumFields())
+		fill := make([]scalar.Scalar, want.NumFields())
 		for i, wf := range want.Fields() {
 			from[i] = matchField(f, wf)
 			if from[i] < 0 {
+				if id, ok := fieldID(wf); ok && consts[id] != nil && consts[id].IsValid() {
+					fill[i] = consts[id]
+					continue
+				}
+				if !wf.Nullable {
+					// The spec's projection has no value for it: null
+					// would be a value the table cannot hold.
+					return nil, fmt.Errorf("required field %q%s is not in the file", wf.Name, idText(wf))
+				}
 				continue
 			}
 			var err error
-			if subs[i], err = converter(f.Field(from[i]).Type, wf.Type); err != nil {
+			if subs[i], err = converter(f.Field(from[i]).Type, wf.Type, consts); err != nil {
 				return nil, fmt.Errorf("field %q: %w", wf.Name, err)
 			}
 		}
-		return structConverter(want, from, subs), nil
+		return structConverter(want, from, subs, fill), nil
 	case *arrow.MapType:
 		f, ok := file.(*arrow.MapType)
 		if !ok {
 			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
 		}
-		entries, err := entriesConverter(f, want)
+		entries, err := entriesConverter(f, want, consts)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +98,7 @@ func converter(file, want arrow.DataType) (dataConverter, error) {
 		if file.ID() != want.ID() {
 			return nil, fmt.Errorf("%s in the file cannot be read as %s", file, want)
 		}
-		elem, err := converter(file.(arrow.ListLikeType).Elem(), want.(arrow.ListLikeType).Elem())
+		elem, err := converter(file.(arrow.ListLikeType).Elem(), want.(arrow.ListLikeType).Elem(), consts)
 		if err != nil {
 			return nil, fmt.Errorf("list element: %w", err)
 		}
@@ -117,22 +133,23 @@ func promotes(file, want arrow.DataType) bool {
 	return ok1 && ok2 && f.GetScale() == w.GetScale() && w.GetPrecision() >= f.GetPrecision()
 }
 
-// matchField is the index of the file's field that is wf: by field id
-// where both carry one, else by name; -1 if none.
+// matchField is the index of the file's field that is wf: by field id; by
+// name where wf or the file's struct carries none (a writer that gave ids
+// to top-level columns only); -1 if none.
 func matchField(file *arrow.StructType, wf arrow.Field) int {
-	if id, ok := wf.Metadata.GetValue(fieldIDKey); ok {
+	if id, ok := fieldID(wf); ok {
+		withIDs := false
 		for i, f := range file.Fields() {
-			if fid, ok := f.Metadata.GetValue(fieldIDKey); ok {
+			if fid, ok := fieldID(f); ok {
 				if fid == id {
 					return i
 				}
-				continue
-			}
-			if f.Name == wf.Name {
-				return i
+				withIDs = true
 			}
 		}
-		return -1
+		if withIDs {
+			return -1
+		}
 	}
 	if i, ok := file.FieldIdx(wf.Name); ok {
 		return i
@@ -140,10 +157,19 @@ func matchField(file *arrow.StructType, wf arrow.Field) int {
 	return -1
 }
 
+// idText is ", field id N" where f carries one, for errors.
+func idText(f arrow.Field) string {
+	if id, ok := fieldID(f); ok {
+		return " (field id " + strconv.Itoa(id) + ")"
+	}
+	return ""
+}
+
 // structConverter builds want's struct from the file's children from[i]
-// (converted by subs[i]), nulls where from[i] < 0, keeping the struct's
-// own validity and offset.
-func structConverter(want *arrow.StructType, from []int, subs []dataConverter) dataConverter {
+// (converted by subs[i]); where from[i] < 0, fill[i] in every row, or
+// nulls where fill[i] is nil; keeping the struct's own validity and
+// offset.
+func structConverter(want *arrow.StructType, from []int, subs []dataConverter, fill []scalar.Scalar) dataConverter {
 	return func(d arrow.ArrayData, mem memory.Allocator) (arrow.ArrayData, error) {
 		n := d.Offset() + d.Len() // children are read at the struct's offset
 		children := make([]arrow.ArrayData, len(from))
@@ -156,10 +182,25 @@ func structConverter(want *arrow.StructType, from []int, subs []dataConverter) d
 		}()
 		for i, j := range from {
 			if j < 0 {
-				nulls := array.MakeArrayOfNull(mem, want.Field(i).Type, n)
-				children[i] = nulls.Data()
+				var c arrow.Array
+				if fill != nil && fill[i] != nil {
+					sc := fill[i]
+					if !arrow.TypeEqual(sc.DataType(), want.Field(i).Type) {
+						var err error
+						if sc, err = sc.CastTo(want.Field(i).Type); err != nil {
+							return nil, fmt.Errorf("field %q: %w", want.Field(i).Name, err)
+						}
+					}
+					var err error
+					if c, err = scalar.MakeArrayFromScalar(sc, n, mem); err != nil {
+						return nil, fmt.Errorf("field %q: %w", want.Field(i).Name, err)
+					}
+				} else {
+					c = array.MakeArrayOfNull(mem, want.Field(i).Type, n)
+				}
+				children[i] = c.Data()
 				children[i].Retain()
-				nulls.Release()
+				c.Release()
 				continue
 			}
 			c := d.Children()[j]
@@ -179,16 +220,16 @@ func structConverter(want *arrow.StructType, from []int, subs []dataConverter) d
 
 // entriesConverter converts a map's entries (a struct of key and value)
 // by position.
-func entriesConverter(file, want *arrow.MapType) (dataConverter, error) {
-	key, err := converter(file.KeyType(), want.KeyType())
+func entriesConverter(file, want *arrow.MapType, consts map[int]scalar.Scalar) (dataConverter, error) {
+	key, err := converter(file.KeyType(), want.KeyType(), consts)
 	if err != nil {
 		return nil, fmt.Errorf("map key: %w", err)
 	}
-	item, err := converter(file.ItemType(), want.ItemType())
+	item, err := converter(file.ItemType(), want.ItemType(), consts)
 	if err != nil {
 		return nil, fmt.Errorf("map value: %w", err)
 	}
-	return structConverter(want.Elem().(*arrow.StructType), []int{0, 1}, []dataConverter{key, item}), nil
+	return structConverter(want.Elem().(*arrow.StructType), []int{0, 1}, []dataConverter{key, item}, nil), nil
 }
 
 // listConverter relabels a list (or map) as want, its values converted by
@@ -236,6 +277,12 @@ func defaultScalar(f ice.NestedField, typ arrow.DataType) (scalar.Scalar, error)
 	if err != nil {
 		return nil, err
 	}
+	return literalScalar(lit, typ)
+}
+
+// literalScalar is an Iceberg value as an Arrow scalar of typ, the type
+// the table's schema gives its field.
+func literalScalar(lit ice.Literal, typ arrow.DataType) (scalar.Scalar, error) {
 	switch l := lit.(type) {
 	case ice.BoolLiteral:
 		return scalar.NewBooleanScalar(bool(l)), nil
@@ -267,8 +314,13 @@ func defaultScalar(f ice.NestedField, typ arrow.DataType) (scalar.Scalar, error)
 		if _, ok := typ.(*arrow.FixedSizeBinaryType); ok {
 			return scalar.NewFixedSizeBinaryScalar(memory.NewBufferBytes(l), typ), nil
 		}
+	case ice.UUIDLiteral:
+		if ext, ok := typ.(*extensions.UUIDType); ok {
+			b := l[:]
+			return scalar.NewExtensionScalar(scalar.NewFixedSizeBinaryScalar(memory.NewBufferBytes(b), ext.StorageType()), typ), nil
+		}
 	}
-	return nil, fmt.Errorf("a %s default read as %s is not supported", f.Type, typ)
+	return nil, fmt.Errorf("a %s value read as %s is not supported", lit.Type(), typ)
 }
 
 // defaultLiteral reads a default value as iceberg-go leaves it: parsed

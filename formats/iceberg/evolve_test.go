@@ -39,7 +39,7 @@ func TestConvertSliced(t *testing.T) {
 			`[[{"key":"k","value":{"f2":1,"b":1,"new":null}}],null,[{"key":"m","value":null}],[]]`},
 	}
 	for _, c := range cases {
-		conv, err := convertColumn(arrow.Field{Name: "c", Type: c.file}, arrow.Field{Name: "c", Type: c.want})
+		conv, err := convertColumn(arrow.Field{Name: "c", Type: c.file}, arrow.Field{Name: "c", Type: c.want}, nil)
 		if err != nil || conv == nil {
 			t.Fatalf("%s -> %s: %v", c.file, c.want, err)
 		}
@@ -70,10 +70,10 @@ func TestConvertSliced(t *testing.T) {
 		in.Release()
 		want.Release()
 	}
-	if _, err := convertColumn(arrow.Field{Type: arrow.ListOf(arrow.BinaryTypes.String)}, arrow.Field{Type: arrow.StructOf()}); err == nil {
+	if _, err := convertColumn(arrow.Field{Type: arrow.ListOf(arrow.BinaryTypes.String)}, arrow.Field{Type: arrow.StructOf()}, nil); err == nil {
 		t.Error("a list read as a struct converted")
 	}
-	if _, err := convertColumn(arrow.Field{Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}, arrow.Field{Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}); err == nil {
+	if _, err := convertColumn(arrow.Field{Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}, arrow.Field{Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}, nil); err == nil {
 		t.Error("long narrowed to int")
 	}
 }

@@ -2,7 +2,8 @@
 // is planned once, at Open, with iceberg-go's scan planning (snapshot,
 // manifests, partition pruning, which delete files apply to which data
 // file), and its data files are then read by sluice's own drivers
-// (formats/parquet), split below the file as any other file.
+// (formats/parquet, formats/orc, formats/avro), split below the file as
+// any other file.
 //
 // Deletes keep sluice's promises: position deletes and deletion vectors
 // become a row mask per data file at Open, so row counts stay exact and
@@ -33,8 +34,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/formats/avro"
-	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -68,8 +67,11 @@ type Options struct {
 	// checkpoint database.
 	Cache formats.Cache
 	// Formats read the data files and delete files, by name ("parquet",
-	// "orc", "avro"). Default: formats/parquet and formats/avro; a table
-	// with ORC files names formats/orc here.
+	// "orc", "avro"): a file is read by the first driver of that name
+	// here, and a format none of them names by sluice's built-in driver
+	// of it (formats/drivers), so that every file the table declares is
+	// read whatever is passed. Default: the built-in Parquet, ORC and
+	// Avro drivers.
 	Formats []formats.Format
 	// Concurrency bounds the files (manifests, delete files) read at once
 	// at Open. Default 16.
@@ -96,6 +98,10 @@ type Table struct {
 	tableLoc  string
 	names     ice.NameMapping // the table's name mapping, parsed once
 	defaults  map[string]scalar.Scalar
+	// nestedDefaults are the initial defaults of nested fields, by id;
+	// arrowByID the table's Arrow fields at every depth, by id.
+	nestedDefaults map[int]scalar.Scalar
+	arrowByID      map[int]arrow.Field
 }
 
 // Open opens the table whose metadata lies at location: a metadata JSON
@@ -193,10 +199,14 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		opts.Concurrency = 16
 	}
 	if len(opts.Formats) == 0 {
-		opts.Formats = []formats.Format{parquet.Format{}, avro.Format{}}
+		opts.Formats = []formats.Format{builtinDriver("parquet"), builtinDriver("orc"), builtinDriver("avro")}
 	}
 	t := &Table{meta: meta, metaLoc: metaLoc, loc: newLocator(opts.Rewrite), opts: opts, res: res, schema: meta.CurrentSchema(), tableLoc: strings.TrimSuffix(meta.Location(), "/") + "/"}
-	t.names = meta.NameMapping()
+	// Files written without field ids are read through the table's name
+	// mapping; without one, by the current schema's names.
+	if t.names = meta.NameMapping(); len(t.names) == 0 {
+		t.names = t.schema.NameMapping()
+	}
 	if t.snap, err = pick(meta, opts); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
@@ -204,6 +214,11 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 		return nil, fmt.Errorf("iceberg: %s: schema: %w", metaLoc, err)
 	}
 	if t.defaults, err = initialDefaults(t.schema, t.arrow); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
+	}
+	t.arrowByID = map[int]arrow.Field{}
+	arrowByID(t.arrow.Fields(), t.arrowByID)
+	if t.nestedDefaults, err = nestedDefaults(t.schema, t.arrowByID); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w", metaLoc, err)
 	}
 	start := time.Now()
@@ -341,25 +356,24 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Scan
 		planned = kept
 	}
 	files := make([]formats.File, len(planned))
+	inspect := t.fileNames(po.Columns)
 	for i, pf := range planned {
-		var drv formats.Format
-		for _, f := range append(slices.Clone(fmts), t.opts.Formats...) {
-			if strings.EqualFold(f.Name(), pf.Format) {
-				drv = f
-				break
-			}
+		drv, err := t.driver(pf.Format, fmts)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: %s: %s: %w", t.metaLoc, pf.Path, err)
 		}
-		if drv == nil {
-			return nil, fmt.Errorf("iceberg: %s is a %s file, which no format given reads", pf.Path, pf.Format)
+		p := &fileProjection{t: t}
+		if p.defaults, p.consts, err = t.fileDefaults(&planned[i]); err != nil {
+			return nil, fmt.Errorf("iceberg: %s, %s: %w", t.metaLoc, t.Version(), err)
 		}
 		files[i] = formats.File{
 			URL:      t.loc.url(pf.Path),
 			Rel:      strings.TrimPrefix(pf.Path, t.tableLoc),
 			Format:   drv,
-			Inspect:  t.fileNames(po.Columns),
-			Columns:  t.mapColumns,
-			Convert:  convertColumn,
-			Defaults: t.defaults,
+			Inspect:  inspect,
+			Columns:  p.columns,
+			Convert:  p.convert,
+			Defaults: p.defaults,
 		}
 		if len(pf.Deleted) > 0 {
 			files[i].Mask = &formats.RowMask{Deleted: pf.Deleted}
@@ -383,7 +397,7 @@ func (t *Table) Plan(ctx context.Context, po formats.PlanOptions) (*formats.Scan
 	}
 	d, err := formats.PlanFiles(ctx, files, po)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: %s: %w", t.Version(), err)
+		return nil, fmt.Errorf("iceberg: %s, %s: %w", t.metaLoc, t.Version(), err)
 	}
 	if known == nil && len(planned) == len(t.plan.Files) {
 		t.keepObjects(ctx, d)
@@ -449,8 +463,9 @@ func (t *Table) columnNames() []string {
 }
 
 // fileNames are the names the selected columns (and those equality
-// deletes read) have had in any schema of the table: what planning
-// inspects of a data file, whichever schema wrote it.
+// deletes read) have had in any schema of the table or the name mapping
+// gives them: what planning inspects of a data file, whichever schema
+// wrote it.
 func (t *Table) fileNames(columns []string) []string {
 	if columns == nil {
 		return nil
@@ -471,19 +486,25 @@ func (t *Table) fileNames(columns []string) []string {
 			}
 		}
 	}
+	for _, mf := range t.names {
+		if ids[mf.ID()] {
+			for _, n := range mf.Names {
+				if !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
 	return out
 }
 
 // fieldIDKey is the Arrow field metadata key Parquet field ids come under.
 const fieldIDKey = "PARQUET:field_id"
 
-// mapColumns maps the table's current columns onto a data file's by field
-// id; a file written without ids maps by the table's name mapping, else by
-// the names of the current schema.
-func (t *Table) mapColumns(file *arrow.Schema) (map[string]string, error) {
-	return mapByID(t.schema, t.names, file)
-}
-
+// mapByID maps the current schema's top-level columns onto a data file's
+// by field id; a file written without ids, by the names the name mapping
+// nm gives each id. A column the map lacks is not in the file.
 func mapByID(schema *ice.Schema, nm ice.NameMapping, file *arrow.Schema) (map[string]string, error) {
 	byID := map[int]string{}
 	for _, f := range file.Fields() {
@@ -505,7 +526,7 @@ func mapByID(schema *ice.Schema, nm ice.NameMapping, file *arrow.Schema) (map[st
 	}
 	if len(byID) == 0 {
 		// Written without ids (a migrated Hive table): the name mapping,
-		// which lists each field's names, or the names themselves.
+		// which lists each field's names.
 		names := map[string]bool{}
 		for _, f := range file.Fields() {
 			names[f.Name] = true
@@ -518,13 +539,6 @@ func mapByID(schema *ice.Schema, nm ice.NameMapping, file *arrow.Schema) (map[st
 				if names[n] {
 					byID[*mf.FieldID] = n
 					break
-				}
-			}
-		}
-		if len(nm) == 0 {
-			for _, f := range schema.Fields() {
-				if names[f.Name] {
-					byID[f.ID] = f.Name
 				}
 			}
 		}

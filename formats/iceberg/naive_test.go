@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -82,6 +83,7 @@ func naiveRows(t *testing.T, meta table.Metadata, snap *table.Snapshot, local fu
 	var out []string
 	for _, d := range data {
 		cols, n := readByID(t, local(d.df.FilePath()), cur.Fields())
+		partitionColumns(t, meta, d.df, cols)
 		deleted := map[int64]bool{}
 		for _, p := range pos {
 			if p.seq < d.seq {
@@ -150,6 +152,75 @@ func naiveRows(t *testing.T, meta table.Metadata, snap *table.Snapshot, local fu
 	}
 	sort.Strings(out)
 	return out
+}
+
+// partitionColumns fills the columns a data file lacks (all null in cols)
+// that an identity partition of the file's spec has a value of, with that
+// value, as the spec's column projection says: the partition columns of a
+// table migrated from Hive are only in its manifests.
+func partitionColumns(t *testing.T, meta table.Metadata, df ice.DataFile, cols [][]string) {
+	t.Helper()
+	cur := meta.CurrentSchema()
+	as, err := table.SchemaToArrowSchema(cur, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := meta.PartitionSpecByID(int(df.SpecID()))
+	for _, part := range spec.Fields() {
+		if _, ok := part.Transform.(ice.IdentityTransform); !ok {
+			continue
+		}
+		for c, f := range cur.Fields() {
+			if f.ID != part.SourceID() || slices.ContainsFunc(cols[c], func(v string) bool { return v != "(null)" }) {
+				continue
+			}
+			v := df.Partition()[part.FieldID]
+			for r := range cols[c] {
+				cols[c][r] = partitionCell(t, v, as.Field(c).Type)
+			}
+		}
+	}
+}
+
+// partitionCell renders a partition value as cell renders the column.
+func partitionCell(t *testing.T, v any, typ arrow.DataType) string {
+	t.Helper()
+	if v == nil {
+		return "(null)"
+	}
+	b := array.NewBuilder(memory.DefaultAllocator, typ)
+	defer b.Release()
+	switch v := v.(type) {
+	case string:
+		b.(*array.StringBuilder).Append(v)
+	case int32:
+		switch bb := b.(type) {
+		case *array.Int32Builder:
+			bb.Append(v)
+		case *array.Date32Builder:
+			bb.Append(arrow.Date32(v))
+		default:
+			t.Fatalf("partition value %v (int32) of a %s column", v, typ)
+		}
+	case int64:
+		switch bb := b.(type) {
+		case *array.Int64Builder:
+			bb.Append(v)
+		case *array.TimestampBuilder:
+			bb.Append(arrow.Timestamp(v))
+		default:
+			t.Fatalf("partition value %v (int64) of a %s column", v, typ)
+		}
+	case ice.Date:
+		b.(*array.Date32Builder).Append(arrow.Date32(v))
+	case ice.Timestamp:
+		b.(*array.TimestampBuilder).Append(arrow.Timestamp(v))
+	default:
+		t.Fatalf("partition value %v of Go type %T: not rendered", v, v)
+	}
+	a := b.NewArray()
+	defer a.Release()
+	return cell(a, 0)
 }
 
 // pathIO reads the table's locations at their local copies.

@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/drivers"
 )
 
 // tablePlan is what planning a snapshot learns: the plan cache's value.
@@ -58,8 +60,9 @@ type eqDeleteFile struct {
 }
 
 // planVersion changes when tablePlan's encoding or meaning does, so that
-// old cache entries miss (3: position deletes match data files by URL).
-const planVersion = "sluice-iceberg-plan-3"
+// old cache entries miss (3: position deletes match data files by URL; 4:
+// partition values not understood are kept, as such).
+const planVersion = "sluice-iceberg-plan-4"
 
 // cacheKey names the plan: the rewrite is part of it, since position
 // deletes match data files by where the rewrite puts them.
@@ -212,6 +215,7 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 	for p, df := range files {
 		g.Go(func() error {
 			byFile, spelled := map[string][]int64{}, map[string]string{}
+			var row int64 // of the delete file, from 0
 			err := t.readAll(gctx, p, string(df.FileFormat()), []string{"file_path", "pos"}, func(b arrow.RecordBatch) error {
 				paths, ok1 := b.Column(0).(*array.String)
 				pos, ok2 := b.Column(1).(*array.Int64)
@@ -219,8 +223,16 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 					return fmt.Errorf("%w: position delete columns are %s and %s, not string and int64", formats.ErrSchema, b.Column(0).DataType(), b.Column(1).DataType())
 				}
 				for i := range paths.Len() {
-					if paths.IsNull(i) || pos.IsNull(i) {
-						return fmt.Errorf("%w: a position delete row has a null", formats.ErrCorrupt)
+					// Both are required by the spec. A delete that names
+					// no file, or no row, cannot be applied, and skipping
+					// it might bring back a row its writer deleted: it is
+					// refused, as Iceberg's Java reader (Spark) and
+					// iceberg-go refuse it (docs/formats.md).
+					if paths.IsNull(i) {
+						return fmt.Errorf("%w: row %d has a null file_path (pos %s), which the spec requires", formats.ErrCorrupt, row+int64(i), posText(pos, i))
+					}
+					if pos.IsNull(i) {
+						return fmt.Errorf("%w: row %d has a null pos (file_path %q), which the spec requires", formats.ErrCorrupt, row+int64(i), paths.Value(i))
 					}
 					// By where the file lies: the data file's path as the
 					// metadata spells it, and the delete's as the delete
@@ -231,6 +243,7 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 					}
 					byFile[u] = append(byFile[u], pos.Value(i))
 				}
+				row += int64(paths.Len())
 				return nil
 			})
 			if err != nil {
@@ -246,6 +259,14 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 		})
 	}
 	return out, spellings, g.Wait()
+}
+
+// posText is row i of a position delete's pos column, as an error says it.
+func posText(pos *array.Int64, i int) string {
+	if pos.IsNull(i) {
+		return "null"
+	}
+	return strconv.FormatInt(pos.Value(i), 10)
 }
 
 // checkSpellings refuses position deletes that name a data file of the
@@ -291,14 +312,9 @@ func (t *Table) readAll(ctx context.Context, location, format string, columns []
 }
 
 func (t *Table) readFiles(ctx context.Context, files []formats.File, format string, po formats.PlanOptions, yield func(arrow.RecordBatch) error) error {
-	var drv formats.Format
-	for _, f := range t.opts.Formats {
-		if strings.EqualFold(f.Name(), format) {
-			drv = f
-		}
-	}
-	if drv == nil {
-		return fmt.Errorf("a %s file, which no format given reads", format)
+	drv, err := t.driver(format, nil)
+	if err != nil {
+		return err
 	}
 	for i := range files {
 		files[i].Format = drv
@@ -320,6 +336,32 @@ func (t *Table) readFiles(ctx context.Context, files []formats.File, format stri
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// driver is the driver that reads a file of the table whose manifest
+// entry declares format: the first of given, then of Options.Formats, by
+// name, so that a caller's options for a format apply; else the built-in
+// driver of that format. A table names the format of every file it holds,
+// so which drivers a caller passed never decides whether a file is read.
+func (t *Table) driver(format string, given []formats.Format) (formats.Format, error) {
+	for _, fs := range [][]formats.Format{given, t.opts.Formats} {
+		if f := formats.Named(fs, format); f != nil {
+			return f, nil
+		}
+	}
+	if f := builtinDriver(format); f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w: the metadata declares a file of format %q: an Iceberg table's data and delete files are Parquet, ORC or Avro", formats.ErrCorrupt, format)
+}
+
+// builtinDriver is sluice's driver of an Iceberg file format, or nil.
+func builtinDriver(format string) formats.Format {
+	switch f := strings.ToLower(format); f {
+	case "parquet", "orc", "avro":
+		return drivers.Named(f)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"cmp"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"time"
 
@@ -23,11 +24,14 @@ type colStats struct {
 }
 
 // partValue is one partition field's value of a data file, in Iceberg's
-// single-value binary form (Null where the value is null).
+// single-value binary form (Null where the value is null). Unread, if set,
+// says why the value the manifest holds was not understood: pruning
+// passes it by, and a column read from it is refused.
 type partValue struct {
 	FieldID int
 	Value   []byte
 	Null    bool
+	Unread  string
 }
 
 // fileMetrics keeps a data file's column statistics and partition for
@@ -76,11 +80,12 @@ func fileMetrics(df ice.DataFile, spec *ice.PartitionSpec, schema *ice.Schema) (
 				continue
 			}
 			lit, err := defaultLiteral(v, pf.Transform.ResultType(src.Type))
-			if err != nil {
-				continue // not understood: not used
+			var b []byte
+			if err == nil {
+				b, err = lit.MarshalBinary()
 			}
-			b, err := lit.MarshalBinary()
 			if err != nil {
+				parts = append(parts, partValue{FieldID: pf.FieldID, Unread: fmt.Sprintf("%v (%T): %v", v, v, err)})
 				continue
 			}
 			parts = append(parts, partValue{FieldID: pf.FieldID, Value: b})
@@ -151,6 +156,9 @@ func (t *Table) columnStats(pf *plannedFile, column string) (filter.Stats, bool)
 		return s, known
 	}
 	for _, pv := range pf.Partition {
+		if pv.Unread != "" {
+			continue
+		}
 		var part *ice.PartitionField
 		for _, f := range spec.Fields() {
 			if f.FieldID == pv.FieldID && f.SourceID() == field.ID {

@@ -84,13 +84,22 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 }
 
 // TestValueMatrixWithDeletes runs the value matrix (internal/valuecheck)
-// over a table with position and equality deletes: every value of every
-// row each case delivers is its row's, and every row left by the deletes
-// (and the case's filter) comes once, shuffled, filtered, resumed on
-// another world size, split, mapped and through the typed outputs.
+// over a table with position and equality deletes, and over a table
+// migrated from Hive (migratedTable: partition columns only in manifests,
+// fields found through the name mapping, Parquet and ORC files): every
+// value of every row each case delivers is its row's, and every row left
+// by the deletes (and the case's filter) comes once, shuffled, filtered,
+// resumed on another world size, split, mapped and through the typed
+// outputs.
 func TestValueMatrixWithDeletes(t *testing.T) {
 	const n = 6000
 	tbl := valuesTable(t, n)
+	migratedLoc, migratedRows := migratedTable(t)
+	migrated, err := iceberg.Open(context.Background(), migratedLoc, iceberg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
 	set := matrix.Set{Datasets: []matrix.Dataset{{
 		Name:    "iceberg-deletes",
 		Plan:    tbl.Plan,
@@ -100,30 +109,18 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 		// Equality deletes are applied while reading: counts are not
 		// known before.
 		Known: false,
+	}, {
+		Name:    "iceberg-migrated",
+		Plan:    migrated.Plan,
+		Columns: migratedColumns,
+		Rows:    migratedRows,
+		Deleted: func(id int64) bool { return id%50 == 7 },
+		Known:   true,
 	}}}
 	// A filter on a column the projection leaves out, whose pages are
 	// larger than every selected column chunk: the Parquet driver capped
 	// page sizes by the selected chunks and refused the filter's pages as
 	// corrupt ("compressed page size 6569 exceeds configured limit 1786").
-	ctx := context.Background()
-	ds, err := stream.Open(ctx, stream.Options{Plan: tbl.Plan, Columns: []string{"id", "b"}, Filter: "text IS NULL OR unit < 0.25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	once := vc.NewOnce()
-	for b, err := range ds.Batches(ctx) {
-		if err != nil {
-			ds.Close()
-			t.Fatal(err)
-		}
-		ids, err := vc.Batch(b, []string{"id", "b"})
-		if err != nil {
-			ds.Close()
-			t.Fatal(err)
-		}
-		once.Add(ids)
-	}
-	ds.Close()
 	var want []int64
 	textCol, _ := vc.ByName("text")
 	for id := range int64(n) {
@@ -131,9 +128,7 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 			want = append(want, id)
 		}
 	}
-	if err := once.Exactly(want); err != nil {
-		t.Fatal(err)
-	}
+	streamChecked(t, stream.Options{Plan: tbl.Plan, Columns: []string{"id", "b"}, Filter: "text IS NULL OR unit < 0.25"}, want)
 
 	budget := 20 * time.Second
 	if testing.Short() {
@@ -149,4 +144,31 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 		cases++
 	}
 	t.Logf("%d cases in %v", cases, time.Since(start).Round(time.Millisecond))
+}
+
+// streamChecked streams o, checks every value of every row delivered
+// (valuecheck) and the columns o selects (all of the batches' if none),
+// and that the ids are want, each once.
+func streamChecked(t *testing.T, o stream.Options, want []int64) {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := stream.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	once := vc.NewOnce()
+	for b, err := range ds.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := vc.Batch(b, o.Columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		once.Add(ids)
+	}
+	if err := once.Exactly(want); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -127,7 +128,7 @@ func (s *schema) arrowType(id int) (arrow.DataType, error) {
 		if err != nil {
 			return nil, err
 		}
-		return arrow.ListOfField(arrow.Field{Name: "element", Type: et, Nullable: true}), nil
+		return arrow.ListOfField(arrow.Field{Name: "element", Type: et, Nullable: true, Metadata: s.idMetadata(int(t.subtypes[0]))}), nil
 	case kMap:
 		kt, err := s.arrowType(int(t.subtypes[0]))
 		if err != nil {
@@ -137,6 +138,9 @@ func (s *schema) arrowType(id int) (arrow.DataType, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.types[t.subtypes[0]].icebergID >= 0 || s.types[t.subtypes[1]].icebergID >= 0 {
+			return arrow.MapOfWithMetadata(kt, s.idMetadata(int(t.subtypes[0])), vt, s.idMetadata(int(t.subtypes[1]))), nil
+		}
 		return arrow.MapOf(kt, vt), nil
 	case kStruct:
 		fs := make([]arrow.Field, len(t.subtypes))
@@ -145,7 +149,7 @@ func (s *schema) arrowType(id int) (arrow.DataType, error) {
 			if err != nil {
 				return nil, err
 			}
-			fs[i] = arrow.Field{Name: t.fieldNames[i], Type: ft, Nullable: true}
+			fs[i] = arrow.Field{Name: t.fieldNames[i], Type: ft, Nullable: true, Metadata: s.idMetadata(int(c))}
 		}
 		return arrow.StructOf(fs...), nil
 	case kUnion:
@@ -162,6 +166,19 @@ func (s *schema) arrowType(id int) (arrow.DataType, error) {
 		return arrow.DenseUnionOf(fs, codes), nil
 	}
 	return nil, fmt.Errorf("type %d: unknown kind %d", id, t.kind)
+}
+
+// fieldIDKey is the Arrow field metadata key Iceberg's column mapping
+// reads field ids from (the one Parquet files carry them under).
+const fieldIDKey = "PARQUET:field_id"
+
+// idMetadata is the Arrow field metadata of type id: its Iceberg field id
+// (the "iceberg.id" attribute), if it has one.
+func (s *schema) idMetadata(id int) arrow.Metadata {
+	if fid := s.types[id].icebergID; fid >= 0 {
+		return arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(fid)})
+	}
+	return arrow.Metadata{}
 }
 
 // decimalShape is the Arrow precision and scale of a decimal type. Hive

@@ -149,7 +149,7 @@ func (m *meta) fields() ([]arrow.Field, error) {
 			return nil, err
 		}
 		m.columns[name] = int(c)
-		out[i] = arrow.Field{Name: name, Type: dt, Nullable: true}
+		out[i] = arrow.Field{Name: name, Type: dt, Nullable: true, Metadata: m.schema.idMetadata(int(c))}
 	}
 	return out, nil
 }

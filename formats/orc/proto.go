@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -79,6 +80,9 @@ type orcType struct {
 	maxLength  uint64
 	precision  uint64
 	scale      uint64
+	// icebergID is the Iceberg field id the type's "iceberg.id" attribute
+	// gives (Iceberg's ORC writers set it), or -1.
+	icebergID int
 }
 
 type stripeInfo struct {
@@ -342,7 +346,7 @@ func parseStripeInfo(b []byte) (stripeInfo, error) {
 }
 
 func parseType(b []byte) (orcType, error) {
-	var t orcType
+	t := orcType{icebergID: -1}
 	var subs []uint64
 	err := fields(b, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
 		switch num {
@@ -362,6 +366,31 @@ func parseType(b []byte) (orcType, error) {
 			return varintField(typ, b, &t.precision)
 		case 6:
 			return varintField(typ, b, &t.scale)
+		case 7: // attributes: StringPair{key = 1, value = 2}
+			m, n, err := bytesField(typ, b)
+			if n < 0 || err != nil {
+				return n, err
+			}
+			var key, val []byte
+			err = fields(m, func(num protowire.Number, typ protowire.Type, b []byte) (int, error) {
+				switch num {
+				case 1:
+					v, n, err := bytesField(typ, b)
+					key = v
+					return n, err
+				case 2:
+					v, n, err := bytesField(typ, b)
+					val = v
+					return n, err
+				}
+				return -1, nil
+			})
+			if err == nil && string(key) == "iceberg.id" {
+				if id, perr := strconv.ParseInt(string(val), 10, 32); perr == nil && id >= 0 {
+					t.icebergID = int(id)
+				}
+			}
+			return n, err
 		}
 		return -1, nil
 	})

@@ -3,9 +3,12 @@ package orc_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,6 +18,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/internal/orcwrite"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
 )
 
 var writtenSchema = arrow.NewSchema([]arrow.Field{
@@ -193,5 +197,92 @@ func TestProjectionFetchesSelectedStreams(t *testing.T) {
 		if !array.Equal(got[i], want[c]) {
 			t.Errorf("column %q differs from the whole read's", ids.Schema.Field(i).Name)
 		}
+	}
+}
+
+// TestWrittenNested: structs (in structs), lists (of structs) and maps that
+// orcwrite writes read back value for value, in several stripes, and the
+// iceberg.id attributes of their types, at every depth, come as the
+// Arrow field metadata PARQUET:field_id, where Iceberg's column mapping
+// reads field ids.
+func TestWrittenNested(t *testing.T) {
+	cols := vc.Pick("id", "st", "lst", "mp", "mpi", "nest", "lstst")
+	next := 0
+	withIDs := func(f arrow.Field) arrow.Field {
+		next++
+		f.Metadata = arrow.NewMetadata([]string{"iceberg.id"}, []string{strconv.Itoa(next)})
+		return f
+	}
+	var fields []arrow.Field
+	for _, f := range vc.Schema(cols).Fields() {
+		fields = append(fields, vc.EditFields(f, withIDs))
+	}
+	schema := arrow.NewSchema(fields, nil)
+	const rows = 2500
+	rec, err := vc.RecordOf(memory.NewGoAllocator(), schema, 0, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "nested.orc")
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := orcwrite.New(fh, schema, orcwrite.Options{StripeRows: 700, RowIndexStride: -1, Compression: orcwrite.Zlib})
+	if err == nil {
+		if err = w.Write(rec); err == nil {
+			err = w.Close()
+		}
+	}
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orcwrite.New(io.Discard, schema, orcwrite.Options{}); err == nil {
+		t.Error("orcwrite took nested columns with a row index")
+	}
+
+	ds := plan(t, []string{path}, nil)
+	var ids func(f arrow.Field) []string
+	ids = func(f arrow.Field) []string {
+		v, _ := f.Metadata.GetValue("PARQUET:field_id")
+		out := []string{v}
+		if nt, ok := f.Type.(arrow.NestedType); ok {
+			for _, c := range nt.Fields() {
+				out = append(out, ids(c)...)
+			}
+		}
+		return out
+	}
+	var got, want []string
+	for i, f := range ds.Schema.Fields() {
+		got = append(got, ids(f)...)
+		want = append(want, ids(vc.EditFields(schema.Field(i), func(f arrow.Field) arrow.Field {
+			v, _ := f.Metadata.GetValue("iceberg.id")
+			f.Metadata = arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{v})
+			return f
+		}))...)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("field ids read\n%s\nwant\n%s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	once := vc.NewOnce()
+	err = readAll(ds, 333, mem, func(b arrow.RecordBatch) error {
+		seen, err := vc.Batch(b, []string{"id", "st", "lst", "mp", "mpi", "nest", "lstst"})
+		once.Add(seen)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int64, rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	if err := once.Exactly(all); err != nil {
+		t.Fatal(err)
 	}
 }

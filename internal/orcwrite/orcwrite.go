@@ -1,7 +1,10 @@
 // Package orcwrite writes small ORC files from Arrow record batches, for
-// sluice's tests and benchmarks: flat schemas of booleans, 32- and 64-bit
-// integers, floats, doubles, strings and binaries, with nulls, in stripes
-// with a row index, compressed with ZLIB, ZSTD or SNAPPY or not at all.
+// sluice's tests and benchmarks: columns of booleans, 32- and 64-bit
+// integers, floats, doubles, strings, binaries and dates, with nulls, in
+// stripes with a row index, compressed with ZLIB, ZSTD or SNAPPY or not at
+// all; and structs, lists and maps of them in files without a row index.
+// A field's Arrow metadata is written as its type's attributes (as Iceberg
+// writes "iceberg.id").
 //
 // Integers use run-length encoding version 1 and strings the DIRECT
 // encoding, which every ORC reader reads; the run-length encoders are
@@ -54,6 +57,7 @@ type Options struct {
 type Writer struct {
 	w       io.Writer
 	schema  *arrow.Schema
+	types   [][]byte // the footer's Type messages, in preorder, the root's first
 	opts    Options
 	at      uint64 // bytes written
 	pending []arrow.RecordBatch
@@ -78,12 +82,10 @@ func New(w io.Writer, schema *arrow.Schema, opts Options) (*Writer, error) {
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = 256 << 10
 	}
-	for _, f := range schema.Fields() {
-		if _, err := kindOf(f.Type); err != nil {
-			return nil, fmt.Errorf("orcwrite: column %q: %w", f.Name, err)
-		}
-	}
 	wr := &Writer{w: w, schema: schema, opts: opts, mem: memory.NewGoAllocator()}
+	if err := wr.addType(arrow.Field{Type: arrow.StructOf(schema.Fields()...)}); err != nil {
+		return nil, err
+	}
 	if opts.Compression == Zstd {
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 		if err != nil {
@@ -113,8 +115,76 @@ func kindOf(dt arrow.DataType) (uint64, error) {
 		return 7, nil
 	case arrow.BINARY:
 		return 8, nil
+	case arrow.LIST:
+		return 10, nil
+	case arrow.MAP:
+		return 11, nil
+	case arrow.STRUCT:
+		return 12, nil
+	case arrow.DATE32:
+		return 15, nil
 	}
 	return 0, fmt.Errorf("type %s is not one orcwrite writes", dt)
+}
+
+// children are the fields below a nested type, in ORC's order.
+func children(dt arrow.DataType) []arrow.Field {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		return t.Fields()
+	case *arrow.MapType:
+		return []arrow.Field{t.KeyField(), t.ItemField()}
+	case *arrow.ListType:
+		return []arrow.Field{t.ElemField()}
+	}
+	return nil
+}
+
+// addType appends the Type messages of f and the types below it, in
+// preorder (a type's subtypes are numbered after it, each subtree in
+// turn).
+func (w *Writer) addType(f arrow.Field) error {
+	k, err := kindOf(f.Type)
+	if err != nil {
+		return fmt.Errorf("orcwrite: column %q: %w", f.Name, err)
+	}
+	kids := children(f.Type)
+	if len(w.types) > 0 && len(kids) > 0 && w.opts.RowIndexStride > 0 {
+		return fmt.Errorf("orcwrite: column %q: nested columns are written without a row index (RowIndexStride < 0)", f.Name)
+	}
+	at := len(w.types)
+	w.types = append(w.types, nil)
+	var sub []uint64
+	for _, c := range kids {
+		sub = append(sub, uint64(len(w.types)))
+		if err := w.addType(c); err != nil {
+			return err
+		}
+	}
+	var t []byte
+	t = protowire.AppendTag(t, 1, protowire.VarintType)
+	t = protowire.AppendVarint(t, k)
+	for _, s := range sub {
+		t = protowire.AppendTag(t, 2, protowire.VarintType)
+		t = protowire.AppendVarint(t, s)
+	}
+	if _, ok := f.Type.(*arrow.StructType); ok {
+		for _, c := range kids {
+			t = protowire.AppendTag(t, 3, protowire.BytesType)
+			t = protowire.AppendString(t, c.Name)
+		}
+	}
+	for i, key := range f.Metadata.Keys() {
+		var pair []byte
+		pair = protowire.AppendTag(pair, 1, protowire.BytesType)
+		pair = protowire.AppendString(pair, key)
+		pair = protowire.AppendTag(pair, 2, protowire.BytesType)
+		pair = protowire.AppendString(pair, f.Metadata.Values()[i])
+		t = protowire.AppendTag(t, 7, protowire.BytesType)
+		t = protowire.AppendBytes(t, pair)
+	}
+	w.types[at] = t
+	return nil
 }
 
 func (w *Writer) write(b []byte) error {
@@ -166,24 +236,7 @@ func (w *Writer) Close() error {
 		ft = protowire.AppendTag(ft, 3, protowire.BytesType)
 		ft = protowire.AppendBytes(ft, s)
 	}
-	var root []byte
-	root = protowire.AppendTag(root, 1, protowire.VarintType)
-	root = protowire.AppendVarint(root, 12)
-	for i := range w.schema.NumFields() {
-		root = protowire.AppendTag(root, 2, protowire.VarintType)
-		root = protowire.AppendVarint(root, uint64(i+1))
-	}
-	for _, f := range w.schema.Fields() {
-		root = protowire.AppendTag(root, 3, protowire.BytesType)
-		root = protowire.AppendString(root, f.Name)
-	}
-	ft = protowire.AppendTag(ft, 4, protowire.BytesType)
-	ft = protowire.AppendBytes(ft, root)
-	for _, f := range w.schema.Fields() {
-		k, _ := kindOf(f.Type)
-		var t []byte
-		t = protowire.AppendTag(t, 1, protowire.VarintType)
-		t = protowire.AppendVarint(t, k)
+	for _, t := range w.types {
 		ft = protowire.AppendTag(ft, 4, protowire.BytesType)
 		ft = protowire.AppendBytes(ft, t)
 	}
@@ -458,16 +511,20 @@ func (w *Writer) flushStripe() error {
 	if stride < 0 {
 		stride = rows
 	}
-	outs := make([]columnOut, len(cols))
-	for c, a := range cols {
-		outs[c] = w.encodeColumn(a, c+1, rows, stride)
+	all := make([]int, rows)
+	for i := range all {
+		all[i] = i
+	}
+	outs := make([]columnOut, 0, len(w.types)-1)
+	for _, a := range cols {
+		outs = w.encodeTree(outs, a, all, stride)
 	}
 	var st stripeStreams
 	// Index streams first (the root's entries hold no positions), then
 	// the data streams.
 	if w.opts.RowIndexStride > 0 {
 		groups := (rows + stride - 1) / stride
-		for id := 0; id <= len(cols); id++ {
+		for id := 0; id < len(w.types); id++ {
 			stored, err := w.compress(rowIndex(outs, id, groups))
 			if err != nil {
 				return err
@@ -484,7 +541,49 @@ func (w *Writer) flushStripe() error {
 			st.add(&st.data, s.kind, s.column, b)
 		}
 	}
-	return w.writeStripe(&st, len(cols), rows)
+	return w.writeStripe(&st, len(w.types), rows)
+}
+
+// encodeTree appends to outs the encoded column of rows idx of a, then the
+// columns below it: a struct's fields at its rows that are not null, a
+// list's elements and a map's keys and values of its rows that are not.
+func (w *Writer) encodeTree(outs []columnOut, a arrow.Array, idx []int, stride int) []columnOut {
+	outs = append(outs, w.encodeColumn(a, idx, len(outs)+1, stride))
+	switch a := a.(type) {
+	case *array.Struct:
+		var sub []int
+		for _, i := range idx {
+			if a.IsValid(i) {
+				sub = append(sub, i)
+			}
+		}
+		for f := range a.NumField() {
+			outs = w.encodeTree(outs, a.Field(f), sub, len(sub))
+		}
+	case *array.Map:
+		sub := elements(a, idx)
+		outs = w.encodeTree(outs, a.Keys(), sub, len(sub))
+		outs = w.encodeTree(outs, a.Items(), sub, len(sub))
+	case *array.List:
+		sub := elements(a, idx)
+		outs = w.encodeTree(outs, a.ListValues(), sub, len(sub))
+	}
+	return outs
+}
+
+// elements are the positions in a's values of the elements of its rows
+// idx that are not null.
+func elements(a array.ListLike, idx []int) []int {
+	var sub []int
+	for _, i := range idx {
+		if a.IsValid(i) {
+			start, end := a.ValueOffsets(i)
+			for j := start; j < end; j++ {
+				sub = append(sub, int(j))
+			}
+		}
+	}
+	return sub
 }
 
 // takePending concatenates the pending batches into one array a column,
@@ -546,17 +645,27 @@ type columnEncoders struct {
 	ints                  *intRLE
 }
 
-// encodeColumn encodes column id (a) of a stripe of rows rows, in row
+// encodeColumn encodes rows idx of a as column id of a stripe, in row
 // groups of stride rows, each group's encoders flushed at its end.
-func (w *Writer) encodeColumn(a arrow.Array, id, rows, stride int) columnOut {
+func (w *Writer) encodeColumn(a arrow.Array, idx []int, id, stride int) columnOut {
 	var e columnEncoders
-	if a.NullN() > 0 {
-		e.present = &stream{kind: 0, column: id, w: w}
-		e.pres = &boolRLE{bytes: byteRLE{s: e.present}}
+	for _, i := range idx {
+		if a.IsNull(i) {
+			e.present = &stream{kind: 0, column: id, w: w}
+			e.pres = &boolRLE{bytes: byteRLE{s: e.present}}
+			break
+		}
 	}
-	e.data = &stream{kind: 1, column: id, w: w}
 	switch a.DataType().ID() {
-	case arrow.INT32, arrow.INT64:
+	case arrow.STRUCT:
+	case arrow.LIST, arrow.MAP:
+		e.length = &stream{kind: 2, column: id, w: w}
+		e.ints = &intRLE{s: e.length}
+	default:
+		e.data = &stream{kind: 1, column: id, w: w}
+	}
+	switch a.DataType().ID() {
+	case arrow.INT32, arrow.INT64, arrow.DATE32:
 		e.ints = &intRLE{s: e.data, signed: true}
 	case arrow.STRING, arrow.BINARY:
 		e.length = &stream{kind: 2, column: id, w: w}
@@ -564,10 +673,11 @@ func (w *Writer) encodeColumn(a arrow.Array, id, rows, stride int) columnOut {
 	case arrow.BOOL:
 		e.bools = &boolRLE{bytes: byteRLE{s: e.data}}
 	}
+	stride = max(stride, 1)
 	var out columnOut
-	for g := 0; g < rows; g += stride {
+	for g := 0; g < len(idx); g += stride {
 		out.entries = append(out.entries, e.positions(a.DataType().ID()))
-		for i := g; i < min(g+stride, rows); i++ {
+		for _, i := range idx[g:min(g+stride, len(idx))] {
 			e.add(a, i)
 		}
 		if e.pres != nil {
@@ -606,7 +716,7 @@ func (e *columnEncoders) positions(typ arrow.Type) []uint64 {
 	switch typ {
 	case arrow.BOOL:
 		pos = append(append(pos, e.data.position()...), 0, uint64(e.bools.n))
-	case arrow.INT32, arrow.INT64:
+	case arrow.INT32, arrow.INT64, arrow.DATE32:
 		pos = append(append(pos, e.data.position()...), 0)
 	case arrow.FLOAT32, arrow.FLOAT64:
 		pos = append(pos, e.data.position()...)
@@ -650,8 +760,13 @@ func (e *columnEncoders) add(a arrow.Array, i int) {
 		v := a.Value(i)
 		e.data.writeBytes(v)
 		e.ints.add(int64(len(v)))
+	case *array.Date32:
+		e.ints.add(int64(a.Value(i)))
 	case *array.Boolean:
 		e.bools.add(a.Value(i))
+	case array.ListLike: // lists and maps
+		start, end := a.ValueOffsets(i)
+		e.ints.add(end - start)
 	}
 }
 
@@ -677,9 +792,9 @@ func rowIndex(outs []columnOut, id, groups int) []byte {
 
 // writeStripe writes a stripe's streams and its footer, and notes the
 // stripe for the file footer.
-func (w *Writer) writeStripe(st *stripeStreams, columns, rows int) error {
+func (w *Writer) writeStripe(st *stripeStreams, types, rows int) error {
 	sf := st.messages
-	for range columns + 1 {
+	for range types {
 		var e []byte
 		e = protowire.AppendTag(e, 1, protowire.VarintType)
 		e = protowire.AppendVarint(e, 0) // DIRECT

@@ -186,17 +186,88 @@ var All = []Column{
 	})},
 }
 
-// ByName returns the column of All named name.
+// Block is the ids a value of a column of Partitions holds for.
+const Block = 1000
+
+// Partitions are columns whose value is the same over each block of Block
+// consecutive ids (ids [k·Block, (k+1)·Block)), of the types tables are
+// partitioned by: a table partitioned by them holds a block, or part of
+// one, a data file. region is null on every fifth block. They and Nested
+// are apart from All, so that the files of All stay as they are.
+var Partitions = []Column{
+	{"region", arrow.BinaryTypes.String, func(id int64) any {
+		if id/Block%5 == 3 {
+			return nil
+		}
+		return fmt.Sprintf("r%d", id/Block)
+	}},
+	{"bucket", arrow.PrimitiveTypes.Int32, func(id int64) any { return id/Block*7 - 5 }},
+	{"day", arrow.FixedWidthTypes.Date32, func(id int64) any { return arrow.Date32(19000 + id/Block) }},
+}
+
+// Nested are nested columns beyond All's: a map of integers to integers,
+// a struct in a struct, and a list of structs, with nulls at every depth.
+var Nested = []Column{
+	{"mpi", arrow.MapOf(arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64), nullEvery(13, 5, func(id int64) any {
+		out := make([][2]any, id%4)
+		for j := range out {
+			var v any = id*1000 + int64(j)
+			if j == 2 {
+				v = nil
+			}
+			out[j] = [2]any{int64(int32(id*31 + int64(j))), v}
+		}
+		return out
+	})},
+	{"nest", arrow.StructOf(
+		arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "inner", Type: arrow.StructOf(
+			arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+			arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		), Nullable: true},
+	), nullEvery(17, 3, func(id int64) any {
+		var inner any = []any{int64(int32(mix(id))), Tag(id * 5)}
+		switch {
+		case id%7 == 2:
+			inner = nil
+		case id%5 == 0:
+			inner = []any{int64(int32(mix(id))), nil}
+		}
+		return []any{id * 3, inner}
+	})},
+	{"lstst", arrow.ListOf(arrow.StructOf(
+		arrow.Field{Name: "k", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	)), nullEvery(19, 6, func(id int64) any {
+		out := make([]any, id%3)
+		for j := range out {
+			if (id+int64(j))%11 == 4 {
+				continue // a null element
+			}
+			var v any = fmt.Sprintf("v%d", id+int64(j))
+			if j == 1 {
+				v = nil
+			}
+			out[j] = []any{id + int64(j), v}
+		}
+		return out
+	})},
+}
+
+// ByName returns the column of All, Partitions or Nested named name.
 func ByName(name string) (Column, bool) {
-	for _, c := range All {
-		if c.Name == name {
-			return c, true
+	for _, cs := range [][]Column{All, Partitions, Nested} {
+		for _, c := range cs {
+			if c.Name == name {
+				return c, true
+			}
 		}
 	}
 	return Column{}, false
 }
 
-// Pick returns the columns of All with these names, in this order.
+// Pick returns the columns of All, Partitions or Nested with these names,
+// in this order.
 func Pick(names ...string) []Column {
 	out := make([]Column, len(names))
 	for i, n := range names {

@@ -32,6 +32,26 @@ func Schema(cols []Column) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
+// EditFields is f with edit applied to every field below it, depth
+// first, and to f: struct fields, list elements, map keys and values (a
+// writer's names or metadata, such as field ids, for the same columns).
+func EditFields(f arrow.Field, edit func(arrow.Field) arrow.Field) arrow.Field {
+	switch t := f.Type.(type) {
+	case *arrow.StructType:
+		fs := t.Fields()
+		for i := range fs {
+			fs[i] = EditFields(fs[i], edit)
+		}
+		f.Type = arrow.StructOf(fs...)
+	case *arrow.ListType:
+		f.Type = arrow.ListOfField(EditFields(t.ElemField(), edit))
+	case *arrow.MapType:
+		k, v := EditFields(t.KeyField(), edit), EditFields(t.ItemField(), edit)
+		f.Type = arrow.MapOfWithMetadata(k.Type, k.Metadata, v.Type, v.Metadata)
+	}
+	return edit(f)
+}
+
 // Record is the rows of ids [from, from+n) of cols.
 func Record(mem memory.Allocator, cols []Column, from, n int64) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, Schema(cols))
@@ -202,8 +222,9 @@ func ORCStripes(stripeRows, stride int) orcwrite.Options {
 }
 
 // WriteORC writes the rows of ids [from, from+n) of cols to path. The
-// writer takes flat columns of booleans, 32- and 64-bit integers, floats,
-// strings and binaries.
+// writer takes columns of booleans, 32- and 64-bit integers, floats,
+// strings, binaries and dates, and structs, lists and maps of them where
+// o.RowIndexStride < 0.
 func WriteORC(path string, cols []Column, from, n int64, o orcwrite.Options) error {
 	f, err := os.Create(path)
 	if err != nil {
