@@ -57,7 +57,7 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, os.ErrPermission) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, os.ErrPermission) || errors.Is(err, ErrChanged) {
 		return false
 	}
 	if errors.Is(err, ErrTransient) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
@@ -125,9 +125,9 @@ func (r *retrying) do(ctx context.Context, call func(ctx context.Context) error)
 	}
 }
 
-func (r *retrying) ReadAt(ctx context.Context, key string, p []byte, off int64) (n int, err error) {
+func (r *retrying) ReadAt(ctx context.Context, obj Object, p []byte, off int64) (n int, err error) {
 	err = r.do(ctx, func(ctx context.Context) error {
-		n, err = r.Bucket.ReadAt(ctx, key, p, off)
+		n, err = r.Bucket.ReadAt(ctx, obj, p, off)
 		return err
 	})
 	return n, err

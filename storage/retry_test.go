@@ -19,12 +19,12 @@ type flaky struct {
 	calls int
 }
 
-func (f *flaky) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (f *flaky) ReadAt(ctx context.Context, obj Object, p []byte, off int64) (int, error) {
 	f.calls++
 	if f.calls <= f.n {
 		return 0, f.err
 	}
-	return f.Bucket.ReadAt(ctx, key, p, off)
+	return f.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 type memBucket struct{ data []byte }
@@ -35,7 +35,7 @@ func (m memBucket) Stat(context.Context, string) (Object, error) {
 }
 func (m memBucket) Scheme() string { return "test" }
 func (m memBucket) Close() error   { return nil }
-func (m memBucket) ReadAt(_ context.Context, _ string, p []byte, off int64) (int, error) {
+func (m memBucket) ReadAt(_ context.Context, _ Object, p []byte, off int64) (int, error) {
 	return copy(p, m.data[off:]), nil
 }
 
@@ -44,14 +44,14 @@ func TestRetryTransient(t *testing.T) {
 	for _, cause := range []error{ErrTransient, io.ErrUnexpectedEOF, context.DeadlineExceeded} {
 		f := &flaky{Bucket: memBucket{[]byte("hello")}, n: 3, err: fmt.Errorf("boom: %w", cause)}
 		p := make([]byte, 5)
-		n, err := Retrying(f, fast).ReadAt(context.Background(), "k", p, 0)
+		n, err := Retrying(f, fast).ReadAt(context.Background(), Object{Key: "k"}, p, 0)
 		if err != nil || n != 5 || string(p) != "hello" || f.calls != 4 {
 			t.Fatalf("%v: got n=%d err=%v after %d calls, want success on the 4th", cause, n, err, f.calls)
 		}
 	}
 	// Out of attempts: the last error comes back.
 	f := &flaky{Bucket: memBucket{[]byte("x")}, n: 100, err: ErrTransient}
-	_, err := Retrying(f, RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}).ReadAt(context.Background(), "k", make([]byte, 1), 0)
+	_, err := Retrying(f, RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond}).ReadAt(context.Background(), Object{Key: "k"}, make([]byte, 1), 0)
 	if !errors.Is(err, ErrTransient) || f.calls != 3 {
 		t.Fatalf("got %v after %d calls, want the transient error after 3", err, f.calls)
 	}
@@ -59,7 +59,7 @@ func TestRetryTransient(t *testing.T) {
 
 func TestRetryPermanentFailsAtOnce(t *testing.T) {
 	f := &flaky{Bucket: memBucket{[]byte("x")}, n: 100, err: fmt.Errorf("object k: %w", ErrNotFound)}
-	_, err := Retrying(f, RetryPolicy{BaseDelay: time.Second}).ReadAt(context.Background(), "k", make([]byte, 1), 0)
+	_, err := Retrying(f, RetryPolicy{BaseDelay: time.Second}).ReadAt(context.Background(), Object{Key: "k"}, make([]byte, 1), 0)
 	if !errors.Is(err, ErrNotFound) || f.calls != 1 {
 		t.Fatalf("got %v after %d calls, want not found at once", err, f.calls)
 	}
@@ -74,7 +74,7 @@ func testRetryStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := Retrying(f, RetryPolicy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}).ReadAt(ctx, "k", make([]byte, 1), 0)
+	_, err := Retrying(f, RetryPolicy{MaxAttempts: 1000, BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond}).ReadAt(ctx, Object{Key: "k"}, make([]byte, 1), 0)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
 		t.Fatalf("got %v after %v, want the context's error promptly", err, time.Since(start))
 	}
