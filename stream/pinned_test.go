@@ -1,0 +1,149 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/avro"
+	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/internal/faults"
+	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/storage"
+)
+
+// pinnedRows and pinnedUnit size the files of the tests of pinned reads:
+// ids of six digits, so that a rewrite with others is the same size, in
+// many units, so that an epoch reads the file in many requests.
+const (
+	pinnedRows  = 3000
+	pinnedUnit  = 100
+	pinnedFirst = 100_000 // the ids planned
+	pinnedOther = 200_000 // the ids of the rewrite
+)
+
+// pinnedVersions writes a file of format at path with the ids planned, and
+// returns the bytes of the same file with the other ids: the same size,
+// other values.
+func pinnedVersions(t *testing.T, format, path string) []byte {
+	t.Helper()
+	cols := vc.Pick("id", "tag")
+	if err := vc.WriteFormat(path, format, cols, pinnedFirst, pinnedRows, pinnedUnit); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := vc.WriteFormat(other, format, cols, pinnedOther, pinnedRows, pinnedUnit); err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != len(b) || bytes.Equal(a, b) {
+		t.Fatalf("%s: versions of %d and %d bytes: want two of one size", format, len(a), len(b))
+	}
+	return b
+}
+
+// pinnedOptions read one file of format a window at a time, as little
+// ahead as the stream allows.
+func pinnedOptions(t *testing.T, format, url string) Options {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	to := text.Options{UnitBytes: 2 << 10}
+	return Options{
+		URLs:             []string{url},
+		Formats:          []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}, text.New(text.CSV, to), text.New(text.JSONLines, to)},
+		Columns:          []string{"id", "tag"},
+		BatchSize:        50,
+		ShuffleWindow:    pinnedUnit,
+		ChunkBytes:       1 << 10,
+		FetchConcurrency: 1,
+		ReadConcurrency:  1,
+		PrefetchWindows:  1,
+		PrefetchBatches:  1,
+		Allocator:        mem,
+	}
+}
+
+// TestRewrittenFileIsAnError: a file rewritten at the same size after the
+// dataset was planned, before the epoch or in its middle, ends the epoch
+// with an error wrapping storage.ErrChanged that names the file, and no row
+// of the new version is delivered: every value read is of the version
+// planned.
+func TestRewrittenFileIsAnError(t *testing.T) {
+	for _, format := range vc.Formats {
+		for _, when := range []string{"before", "during"} {
+			t.Run(format+"/"+when, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "part."+format)
+				rewrite := pinnedVersions(t, format, path)
+				ds := open(t, pinnedOptions(t, format, path))
+				if when == "before" {
+					if err := faults.RewriteFile(path, rewrite); err != nil {
+						t.Fatal(err)
+					}
+				}
+				batches, err := pinnedEpoch(t, ds, func(batch int) {
+					if when == "during" && batch == 2 {
+						if err := faults.RewriteFile(path, rewrite); err != nil {
+							t.Fatal(err)
+						}
+					}
+				})
+				if when == "during" && batches < 2 {
+					t.Fatalf("%d batches before the error %v", batches, err)
+				}
+				checkChanged(t, err, path)
+			})
+		}
+	}
+}
+
+// pinnedEpoch takes an epoch's batches, checking every value and that each
+// id is of the version planned, calling after with the number of batches
+// taken after each; it returns that number and the error that ended the
+// epoch.
+func pinnedEpoch(t *testing.T, ds *Dataset, after func(batch int)) (int, error) {
+	t.Helper()
+	n := 0
+	for b, err := range ds.Batches(context.Background()) {
+		if err != nil {
+			return n, err
+		}
+		if _, err := vc.Batch(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range b.Column(0).(*array.Int64).Int64Values() {
+			if id < pinnedFirst || id >= pinnedFirst+pinnedRows {
+				t.Fatalf("batch %d: id %d, of the file's new version", n, id)
+			}
+		}
+		n++
+		after(n)
+	}
+	return n, nil
+}
+
+func checkChanged(t *testing.T, err error, path string) {
+	t.Helper()
+	if !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("the epoch ended with %v, want storage.ErrChanged", err)
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "planned") {
+		t.Errorf("error %q does not name %s and the version planned", err, path)
+	}
+}
