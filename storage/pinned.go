@@ -52,10 +52,13 @@ func (e *ChangedError) Error() string {
 	if p.Size != f.Size {
 		diffs = append(diffs, fmt.Sprintf("size %d planned, %d found", p.Size, f.Size))
 	}
-	if !p.ModTime.IsZero() && !f.ModTime.IsZero() && !p.ModTime.Equal(f.ModTime) {
+	versioned := !sameVersion(f.Version, p.Version)
+	if !versioned && !p.ModTime.IsZero() && !f.ModTime.IsZero() && !p.ModTime.Equal(f.ModTime) {
+		// Only where the versions do not tell: stores give times at
+		// another precision in a listing than in an answer.
 		diffs = append(diffs, fmt.Sprintf("modified %s planned, %s found", stamp(p.ModTime), stamp(f.ModTime)))
 	}
-	if !sameVersion(f.Version, p.Version) {
+	if versioned {
 		diffs = append(diffs, fmt.Sprintf("%s %s planned, %s found", e.what, p.Version, f.Version))
 	}
 	if len(diffs) == 0 {

@@ -32,31 +32,23 @@ const (
 	pinnedOther = 200_000 // the ids of the rewrite
 )
 
-// pinnedVersions writes a file of format at path with the ids planned, and
-// returns the bytes of the same file with the other ids: the same size,
-// other values.
-func pinnedVersions(t *testing.T, format, path string) []byte {
+// pinnedVersions returns a file of format with the ids planned and the
+// same file with the other ids: the same size, other values.
+func pinnedVersions(t testing.TB, format string) (planned, rewrite []byte) {
 	t.Helper()
 	cols := vc.Pick("id", "tag")
-	if err := vc.WriteFormat(path, format, cols, pinnedFirst, pinnedRows, pinnedUnit); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(t.TempDir(), filepath.Base(path))
-	if err := vc.WriteFormat(other, format, cols, pinnedOther, pinnedRows, pinnedUnit); err != nil {
-		t.Fatal(err)
-	}
-	a, err := os.ReadFile(path)
+	planned, err := vc.Encode(format, cols, pinnedFirst, pinnedRows, pinnedUnit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(other)
+	rewrite, err = vc.Encode(format, cols, pinnedOther, pinnedRows, pinnedUnit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a) != len(b) || bytes.Equal(a, b) {
-		t.Fatalf("%s: versions of %d and %d bytes: want two of one size", format, len(a), len(b))
+	if len(planned) != len(rewrite) || bytes.Equal(planned, rewrite) {
+		t.Fatalf("%s: versions of %d and %d bytes: want two of one size", format, len(planned), len(rewrite))
 	}
-	return b
+	return planned, rewrite
 }
 
 // pinnedOptions read one file of format a window at a time, as little
@@ -90,7 +82,10 @@ func TestRewrittenFileIsAnError(t *testing.T) {
 		for _, when := range []string{"before", "during"} {
 			t.Run(format+"/"+when, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "part."+format)
-				rewrite := pinnedVersions(t, format, path)
+				planned, rewrite := pinnedVersions(t, format)
+				if err := os.WriteFile(path, planned, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				ds := open(t, pinnedOptions(t, format, path))
 				if when == "before" {
 					if err := faults.RewriteFile(path, rewrite); err != nil {

@@ -3,6 +3,7 @@ package valuecheck
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	twmb "github.com/twmb/avro"
@@ -96,4 +97,19 @@ func WriteAvro(path string, cols []Column, from, n, blockRows int64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Encode is the file WriteFormat writes, as bytes, for tests that put it
+// in a bucket or write it over another.
+func Encode(format string, cols []Column, from, n, unitRows int64) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "valuecheck-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "part."+format)
+	if err := WriteFormat(path, format, cols, from, n, unitRows); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

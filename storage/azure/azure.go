@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -47,27 +48,26 @@ func init() {
 }
 
 // version is a blob's ETag, as a listing, its properties or a download
-// give it.
+// give it, quoted as HTTP quotes it (a listing leaves the quotes off).
 func version(as func(any) bool) string {
+	var tag *azcore.ETag
 	var item container.BlobItem
-	if as(&item) {
-		if item.Properties != nil && item.Properties.ETag != nil {
-			return string(*item.Properties.ETag)
-		}
-		return ""
-	}
 	var props azblob.GetPropertiesResponse
-	if as(&props) {
-		if props.ETag != nil {
-			return string(*props.ETag)
+	var dl azblob.DownloadStreamResponse
+	switch {
+	case as(&item):
+		if item.Properties != nil {
+			tag = item.Properties.ETag
 		}
+	case as(&props):
+		tag = props.ETag
+	case as(&dl):
+		tag = dl.ETag
+	}
+	if tag == nil || *tag == "" {
 		return ""
 	}
-	var dl azblob.DownloadStreamResponse
-	if as(&dl) && dl.ETag != nil {
-		return string(*dl.ETag)
-	}
-	return ""
+	return `"` + strings.Trim(string(*tag), `"`) + `"`
 }
 
 // prepareRead downloads on condition that the blob still has the planned
