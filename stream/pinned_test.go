@@ -138,6 +138,9 @@ func checkChanged(t *testing.T, err error, path string) {
 	if !errors.Is(err, storage.ErrChanged) {
 		t.Fatalf("the epoch ended with %v, want storage.ErrChanged", err)
 	}
+	if errors.Is(err, formats.ErrCorrupt) {
+		t.Errorf("a rewritten file called corrupt: %v", err)
+	}
 	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "planned") {
 		t.Errorf("error %q does not name %s and the version planned", err, path)
 	}

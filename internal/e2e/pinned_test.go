@@ -124,6 +124,9 @@ func checkChanged(t *testing.T, be scratch.Backend, err error, object, version s
 	if !errors.Is(err, storage.ErrChanged) || !errors.As(err, &ce) {
 		t.Fatalf("%s: the epoch ended with %v, want a storage.ChangedError", be.Name, err)
 	}
+	if errors.Is(err, formats.ErrCorrupt) {
+		t.Errorf("%s: a rewritten object called corrupt: %v", be.Name, err)
+	}
 	if ce.Planned.Version == "" || ce.Found.Version == "" || ce.Planned.Version == ce.Found.Version {
 		t.Errorf("%s: planned %+v, found %+v: want two versions", be.Name, ce.Planned, ce.Found)
 	}
