@@ -11,7 +11,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gocloud.dev/blob/memblob"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/orc"
@@ -143,5 +145,52 @@ func checkChanged(t *testing.T, err error, path string) {
 	}
 	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "planned") {
 		t.Errorf("error %q does not name %s and the version planned", err, path)
+	}
+}
+
+// TestResumeAfterRewriteIsRefused: a state taken before a file was
+// rewritten is refused by a dataset planned after: where the rewrite moved
+// the plan, by its fingerprint, saying what the plan covers; with a
+// PlanStore, at Open, naming the file, also where the rewrite kept its size.
+func TestResumeAfterRewriteIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "part.csv")
+	planned, sameSize := pinnedVersions(t, "csv")
+	grown, err := vc.Encode("csv", vc.Pick("id", "tag"), pinnedFirst, pinnedRows+10, pinnedUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, store := range []bool{false, true} {
+		if err := os.WriteFile(path, planned, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := pinnedOptions(t, "csv", path)
+		if store {
+			o.PlanStore = &PlanStore{Bucket: memblob.OpenBucket(nil), Key: "plan.json"}
+			defer o.PlanStore.Bucket.Close()
+		}
+		_, st := consume(t, open(t, o), 3)
+		rewrite := grown
+		if store {
+			rewrite = sameSize
+		}
+		if err := faults.RewriteFile(path, rewrite); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Open(context.Background(), o)
+		if store {
+			if !errors.Is(err, ErrPlanMismatch) || !strings.Contains(err.Error(), "file file://"+path) || !strings.Contains(err.Error(), "in the plan") {
+				t.Fatalf("with a PlanStore: Open after a same-size rewrite: %v, want ErrPlanMismatch naming the file", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ds.LoadStateDict(st)
+		ds.Close()
+		if !errors.Is(err, checkpoint.ErrMismatch) || !strings.Contains(err.Error(), "field plan") || !strings.Contains(err.Error(), "a file was added, removed or rewritten") {
+			t.Fatalf("a state taken before a rewrite: %v, want a mismatch of the plan saying what it covers", err)
+		}
 	}
 }
