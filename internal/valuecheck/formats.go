@@ -2,6 +2,7 @@ package valuecheck
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -69,34 +70,26 @@ func WriteAvro(path string, cols []Column, from, n, blockRows int64) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w, err := ocf.NewWriter(f, s, ocf.WithBlockCount(int(max(1, blockRows))))
-	if err != nil {
-		f.Close()
-		return err
-	}
-	for id := from; id < from+n; id++ {
-		row := make(map[string]any, len(cols))
-		for _, c := range cols {
-			v := c.Value(id)
-			if i, ok := v.(int64); ok && c.Type.ID() == arrow.INT32 {
-				v = int32(i)
-			}
-			row[c.Name] = v
-		}
-		if err := w.Encode(row); err != nil {
-			f.Close()
+	return writeFile(path, func(out io.Writer) error {
+		w, err := ocf.NewWriter(out, s, ocf.WithBlockCount(int(max(1, blockRows))))
+		if err != nil {
 			return err
 		}
-	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		for id := from; id < from+n; id++ {
+			row := make(map[string]any, len(cols))
+			for _, c := range cols {
+				v := c.Value(id)
+				if i, ok := v.(int64); ok && c.Type.ID() == arrow.INT32 {
+					v = int32(i)
+				}
+				row[c.Name] = v
+			}
+			if err := w.Encode(row); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	})
 }
 
 // Encode is the file WriteFormat writes, as bytes, for tests that put it
