@@ -21,7 +21,7 @@ func withLatency(b storage.Bucket, delay time.Duration) storage.Bucket {
 }
 
 // ReadAt waits for the delay, or for ctx to end, then reads.
-func (l *latencyBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (l *latencyBucket) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	if l.delay > 0 {
 		t := time.NewTimer(l.delay)
 		select {
@@ -31,5 +31,5 @@ func (l *latencyBucket) ReadAt(ctx context.Context, key string, p []byte, off in
 			return 0, ctx.Err()
 		}
 	}
-	return l.Bucket.ReadAt(ctx, key, p, off)
+	return l.Bucket.ReadAt(ctx, obj, p, off)
 }

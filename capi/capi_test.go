@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/examples/exampledata"
+	"github.com/sluicedata/sluice/internal/faults"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -125,6 +127,30 @@ func TestKinds(t *testing.T) {
 	}
 	if kindOf(fmt.Errorf("wrapped: %w", os.ErrNotExist)) != "not_found" {
 		t.Error("fs.ErrNotExist is not_found")
+	}
+}
+
+// TestChangedKind: a file rewritten at the same size after the dataset was
+// opened is of kind changed (Python's ChangedError), naming the file.
+func TestChangedKind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.csv")
+	if err := os.WriteFile(path, []byte("id\n1\n2\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := openJSON(t, map[string]any{"urls": []string{path}})
+	h, _ := lookup(id)
+	if err := faults.RewriteFile(path, []byte("id\n7\n8\n9\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.next(time.Minute)
+	if b != nil {
+		b.Release()
+	}
+	if kindOf(err) != "changed" || !strings.Contains(err.Error(), path) {
+		t.Errorf("rewritten: %v (kind %s), want kind changed naming %s", err, kindOf(err), path)
+	}
+	if err := closeHandle(id); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -39,6 +39,7 @@ var kinds = []struct {
 	{checkpoint.ErrMismatch, "mismatch"},
 	{stream.ErrPlanMismatch, "mismatch"},
 	{checkpoint.ErrUnsupportedVersion, "version"},
+	{formats.ErrChanged, "changed"}, // before corrupt: the bytes of another version may not parse
 	{checkpoint.ErrCorrupt, "corrupt"},
 	{formats.ErrCorrupt, "corrupt"},
 	{text.ErrBadRow, "corrupt"},

@@ -53,6 +53,10 @@ var (
 	// storage.ErrNotFound, named here so that a caller of formats need not
 	// import storage to test for it.
 	ErrNotFound = storage.ErrNotFound
+	// ErrChanged is wrapped when a file or object is not the version that
+	// was planned (rewritten since): storage.ErrChanged, named here as
+	// ErrNotFound is.
+	ErrChanged = storage.ErrChanged
 )
 
 // Unit is a piece of a fragment that can be read on its own: a Parquet row

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/arrowfile"
+	"github.com/sluicedata/sluice/internal/faults"
 )
 
 // These tests drive the planner through internal/arrowfile, a driver that
@@ -507,12 +508,33 @@ func TestCorruptFiles(t *testing.T) {
 	mem := checkedMem(t)
 	path := filepath.Join(dir, "part-00.arrow")
 	d := planArrow(t, path, false, formats.PlanOptions{})
-	// Rewritten with the same size but other batches: a read notices.
+	// Rewritten with the same size but other batches, and its modification
+	// time put back, so that storage cannot tell: the driver's read notices.
+	planned, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := arrowfile.WriteFile(path, 0, []int{6, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, planned.ModTime(), planned.ModTime()); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = tryRead(d, 0, d.RowRange(0, 0, 10), 0, mem)
 	if !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), "part-00.arrow") || !strings.Contains(err.Error(), "batch 0") {
 		t.Fatalf("got %v, want ErrCorrupt naming part-00.arrow and batch 0", err)
+	}
+	// Where the rewrite moved the time, as rewrites do, storage refuses the
+	// read first: the file is not the one planned.
+	rewritten, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := faults.RewriteFile(path, rewritten); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = tryRead(d, 0, d.RowRange(0, 0, 10), 0, mem)
+	if !errors.Is(err, formats.ErrChanged) || !strings.Contains(err.Error(), "part-00.arrow") {
+		t.Fatalf("got %v, want ErrChanged naming part-00.arrow", err)
 	}
 }

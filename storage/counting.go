@@ -31,12 +31,12 @@ func (c *Counting) Reset() {
 	c.requests.Store(0)
 }
 
-func (c *Counting) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	n, err := c.Bucket.ReadAt(ctx, key, p, off)
+func (c *Counting) ReadAt(ctx context.Context, obj Object, p []byte, off int64) (int, error) {
+	n, err := c.Bucket.ReadAt(ctx, obj, p, off)
 	c.bytes.Add(int64(n))
 	c.requests.Add(1)
 	if c.OnRead != nil {
-		c.OnRead(key, off, n)
+		c.OnRead(obj.Key, off, n)
 	}
 	return n, err
 }

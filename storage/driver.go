@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 
@@ -28,6 +29,27 @@ type Driver struct {
 	// signature or an expired token Unknown, which would be retried. May
 	// be nil.
 	HTTPStatus func(error) int
+	// HTTPHeader returns the header of the response that an error of the
+	// backend's SDK carries, nil if it carries none: a throttled request
+	// is retried no sooner than its Retry-After says. May be nil.
+	HTTPHeader func(error) http.Header
+
+	// Version reads an object's version, the one reads are pinned to
+	// (Object.Version), through the As of what the backend's gocloud
+	// driver gives for a listed object, an object's attributes and a
+	// range reader: the three kinds it may be handed. "" where it finds
+	// none. Nil: the backend's reads are not pinned.
+	Version func(as func(any) bool) string
+	// VersionName says what Version is, for errors: "ETag", "generation".
+	VersionName string
+	// PrepareRead readies one range read of an object: it returns the
+	// context to read with and gocloud's ReaderOptions.BeforeRead, which
+	// sets on the backend's request the condition that the object is
+	// still of version (Object.Version; "" for no condition), so that the
+	// store answers 412 Precondition Failed where it is not, and turns the
+	// SDK's own retries off: the Resolver's RetryPolicy retries reads,
+	// once, with one bound. May be nil.
+	PrepareRead func(ctx context.Context, version string) (context.Context, func(as func(any) bool) error)
 }
 
 // driverPackages are the driver packages of sluice's own cloud backends, by
@@ -46,6 +68,7 @@ var (
 	// statuses are the drivers' HTTPStatus functions in registration
 	// order, so that classifying an error does not walk a map.
 	statuses []func(error) int
+	headers  []func(error) http.Header
 )
 
 // Register makes a driver known to every Resolver, to OpenBucket and so to
@@ -65,6 +88,16 @@ func Register(d Driver) {
 	if d.HTTPStatus != nil {
 		statuses = append(statuses, d.HTTPStatus)
 	}
+	if d.HTTPHeader != nil {
+		headers = append(headers, d.HTTPHeader)
+	}
+}
+
+// driverFor is the driver registered for scheme, or the zero Driver.
+func driverFor(scheme string) Driver {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	return drivers[scheme]
 }
 
 // registered reports whether a driver for scheme is registered.
@@ -115,4 +148,17 @@ func httpStatus(err error) int {
 		}
 	}
 	return 0
+}
+
+// httpHeader is the header of the response err carries, as the registered
+// drivers read it (Driver.HTTPHeader); nil if none does.
+func httpHeader(err error) http.Header {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	for _, header := range headers {
+		if h := header(err); h != nil {
+			return h
+		}
+	}
+	return nil
 }

@@ -28,5 +28,5 @@ func (r *Resolver) Known(ctx context.Context, rawURL string, obj Object) (_ Sour
 	if err != nil {
 		return Source{}, err
 	}
-	return Source{URL: loc.display(loc.key), Rel: path.Base(loc.key), Bucket: b, Object: Object{Key: loc.key, Size: obj.Size, ModTime: obj.ModTime, ETag: obj.ETag}}, nil
+	return Source{URL: loc.display(loc.key), Rel: path.Base(loc.key), Bucket: b, Object: Object{Key: loc.key, Size: obj.Size, ModTime: obj.ModTime, ETag: obj.ETag, Version: obj.Version}}, nil
 }

@@ -42,6 +42,12 @@ type Object struct {
 	Size    int64
 	ModTime time.Time
 	ETag    string
+	// Version is the version of the object that reads are pinned to, as
+	// its store names it: the ETag on S3 and Azure, the generation on GCS,
+	// the device and inode of a local file. "" where the store names none
+	// (mem://, or an object described without one): reads then check no
+	// version, though a local file's size and modification time still.
+	Version string
 }
 
 // Bucket is what sluice needs of an object store. Implementations must be
@@ -52,9 +58,13 @@ type Bucket interface {
 	List(ctx context.Context, prefix string) ([]Object, error)
 	// Stat returns one object's attributes, wrapping ErrNotFound if missing.
 	Stat(ctx context.Context, key string) (Object, error)
-	// ReadAt fills p from the object at off. It returns io.ErrUnexpectedEOF
-	// (wrapped) when the object ends before p is full.
-	ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error)
+	// ReadAt fills p from obj at off, where obj is the object as List or
+	// Stat described it: a bucket reads that version of it only, and fails
+	// wrapping ErrChanged where the key names another now (a ChangedError
+	// says which), so that no read mixes the bytes of two versions. It
+	// returns io.ErrUnexpectedEOF (wrapped) when the object ends before p
+	// is full.
+	ReadAt(ctx context.Context, obj Object, p []byte, off int64) (int, error)
 	// Scheme names the backend ("file", "mem", "s3", ...) for accounting.
 	Scheme() string
 	Close() error
@@ -319,7 +329,7 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 		}
 		return nil, fmt.Errorf("open bucket %s: %w", loc.shown, err)
 	}
-	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme, query: loc.query}
+	var b Bucket = &blobBucket{b: bb, scheme: loc.scheme, query: loc.query, drv: driverFor(loc.scheme)}
 	if r.opts.Wrap != nil {
 		b = r.opts.Wrap(b)
 	}
@@ -508,6 +518,9 @@ type blobBucket struct {
 	b      *blob.Bucket
 	scheme string
 	query  string
+	// drv is the driver registered for the scheme, if any: how versions
+	// are named and reads pinned to one (pinned.go).
+	drv Driver
 }
 
 func (b *blobBucket) Scheme() string { return b.scheme }
@@ -522,9 +535,14 @@ func (b *blobBucket) List(ctx context.Context, prefix string) ([]Object, error) 
 			return nil, scrub(notFound(err), b.query)
 		}
 		for _, o := range page {
-			if !o.IsDir {
-				out = append(out, Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
+			if o.IsDir {
+				continue
 			}
+			obj := Object{Key: o.Key, Size: o.Size, ModTime: o.ModTime, Version: b.version(o.As)}
+			if b.scheme == "file" {
+				followLink(&obj, o.As)
+			}
+			out = append(out, obj)
 		}
 		if len(next) == 0 {
 			break
@@ -540,21 +558,38 @@ func (b *blobBucket) Stat(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		return Object{}, scrub(notFound(err), b.query)
 	}
-	return Object{Key: key, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
+	return Object{Key: key, Size: a.Size, ModTime: a.ModTime, ETag: a.ETag, Version: b.version(a.As)}, nil
 }
 
-func (b *blobBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (b *blobBucket) ReadAt(ctx context.Context, obj Object, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r, err := b.b.NewRangeReader(ctx, key, off, int64(len(p)), nil)
+	pin := b.pin(ctx, obj)
+	r, err := b.b.NewRangeReader(pin.ctx, obj.Key, off, int64(len(p)), pin.opts)
+	if pin.changed != nil {
+		return 0, pin.changed
+	}
 	if err != nil {
+		if preconditionFailed(err) {
+			return 0, b.changedSince(ctx, obj)
+		}
 		return 0, scrub(notFound(err), b.query)
 	}
 	defer r.Close()
+	if v := b.version(r.As); !sameVersion(v, obj.Version) {
+		// The store ignored the condition (or takes none): the answer is
+		// still of one version, and it is not the one planned.
+		return 0, &ChangedError{Planned: obj, Found: Object{Key: obj.Key, Size: r.Size(), ModTime: r.ModTime(), Version: v}, what: b.versionName()}
+	}
 	n, err := io.ReadFull(r, p)
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
+	}
+	if err == nil {
+		if err = pin.after(); err != nil {
+			return 0, err
+		}
 	}
 	return n, scrub(err, b.query)
 }
@@ -606,7 +641,7 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		want = p[:size-off]
 		short = true
 	}
-	n, err := r.src.Bucket.ReadAt(r.ctx, r.src.Object.Key, want, off)
+	n, err := r.src.Bucket.ReadAt(r.ctx, r.src.Object, want, off)
 	if err != nil {
 		return n, fmt.Errorf("read %s at %d+%d: %w", r.src.URL, off, len(want), err)
 	}
@@ -660,12 +695,12 @@ func (l *limited) acquire(ctx context.Context) error {
 
 func (l *limited) release() { <-l.slots }
 
-func (l *limited) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (l *limited) ReadAt(ctx context.Context, obj Object, p []byte, off int64) (int, error) {
 	if err := l.acquire(ctx); err != nil {
 		return 0, err
 	}
 	defer l.release()
-	return l.Bucket.ReadAt(ctx, key, p, off)
+	return l.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 func (l *limited) List(ctx context.Context, prefix string) ([]Object, error) {

@@ -443,7 +443,7 @@ type inFlight struct {
 	most    int
 }
 
-func (f *inFlight) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (f *inFlight) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	f.now++
 	f.most = max(f.most, f.now)
@@ -458,7 +458,7 @@ func (f *inFlight) ReadAt(ctx context.Context, key string, p []byte, off int64) 
 		f.entered <- struct{}{}
 		<-gate
 	}
-	return f.Bucket.ReadAt(ctx, key, p, off)
+	return f.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 // MaxRequests bounds the reads in flight to one bucket, a wrapper's time

@@ -23,13 +23,13 @@ type slowBucket struct {
 	delay time.Duration
 }
 
-func (b slowBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (b slowBucket) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	select {
 	case <-time.After(b.delay):
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	return b.Bucket.ReadAt(ctx, key, p, off)
+	return b.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 func idsOf(_ context.Context, b arrow.RecordBatch) ([]int64, error) {

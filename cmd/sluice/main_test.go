@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/corpus"
 	"github.com/sluicedata/sluice/internal/synth"
 	"github.com/sluicedata/sluice/stream"
@@ -714,6 +715,7 @@ func TestExitCodes(t *testing.T) {
 		notFoundf("x"):   exitNotFound,
 		fmt.Errorf("a: %w", checkpoint.ErrNotFound):    exitNotFound,
 		fmt.Errorf("a: %w", checkpoint.ErrMismatch):    exitFailure,
+		fmt.Errorf("a: %w", formats.ErrChanged):        exitFailure,
 		fmt.Errorf("a: %w", errInterrupted):            exitInterrupted,
 		errors.New("plain"):                            exitFailure,
 		fmt.Errorf("wrapped: %w", &exitError{code: 9}): 9,

@@ -56,12 +56,12 @@ type slowBucket struct {
 	latency time.Duration
 }
 
-func (b slowBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (b slowBucket) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	t := time.NewTimer(b.latency)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return b.Bucket.ReadAt(ctx, key, p, off)
+		return b.Bucket.ReadAt(ctx, obj, p, off)
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}

@@ -165,11 +165,11 @@ type failingBucket struct{ storage.Bucket }
 
 var errInjected = errors.New("injected read failure")
 
-func (b failingBucket) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (b failingBucket) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	if off >= 64<<10 {
 		return 0, errInjected
 	}
-	return b.Bucket.ReadAt(ctx, key, p, off)
+	return b.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 // TestReadFailureIsNotCorrupt: a read that fails while planning walks the

@@ -315,6 +315,11 @@ func (s *scanner) records(fe *fetched, first, end int) error {
 				}
 				break
 			}
+			if errors.Is(err, formats.ErrChanged) {
+				// The read under the tokenizer found the file rewritten:
+				// its bytes are not wrong, they are another file's.
+				return fmt.Errorf("%s: %w", s.fr.URL, err)
+			}
 			return fmt.Errorf("%w: %s: %w", formats.ErrCorrupt, s.fr.URL, err)
 		}
 		if !ok {

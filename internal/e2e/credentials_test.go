@@ -187,7 +187,7 @@ func (b *recorded) Stat(ctx context.Context, key string) (storage.Object, error)
 	return b.Bucket.Stat(ctx, key)
 }
 
-func (b *recorded) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	b.r.add(fmt.Sprintf("read %s at %d", key, off))
-	return b.Bucket.ReadAt(ctx, key, p, off)
+func (b *recorded) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
+	b.r.add(fmt.Sprintf("read %s at %d", obj.Key, off))
+	return b.Bucket.ReadAt(ctx, obj, p, off)
 }

@@ -71,21 +71,21 @@ func (f *Faults) wait(ctx context.Context) error {
 	}
 }
 
-func (f *Faults) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+func (f *Faults) ReadAt(ctx context.Context, obj storage.Object, p []byte, off int64) (int, error) {
 	if err := f.wait(ctx); err != nil {
 		return 0, err
 	}
 	if f.roll(f.ErrorRate) {
-		return 0, fmt.Errorf("injected fault reading %s at %d: %w", key, off, storage.ErrTransient)
+		return 0, fmt.Errorf("injected fault reading %s at %d: %w", obj.Key, off, storage.ErrTransient)
 	}
 	if len(p) > 1 && f.roll(f.TruncateRate) {
-		n, err := f.Bucket.ReadAt(ctx, key, p[:len(p)/2], off)
+		n, err := f.Bucket.ReadAt(ctx, obj, p[:len(p)/2], off)
 		if err != nil {
 			return n, err
 		}
-		return n, fmt.Errorf("injected short body reading %s at %d: %w", key, off, io.ErrUnexpectedEOF)
+		return n, fmt.Errorf("injected short body reading %s at %d: %w", obj.Key, off, io.ErrUnexpectedEOF)
 	}
-	return f.Bucket.ReadAt(ctx, key, p, off)
+	return f.Bucket.ReadAt(ctx, obj, p, off)
 }
 
 func (f *Faults) List(ctx context.Context, prefix string) ([]storage.Object, error) {

@@ -21,7 +21,7 @@ func (m bytesBucket) Stat(context.Context, string) (storage.Object, error) {
 }
 func (m bytesBucket) Scheme() string { return "test" }
 func (m bytesBucket) Close() error   { return nil }
-func (m bytesBucket) ReadAt(_ context.Context, _ string, p []byte, off int64) (int, error) {
+func (m bytesBucket) ReadAt(_ context.Context, _ storage.Object, p []byte, off int64) (int, error) {
 	return copy(p, m.data[off:]), nil
 }
 
@@ -30,7 +30,7 @@ func TestInject(t *testing.T) {
 	f.ErrorRate, f.TruncateRate = 0.2, 0.2
 	var errs, shorts int
 	for range 1000 {
-		n, err := f.ReadAt(context.Background(), "k", make([]byte, 100), 0)
+		n, err := f.ReadAt(context.Background(), storage.Object{Key: "k"}, make([]byte, 100), 0)
 		switch {
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			shorts++
@@ -61,7 +61,7 @@ func TestRetriedFaultsDeliverEverything(t *testing.T) {
 	b := storage.Retrying(f, storage.RetryPolicy{MaxAttempts: 50, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond})
 	for i := range 200 {
 		p := make([]byte, 100)
-		if n, err := b.ReadAt(context.Background(), "k", p, 0); err != nil || n != 100 || p[99] != 99 {
+		if n, err := b.ReadAt(context.Background(), storage.Object{Key: "k"}, p, 0); err != nil || n != 100 || p[99] != 99 {
 			t.Fatalf("read %d: n=%d err=%v", i, n, err)
 		}
 		if _, err := b.List(context.Background(), ""); err != nil {

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _arrow, _lib, _loaderstate, _options
 from .errors import (  # noqa: F401
-    BusyError, CancelledError, ClosedError, CorruptError, EmptyError, ForkError,
+    BusyError, CancelledError, ChangedError, ClosedError, CorruptError, EmptyError, ForkError,
     InternalError, MismatchError, NotFoundError, PositionError, SchemaError,
     SluiceError, UsageError, VersionError)
 
@@ -29,7 +29,7 @@ __all__ = [
     "Dataset", "Mix", "Batch", "Strings", "merge_states", "rank_from_env", "VALID",
     "SluiceError", "UsageError", "MismatchError", "CorruptError", "SchemaError", "NotFoundError",
     "EmptyError", "PositionError", "BusyError", "VersionError", "ClosedError", "CancelledError",
-    "InternalError", "ForkError",
+    "InternalError", "ForkError", "ChangedError",
 ]
 
 # How long one call waits in Go for a batch before Python gets control back

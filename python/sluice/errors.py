@@ -32,6 +32,14 @@ class CorruptError(SluiceError, ValueError):
     kind = "corrupt"
 
 
+class ChangedError(SluiceError, RuntimeError):
+    """A file or object rewritten since the dataset was planned: reads are
+    of the version planned only, so the epoch ends here; the message names
+    the file and both versions. Open the dataset again to read the new data."""
+
+    kind = "changed"
+
+
 class SchemaError(SluiceError, ValueError):
     """Files whose schemas differ, or a filter that does not fit them."""
 
@@ -96,7 +104,7 @@ class ForkError(SluiceError, RuntimeError):
 
 
 _KINDS = {c.kind: c for c in (
-    SluiceError, UsageError, MismatchError, CorruptError, SchemaError, NotFoundError,
+    SluiceError, UsageError, MismatchError, CorruptError, ChangedError, SchemaError, NotFoundError,
     EmptyError, PositionError, BusyError, VersionError, ClosedError, CancelledError,
     InternalError, ForkError)}
 

@@ -242,3 +242,16 @@ def test_state_messages_read_as_sentences(data):
     with pytest.raises(sluice.ClosedError) as e:
         ds.state_dict()
     assert str(e.value) == "sluice: the dataset is closed; open a new one to read on"
+
+
+def test_a_file_rewritten_after_planning_is_a_changed_error(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_bytes(b"id\n1\n2\n3\n")
+    ds = sluice.Dataset(str(path))
+    st = path.stat()
+    with open(path, "r+b") as f:  # in place, at the same size: only the bytes differ
+        f.write(b"id\n7\n8\n9\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # as a rewrite a second later
+    with pytest.raises(sluice.ChangedError, match=r"a\.csv.*planned"):
+        next(iter(ds))
+    ds.close()

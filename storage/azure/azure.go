@@ -22,16 +22,83 @@
 package azure
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	azblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"gocloud.dev/blob/azureblob"
 
 	"github.com/sluicedata/sluice/storage"
 )
 
 func init() {
-	storage.Register(storage.Driver{Scheme: azureblob.Scheme, HTTPStatus: httpStatus})
+	storage.Register(storage.Driver{
+		Scheme:      azureblob.Scheme,
+		HTTPStatus:  httpStatus,
+		HTTPHeader:  httpHeader,
+		Version:     version,
+		VersionName: "ETag",
+		PrepareRead: prepareRead,
+	})
+}
+
+// version is a blob's ETag, as a listing, its properties or a download
+// give it, quoted as HTTP quotes it (a listing leaves the quotes off).
+func version(as func(any) bool) string {
+	var tag *azcore.ETag
+	var item container.BlobItem
+	var props azblob.GetPropertiesResponse
+	var dl azblob.DownloadStreamResponse
+	switch {
+	case as(&item):
+		if item.Properties != nil {
+			tag = item.Properties.ETag
+		}
+	case as(&props):
+		tag = props.ETag
+	case as(&dl):
+		tag = dl.ETag
+	}
+	if tag == nil || *tag == "" {
+		return ""
+	}
+	return `"` + strings.Trim(string(*tag), `"`) + `"`
+}
+
+// prepareRead downloads on condition that the blob still has the planned
+// ETag (If-Match: Azure answers 412 ConditionNotMet where it has not), and
+// turns the pipeline's retries off for the request, which would otherwise
+// retry each of sluice's attempts.
+func prepareRead(ctx context.Context, etag string) (context.Context, func(as func(any) bool) error) {
+	ctx = policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
+	return ctx, func(as func(any) bool) error {
+		var opts *azblob.DownloadStreamOptions
+		if etag == "" || !as(&opts) {
+			return nil
+		}
+		if opts.AccessConditions == nil {
+			opts.AccessConditions = &azblob.AccessConditions{}
+		}
+		if opts.AccessConditions.ModifiedAccessConditions == nil {
+			opts.AccessConditions.ModifiedAccessConditions = &azblob.ModifiedAccessConditions{}
+		}
+		tag := azcore.ETag(etag)
+		opts.AccessConditions.ModifiedAccessConditions.IfMatch = &tag
+		return nil
+	}
+}
+
+func httpHeader(err error) http.Header {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.RawResponse != nil {
+		return re.RawResponse.Header
+	}
+	return nil
 }
 
 func httpStatus(err error) int {

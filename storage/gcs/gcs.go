@@ -23,10 +23,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 
+	gstorage "cloud.google.com/go/storage"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/gcp"
@@ -36,7 +38,57 @@ import (
 )
 
 func init() {
-	storage.Register(storage.Driver{Scheme: gcsblob.Scheme, Open: open, HTTPStatus: httpStatus})
+	storage.Register(storage.Driver{
+		Scheme:      gcsblob.Scheme,
+		Open:        open,
+		HTTPStatus:  httpStatus,
+		HTTPHeader:  httpHeader,
+		Version:     version,
+		VersionName: "generation",
+		PrepareRead: prepareRead,
+	})
+}
+
+// version is an object's generation, as a listing, its attributes or a
+// reader give it: GCS numbers every write of an object anew, where its
+// ETag also changes with the metadata.
+func version(as func(any) bool) string {
+	var a gstorage.ObjectAttrs
+	if as(&a) && a.Generation != 0 {
+		return strconv.FormatInt(a.Generation, 10)
+	}
+	var r *gstorage.Reader
+	if as(&r) && r != nil && r.Attrs.Generation != 0 {
+		return strconv.FormatInt(r.Attrs.Generation, 10)
+	}
+	return ""
+}
+
+// prepareRead reads on condition that the object is still of the planned
+// generation (GCS answers 412 where it is not), and turns the client's
+// retries off, which would otherwise retry each of sluice's attempts.
+func prepareRead(ctx context.Context, generation string) (context.Context, func(as func(any) bool) error) {
+	gen, _ := strconv.ParseInt(generation, 10, 64)
+	return ctx, func(as func(any) bool) error {
+		var obj **gstorage.ObjectHandle
+		if !as(&obj) {
+			return nil
+		}
+		h := (*obj).Retryer(gstorage.WithPolicy(gstorage.RetryNever))
+		if gen != 0 {
+			h = h.If(gstorage.Conditions{GenerationMatch: gen})
+		}
+		*obj = h
+		return nil
+	}
+}
+
+func httpHeader(err error) http.Header {
+	var g *googleapi.Error
+	if errors.As(err, &g) {
+		return g.Header
+	}
+	return nil
 }
 
 // open goes around gocloud's default GCS opener where that one would look

@@ -22,15 +22,70 @@
 package s3
 
 import (
+	"context"
 	"errors"
+	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/sluicedata/sluice/storage"
 )
 
 func init() {
-	storage.Register(storage.Driver{Scheme: s3blob.Scheme, HTTPStatus: httpStatus})
+	storage.Register(storage.Driver{
+		Scheme:      s3blob.Scheme,
+		HTTPStatus:  httpStatus,
+		HTTPHeader:  httpHeader,
+		Version:     version,
+		VersionName: "ETag",
+		PrepareRead: prepareRead,
+	})
+}
+
+// version is an object's ETag, as a listing, a HEAD or a GET gives it.
+func version(as func(any) bool) string {
+	var o types.Object
+	if as(&o) {
+		return aws.ToString(o.ETag)
+	}
+	var h s3.HeadObjectOutput
+	if as(&h) {
+		return aws.ToString(h.ETag)
+	}
+	var g s3.GetObjectOutput
+	if as(&g) {
+		return aws.ToString(g.ETag)
+	}
+	return ""
+}
+
+// prepareRead asks for the planned ETag (If-Match: S3 answers 412
+// PreconditionFailed where the object is another now) and turns the SDK's
+// retries off, which would otherwise retry each of sluice's attempts.
+func prepareRead(ctx context.Context, etag string) (context.Context, func(as func(any) bool) error) {
+	return ctx, func(as func(any) bool) error {
+		var in *s3.GetObjectInput
+		if etag != "" && as(&in) {
+			in.IfMatch = aws.String(etag)
+		}
+		var opts *[]func(*s3.Options)
+		if as(&opts) {
+			*opts = append(*opts, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+		}
+		return nil
+	}
+}
+
+func httpHeader(err error) http.Header {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.Header
+	}
+	return nil
 }
 
 // httpStatus reads the status of the AWS SDK's ResponseError (and smithy's,

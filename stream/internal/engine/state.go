@@ -72,6 +72,11 @@ func (e *Engine) LoadState(st checkpoint.State) error {
 	}
 	own := e.OrderState()
 	if err := checkpoint.SameOrder(&own, &st); err != nil {
+		if own.Plan != st.Plan {
+			// The state holds the plan's hash only, which cannot say
+			// which file moved it; a shared plan lists them.
+			return fmt.Errorf("stream: load state: %w (the plan covers each file's path, size and row count, and the chunks cut from them: a file was added, removed or rewritten since the state was taken, or ChunkBytes or the shuffle window differ; with Options.PlanStore the file is named)", err)
+		}
 		return fmt.Errorf("stream: load state: %w", err)
 	}
 	next := st.Next
