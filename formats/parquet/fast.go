@@ -22,7 +22,8 @@ import (
 
 // A whole row group read decodes its flat columns of the common types
 // (top-level, not repeated; integers, dates, times, timestamps, floats,
-// booleans, strings and binaries) with flatdecode instead of arrow-go:
+// booleans, strings, binaries, fixed-size binaries and UUIDs) with
+// flatdecode instead of arrow-go:
 // straight from the fetched chunk into the batch's Arrow buffers. Which
 // decoder reads a column chunk is decided before any of it is decoded
 // (flatdecode.Open reads all its page headers): anything else, and every
