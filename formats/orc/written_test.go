@@ -286,3 +286,41 @@ func TestWrittenNested(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIcebergFileIDs: the ORC example Iceberg's writer wrote carries an
+// iceberg.id on every type; each comes as a field id, at every depth, and
+// no two are the same.
+func TestIcebergFileIDs(t *testing.T) {
+	ds := plan(t, []string{filepath.Join(orcExamples(t), "complextypes_iceberg.orc")}, nil)
+	seen := map[string]string{}
+	var walk func(path string, f arrow.Field)
+	walk = func(path string, f arrow.Field) {
+		path += "/" + f.Name
+		id, ok := f.Metadata.GetValue("PARQUET:field_id")
+		if !ok {
+			t.Errorf("%s has no field id", path)
+		} else if other, dup := seen[id]; dup {
+			t.Errorf("%s and %s both have field id %s", other, path, id)
+		}
+		seen[id] = path
+		if nt, ok := f.Type.(arrow.NestedType); ok {
+			for _, c := range nt.Fields() {
+				if _, entries := f.Type.(*arrow.MapType); entries {
+					// The map's entries struct is Arrow's, not a type of
+					// the file: its key and value are.
+					for _, kv := range c.Type.(*arrow.StructType).Fields() {
+						walk(path, kv)
+					}
+					continue
+				}
+				walk(path, c)
+			}
+		}
+	}
+	for _, f := range ds.Schema.Fields() {
+		walk("", f)
+	}
+	if len(seen) < 20 {
+		t.Errorf("%d fields with ids, want every type of the file's", len(seen))
+	}
+}
