@@ -123,7 +123,7 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 		return "duckdb-error", firstLine(dErr.Error())
 	case err != nil:
 		if !json {
-			if class := sniffed(db, path); class != "" {
+			if class := duckSniffed(db, path); class != "" {
 				return class, firstLine(err.Error())
 			}
 		}
@@ -131,7 +131,7 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 	}
 	dn, _ := strconv.ParseInt(duckValue(cnt.Rows[0][0]), 10, 64)
 	if !json {
-		if class := sniffed(db, path); class != "" && dn != n {
+		if class := duckSniffed(db, path); class != "" && dn != n {
 			return class, fmt.Sprintf("sluice %d rows, duckdb %d", n, dn)
 		}
 	}
@@ -145,7 +145,7 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 	if len(res.Columns) != schema.NumFields() {
 		class := "columns"
 		if !json {
-			if c := sniffed(db, path); c != "" {
+			if c := duckSniffed(db, path); c != "" {
 				class = c
 			}
 		}
@@ -157,7 +157,7 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 			if !sameValue(a, b) {
 				class := "values"
 				if !json {
-					if d := sniffed(db, path); d != "" {
+					if d := duckSniffed(db, path); d != "" {
 						class = d
 					}
 				}
@@ -168,9 +168,9 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 	return "", ""
 }
 
-// sniffed names what DuckDB's sniffer found that sluice's defaults do not
+// duckSniffed names what DuckDB's sniffer found that sluice's defaults do not
 // assume: another delimiter, quote or escape, or no header.
-func sniffed(db *duckdb.DB, path string) string {
+func duckSniffed(db *duckdb.DB, path string) string {
 	res, err := db.Query(fmt.Sprintf("SELECT Delimiter, Quote, Escape, HasHeader FROM sniff_csv(%s)", duckdb.Quote(path)))
 	if err != nil || len(res.Rows) == 0 {
 		return ""
