@@ -68,7 +68,7 @@ type meta struct {
 	dataStart int64
 	// first is the first record of a file whose detection found no
 	// header: the stretches sampled across the file may make it one.
-	first *firstRecord
+	first     *firstRecord
 	jsonType  *jtype
 	sampleErr error
 	// rowStarts[i] is the file row unit i starts at, once counted.

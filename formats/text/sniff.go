@@ -170,13 +170,13 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 			}
 		}
 		if wide != nil {
-			return sniffed{d: wide.d}
+			return sniffed{d: f.plainer(wide.d, head)}
 		}
 	}
 	if best == nil {
 		return sniffed{d: base}
 	}
-	out := sniffed{d: best.d, skip: best.skip, cols: best.numCols, found: true}
+	out := sniffed{d: f.plainer(best.d, head), skip: best.skip, cols: best.numCols, found: true}
 	if out.skip > 0 && best.preambleWide && !g.Header {
 		// DuckDB takes the rows before the first row of the most fields
 		// for a preamble, and skips them. Where one of them has several
@@ -189,6 +189,21 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 		}
 	}
 	return out
+}
+
+// plainer is d as it reads the head alike: an escape that is the quote is
+// the tokenizer's doubled quote (0), and a head without a '"' (where
+// DuckDB finds no quote) reads with '"' where the options leave the quote
+// open: a quoted field past the head then reads as one, and the files of a
+// dataset alike, quoted or not.
+func (f *Format) plainer(d dialect, head []byte) dialect {
+	if d.esc == d.quote {
+		d.esc = 0
+	}
+	if d.quote == 0 && f.given.Quote == 0 && !f.given.NoQuote && bytes.IndexByte(head, '"') < 0 {
+		d.quote, d.esc = '"', 0
+	}
+	return d
 }
 
 // sniffState is a state of DuckDB's CSV state machine, strict mode.
