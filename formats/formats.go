@@ -18,6 +18,7 @@
 package formats
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -308,7 +309,10 @@ type PlanOptions struct {
 	// Storage configures how URLs are opened (openers, wrappers).
 	Storage storage.Options
 	// Formats are the drivers tried, in order: a file is read by the first
-	// whose Match accepts its name (a file named explicitly, by the first).
+	// whose Match accepts its name; a file named explicitly that none
+	// matches, by what its first bytes are (Parquet's, ORC's or Avro's
+	// magic, else CSV, JSON or JSON Lines where they look like text), else
+	// by the first.
 	// Required: no format is built in.
 	Formats []Format
 	// Format, if set, names the driver of Formats (by its Name, such as
@@ -394,6 +398,11 @@ func Plan(ctx context.Context, urls []string, opts PlanOptions) (_ *Scan, err er
 			}
 			seen[s.URL] = true
 			f := opts.driver(s.Object.Key)
+			if opts.named == nil && pickFormat(opts.Formats, s.Object.Key) == nil {
+				// Named explicitly with no extension a driver knows: what
+				// the bytes are decides.
+				f = byContent(ctx, opts.Formats, s, f)
+			}
 			frags = append(frags, &Fragment{URL: s.URL, Rel: s.Rel, Format: f.Name(), Size: s.Object.Size, Source: s, format: f, cache: opts.Cache, Mask: opts.Masks[s.URL]})
 		}
 	}
@@ -893,6 +902,47 @@ func (o *PlanOptions) driver(key string) Format {
 		return f
 	}
 	return o.Formats[0]
+}
+
+// byContent picks the driver of a file whose name none matches by its
+// first bytes: Parquet's magic (PAR1, or PARE encrypted), ORC's, Avro's
+// container magic (Obj 1), else, where they look like text, JSON (a first
+// '[', or a '{' whose line does not close it), JSON Lines (a first line
+// that is an object) or CSV. Without a match among fs, or where the bytes
+// cannot be read, it is def (the first driver), as before.
+func byContent(ctx context.Context, fs []Format, s storage.Source, def Format) Format {
+	head := make([]byte, min(s.Object.Size, 4<<10))
+	if len(head) == 0 {
+		return def
+	}
+	if n, err := s.ReaderAt(ctx).ReadAt(head, 0); n < len(head) && err != nil {
+		return def
+	}
+	name := ""
+	switch {
+	case bytes.HasPrefix(head, []byte("PAR1")), bytes.HasPrefix(head, []byte("PARE")):
+		name = "parquet"
+	case bytes.HasPrefix(head, []byte("ORC")):
+		name = "orc"
+	case bytes.HasPrefix(head, []byte("Obj\x01")):
+		name = "avro"
+	case LooksLikeText(head):
+		name = "csv"
+		text := bytes.TrimLeft(trimBOM(head), " \t\r\n")
+		line, _, _ := bytes.Cut(text, []byte("\n"))
+		switch {
+		case bytes.HasPrefix(text, []byte("[")):
+			name = "json"
+		case bytes.HasPrefix(text, []byte("{")) && bytes.HasSuffix(bytes.TrimRight(line, " \t\r"), []byte("}")):
+			name = "jsonl"
+		case bytes.HasPrefix(text, []byte("{")):
+			name = "json"
+		}
+	}
+	if f := Named(fs, name); f != nil {
+		return f
+	}
+	return def
 }
 
 // Named is the driver of fs whose Name is name (compared without case),

@@ -270,7 +270,8 @@ type Options struct {
 	// the driver given there), and a name Formats has no driver for is
 	// refused. Not with Plan: a table names its files' formats. Default
 	// "": each file is read by the first of Formats whose extension it
-	// has, a file named explicitly by the first. (order: a file read by
+	// has, a file named explicitly by its first bytes (see
+	// formats.PlanOptions.Formats). (order: a file read by
 	// another driver than its name picks is in the fingerprint)
 	Format string
 	// PlanCache, if set, keeps every file's footer between runs so a

@@ -66,7 +66,7 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
-	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension, a file named explicitly without a known one as Parquet)")
+	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension; a file named explicitly without a known one by its first bytes: Parquet, ORC or Avro magic, else CSV or JSON where they look like text)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
 	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")

@@ -8,7 +8,8 @@ import (
 )
 
 // dataFormats are the drivers the commands read, tried in order by file
-// name (a file named explicitly that none matches is read as Parquet).
+// name (a file named explicitly that none matches by what its first bytes
+// are: a magic number, else text).
 var dataFormats = []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}}
 
 // orcWithoutRowIndex lists the ORC files that have no row index: a stripe

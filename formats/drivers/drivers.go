@@ -38,7 +38,8 @@ func Named(name string) formats.Format {
 
 // All are every built-in driver, tried in order by file name: Parquet, ORC,
 // Avro, then the text formats (CSV, TSV, JSON Lines, JSON) with o. A file
-// named explicitly that none matches is read as Parquet, the first.
+// named explicitly that none matches is read by what its first bytes are
+// (formats.PlanOptions.Formats), Parquet where they do not tell.
 func All(o text.Options) []formats.Format {
 	return append([]formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}}, text.All(o)...)
 }

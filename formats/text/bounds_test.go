@@ -123,7 +123,7 @@ func TestCutsCached(t *testing.T) {
 	}
 
 	open := write(t, map[string]string{"open.csv": strings.Repeat("a,b\n", 100) + "1,\"never closed\n" + strings.Repeat("3,4\n", 100)})
-	ds, err := formats.Plan(t.Context(), []string{open}, formats.PlanOptions{Formats: All(Options{SampleRecords: 5, UnitBytes: 64})})
+	ds, err := formats.Plan(t.Context(), []string{open}, formats.PlanOptions{Formats: All(Options{SampleRecords: 5, UnitBytes: 64, Quote: '"', Delimiter: ','})})
 	if err != nil {
 		t.Fatal(err)
 	}

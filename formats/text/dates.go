@@ -2,6 +2,10 @@ package text
 
 import (
 	"math"
+	"strings"
+	"sync"
+	"time"
+	_ "time/tzdata" // zone names read alike on every machine
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -289,19 +293,21 @@ func zone(v []byte) (int64, bool) {
 }
 
 // timeOfDay reads what follows a timestamp's date: 'T' or a space, a time,
-// after the seconds AM or PM or a zone, as nanoseconds since midnight UTC.
-// orders are the date orders that may precede it, as DuckDB's formats
-// have them: a 'T' or a time without seconds follow an ISO date only, AM
-// and PM a month-first date only.
-func timeOfDay(v []byte) (ns int64, allowed guess, ok bool) {
+// after the seconds AM or PM or a zone, as nanoseconds since midnight UTC
+// (since midnight in loc, for a zone given by name). orders are the date
+// orders that may precede it, as DuckDB's formats have them: a 'T', a time
+// without seconds or a zone's name follow a year-first date only, AM and
+// PM a month-first date only, and a month-first date has them (DuckDB has
+// no month-first format of 24 hours: 2/18/2008 02:36:48 is text).
+func timeOfDay(v []byte) (ns int64, allowed guess, loc *time.Location, ok bool) {
 	if len(v) < 2 || (v[0] != 'T' && v[0] != ' ') {
-		return 0, 0, false
+		return 0, 0, nil, false
 	}
 	ns, used, secs, ok := clock(v[1:])
 	if !ok {
-		return 0, 0, false
+		return 0, 0, nil, false
 	}
-	allowed = orders
+	allowed = orders &^ (formMDY4 | formMDY2)
 	if v[0] == 'T' || !secs {
 		allowed = formYMD4
 	}
@@ -309,11 +315,11 @@ func timeOfDay(v []byte) (ns int64, allowed guess, ok bool) {
 	if len(rest) == 3 && rest[0] == ' ' && (rest[2] == 'M' || rest[2] == 'm') {
 		pm := rest[1] == 'P' || rest[1] == 'p'
 		if !pm && rest[1] != 'A' && rest[1] != 'a' {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		h := ns / 3600e9
-		if !secs || h < 1 || h > 12 {
-			return 0, 0, false
+		if !secs || h < 1 || h > 12 || v[0] != ' ' {
+			return 0, 0, nil, false
 		}
 		if h == 12 {
 			ns -= 12 * 3600e9
@@ -321,18 +327,25 @@ func timeOfDay(v []byte) (ns int64, allowed guess, ok bool) {
 		if pm {
 			ns += 12 * 3600e9
 		}
-		return ns, allowed & (formMDY4 | formMDY2), true
+		return ns, formMDY4 | formMDY2, nil, true
 	}
 	var off int64
 	if len(rest) > 0 {
 		if !secs {
-			return 0, 0, false // as DuckDB: 10:00+02 is text
+			return 0, 0, nil, false // as DuckDB: 10:00+02 is text
+		}
+		if rest[0] == ' ' {
+			// A zone by its name, after one space: 2008-02-18 02:36:48 EST.
+			if loc = zoneNamed(rest[1:]); loc == nil {
+				return 0, 0, nil, false
+			}
+			return ns, formYMD4, loc, true
 		}
 		if off, ok = zone(rest); !ok {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 	}
-	return ns - off*1e9, allowed, true
+	return ns - off*1e9, allowed, nil, true
 }
 
 // parseTimestamp reads v, all of it, as a timestamp whose date is in order
@@ -351,8 +364,12 @@ func parseTimestamp(v []byte, form, dateForm guess, unit arrow.TimeUnit) (int64,
 		days, ok = dateIn(n, d, form)
 		if ok {
 			var allowed guess
-			ns, allowed, ok = timeOfDay(v[used:])
+			var loc *time.Location
+			ns, allowed, loc, ok = timeOfDay(v[used:])
 			ok = ok && form&allowed != 0
+			if ok && loc != nil {
+				days, ns = inZone(days, ns, loc)
+			}
 		}
 	}
 	if !ok {
@@ -425,4 +442,88 @@ func fileForms(guesses []guess, seen []bool) {
 			guesses[i] = g &^ (gTimestamp &^ (ts << tsShift))
 		}
 	}
+}
+
+// inZone is the UTC day and time of day of the wall time ns after
+// midnight of day days in loc.
+func inZone(days int32, ns int64, loc *time.Location) (int32, int64) {
+	y, m, d := time.Unix(int64(days)*86400, 0).UTC().Date()
+	secs := ns / 1e9
+	t := time.Date(y, m, d, int(secs/3600), int(secs/60%60), int(secs%60), int(ns%1e9), loc).UTC()
+	secs = t.Unix()
+	day := secs / 86400
+	if secs%86400 < 0 {
+		day--
+	}
+	return int32(day), (secs-day*86400)*1e9 + int64(t.Nanosecond())
+}
+
+// legacyZones are the three-letter zone names DuckDB's ICU knows besides
+// the IANA database's (Java's old ids), by the zone each stands for.
+var legacyZones = map[string]string{
+	"ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires",
+	"ART": "Africa/Cairo", "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+	"CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago", "CTT": "Asia/Shanghai",
+	"EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris", "IET": "America/Indiana/Indianapolis",
+	"IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia", "NET": "Asia/Yerevan",
+	"NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
+	"PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
+}
+
+// zones caches zone names looked up, found (a *time.Location) or not
+// (nil).
+var zones sync.Map
+
+// zoneNamed is the zone a timestamp's suffix names, in any case, as
+// DuckDB reads one (UTC, EST, Europe/Berlin, asia/tokyo, PST), or nil.
+func zoneNamed(b []byte) *time.Location {
+	if len(b) == 0 || len(b) > 40 {
+		return nil
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '_' || c == '-' || c == '+') {
+			return nil
+		}
+	}
+	if v, ok := zones.Load(string(b)); ok {
+		loc, _ := v.(*time.Location)
+		return loc
+	}
+	name := string(b)
+	var loc *time.Location
+	for _, try := range zoneSpellings(name) {
+		if l, err := time.LoadLocation(try); err == nil && try != "" && try != "Local" {
+			loc = l
+			break
+		}
+	}
+	zones.Store(name, loc)
+	return loc
+}
+
+// zoneSpellings are the ways a zone name given in any case may be spelled
+// in the IANA database: as given, in capitals, and with each word
+// capitalized and short parts in capitals (america/new_york is
+// America/New_York, us/eastern US/Eastern, etc/gmt+3 Etc/GMT+3).
+func zoneSpellings(name string) []string {
+	upper := strings.ToUpper(name)
+	out := []string{name, upper}
+	if z, ok := legacyZones[upper]; ok {
+		out = append([]string{z}, out...)
+	}
+	parts := strings.Split(strings.ToLower(name), "/")
+	for i, p := range parts {
+		if len(p) <= 3 || strings.ContainsAny(p, "+-0123456789") && len(p) <= 6 {
+			parts[i] = strings.ToUpper(p)
+			continue
+		}
+		word := []byte(p)
+		for j := range word {
+			if j == 0 || word[j-1] == '_' || word[j-1] == '-' {
+				word[j] = byte(strings.ToUpper(string(word[j]))[0])
+			}
+		}
+		parts[i] = string(word)
+	}
+	return append(out, strings.Join(parts, "/"))
 }

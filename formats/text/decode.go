@@ -96,7 +96,7 @@ func (f *Format) scanWith(ctx context.Context, fr *formats.Fragment, buf formats
 	if r.BatchRows <= 0 {
 		batchRows = 8192
 	}
-	sc := &scanner{f: f, fr: fr, m: m, r: r, mem: mem, batchRows: batchRows, skip: skip, limit: limit, emit: emit, countOnly: emit == nil, boundariesOnly: boundariesOnly, ctx: ctx}
+	sc := &scanner{f: f, fr: fr, m: m, r: r, mem: mem, nulls: f.nulls(), batchRows: batchRows, skip: skip, limit: limit, emit: emit, countOnly: emit == nil, boundariesOnly: boundariesOnly, ctx: ctx}
 	defer sc.release()
 	if before != nil {
 		before(sc)
@@ -141,8 +141,9 @@ type scanner struct {
 	cuts   []int64
 	cutsOK bool
 
-	rows    int64 // rows delivered (or counted)
-	pending int   // rows in the builders
+	nulls   [][]byte // Options.NullStrings
+	rows    int64    // rows delivered (or counted)
+	pending int      // rows in the builders
 	cols    []*column
 	flat    *flatJSON
 	rb      *array.RecordBuilder
@@ -240,7 +241,7 @@ func (s *scanner) flush() error {
 
 // records scans CSV or JSON Lines records of units [first, end).
 func (s *scanner) records(fe *fetched, first, end int) error {
-	m, f := s.m, s.f
+	m := s.m
 	src := &source{buf: fe.data, base: fe.at, step: 512} // the straddling record's rest
 	closeSrc := func() {}
 	if m.split {
@@ -278,13 +279,12 @@ func (s *scanner) records(fe *fetched, first, end int) error {
 				return nil // a record longer than the range straddles it
 			}
 		}
-	} else {
-		lineBase = 0
-		if f.kind != JSONLines && m.header {
-			if _, err := t.next(); err != nil { // the header
-				return fmt.Errorf("%w: %s: header: %w", formats.ErrCorrupt, s.fr.URL, err)
-			}
+	} else if m.dataStart > 0 {
+		// Past the header, or the lines skipped before the first record.
+		if err := t.seek(m.dataStart); err != nil {
+			return fmt.Errorf("%w: %s: %w", formats.ErrCorrupt, s.fr.URL, err)
 		}
+		lineBase = m.dataLine - 1
 	}
 	linesKnown := !m.split || first == 0
 	if !s.countOnly || !s.boundariesOnly {
@@ -443,6 +443,9 @@ func (s *scanner) record(t *tokenizer, line, recNo int64) error {
 	}
 	if n := len(t.fields); n != len(s.m.names) {
 		switch {
+		case n == len(s.m.names)+1 && isNullValue(t.fields[n-1], t.quoted[n-1], s.nulls):
+			// One more field, null: a delimiter that ends the row, which
+			// DuckDB reads past (its header may lack it).
 		case n > len(s.m.names):
 			// A long row stays an error even with NullPadding: which of its
 			// values belong to which column is unknown.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -56,9 +58,17 @@ type meta struct {
 	// d is the dialect the file is read with; header whether its first
 	// record names the columns; sniffed whether it had a record to tell
 	// (as given or detected, see sniff.go).
-	d         dialect
-	header    bool
-	sniffed   bool
+	d       dialect
+	header  bool
+	sniffed bool
+	// skip is the lines skipped before the header (or the first record):
+	// a preamble, as detected. dataStart is where the records after the
+	// header start, in the decompressed bytes.
+	skip      int
+	dataStart int64
+	// first is the first record of a file whose detection found no
+	// header: the stretches sampled across the file may make it one.
+	first     *firstRecord
 	jsonType  *jtype
 	sampleErr error
 	// rowStarts[i] is the file row unit i starts at, once counted.
@@ -138,6 +148,7 @@ func (f *Format) Inspect(ctx context.Context, fr *formats.Fragment, _ []string) 
 	switch f.kind {
 	case CSV, TSV, JSONLines:
 		dataStart, err = f.sample(src, m)
+		m.dataStart = dataStart
 	case JSON:
 		err = f.sampleJSON(src, m)
 	}
@@ -190,34 +201,34 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	o := f.opts
 	m.d = f.dialect()
 	csv := f.kind != JSONLines
+	t := &tokenizer{src: src, d: m.d}
+	blankRows := false
+	nulls := f.nulls()
+	isNull := func(v []byte, quoted bool) bool { return isNullValue(v, quoted, nulls) }
 	if csv {
 		for len(src.buf) < sniffBytes && src.r != nil {
 			if _, err := src.more(0); err != nil {
 				return 0, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 			}
 		}
-		m.d = f.sniffDialect(src.buf, src.r == nil)
+		sn := f.sniffDialect(src.buf, src.r == nil)
+		m.d, m.skip = sn.d, sn.skip
+		t.d = sn.d
+		if bytes.HasPrefix(src.buf, bom) {
+			t.pos = len(bom)
+		}
+		skipLines(t, sn.skip)
+		// Blank lines are rows of null in a file of one column, once
+		// the first record is read.
+		blankRows = sn.cols == 1 && isNull(nil, false)
 	}
-	t := &tokenizer{src: src, d: m.d}
 	var guesses []guess
 	var seen []bool
-	nulls := f.nulls()
-	isNull := func(v []byte, quoted bool) bool {
-		if quoted {
-			return false
-		}
-		for _, n := range nulls {
-			if bytes.Equal(v, n) {
-				return true
-			}
-		}
-		return false
-	}
 	// The first record, kept until the records below say whether it is a
 	// header (or read as one where Header says so).
 	var first [][]byte
 	var firstQuoted []bool
-	var firstStart, afterFirst, firstLine int64
+	var firstStart, afterFirst, firstLine, firstOwnLine int64
 	firstMultiline := false
 	below := 0
 	records := o.SampleRecords
@@ -249,6 +260,8 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 			}
 			firstQuoted = slices.Clone(t.quoted)
 			firstStart, afterFirst, firstLine, firstMultiline = t.start, t.end, t.consumed+1, t.multiline
+			firstOwnLine = t.line
+			t.d.blankRows = blankRows
 			continue
 		}
 		if t.multiline && m.whole == "" {
@@ -280,6 +293,7 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	var dataStart int64
 	if first != nil {
 		m.sniffed = true
+		m.d.blankRows = blankRows
 		switch {
 		case o.Header:
 			m.header = true
@@ -299,9 +313,16 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 				m.whole = fmt.Sprintf("the header holds a quoted line end (byte %d)", firstStart)
 			}
 		} else {
-			for i := range first {
-				m.names = append(m.names, fmt.Sprintf("column%d", i))
+			if !o.NoHeader {
+				m.first = &firstRecord{fields: first, quoted: firstQuoted, end: afterFirst, line: firstLine}
 			}
+			for i := range first {
+				m.names = append(m.names, columnName(len(first), i))
+			}
+			// The records start at the first: after a preamble skipped,
+			// or a byte order mark, not at the file's first byte.
+			dataStart = firstStart
+			m.dataLine = firstOwnLine
 			guesses, seen = observeRecord(guesses, seen, first, firstQuoted, isNull)
 			if firstMultiline {
 				m.whole = fmt.Sprintf("a quoted field holds a line end (record at byte %d), so record boundaries cannot be found from an arbitrary byte", firstStart)
@@ -311,6 +332,46 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 	m.raw, m.seen = guesses, seen
 	m.settleTypes()
 	return dataStart, nil
+}
+
+// firstRecord is a file's first record, where it was taken for data.
+type firstRecord struct {
+	fields [][]byte
+	quoted []bool
+	// end is where the record ends, line the line after it.
+	end, line int64
+}
+
+// recheckHeader takes the first record of a file for a header after all,
+// where the types the whole sample gives no longer fit it (DuckDB
+// decides on the header after sampling across the file too: a column
+// that turns to text past the head makes its first value a name).
+func (f *Format) recheckHeader(fr *formats.Fragment, m *meta) {
+	if m.first == nil || m.header {
+		return
+	}
+	nulls := f.nulls()
+	first := m.first
+	if !hasHeader(first.fields, func(i int) bool { return isNullValue(first.fields[i], first.quoted[i], nulls) }, m.raw, m.seen, 1) {
+		return
+	}
+	names, err := headerNames(first.fields, f.opts.ReplaceInvalidUTF8)
+	if err != nil {
+		return // a name that cannot be one: the record stays data
+	}
+	m.names, m.header, m.first = names, true, nil
+	m.dataStart, m.dataLine = first.end, first.line
+	if m.split {
+		m.bounds[0] = first.end
+		for len(m.bounds) > 2 && m.bounds[1] <= m.bounds[0] {
+			m.bounds = slices.Delete(m.bounds, 1, 2)
+		}
+		fr.Units = make([]formats.Unit, len(m.bounds)-1)
+		for i := range fr.Units {
+			fr.Units[i] = formats.Unit{Rows: -1, Offset: m.bounds[i], Bytes: m.bounds[i+1] - m.bounds[i]}
+		}
+	}
+	m.settleTypes()
 }
 
 // settleTypes sets a CSV file's types from its sample's guesses.
@@ -491,12 +552,20 @@ func drain(src *source) ([]byte, error) {
 	}
 }
 
-// headerNames names the columns from a header record: an empty name
-// becomes columnN and a repeated one gets a suffix, so every column can be
-// selected by name.
+// columnName names column i of n that has no name, as DuckDB does:
+// column0, column1, ..., the number padded with zeros to the width of the
+// last (column00 to column10 for 11 columns).
+func columnName(n, i int) string {
+	return fmt.Sprintf("column%0*d", len(strconv.Itoa(max(n-1, 0))), i)
+}
+
+// headerNames names the columns from a header record as DuckDB does: a
+// name is trimmed of spaces, an empty one becomes columnN (columnName),
+// and one that repeats an earlier name, in any case, gets a suffix
+// (a, A_1, a_2), so every column can be selected by name.
 func headerNames(fields [][]byte, replace bool) ([]string, error) {
 	names := make([]string, len(fields))
-	seen := map[string]bool{}
+	count := map[string]int{} // by lower case: how often a name came
 	for i, f := range fields {
 		if i == 0 {
 			f = bytes.TrimPrefix(f, bom)
@@ -509,15 +578,20 @@ func headerNames(fields [][]byte, replace bool) ([]string, error) {
 			}
 			f = []byte(strings.ToValidUTF8(string(f), "\uFFFD"))
 		}
-		n := strings.TrimSpace(string(f))
-		if n == "" {
-			n = fmt.Sprintf("column%d", i)
+		n := string(f)
+		if strings.TrimSpace(n) == "" {
+			n = columnName(len(fields), i)
 		}
-		base := n
-		for k := 1; seen[n]; k++ {
-			n = fmt.Sprintf("%s_%d", base, k)
+		n = strings.TrimFunc(n, func(r rune) bool { return unicode.Is(unicode.Zs, r) })
+		for {
+			k, ok := count[strings.ToLower(n)]
+			if !ok {
+				break
+			}
+			count[strings.ToLower(n)] = k + 1
+			n = fmt.Sprintf("%s_%d", n, k+1)
 		}
-		seen[n] = true
+		count[strings.ToLower(n)] = 0
 		names[i] = n
 	}
 	return names, nil
@@ -529,10 +603,10 @@ func headerNames(fields [][]byte, replace bool) ([]string, error) {
 // runs the counting pass if Options.Count asks for one.
 func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 	o := f.opts
-	if err := f.sameDialect(frags); err != nil {
+	if err := f.spreadAll(ctx, frags); err != nil {
 		return err
 	}
-	if err := f.spreadAll(ctx, frags); err != nil {
+	if err := f.sameDialect(frags); err != nil {
 		return err
 	}
 	types := map[string]arrow.DataType{}

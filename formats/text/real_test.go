@@ -18,9 +18,10 @@ import (
 // numbers by value (an integer column read as a float, a float written
 // with fewer digits), anything else as text. An empty unquoted CSV value
 // is null, which the Parquet writer may have kept as an empty string: CSV
-// cannot tell them apart.
+// cannot tell them apart. yes and no read as booleans, as DuckDB reads
+// them, where the Parquet writer kept the text.
 func sameCell(a, b string) bool {
-	if a == b || (a == "NULL" && b == "") {
+	if a == b || (a == "NULL" && b == "") || (a == "true" && b == "yes") || (a == "false" && b == "no") {
 		return true
 	}
 	fa, errA := strconv.ParseFloat(a, 64)

@@ -59,9 +59,9 @@ func TestSniffDialects(t *testing.T) {
 		{"emptyhead.csv", ",\n1,2\n", Options{}, "1|2\n"},
 		// What the options give wins.
 		{"given_delim.csv", "a;b\n1;2\n", Options{Delimiter: ','}, "1;2\n"},
-		// With '"' for quote, ';' cuts the records into 2 and 3 fields:
-		// no delimiter cuts them alike, so ',' stays.
-		{"given_quote.csv", "a;b\n1;'p;q'\n", Options{Quote: '"'}, "1;'p;q'\n"},
+		// With '"' for quote, a single-quoted field holding the delimiter
+		// is data: cut at ';', as the header is, the row is too long.
+		{"given_quote.csv", "a;b\n1;'p;q'\n2;x\n", Options{Quote: '"'}, "error: 3 fields, the header has 2"},
 		{"given_nohead.csv", "a,b\n1,2\n", Options{NoHeader: true}, "a|b\n1|2\n"},
 		{"given_head.csv", "1,2\n3,4\n", Options{Header: true}, "3|4\n"},
 		{"given_tsv.tsv", "a\tb\n1\t2;3\n", Options{}, "1|2;3\n"},
@@ -69,6 +69,12 @@ func TestSniffDialects(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := write(t, map[string]string{c.name: c.body})
+			if msg, ok := strings.CutPrefix(c.want, "error: "); ok {
+				if _, err := readAll(t, c.o, nil, dir); err == nil || !strings.Contains(err.Error(), msg) {
+					t.Fatalf("err %v, want one saying %q", err, msg)
+				}
+				return
+			}
 			if got := mustRead(t, c.o, nil, dir).String(); got != c.want {
 				t.Fatalf("got\n%s\nwant\n%s", got, c.want)
 			}

@@ -79,9 +79,7 @@ func (f *Format) spread(ctx context.Context, fr *formats.Fragment, m *meta) erro
 	starts, n := spreadStarts(m.sampledTo, fr.Size)
 	ra := fr.Source.ReaderAt(ctx)
 	nulls := f.nulls()
-	isNull := func(v []byte, quoted bool) bool {
-		return !quoted && slices.ContainsFunc(nulls, func(n []byte) bool { return string(v) == string(n) })
-	}
+	isNull := func(v []byte, quoted bool) bool { return isNullValue(v, quoted, nulls) }
 	changed := false
 	for _, at := range starts {
 		// From the byte before, so that a line starting at the stretch's
@@ -140,6 +138,7 @@ func (f *Format) spread(ctx context.Context, fr *formats.Fragment, m *meta) erro
 	}
 	if changed {
 		m.settleTypes()
+		f.recheckHeader(fr, m)
 	}
 	return nil
 }

@@ -87,12 +87,26 @@ func (s *source) more(keep int) (bool, error) {
 	return true, nil
 }
 
-// dialect is how the tokenizer cuts records and fields.
+// dialect is how the tokenizer cuts records and fields, as DuckDB's CSV
+// state machine does (strict mode): a quote opens a quoted field only at
+// the field's start, or after one space there; spaces may follow the
+// closing quote; the comment prefix, outside quotes, ends the record (a
+// line it starts, or that holds only spaces before it, is no record).
 type dialect struct {
 	delim, quote, esc, comment byte
 	// lines makes every line one field (JSON Lines): no delimiter, no
 	// quotes.
 	lines bool
+	// blankRows makes a blank line a record of one empty field, as a
+	// blank line is a row of null in DuckDB's reading of a one-column
+	// file (and skipped in a file of more).
+	blankRows bool
+}
+
+// spaceFree reports whether a space is none of the dialect's own bytes:
+// then it may stand between a closing quote and what ends the field.
+func (d dialect) spaceFree() bool {
+	return d.delim != ' ' && d.quote != ' ' && d.esc != ' ' && d.comment != ' '
 }
 
 // tokenizer cuts a source into records and, for CSV, fields. Field slices
@@ -107,8 +121,8 @@ type tokenizer struct {
 	quoted  []bool
 	scratch []byte
 	// multiline is set when the last record held a line end in a quoted
-	// field.
-	multiline bool
+	// field; blank when it was a blank line (blankRows).
+	multiline, blank bool
 	// start and end are the stream offsets of the last record.
 	start, end int64
 	// line is the last record's line number, counting from the source's
@@ -130,8 +144,9 @@ type syntaxError struct {
 
 func (e *syntaxError) Error() string { return fmt.Sprintf("byte %d: %s", e.off, e.msg) }
 
-// next cuts the next record, skipping blank and comment lines. It reports
-// false at the end of the stream.
+// next cuts the next record, skipping comment lines and blank lines (but
+// where the dialect's blankRows makes them records). It reports false at
+// the end of the stream.
 func (t *tokenizer) next() (bool, error) {
 	for {
 		atEOF := t.src.r == nil
@@ -157,6 +172,22 @@ func (t *tokenizer) next() (bool, error) {
 	}
 }
 
+// seek moves the tokenizer to stream offset off, a record's start, reading
+// on to it (a decompressed stream cannot skip).
+func (t *tokenizer) seek(off int64) error {
+	for t.src.base+int64(len(t.src.buf)) < off {
+		ok, err := t.src.more(len(t.src.buf))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("the records start at byte %d, past the end of the data", off)
+		}
+	}
+	t.pos = int(off - t.src.base)
+	return nil
+}
+
 // cut is one attempt at next over the bytes there are, for a dialect of
 // fields (cutLine is the lines dialect's). The quoted and the unquoted scans
 // stay inline, in one loop over the record's fields: they are the loops most
@@ -168,12 +199,29 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 		if ok, err := t.skipLines(buf, atEOF); !ok {
 			return false, err
 		}
+		if c := buf[t.pos]; c == '\n' || c == '\r' {
+			return t.blankLine(atEOF) // skipLines stops at one only for blankRows
+		}
 	}
 	t.startRecord()
 	i := t.pos
 	nl := int64(0)
+	// cm ends an unquoted field as the delimiter does: the comment prefix,
+	// or the delimiter again where there is none.
+	cm := t.d.comment
+	if cm == 0 {
+		cm = t.d.delim
+	}
 	for {
-		// One field from i.
+		// One field from i. One space may stand before its opening quote.
+		if t.d.quote != 0 && i < len(buf) && buf[i] == ' ' && t.d.delim != ' ' {
+			if i+1 >= len(buf) && !atEOF {
+				return false, errNeedMore
+			}
+			if i+1 < len(buf) && buf[i+1] == t.d.quote {
+				i++
+			}
+		}
 		if t.d.quote != 0 && i < len(buf) && buf[i] == t.d.quote {
 			j := i + 1
 			from := j // start of the pending literal run
@@ -230,6 +278,9 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			}
 			t.quoted = append(t.quoted, true)
 			j++ // the closing quote
+			for j < len(buf) && buf[j] == ' ' && t.d.spaceFree() {
+				j++
+			}
 			if j >= len(buf) {
 				if !atEOF {
 					return false, errNeedMore
@@ -246,15 +297,17 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 				return true, nil
 			case c == '\r':
 				return t.lineEnd(j, nl, atEOF)
+			case c == t.d.comment && c != 0:
+				return t.commentEnd(j, nl, atEOF)
 			default:
-				return false, &syntaxError{t.src.base + int64(j), fmt.Sprintf("unexpected %q after a closing quote", c)}
+				return false, &syntaxError{t.src.base + int64(j), fmt.Sprintf("unexpected %q after a closing quote (text.Options.NoQuote, --quote none, reads quotes as data)", c)}
 			}
 		}
-		// Unquoted: up to the delimiter or the line end.
+		// Unquoted: up to the delimiter, the line end or a comment.
 		j := i
 		for j < len(buf) {
 			c := buf[j]
-			if c == t.d.delim || c == '\n' || c == '\r' {
+			if c == t.d.delim || c == '\n' || c == '\r' || c == cm {
 				break
 			}
 			j++
@@ -267,6 +320,15 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			t.quoted = append(t.quoted, false)
 			t.finish(t.pos, j, nl)
 			return true, nil
+		}
+		if buf[j] == t.d.comment && t.d.comment != 0 {
+			if len(t.fields) == 0 && blank(buf[i:j]) && nl == 0 {
+				// Spaces, then a comment: a comment line, no record.
+				return t.commentLine(j, atEOF)
+			}
+			t.fields = append(t.fields, buf[i:j])
+			t.quoted = append(t.quoted, false)
+			return t.commentEnd(j, nl, atEOF)
 		}
 		t.fields = append(t.fields, buf[i:j])
 		t.quoted = append(t.quoted, false)
@@ -311,6 +373,8 @@ func (t *tokenizer) skipLines(buf []byte, atEOF bool) (bool, error) {
 		}
 		c := buf[t.pos]
 		switch {
+		case (c == '\n' || c == '\r') && t.d.blankRows:
+			return true, nil // a record: cut makes it
 		case c == '\n':
 			t.pos++
 			t.consumed++
@@ -408,6 +472,65 @@ func (t *tokenizer) startRecord() {
 	t.quoted = t.quoted[:0]
 	t.scratch = t.scratch[:0]
 	t.multiline = false
+	t.blank = false
+}
+
+// blankLine cuts the blank line at pos as a record of one empty field.
+func (t *tokenizer) blankLine(atEOF bool) (bool, error) {
+	t.startRecord()
+	t.blank = true
+	t.fields = append(t.fields, t.src.buf[t.pos:t.pos])
+	t.quoted = append(t.quoted, false)
+	if t.src.buf[t.pos] == '\n' {
+		t.finish(t.pos, t.pos+1, 1)
+		return true, nil
+	}
+	return t.lineEnd(t.pos, 0, atEOF)
+}
+
+// commentEnd ends the record at the comment prefix at j: it runs to the
+// line's end, which ends the record.
+func (t *tokenizer) commentEnd(j int, nl int64, atEOF bool) (bool, error) {
+	buf := t.src.buf
+	k := bytes.IndexAny(buf[j:], "\r\n")
+	if k < 0 {
+		if !atEOF {
+			return false, errNeedMore
+		}
+		t.finish(t.pos, len(buf), nl)
+		return true, nil
+	}
+	if buf[j+k] == '\n' {
+		t.finish(t.pos, j+k+1, nl+1)
+		return true, nil
+	}
+	return t.lineEnd(j+k, nl, atEOF)
+}
+
+// commentLine moves pos past the comment line whose prefix is at j (only
+// spaces before it) and cuts the record after it.
+func (t *tokenizer) commentLine(j int, atEOF bool) (bool, error) {
+	buf := t.src.buf
+	k := bytes.IndexAny(buf[j:], "\r\n")
+	switch {
+	case k < 0 && !atEOF:
+		return false, errNeedMore
+	case k < 0:
+		t.pos = len(buf)
+		return false, nil
+	}
+	end := j + k + 1
+	if buf[j+k] == '\r' {
+		if end >= len(buf) && !atEOF {
+			return false, errNeedMore
+		}
+		if end < len(buf) && buf[end] == '\n' {
+			end++
+		}
+	}
+	t.pos = end
+	t.consumed++
+	return t.cut(atEOF)
 }
 
 // lineEnd ends a record at a '\r' at j, with its '\n' if one follows.

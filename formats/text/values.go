@@ -38,23 +38,30 @@ const (
 	gAll       = gBool | gInt | gFloat | gTime | gDate | gTimestamp
 )
 
-// observe narrows g by one non-null value.
+// observe narrows g by one non-null value, as DuckDB's sniffer casts it
+// (strictly: an integer or a float has no '+' and no leading zero; an
+// integer may have spaces around it, a float before it; a date, a time or
+// a timestamp may have spaces around it; a boolean none).
 func (g guess) observe(v []byte) guess {
 	if g&gBool != 0 {
-		if _, ok := parseBool(v); !ok {
+		if _, ok := parseBool(v, true); !ok {
 			g &^= gBool
 		}
 	}
 	if g&gInt != 0 {
-		if _, err := strconv.ParseInt(str(v), 10, 64); err != nil {
+		if _, ok := parseInt(v, true); !ok {
 			g &^= gInt
 		}
 	}
 	if g&gFloat != 0 {
-		if _, ok := parseFloat(v); !ok {
+		if _, ok := parseFloatAs(v, true); !ok {
 			g &^= gFloat
 		}
 	}
+	if g&(gTime|gDate|gTimestamp) == 0 {
+		return g
+	}
+	v = trimSpace(v)
 	if g&gTime != 0 {
 		if _, ok := parseTime(v, arrow.Microsecond); !ok {
 			g &^= gTime
@@ -71,7 +78,7 @@ func (g guess) observe(v []byte) guess {
 			g &= forms | ^gDate
 		case forms != 0:
 			g &^= gDate
-			if _, allowed, ok := timeOfDay(v[used:]); ok {
+			if _, allowed, _, ok := timeOfDay(v[used:]); ok {
 				g &= (forms&(allowed|seps))<<tsShift | ^gTimestamp
 			} else {
 				g &^= gTimestamp
@@ -123,18 +130,102 @@ func (g guess) tsForm() guess {
 	return formYMD4
 }
 
-func parseBool(v []byte) (bool, bool) {
+// parseBool reads true, false, t, f, yes and no in any case, as DuckDB
+// does; where not strict (a value read into a boolean column) also y, n, 1
+// and 0.
+func parseBool(v []byte, strict bool) (bool, bool) {
 	switch len(v) {
-	case 4:
-		if bytes.EqualFold(v, []byte("true")) {
+	case 1:
+		switch c := v[0] | 0x20; { // ASCII lower case
+		case c == 't':
 			return true, true
-		}
-	case 5:
-		if bytes.EqualFold(v, []byte("false")) {
+		case c == 'f':
+			return false, true
+		case !strict && (c == 'y' || v[0] == '1'):
+			return true, true
+		case !strict && (c == 'n' || v[0] == '0'):
 			return false, true
 		}
+	case 2:
+		return false, bytes.EqualFold(v, []byte("no"))
+	case 3:
+		return true, bytes.EqualFold(v, []byte("yes"))
+	case 4:
+		return true, bytes.EqualFold(v, []byte("true"))
+	case 5:
+		return false, bytes.EqualFold(v, []byte("false"))
 	}
 	return false, false
+}
+
+// isSpace is DuckDB's space: blank, tab, line ends, vertical tab, form
+// feed.
+func isSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
+
+// trimSpace drops the spaces around v.
+func trimSpace(v []byte) []byte {
+	for len(v) > 0 && isSpace(v[0]) {
+		v = v[1:]
+	}
+	for len(v) > 0 && isSpace(v[len(v)-1]) {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// parseInt reads an integer as DuckDB casts text to BIGINT: spaces around
+// it, a '-', decimal digits, or 0x and hex digits, or 0b and binary
+// digits. Strict (type detection) it refuses a '+' and a leading zero
+// ("00012" is text, as a code or a postal number is); not strict (a value
+// read into an integer column) it takes both.
+func parseInt(v []byte, strict bool) (int64, bool) {
+	v = trimSpace(v)
+	if len(v) == 0 {
+		return 0, false
+	}
+	if len(v) > 2 && v[0] == '0' && (v[1]|0x20 == 'x' || v[1]|0x20 == 'b') {
+		base := 16
+		if v[1]|0x20 == 'b' {
+			base = 2
+		}
+		for _, c := range v[2:] {
+			if c == '_' || c == '+' || c == '-' {
+				return 0, false
+			}
+		}
+		u, err := strconv.ParseUint(str(v[2:]), base, 63)
+		return int64(u), err == nil
+	}
+	digits := v
+	if v[0] == '-' || (v[0] == '+' && !strict) {
+		digits = v[1:]
+	}
+	if strict && v[0] != '-' && len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(str(v), 10, 64)
+	return i, err == nil
+}
+
+// parseFloatAs reads a float as DuckDB casts text to DOUBLE: decimal and
+// exponent forms, inf and nan, after spaces; not hex floats or
+// underscores. Strict (type detection) it refuses a '+', a leading zero
+// before a digit and spaces after; not strict it takes them.
+func parseFloatAs(v []byte, strict bool) (float64, bool) {
+	for len(v) > 0 && isSpace(v[0]) {
+		v = v[1:]
+	}
+	if strict {
+		if len(v) > 0 && v[0] == '+' || len(v) > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9' {
+			return 0, false
+		}
+	} else {
+		v = trimSpace(v)
+	}
+	return parseFloat(v)
 }
 
 // parseFloat accepts decimal and exponent forms, inf and nan, not hex
@@ -197,11 +288,15 @@ func newColumn(mem memory.Allocator, field int, typ arrow.DataType, nulls [][]by
 	return c
 }
 
-func (c *column) isNull(v []byte, quoted bool) bool {
+func (c *column) isNull(v []byte, quoted bool) bool { return isNullValue(v, quoted, c.nulls) }
+
+// isNullValue reports whether a CSV field reads as null: an unquoted value
+// that is one of nulls (Options.NullStrings).
+func isNullValue(v []byte, quoted bool, nulls [][]byte) bool {
 	if quoted {
 		return false
 	}
-	for _, n := range c.nulls {
+	for _, n := range nulls {
 		if bytes.Equal(v, n) {
 			return true
 		}
@@ -219,21 +314,20 @@ func (c *column) parse(v []byte, quoted bool) error {
 	switch c.typ.ID() {
 	case arrow.BOOL:
 		var b bool
-		b, ok = parseBool(v)
+		b, ok = parseBool(v, false)
 		c.i = 0
 		if b {
 			c.i = 1
 		}
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
-		var err error
-		c.i, err = strconv.ParseInt(str(v), 10, c.bits)
-		ok = err == nil
+		c.i, ok = parseInt(v, false)
+		ok = ok && (c.bits == 64 || (c.i >= -1<<(c.bits-1) && c.i < 1<<(c.bits-1)))
 	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
 		var err error
-		c.u, err = strconv.ParseUint(str(v), 10, c.bits)
+		c.u, err = strconv.ParseUint(str(trimSpace(v)), 10, c.bits)
 		ok = err == nil
 	case arrow.FLOAT32, arrow.FLOAT64:
-		c.f, ok = parseFloat(v)
+		c.f, ok = parseFloatAs(v, false)
 		if ok && c.typ.ID() == arrow.FLOAT32 && !math.IsInf(c.f, 0) && math.Abs(c.f) > math.MaxFloat32 {
 			ok = false
 		}
@@ -249,12 +343,12 @@ func (c *column) parse(v []byte, quoted bool) error {
 		c.s, ok = v, true
 	case arrow.DATE32:
 		var d int32
-		d, ok = parseDate(v, c.dateForm)
+		d, ok = parseDate(trimSpace(v), c.dateForm)
 		c.i = int64(d)
 	case arrow.TIMESTAMP:
-		c.i, ok = parseTimestamp(v, c.tsForm, c.dateForm, c.typ.(*arrow.TimestampType).Unit)
+		c.i, ok = parseTimestamp(trimSpace(v), c.tsForm, c.dateForm, c.typ.(*arrow.TimestampType).Unit)
 	case arrow.TIME64:
-		c.i, ok = parseTime(v, c.typ.(*arrow.Time64Type).Unit)
+		c.i, ok = parseTime(trimSpace(v), c.typ.(*arrow.Time64Type).Unit)
 	default:
 		return fmt.Errorf("type %s is not supported in text files", c.typ)
 	}
