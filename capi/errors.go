@@ -11,6 +11,8 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/formats/iceberg/catalogs"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/stream"
@@ -46,9 +48,11 @@ var kinds = []struct {
 	{formats.ErrSchema, "schema"},
 	{filter.ErrType, "schema"},
 	{filter.ErrSyntax, "usage"},
+	{catalogs.ErrSpec, "usage"},
 	{permutation.ErrUnknownRows, "usage"}, // split.ErrUnknownRows is the same error
 	{permutation.ErrPosition, "position"}, // split.ErrPosition is the same error
 	{stream.ErrBusy, "busy"},
+	{iceberg.ErrSnapshot, "not_found"},
 	{stream.ErrEmpty, "empty"},
 	{formats.ErrEmpty, "not_found"},
 	{formats.ErrNotFound, "not_found"},

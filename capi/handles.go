@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ type handle struct {
 	// mixes counts the open mixes over ds; srcs are a mix's datasets.
 	mixes int
 	srcs  []*handle
+	// closers are what ds reads through (a table, a plan store's bucket),
+	// closed after it.
+	closers []io.Closer
 
 	mu     sync.Mutex // guards it and closed
 	it     *pull
@@ -246,7 +250,7 @@ func closeHandle(id int64) error {
 	h.mu.Unlock()
 	h.stopIter()
 	if h.ds != nil {
-		return h.ds.Close()
+		return errors.Join(h.ds.Close(), closeAll(h.closers))
 	}
 	return nil
 }
@@ -261,11 +265,16 @@ func openDataset(js []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	d, err := stream.Open(context.Background(), so)
+	ctx := context.Background()
+	closers, err := o.openSources(ctx, &so)
 	if err != nil {
 		return 0, err
 	}
-	return register(&handle{ds: d, shuffle: so.Shuffle}), nil
+	d, err := stream.Open(ctx, so)
+	if err != nil {
+		return 0, errors.Join(err, closeAll(closers))
+	}
+	return register(&handle{ds: d, shuffle: so.Shuffle, closers: closers}), nil
 }
 
 // openMix opens a mix over open datasets, named by handle.

@@ -29,6 +29,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
+
+	// Python reads whatever URL it is given, as the command does: every
+	// cloud backend is linked.
+	_ "github.com/sluicedata/sluice/storage/azure"
+	_ "github.com/sluicedata/sluice/storage/gcs"
+	_ "github.com/sluicedata/sluice/storage/s3"
 )
 
 func main() {}

@@ -56,6 +56,24 @@ type openOptions struct {
 	NullStrings []string `json:"null_strings"`
 	CountRows   bool     `json:"count_rows"`
 	SkipBadRows bool     `json:"skip_bad_rows"`
+	// An Iceberg table, as the CLI's --iceberg, --catalog and
+	// --catalog-name, --snapshot-id, --ref, --as-of and --rewrite: the one
+	// URL is the table's metadata location (Iceberg) or its identifier in
+	// the catalog (Catalog).
+	Iceberg     bool              `json:"iceberg"`
+	Catalog     string            `json:"catalog"`
+	CatalogName string            `json:"catalog_name"`
+	SnapshotID  int64             `json:"snapshot_id"`
+	Ref         string            `json:"ref"`
+	AsOf        string            `json:"as_of"`
+	Rewrite     map[string]string `json:"rewrite"`
+	// PlanCache is a folder or object-store prefix that keeps footers
+	// between runs (stream.Options.PlanCache); PlanStore the URL or path of
+	// the object the ranks share one plan through (stream.PlanStore), and
+	// PlanStoreWait its Wait in seconds.
+	PlanCache     string  `json:"plan_cache"`
+	PlanStore     string  `json:"plan_store"`
+	PlanStoreWait float64 `json:"plan_store_wait"`
 }
 
 // mixOptions are stream.MixOptions and the sources, by handle.

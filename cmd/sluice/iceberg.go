@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/formats/iceberg/catalogs"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -17,7 +18,7 @@ type icebergFlags struct {
 	table       bool
 	catalog     string // --catalog: the URL names a table of this catalog
 	catalogName string
-	opened      catalogSpec // set by open with --catalog
+	opened      catalogs.Spec // set by open with --catalog
 	snapshot    int64
 	ref         string
 	asOf        string
@@ -82,30 +83,20 @@ func (f *icebergFlags) open(ctx context.Context, urls []string, opts stream.Opti
 	return opts, tbl, nil
 }
 
-// openCatalog opens the table ident names in --catalog. The catalog is
-// closed once it has named the table's metadata: sluice reads the rest.
+// catalogTerms are the flags that messages about catalogs name.
+var catalogTerms = catalogs.Terms{Spec: "--catalog", Name: "--catalog-name"}
+
+// openCatalog opens the table ident names in --catalog.
 func (f *icebergFlags) openCatalog(ctx context.Context, ident string, o iceberg.Options) (*iceberg.Table, error) {
-	id, err := parseIdentifier(ident)
-	if err != nil {
+	if _, err := catalogs.ParseIdentifier(ident); err != nil {
 		return nil, err
 	}
-	spec, err := parseCatalog(f.catalog, f.catalogName)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := spec.open(ctx)
+	spec, err := catalogs.Parse(f.catalog, f.catalogName, catalogTerms)
 	if err != nil {
 		return nil, err
 	}
 	f.opened = spec
-	if c, ok := cat.(io.Closer); ok {
-		defer c.Close()
-	}
-	tbl, err := iceberg.OpenCatalog(ctx, cat, id, o)
-	if err != nil {
-		return nil, explainMissing(ctx, cat, spec, id, err)
-	}
-	return tbl, nil
+	return spec.OpenTable(ctx, ident, o)
 }
 
 // icebergInfo is what inspect says of a table.

@@ -246,8 +246,8 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	if tbl != nil {
 		rep.Iceberg = newIcebergInfo(tbl)
-		if o := cfg.ds.iceberg.opened; o.typ != "" {
-			rep.Iceberg.Catalog = fmt.Sprintf("%q (%s)", o.name, o.from)
+		if o := cfg.ds.iceberg.opened; o.Type != "" {
+			rep.Iceberg.Catalog = fmt.Sprintf("%q (%s)", o.Name, o.From)
 			rep.Iceberg.Table = urls[0]
 		}
 	}

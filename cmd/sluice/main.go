@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/iceberg/catalogs"
 	"github.com/sluicedata/sluice/storage"
 
 	// The command reads whatever URL it is given, so it links every cloud
@@ -238,7 +239,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, catalogs.ErrSpec):
 		return exitUsage
 	case errors.As(err, &nf),
 		errors.Is(err, storage.ErrNotFound),

@@ -1,8 +1,10 @@
 """The Dataset's options: names, types and ranges, checked in Python before
 the Go side is called so that a mistake names the option."""
 
+import datetime
 import difflib
 import numbers
+import os
 
 from .errors import UsageError
 
@@ -60,6 +62,37 @@ def _strs(name, v):
     return list(v)
 
 
+def _path(name, v):
+    """A local path (str or os.PathLike) or a URL."""
+    if isinstance(v, os.PathLike):
+        v = os.fspath(v)
+    if not isinstance(v, str) or not v:
+        raise UsageError("sluice: option %s must be a path or URL (a non-empty str), not %r" % (name, v))
+    return v
+
+
+def _seconds(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
+        raise UsageError("sluice: option %s must be a number of seconds, at least 0, not %r" % (name, v))
+    return float(v)
+
+
+def _time(name, v):
+    """An RFC 3339 time: a str, or a datetime with its time zone."""
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is None:
+            raise UsageError("sluice: option %s %s has no time zone: give one (such as tzinfo=datetime.timezone.utc)"
+                             % (name, v))
+        return v.isoformat()
+    return _str(name, v)
+
+
+def _str_map(name, v):
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        raise UsageError("sluice: option %s must be a dict of str to str, not %r" % (name, v))
+    return dict(v)
+
+
 # Go's stream.Options under Python names (see its documentation for each);
 # 0 means the documented default.
 DATASET = {
@@ -96,6 +129,20 @@ DATASET = {
     "null_strings": _strs,
     "count_rows": _bool,
     "skip_bad_rows": _bool,
+    # Tables, as the CLI's --iceberg, --catalog, --catalog-name, --snapshot-id,
+    # --ref, --as-of and --rewrite: the one URL is the table's metadata
+    # location, or its identifier (db.table) in the catalog.
+    "iceberg": _bool,
+    "catalog": _path,
+    "catalog_name": _str,
+    "snapshot_id": _int(),
+    "ref": _str,
+    "as_of": _time,
+    "rewrite": _str_map,
+    # Plans kept between runs and shared between ranks.
+    "plan_cache": _path,
+    "plan_store": _path,
+    "plan_store_wait": _seconds,
 }
 
 MIX = {
@@ -137,6 +184,13 @@ def check(spec, options, what="option"):
             raise UsageError("sluice: options shuffle_window and shuffle_memory both size the shuffle window: give one")
         if out.get("header") and out.get("no_header"):
             raise UsageError("sluice: options header and no_header contradict each other")
+        if out.get("iceberg") and "catalog" in out:
+            raise UsageError("sluice: options iceberg and catalog both name a table: iceberg=True reads it by its "
+                             "metadata location, catalog by its catalog; give one")
+        if "catalog_name" in out and "catalog" not in out:
+            raise UsageError("sluice: option catalog_name needs option catalog")
+        if "plan_store_wait" in out and "plan_store" not in out:
+            raise UsageError("sluice: option plan_store_wait needs option plan_store")
         if len(out.get("delimiter", "")) > 1:
             raise UsageError("sluice: option delimiter %r is more than one character" % out["delimiter"])
     if spec is MIX and out.get("epoch", "largest") not in ("largest", "smallest", "rows"):

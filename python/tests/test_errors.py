@@ -139,7 +139,6 @@ def test_ctrl_c_interrupts_iteration_and_close_ends_it(data, tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(
         "import sys, sluice\n"
-        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})\n"
         f"ds = sluice.Dataset({str(data / 'numbers')!r}, columns=['id', 'x'], batch_size=64, shuffle=True)\n"
         "try:\n"
         "    first = True\n"
@@ -154,7 +153,7 @@ def test_ctrl_c_interrupts_iteration_and_close_ends_it(data, tmp_path):
         "    sys.exit(7)\n"
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(sluice.__file__)))  # the sluice under test
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert p.stdout.readline().strip() == "started"

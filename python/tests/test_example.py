@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+import sluice  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TRAIN = os.path.join(ROOT, "examples", "python", "train.py")
@@ -46,7 +48,8 @@ TRAIN_IDS = [i for i in range(FILES * ROWS) if i % 5 != 0]
 
 def env(**kw):
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + e.get("PYTHONPATH", "")
+    # The sluice under test: the installed package under scripts/python.sh.
+    e["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(sluice.__file__))) + os.pathsep + e.get("PYTHONPATH", "")
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         e.pop(k, None)
     e["CUDA_VISIBLE_DEVICES"] = ""  # the CPU's losses, on a GPU machine too

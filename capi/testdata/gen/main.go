@@ -10,7 +10,14 @@
 // DIR/types (one file
 // with a column of each type the Go side hands out) and DIR/types.json
 // (its rows as stream.Batches delivers them, shuffled with seed 7 in
-// batches of 100, 4 splits).
+// batches of 100, 4 splits), and DIR/catalog.db, a SQLite Iceberg catalog
+// whose table ns.events holds the rows of DIR/other less its lowest ids
+// (DIR/iceberg.json describes it).
+//
+//	gen serve DIR
+//
+// copies DIR/numbers to the object stores the environment names and
+// deletes the copies when its standard input closes (see serve).
 package main
 
 import (
@@ -35,11 +42,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gen DIR")
+	do := run
+	switch {
+	case len(os.Args) == 3 && os.Args[1] == "serve":
+		do = serve
+	case len(os.Args) != 2:
+		fmt.Fprintln(os.Stderr, "usage: gen DIR | gen serve DIR")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1]); err != nil {
+	if err := do(os.Args[len(os.Args)-1]); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -56,6 +67,9 @@ func run(dir string) error {
 		return err
 	}
 	if err := writeTypes(filepath.Join(dir, "types")); err != nil {
+		return err
+	}
+	if err := writeIceberg(dir); err != nil {
 		return err
 	}
 	return dumpTypes(dir)

@@ -1,10 +1,22 @@
-package main
+// Package catalogs opens the Apache Iceberg catalogs that a user names by a
+// spec: a URI (sqlite:///catalog.db, postgres://..., http(s)://... for REST,
+// hadoop:///warehouse) or the path of a YAML or JSON file of catalog entries
+// as pyiceberg's .pyiceberg.yaml writes them. It is what the command's
+// --catalog flag and the Python package's catalog option read, so that both
+// name catalogs alike. Each kind is tested in cmd/sluice (docs/formats.md,
+// Catalogs); Hive and Glue, which need a metastore or AWS, are not offered.
+//
+// It is a package of its own because it links the SQL drivers (SQLite,
+// PostgreSQL) and the REST client: a program that reads tables by their
+// metadata files alone need not.
+package catalogs
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -21,35 +33,72 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL SQL catalogs, as "pgx"
 	"gopkg.in/yaml.v3"
 	_ "modernc.org/sqlite" // SQLite SQL catalogs, as "sqlite"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/iceberg"
 )
 
-// The catalogs the command opens tables through (--catalog): what a user
-// names with a URI or an entry of a pyiceberg-style configuration file.
-// Each is tested here (docs/formats.md, Catalogs); Hive and
-// Glue, which need a metastore or AWS, are not offered.
+// ErrSpec is wrapped by errors in what the user gave: a spec that names no
+// catalog, a catalog of a type not offered, a malformed table identifier.
+// Errors of a catalog, database, file, namespace or table that is not
+// there wrap formats.ErrNotFound instead.
+var ErrSpec = errors.New("catalogs: not a catalog spec")
 
-// catalogSpec is one catalog: its type and iceberg-go's properties for it
-// (uri, warehouse, credentials).
-type catalogSpec struct {
-	name  string // the catalog's name: a SQL catalog keys its tables by it
-	typ   string // sql, rest or hadoop
-	props ice.Properties
-	from  string // what the user gave, for messages
+// specError is an error whose text is its own and which wraps kind
+// (ErrSpec or formats.ErrNotFound) for callers to test.
+type specError struct {
+	msg  string
+	kind error
+}
+
+func (e *specError) Error() string { return e.msg }
+func (e *specError) Unwrap() error { return e.kind }
+
+func usageErrorf(format string, args ...any) error {
+	return &specError{fmt.Sprintf(format, args...), ErrSpec}
+}
+
+func notFoundf(format string, args ...any) error {
+	return &specError{fmt.Sprintf(format, args...), formats.ErrNotFound}
+}
+
+// Terms are the names the caller's interface gives the spec and the
+// catalog name, which messages use to say what to change: the command's
+// "--catalog" and "--catalog-name", the Python package's "catalog" and
+// "catalog_name".
+type Terms struct {
+	Spec, Name string
+}
+
+// Spec is one catalog: its type and iceberg-go's properties for it (uri,
+// warehouse, credentials).
+type Spec struct {
+	// Name is the catalog's name: a SQL catalog keys its tables by it.
+	Name string
+	// Type is sql, rest or hadoop.
+	Type  string
+	Props ice.Properties
+	// From is what the user gave, without secrets, for messages: a URI
+	// without its password, or a configuration file and the entry.
+	From  string
+	terms Terms
 }
 
 // defaultCatalogName is the name a catalog given by URI goes by, as
 // pyiceberg's load_catalog names one.
 const defaultCatalogName = "default"
 
-// parseCatalog reads --catalog: a URI (sqlite:, postgres:, http(s):,
-// hadoop:) or the path of a YAML or JSON file of catalog entries, of which
-// name picks one.
-func parseCatalog(arg, name string) (catalogSpec, error) {
+// Parse reads a spec: a URI (sqlite:, postgres:, http(s):, hadoop:) or
+// the path of a YAML or JSON file of catalog entries, of which name picks
+// one (default: the file's only entry, or its "default"). A catalog named
+// by URI goes by name, default "default", as pyiceberg's load_catalog
+// names one. terms name the two in messages.
+func Parse(arg, name string, terms Terms) (Spec, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return catalogFromFile(arg, name)
+		return catalogFromFile(arg, name, terms)
 	}
 	if ext := filepath.Ext(arg); ext == ".yaml" || ext == ".yml" || ext == ".json" {
-		return catalogSpec{}, notFoundf("--catalog %s: no such configuration file", arg)
+		return Spec{}, notFoundf("%s %s: no such configuration file", terms.Spec, arg)
 	}
 	if name == "" {
 		name = defaultCatalogName
@@ -73,8 +122,8 @@ func parseCatalog(arg, name string) (catalogSpec, error) {
 		// the URI, a credential or token among its parameters.
 		from = u.Redacted()
 	}
-	spec, err := catalogOfProps(name, props)
-	spec.from = from
+	spec, err := catalogOfProps(name, props, terms)
+	spec.From = from
 	return spec, err
 }
 
@@ -88,27 +137,27 @@ func redact(uri string) string {
 
 // catalogOfProps types a catalog by its "type" property, or else by its
 // URI's scheme.
-func catalogOfProps(name string, props ice.Properties) (catalogSpec, error) {
-	spec := catalogSpec{name: name, typ: strings.ToLower(props["type"]), props: props}
+func catalogOfProps(name string, props ice.Properties, terms Terms) (Spec, error) {
+	spec := Spec{Name: name, Type: strings.ToLower(props["type"]), Props: props, terms: terms}
 	uri := props["uri"]
 	scheme, _, _ := strings.Cut(uri, ":")
 	scheme = strings.ToLower(scheme)
-	if spec.typ == "" {
+	if spec.Type == "" {
 		switch {
 		case scheme == "sqlite" || scheme == "postgres" || strings.HasPrefix(scheme, "postgresql"):
-			spec.typ = "sql"
+			spec.Type = "sql"
 		case scheme == "http" || scheme == "https":
-			spec.typ = "rest"
+			spec.Type = "rest"
 		case scheme == "hadoop":
-			spec.typ = "hadoop"
+			spec.Type = "hadoop"
 		default:
-			return spec, usageErrorf("--catalog %q: not a catalog URI (sqlite:///catalog.db, postgres://..., http(s)://... for REST, hadoop:///warehouse) nor a configuration file", redact(uri))
+			return spec, usageErrorf("%s %q: not a catalog URI (sqlite:///catalog.db, postgres://..., http(s)://... for REST, hadoop:///warehouse) nor a configuration file", terms.Spec, redact(uri))
 		}
 	}
-	switch spec.typ {
+	switch spec.Type {
 	case "sql", "rest":
 		if uri == "" {
-			return spec, usageErrorf("catalog %q of type %s has no uri", name, spec.typ)
+			return spec, usageErrorf("catalog %q of type %s has no uri", name, spec.Type)
 		}
 	case "hadoop":
 		if scheme == "hadoop" {
@@ -118,9 +167,9 @@ func catalogOfProps(name string, props ice.Properties) (catalogSpec, error) {
 			return spec, usageErrorf("Hadoop catalog %q has no warehouse folder", name)
 		}
 	case "hive", "glue":
-		return spec, usageErrorf("catalog %q is of type %s, which sluice's command does not open (untested here: a %s needs a running service); read the table by its metadata file with --iceberg", name, spec.typ, map[string]string{"hive": "Hive metastore", "glue": "Glue catalog on AWS"}[spec.typ])
+		return spec, usageErrorf("catalog %q is of type %s, which sluice does not open (untested here: a %s needs a running service); read the table by its metadata file", name, spec.Type, map[string]string{"hive": "Hive metastore", "glue": "Glue catalog on AWS"}[spec.Type])
 	default:
-		return spec, usageErrorf("catalog %q is of type %q: the command opens sql, rest and hadoop catalogs", name, spec.typ)
+		return spec, usageErrorf("catalog %q is of type %q: sluice opens sql, rest and hadoop catalogs", name, spec.Type)
 	}
 	return spec, nil
 }
@@ -131,18 +180,18 @@ type catalogFile struct {
 	Catalog map[string]map[string]any `yaml:"catalog"`
 }
 
-func catalogFromFile(path, name string) (catalogSpec, error) {
+func catalogFromFile(path, name string, terms Terms) (Spec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return catalogSpec{}, err
+		return Spec{}, err
 	}
 	var f catalogFile
 	if err := yaml.Unmarshal(b, &f); err != nil { // YAML reads JSON too
-		return catalogSpec{}, usageErrorf("--catalog %s: not a catalog configuration: %v", path, err)
+		return Spec{}, usageErrorf("%s %s: not a catalog configuration: %v", terms.Spec, path, err)
 	}
 	names := slices.Sorted(maps.Keys(f.Catalog))
 	if len(names) == 0 {
-		return catalogSpec{}, usageErrorf("--catalog %s holds no catalogs (a top-level \"catalog\" map of names to properties)", path)
+		return Spec{}, usageErrorf("%s %s holds no catalogs (a top-level \"catalog\" map of names to properties)", terms.Spec, path)
 	}
 	switch {
 	case name != "":
@@ -151,60 +200,61 @@ func catalogFromFile(path, name string) (catalogSpec, error) {
 	case f.Catalog[defaultCatalogName] != nil:
 		name = defaultCatalogName
 	default:
-		return catalogSpec{}, usageErrorf("--catalog %s holds catalogs %s: name one with --catalog-name", path, strings.Join(names, ", "))
+		return Spec{}, usageErrorf("%s %s holds catalogs %s: name one with %s", terms.Spec, path, strings.Join(names, ", "), terms.Name)
 	}
 	entry, ok := f.Catalog[name]
 	if !ok {
-		return catalogSpec{}, notFoundf("--catalog %s has no catalog %q (it holds %s)", path, name, strings.Join(names, ", "))
+		return Spec{}, notFoundf("%s %s has no catalog %q (it holds %s)", terms.Spec, path, name, strings.Join(names, ", "))
 	}
 	props := ice.Properties{}
 	for k, v := range entry {
 		props[k] = fmt.Sprint(v)
 	}
-	spec, err := catalogOfProps(name, props)
-	spec.from = path + ", catalog " + name
+	spec, err := catalogOfProps(name, props, terms)
+	spec.From = path + ", catalog " + name
 	return spec, err
 }
 
-// open connects to the catalog. It only reads: a SQL catalog's tables are
-// never created, a SQLite file is opened read-only.
-func (s catalogSpec) open(ctx context.Context) (catalog.Catalog, error) {
-	switch s.typ {
+// Open connects to the catalog. It only reads: a SQL catalog's tables are
+// never created, a SQLite file is opened read-only. The caller closes a
+// catalog that is an io.Closer (a SQL catalog's database).
+func (s Spec) Open(ctx context.Context) (catalog.Catalog, error) {
+	switch s.Type {
 	case "sql":
 		return s.openSQL()
 	case "rest":
-		opts := []rest.Option{rest.WithAdditionalProps(s.props)}
-		if w := s.props["warehouse"]; w != "" {
+		opts := []rest.Option{rest.WithAdditionalProps(s.Props)}
+		if w := s.Props["warehouse"]; w != "" {
 			opts = append(opts, rest.WithWarehouseLocation(w))
 		}
-		if c := s.props["credential"]; c != "" {
+		if c := s.Props["credential"]; c != "" {
 			opts = append(opts, rest.WithCredential(c))
 		}
-		if tok := s.props["token"]; tok != "" {
+		if tok := s.Props["token"]; tok != "" {
 			opts = append(opts, rest.WithOAuthToken(tok))
 		}
-		c, err := rest.NewCatalog(ctx, s.name, s.props["uri"], opts...)
+		c, err := rest.NewCatalog(ctx, s.Name, s.Props["uri"], opts...)
 		if err != nil {
-			return nil, fmt.Errorf("REST catalog %s: %w", s.from, err)
+			return nil, fmt.Errorf("REST catalog %s: %w", s.From, err)
 		}
 		return c, nil
 	default: // hadoop
-		w := s.props["warehouse"]
+		w := s.Props["warehouse"]
 		if local := strings.TrimPrefix(w, "file://"); !strings.Contains(local, "://") {
 			if st, err := os.Stat(local); err != nil || !st.IsDir() {
-				return nil, notFoundf("Hadoop catalog %s: warehouse folder %s does not exist", s.from, local)
+				return nil, notFoundf("Hadoop catalog %s: warehouse folder %s does not exist", s.From, local)
 			}
 		}
-		c, err := hadoop.NewCatalog(s.name, w, s.props)
+		c, err := hadoop.NewCatalog(s.Name, w, s.Props)
 		if err != nil {
-			return nil, fmt.Errorf("Hadoop catalog %s: %w", s.from, err)
+			return nil, fmt.Errorf("Hadoop catalog %s: %w", s.From, err)
 		}
 		return c, nil
 	}
 }
 
-func (s catalogSpec) openSQL() (catalog.Catalog, error) {
-	uri := s.props["uri"]
+func (s Spec) openSQL() (catalog.Catalog, error) {
+	uri := s.Props["uri"]
 	scheme, rest, _ := strings.Cut(uri, ":")
 	var driver, dsn string
 	var dialect sqlcat.SupportedDialect
@@ -220,32 +270,32 @@ func (s catalogSpec) openSQL() (catalog.Catalog, error) {
 			path = path[:q]
 		}
 		if st, err := os.Stat(path); err != nil || st.IsDir() {
-			return nil, notFoundf("SQL catalog %s: SQLite database %s does not exist", s.from, path)
+			return nil, notFoundf("SQL catalog %s: SQLite database %s does not exist", s.From, path)
 		}
 		driver, dialect, dsn = "sqlite", sqlcat.SQLite, "file:"+path+"?mode=ro"
 	case scheme == "postgres" || strings.HasPrefix(scheme, "postgresql"):
 		// SQLAlchemy's postgresql+psycopg2:// names its Python driver.
 		driver, dialect, dsn = "pgx", sqlcat.Postgres, "postgres:"+rest
 	default:
-		return nil, usageErrorf("SQL catalog %s: uri %q is neither sqlite: nor postgres(ql):", s.from, redact(uri))
+		return nil, usageErrorf("SQL catalog %s: uri %q is neither sqlite: nor postgres(ql):", s.From, redact(uri))
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("SQL catalog %s: %w", s.from, err)
+		return nil, fmt.Errorf("SQL catalog %s: %w", s.From, err)
 	}
-	props := maps.Clone(s.props)
+	props := maps.Clone(s.Props)
 	props["init_catalog_tables"] = "false"
-	c, err := sqlcat.NewCatalog(s.name, db, dialect, props)
+	c, err := sqlcat.NewCatalog(s.Name, db, dialect, props)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("SQL catalog %s: %w", s.from, err)
+		return nil, fmt.Errorf("SQL catalog %s: %w", s.From, err)
 	}
 	if ok, err := hasTable(db, "iceberg_tables"); err != nil || !ok {
 		db.Close()
 		if err != nil {
-			return nil, fmt.Errorf("SQL catalog %s: %w", s.from, err)
+			return nil, fmt.Errorf("SQL catalog %s: %w", s.From, err)
 		}
-		return nil, notFoundf("SQL catalog %s: the database holds no Iceberg catalog (no iceberg_tables table)", s.from)
+		return nil, notFoundf("SQL catalog %s: the database holds no Iceberg catalog (no iceberg_tables table)", s.From)
 	}
 	return &sqlCatalog{Catalog: c, db: db}, nil
 }
@@ -290,9 +340,9 @@ func hasTable(db *sql.DB, name string) (bool, error) {
 	return true, nil
 }
 
-// parseIdentifier splits a table identifier, db.table or a.b.table (a
+// ParseIdentifier splits a table identifier, db.table or a.b.table (a
 // nested namespace), at its dots.
-func parseIdentifier(s string) (icetable.Identifier, error) {
+func ParseIdentifier(s string) (icetable.Identifier, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || slices.Contains(parts, "") {
 		return nil, usageErrorf("table %q is not namespace.table (namespaces nest with dots: a.b.table)", s)
@@ -300,16 +350,39 @@ func parseIdentifier(s string) (icetable.Identifier, error) {
 	return parts, nil
 }
 
+// OpenTable opens the table ident (db.table, a.b.table) names in the
+// catalog. The catalog is closed once it has named the table's metadata:
+// sluice reads the rest. A table or namespace the catalog does not hold is
+// an error wrapping formats.ErrNotFound that says what it holds instead.
+func (s Spec) OpenTable(ctx context.Context, ident string, o iceberg.Options) (*iceberg.Table, error) {
+	id, err := ParseIdentifier(ident)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := s.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cat.(io.Closer); ok {
+		defer c.Close()
+	}
+	tbl, err := iceberg.OpenCatalog(ctx, cat, id, o)
+	if err != nil {
+		return nil, explainMissing(ctx, cat, s, id, err)
+	}
+	return tbl, nil
+}
+
 // explainMissing explains a table the catalog does not hold: which part of the
 // identifier is missing, and what is there instead.
-func explainMissing(ctx context.Context, cat catalog.Catalog, spec catalogSpec, ident icetable.Identifier, err error) error {
+func explainMissing(ctx context.Context, cat catalog.Catalog, spec Spec, ident icetable.Identifier, err error) error {
 	if !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
 		return err
 	}
-	where := fmt.Sprintf("catalog %q (%s)", spec.name, spec.from)
+	where := fmt.Sprintf("catalog %q (%s)", spec.Name, spec.From)
 	if sc, ok := cat.(*sqlCatalog); ok {
-		if names := sc.catalogNames(); len(names) > 0 && !slices.Contains(names, spec.name) {
-			return notFoundf("%s has no table %s: the database holds tables of catalogs %s, not of %q (name one with --catalog-name)", where, strings.Join(ident, "."), strings.Join(names, ", "), spec.name)
+		if names := sc.catalogNames(); len(names) > 0 && !slices.Contains(names, spec.Name) {
+			return notFoundf("%s has no table %s: the database holds tables of catalogs %s, not of %q (name one with %s)", where, strings.Join(ident, "."), strings.Join(names, ", "), spec.Name, spec.terms.Name)
 		}
 	}
 	ns := catalog.NamespaceFromIdent(ident)
