@@ -167,11 +167,15 @@ func (r *retrying) do(ctx context.Context, call func(ctx context.Context) error)
 // gaveUp is the error of a request that ended with err after attempts
 // tries, saying why it was not tried again where it was retried at all.
 func gaveUp(err error, attempts int, why string) error {
+	tries := fmt.Sprintf("%d attempts", attempts)
+	if attempts == 1 {
+		tries = "1 attempt"
+	}
 	switch {
 	case why != "":
-		return fmt.Errorf("%s, %d attempts: %w", why, attempts, err)
+		return fmt.Errorf("%s, %s: %w", why, tries, err)
 	case attempts > 1:
-		return fmt.Errorf("%d attempts: %w", attempts, err)
+		return fmt.Errorf("%s: %w", tries, err)
 	}
 	return err
 }

@@ -2,9 +2,12 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +73,7 @@ func testThrottled(t *testing.T, be scratch.Backend, answer faults.Answer, says 
 	o := e2eOptions(t, dataURL, 0)
 	o.Storage.Retry = storage.RetryPolicy{ThrottleWait: 2 * time.Second}
 	start := time.Now()
+	before = len(proxy.Requests())
 	_, err := stream.Open(ctx, o)
 	if err == nil {
 		t.Fatalf("%s: opened through a store that throttles every read", be.Name)
@@ -81,6 +85,35 @@ func testThrottled(t *testing.T, be scratch.Backend, answer faults.Answer, says 
 	}
 	if spent := time.Since(start); spent > 30*time.Second {
 		t.Errorf("%s: gave up after %v, want about ThrottleWait (2s)", be.Name, spent)
+	}
+	checkOneRetryLayer(t, be, err, proxy.Requests()[before:])
+}
+
+// gaveUp finds, in a read's error, the object's key, the range and the
+// attempts it says it made.
+var gaveUp = regexp.MustCompile(`read \w+://[^/]+/(\S+) at (\d+)\+(\d+): throttled by the store for [^,]+, (\d+) attempts?`)
+
+// checkOneRetryLayer: the store saw the read that gave up as often as the
+// error says it was tried: the SDK's own retries are off for range reads,
+// or each attempt would be several requests.
+func checkOneRetryLayer(t *testing.T, be scratch.Backend, err error, log []faults.Request) {
+	t.Helper()
+	m := gaveUp.FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("%s: error %q does not say what it read and how often", be.Name, err)
+	}
+	off, _ := strconv.ParseInt(m[2], 10, 64)
+	n, _ := strconv.ParseInt(m[3], 10, 64)
+	attempts, _ := strconv.Atoi(m[4])
+	want := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
+	seen := 0
+	for _, r := range log {
+		if strings.HasSuffix(r.Path, m[1]) && r.Range == want {
+			seen++
+		}
+	}
+	if seen != attempts {
+		t.Errorf("%s: the store saw %d requests for %s %s, the error says %d attempts", be.Name, seen, m[1], want, attempts)
 	}
 }
 
