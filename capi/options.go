@@ -50,6 +50,9 @@ type openOptions struct {
 	Format               string   `json:"format"`
 	// Text (CSV, JSON) files, as the CLI's flags of the same names.
 	Delimiter   string   `json:"delimiter"`
+	Quote       string   `json:"quote"`
+	Escape      string   `json:"escape"`
+	Comment     string   `json:"comment"`
 	NoHeader    bool     `json:"no_header"`
 	Header      bool     `json:"header"`
 	NullPadding bool     `json:"null_padding"`
@@ -123,6 +126,16 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 	to := text.Options{NoHeader: o.NoHeader, Header: o.Header, NullStrings: o.NullStrings, NullPadding: o.NullPadding, Count: o.CountRows}
 	if o.Delimiter != "" {
 		to.Delimiter = o.Delimiter[0]
+	}
+	var err error
+	if to.Quote, to.NoQuote, err = text.DialectByte(o.Quote, true); err != nil {
+		return stream.Options{}, usageErr("option quote %v", err)
+	}
+	if to.Escape, _, err = text.DialectByte(o.Escape, false); err != nil {
+		return stream.Options{}, usageErr("option escape %v", err)
+	}
+	if to.Comment, to.NoComment, err = text.DialectByte(o.Comment, true); err != nil {
+		return stream.Options{}, usageErr("option comment %v", err)
 	}
 	if o.SkipBadRows {
 		to.BadRows = text.BadRowsSkip

@@ -13,6 +13,9 @@ import (
 
 	twmb "github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/text"
 )
 
 // TestStreamOptionsCarryEveryOption: each option of the ABI's JSON reaches
@@ -36,6 +39,9 @@ func TestStreamOptionsCarryEveryOption(t *testing.T) {
 	for _, js := range []string{
 		`{"urls":["u"],"format":"orcish"}`,
 		`{"urls":["u"],"header":true,"no_header":true}`,
+		`{"urls":["u"],"quote":"ab"}`,
+		`{"urls":["u"],"escape":"none"}`,
+		`{"urls":["u"],"comment":"//"}`,
 	} {
 		if _, err := openDataset([]byte(js)); kindOf(err) != "usage" {
 			t.Errorf("%s: %v (kind %s), want usage", js, err, kindOf(err))
@@ -166,6 +172,39 @@ func TestEstimate(t *testing.T) {
 		}
 		if err := closeHandle(id); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestDialectOptions: quote, escape and comment reach the CSV driver, which
+// reads a file with them instead of what it would detect.
+func TestDialectOptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.csv")
+	if err := os.WriteFile(path, []byte("id,text\n1,\"a\\\"b\"\n2,c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for js, want := range map[string]string{
+		`{"urls":["u"]}`: `delimiter ',', quote '"', escape '\\', comment none, header`,
+		`{"urls":["u"],"quote":"'","escape":"'","comment":";"}`: `delimiter ',', quote '\'', escape doubled quote, comment ';', header`,
+		`{"urls":["u"],"quote":"none","comment":"none"}`:        `delimiter ',', quote none, escape none, comment none, header`,
+	} {
+		var o openOptions
+		if err := decodeStrict([]byte(js), &o); err != nil {
+			t.Fatal(err)
+		}
+		so, err := o.streamOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := formats.Plan(t.Context(), []string{path}, formats.PlanOptions{Formats: so.Formats})
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		got := text.Dialect(ds.Fragments[0])
+		ds.Close()
+		if got != want {
+			t.Errorf("%s: the file reads as %q, want %q", js, got, want)
 		}
 	}
 }

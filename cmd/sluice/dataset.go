@@ -43,6 +43,9 @@ type datasetFlags struct {
 // textFlags are the options of CSV, TSV and JSON files.
 type textFlags struct {
 	delimiter   string
+	quote       string
+	escape      string
+	comment     string
 	noHeader    bool
 	header      bool
 	nullStrings listFlag
@@ -69,6 +72,9 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension; a file named explicitly without a known one by its first bytes: Parquet, ORC or Avro magic, else CSV or JSON where they look like text)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
+	fs.StringVar(&d.text.quote, "quote", "", "CSV quote `character`, one byte, or none (default: detected: \", ' or none)")
+	fs.StringVar(&d.text.escape, "escape", "", "CSV escape `character` inside quotes, one byte; the quote itself is doubling (default: detected: doubling, \\ or the other quote)")
+	fs.StringVar(&d.text.comment, "comment", "", "CSV comment `prefix`, one byte, or none: lines it starts are skipped and it ends a row (default: detected: none or '#')")
 	fs.BoolVar(&d.text.noHeader, "no-header", false, "CSV files have no header line: columns are column0, column1, ... (default: detected)")
 	fs.BoolVar(&d.text.header, "header", false, "the first line of CSV files names the columns (default: detected)")
 	fs.Var(&d.text.nullStrings, "null-strings", "unquoted CSV `values` read as null, comma-separated (default: the empty value)")
@@ -84,6 +90,10 @@ func (d *datasetFlags) formats() []formats.Format {
 	if d.text.delimiter != "" {
 		o.Delimiter = d.text.delimiter[0]
 	}
+	// check has refused what these do not read.
+	o.Quote, o.NoQuote, _ = text.DialectByte(d.text.quote, true)
+	o.Escape, _, _ = text.DialectByte(d.text.escape, false)
+	o.Comment, o.NoComment, _ = text.DialectByte(d.text.comment, true)
 	if d.text.skipBadRows {
 		o.BadRows = text.BadRowsSkip
 	}
@@ -120,6 +130,14 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--format %q is not a format (%s)", d.format, strings.Join(formats.Names(d.formats()), ", "))
 	case d.format != "" && (d.iceberg.table || d.iceberg.catalog != ""):
 		return usageErrorf("--format and --iceberg or --catalog exclude each other: a table names its data files' formats")
+	}
+	for _, f := range []struct {
+		name, v string
+		off     bool
+	}{{"quote", d.text.quote, true}, {"escape", d.text.escape, false}, {"comment", d.text.comment, true}} {
+		if _, _, err := text.DialectByte(f.v, f.off); err != nil {
+			return usageErrorf("--%s %v", f.name, err)
+		}
 	}
 	if d.filter != "" {
 		if _, err := filter.Parse(d.filter); err != nil {

@@ -148,7 +148,8 @@ type fileInfo struct {
 	// byte ranges (a quoted line end).
 	Whole string `json:"whole,omitempty"`
 	// Dialect says how a CSV or TSV file is read: its delimiter, quote,
-	// escape and header, as detected or given by the flags.
+	// escape, comment prefix, header and the lines skipped before it, as
+	// detected or given by the flags.
 	Dialect string `json:"dialect,omitempty"`
 }
 
@@ -391,7 +392,7 @@ func writeInspect(w io.Writer, rep *inspectReport, oneURL, rowGroups bool) error
 	for _, f := range rep.Files {
 		if f.Dialect != "" && !dialects[f.Format] {
 			dialects[f.Format] = true
-			fmt.Fprintf(w, "%s files: %s (detected where --delimiter, --header or --no-header do not say)\n", f.Format, f.Dialect)
+			fmt.Fprintf(w, "%s files: %s (detected where --delimiter, --quote, --escape, --comment, --header or --no-header do not say)\n", f.Format, f.Dialect)
 		}
 	}
 

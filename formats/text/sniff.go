@@ -68,11 +68,7 @@ func (d dialect) String() string {
 	} else if d.esc == 0 || d.esc == d.quote {
 		esc = "doubled quote"
 	}
-	s := fmt.Sprintf("delimiter %s, quote %s, escape %s", show(d.delim), show(d.quote), esc)
-	if d.comment != 0 {
-		s += fmt.Sprintf(", comment %s", show(d.comment))
-	}
-	return s
+	return fmt.Sprintf("delimiter %s, quote %s, escape %s, comment %s", show(d.delim), show(d.quote), esc, show(d.comment))
 }
 
 // sniffed is what dialect detection found in a file.
@@ -106,7 +102,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 		delims = sniffDelims
 	}
 	comments := []byte{base.comment}
-	if g.Comment == 0 {
+	if g.Comment == 0 && !g.NoComment {
 		comments = sniffComments
 	}
 	var qes [][2]byte

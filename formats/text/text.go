@@ -91,22 +91,28 @@ const (
 // Options configure a text format. The zero value is a usable default for
 // every field.
 type Options struct {
-	// Delimiter separates CSV fields. Default: detected per file from
-	// ',', '|', ';' and tab, the one that cuts the first SampleRecords
-	// records into the same number of fields, the most; ',' where none
-	// does. TSV: '\t', never detected. A delimiter given is always used.
+	// Delimiter separates CSV fields. Default: detected per file as
+	// DuckDB's sniffer does (see Dialect and docs/formats.md): ',', '|',
+	// ';' or tab, the one that cuts the head's rows alike into the most
+	// fields. TSV: '\t', never detected. A delimiter given is always used.
 	Delimiter byte
 	// Quote encloses CSV fields that hold delimiters, quotes or newlines.
-	// Default: detected per file, '"' or '\'' ('"' where the file does not
-	// tell). NoQuote turns quoting off.
+	// Default: detected per file, '"', '\'' or none (a file whose quotes do
+	// not close, or close before a stray byte, as DuckDB finds); '"' where
+	// the head holds no quote. NoQuote turns quoting off.
 	Quote   byte
 	NoQuote bool
 	// Escape, inside a quoted field, makes the next byte literal. Default:
-	// detected per file, 0 (a quote is escaped by doubling it, RFC 4180) or
-	// '\\' where only that cuts the file's records consistently.
+	// detected per file, 0 (a quote is escaped by doubling it, RFC 4180),
+	// '\\', or the other quote character. Escape equal to Quote is doubling.
 	Escape byte
-	// Comment starts a line that is skipped. Default 0: no comment lines.
-	Comment byte
+	// Comment starts a comment: a line it starts (after spaces at most) is
+	// skipped, and outside quotes it ends a record. Default: detected per
+	// file, none or '#' where lines start with it as DuckDB's sniffer
+	// requires (at least one full-line comment; three in five lines holding
+	// it fit the file's field count). NoComment turns comments off.
+	Comment   byte
+	NoComment bool
 	// NoHeader says the first CSV record is data: columns are named
 	// column0, column1, ... Header says the first record names the
 	// columns. Default (neither): detected per file, as DuckDB does: the
@@ -196,6 +202,24 @@ func (o Options) withDefaults(k Kind) Options {
 		o.UnitBytes = 8 << 20
 	}
 	return o
+}
+
+// DialectByte reads a dialect option given as text, as the CLI's flags and
+// the Python options give them: "" leaves it to detection, one byte is that
+// byte, and "none", where off is allowed (quote, comment), turns it off.
+func DialectByte(v string, offAllowed bool) (b byte, off bool, err error) {
+	switch {
+	case v == "":
+		return 0, false, nil
+	case v == "none" && offAllowed:
+		return 0, true, nil
+	case len(v) != 1:
+		if offAllowed {
+			return 0, false, fmt.Errorf("%q is neither one byte nor none", v)
+		}
+		return 0, false, fmt.Errorf("%q is more than one byte", v)
+	}
+	return v[0], false, nil
 }
 
 // Format is one text format, a formats.Format driver. Create it with New;

@@ -123,6 +123,9 @@ DATASET = {
     "plan_concurrency": _int(0),
     "format": _str,
     "delimiter": _str,
+    "quote": _str,
+    "escape": _str,
+    "comment": _str,
     "no_header": _bool,
     "header": _bool,
     "null_padding": _bool,
@@ -193,6 +196,11 @@ def check(spec, options, what="option"):
             raise UsageError("sluice: option plan_store_wait needs option plan_store")
         if len(out.get("delimiter", "")) > 1:
             raise UsageError("sluice: option delimiter %r is more than one character" % out["delimiter"])
+        for name in ("quote", "comment"):
+            if len(out.get(name, "")) > 1 and out[name] != "none":
+                raise UsageError("sluice: option %s %r is neither one character nor 'none'" % (name, out[name]))
+        if len(out.get("escape", "")) > 1:
+            raise UsageError("sluice: option escape %r is more than one character" % out["escape"])
     if spec is MIX and out.get("epoch", "largest") not in ("largest", "smallest", "rows"):
         raise UsageError("sluice: mix option epoch %r is none of 'largest', 'smallest', 'rows'" % out["epoch"])
     return out
