@@ -43,6 +43,17 @@
 // same way for callers that want the gocloud bucket itself, as checkpoint's
 // bucket store does.
 //
+// # Versions
+//
+// A listing or a stat records each object's version (Object.Version: the
+// ETag on S3 and Azure, the generation on GCS, a local file's inode beside
+// its size and modification time), and every read of the object is of that
+// version: the drivers ask the store for it with a condition on the request
+// (Driver.PrepareRead) and check the version of the answer; a local file is
+// checked on the open file before and after each read. A read that finds
+// another version fails, unretried, wrapping ErrChanged, so that a dataset
+// rewritten under a running job is an error, never rows of two versions.
+//
 // # Credentials
 //
 // This package reads no credentials and no environment variable: the

@@ -44,9 +44,10 @@ type Object struct {
 	ETag    string
 	// Version is the version of the object that reads are pinned to, as
 	// its store names it: the ETag on S3 and Azure, the generation on GCS,
-	// the device and inode of a local file. "" where the store names none
-	// (mem://, or an object described without one): reads then check no
-	// version, though a local file's size and modification time still.
+	// the inode number of a local file (whose size and modification time
+	// are checked too). "" where the store names none (mem://, or an
+	// object described without one): reads then check no version, though
+	// a local file's size and modification time still.
 	Version string
 }
 
@@ -586,10 +587,8 @@ func (b *blobBucket) ReadAt(ctx context.Context, obj Object, p []byte, off int64
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	if err == nil {
-		if err = pin.after(); err != nil {
-			return 0, err
-		}
+	if changed := pin.after(); changed != nil {
+		return 0, changed // also where the read came up short: a file cut while read
 	}
 	return n, scrub(err, b.query)
 }
