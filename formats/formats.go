@@ -919,6 +919,10 @@ func byContent(ctx context.Context, fs []Format, s storage.Source, def Format) F
 		return def
 	}
 	name := ""
+	textual := LooksLikeText(head)
+	if !textual && int64(len(head)) == s.Object.Size {
+		textual = LooksLikeText(append(head, '\n')) // a whole file of one line
+	}
 	switch {
 	case bytes.HasPrefix(head, []byte("PAR1")), bytes.HasPrefix(head, []byte("PARE")):
 		name = "parquet"
@@ -926,7 +930,7 @@ func byContent(ctx context.Context, fs []Format, s storage.Source, def Format) F
 		name = "orc"
 	case bytes.HasPrefix(head, []byte("Obj\x01")):
 		name = "avro"
-	case LooksLikeText(head):
+	case textual:
 		name = "csv"
 		text := bytes.TrimLeft(trimBOM(head), " \t\r\n")
 		line, _, _ := bytes.Cut(text, []byte("\n"))

@@ -1,8 +1,13 @@
 package text
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -135,5 +140,121 @@ func FuzzJSON(f *testing.F) {
 		_, _ = readAll(t, Options{}, nil, dir) // any error, no panic, no leak
 		_, _ = readAll(t, Options{BadRows: BadRowsSkip}, nil, dir)
 		_, _ = readAll(t, Options{ReplaceInvalidUTF8: true}, nil, dir)
+	})
+}
+
+// cutsAgree checks that the sniffer's scan (sniffScan) and the tokenizer
+// cut body into rows of the same field counts under d, where both read it:
+// the sniffer decides on the counts the read then meets. A comment prefix
+// is left out (DuckDB's scan marks some rows after a closing quote as
+// comments, which the read keeps).
+func cutsAgree(t *testing.T, d dialect, body []byte) {
+	sc := newSniffScan(d, body, true)
+	var counts []int
+	for !sc.finished && !sc.failed {
+		sc.chunk()
+		for _, r := range sc.rows() {
+			counts = append(counts, r.cols)
+		}
+	}
+	if sc.failed {
+		return
+	}
+	tk := &tokenizer{src: &source{buf: body}, d: d}
+	var got []int
+	for {
+		ok, err := tk.next()
+		if err != nil {
+			var se *syntaxError
+			if errors.As(err, &se) && (se.msg == "escape at the end of the file" ||
+				se.msg == errUnclosed && sc.prev == stUnquoted && sc.cur == stQuoted ||
+				strings.HasPrefix(se.msg, fmt.Sprintf("unexpected %q after a closing quote", rune(d.quote)))) {
+				// DuckDB's scan ends a field open at the end after an
+				// escape or a doubled quote, and takes a quote after a
+				// closing quote and spaces for a doubled one; the
+				// tokenizer refuses them.
+				return
+			}
+			t.Fatalf("%s: the sniffer cuts %q into rows of %v fields, the tokenizer fails: %v", d, body, counts, err)
+		}
+		if !ok {
+			break
+		}
+		got = append(got, len(tk.fields))
+	}
+	if !slices.Equal(got, counts) {
+		t.Fatalf("%s: %q: the sniffer cuts rows of %v fields, the tokenizer %v", d, body, counts, got)
+	}
+}
+
+// sniffDialects are the dialects cutsAgree tries, by index.
+var sniffDialects = func() []dialect {
+	var out []dialect
+	for _, qe := range sniffQuoteEscapes {
+		for _, delim := range sniffDelims {
+			out = append(out, dialect{delim: delim, quote: qe[0], esc: qe[1]})
+		}
+	}
+	return out
+}()
+
+// Random bodies of the bytes that matter to a dialect: the sniffer's cut
+// and the tokenizer's agree on every one of them.
+func TestSniffCutsAgree(t *testing.T) {
+	const alphabet = "ab1 ,;|\t\"'\\\n\r"
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for range n {
+		body := make([]byte, rng.IntN(24))
+		for i := range body {
+			body[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cutsAgree(t, sniffDialects[rng.IntN(len(sniffDialects))], body)
+	}
+}
+
+// FuzzSniff: detecting the dialect of any head neither panics nor hangs,
+// gives a dialect the read can use (the tokenizer reads the head with it,
+// or reports a syntax error), and the sniffer's cut of rows agrees with the
+// tokenizer's under any candidate dialect.
+func FuzzSniff(f *testing.F) {
+	for _, s := range []string{
+		"a,b\n1,2\n",
+		"# c\na;b\n1;2 # x\n3;4\n",
+		"id,text\n1,she said \"hi\n2,\"q\" x\n",
+		"a,b\n1, \"x,y\"\n",
+		"\n\nword\nx\n\ny\n",
+		"some notes\nmore,notes\na,b,c\n1,2,3\n",
+		"a|b\n1|2|\n3|4|\n",
+		"\"a\"\"b\",'c'\r\n\"\\\"\",x\r\n",
+		"a,b\r1,2\r\r3,4",
+	} {
+		f.Add([]byte(s), uint8(0), false)
+	}
+	f.Fuzz(func(t *testing.T, head []byte, pick uint8, cut bool) {
+		fm := New(CSV, Options{NullPadding: pick&128 != 0})
+		sn := fm.sniffDialect(head, !cut)
+		if sn.skip < 0 || sn.cols < 0 || sn.d.delim == 0 {
+			t.Fatalf("sniffed %+v", sn)
+		}
+		tk := &tokenizer{src: &source{buf: head}, d: sn.d}
+		skipLines(tk, sn.skip)
+		for {
+			ok, err := tk.next()
+			if err != nil {
+				var se *syntaxError
+				if !errors.As(err, &se) {
+					t.Fatalf("%s: %v", sn.d, err)
+				}
+				break
+			}
+			if !ok {
+				break
+			}
+		}
+		cutsAgree(t, sniffDialects[int(pick)%len(sniffDialects)], head)
 	})
 }

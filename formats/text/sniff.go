@@ -136,8 +136,15 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 	if f.opts.Schema != nil {
 		s.setCols = f.opts.Schema.NumFields()
 	}
+	absent := func(c, given byte) bool { return c != 0 && given == 0 && bytes.IndexByte(head, c) < 0 }
 	for _, comment := range comments {
 		for _, qe := range qes {
+			// A candidate whose quote, escape or comment prefix the head
+			// lacks cuts it as one without, and loses to that one: left
+			// out, it costs no scan.
+			if absent(comment, g.Comment) || absent(qe[0], g.Quote) || (qe[1] != qe[0] && absent(qe[1], g.Escape)) {
+				continue
+			}
 			for _, delim := range delims {
 				d := dialect{delim: delim, quote: qe[0], esc: qe[1], comment: comment}
 				s.analyze(newSniffScan(d, head, atEOF))
@@ -263,11 +270,7 @@ type sniffScan struct {
 }
 
 func newSniffScan(d dialect, head []byte, atEOF bool) *sniffScan {
-	s := &sniffScan{d: d, buf: head, atEOF: atEOF, shapes: make([]rowShape, sniffChunkRows)}
-	for i := range s.shapes {
-		s.shapes[i].lastEmpty = true
-	}
-	return s
+	return &sniffScan{d: d, buf: head, atEOF: atEOF}
 }
 
 // next is the state after byte c.
@@ -412,6 +415,9 @@ func (s *sniffScan) chunk() {
 
 // endRow records the row that ended.
 func (s *sniffScan) endRow() {
+	if s.n == len(s.shapes) {
+		s.shapes = append(s.shapes, rowShape{lastEmpty: true})
+	}
 	sh := &s.shapes[s.n]
 	sh.cols, sh.emptyBefore = s.delims+1, s.emptyLines
 	// The last field is empty where the row ends right after a delimiter
@@ -758,7 +764,7 @@ func skipLines(t *tokenizer, n int) {
 	if n == 0 {
 		return
 	}
-	sc := &sniffScan{d: t.d, buf: t.src.buf, atEOF: true, shapes: make([]rowShape, 1)}
+	sc := &sniffScan{d: t.d, buf: t.src.buf, atEOF: true}
 	sc.pos = t.pos
 	count := 0
 	for sc.pos < len(sc.buf) && count < n {

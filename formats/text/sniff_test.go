@@ -155,7 +155,7 @@ func TestDialectOfFragment(t *testing.T) {
 	}
 	defer ds.Close()
 	got := Dialect(ds.Fragments[0])
-	want := `delimiter '|', quote '\'', escape doubled quote, no header`
+	want := `delimiter '|', quote '\'', escape doubled quote, comment none, no header`
 	if got != want {
 		t.Fatalf("Dialect %q, want %q", got, want)
 	}
