@@ -77,7 +77,8 @@ debs() {
 # download of setuptools): python/setup.py runs build above.
 wheel() {
 	debs numpy=python3-numpy ensurepip=python3-venv pip=python3-pip setuptools=python3-setuptools wheel=python3-wheel
-	rm -rf "$dist" python/build/lib python/build/bdist.*
+	build # here, where its progress shows; setup.py's finds the stamp
+	rm -rf "$dist" python/build/lib* python/build/bdist.*
 	"$py" -m pip wheel -q --no-build-isolation --no-deps -w "$dist" ./python >&2
 	ls "$dist"/sluice-*.whl
 }

@@ -190,9 +190,10 @@ def test_iceberg_table_by_sqlite_catalog(table, other, tmp_path):
     cfg = tmp_path / "catalogs.yaml"
     cfg.write_text("catalog:\n  lake:\n    type: sql\n    uri: %s\n" % table["catalog"])
     assert rows_of(sluice.Dataset(table["table"], catalog=cfg, **opts)) == rows
-    first = sluice.Dataset(table["table"], catalog=table["catalog"], catalog_name="lake", as_of="2100-01-01T00:00:00Z",
-                           snapshot_id=None, columns=COLUMNS)
-    check_table(rows_of(first), other, table["deleted_below"])
+    # as of a time after the last commit: the current snapshot
+    later = sluice.Dataset(table["table"], catalog=table["catalog"], catalog_name="lake", as_of="2100-01-01T00:00:00Z",
+                           columns=COLUMNS)
+    check_table(rows_of(later), other, table["deleted_below"])
 
 
 def test_iceberg_catalog_errors_name_what_is_there(table):
@@ -205,6 +206,8 @@ def test_iceberg_catalog_errors_name_what_is_there(table):
         sluice.Dataset("ns.events", catalog="mysql://x")
     with pytest.raises(sluice.UsageError, match="namespace.table"):
         sluice.Dataset("events", catalog=cat, catalog_name="lake")
+    with pytest.raises(sluice.NotFoundError, match="12345"):
+        sluice.Dataset(table["metadata"], iceberg=True, snapshot_id=12345)
     with pytest.raises(sluice.UsageError, match="give one"):
         sluice.Dataset(table["metadata"], iceberg=True, catalog=cat)
     with pytest.raises(sluice.UsageError, match="need iceberg=True or catalog"):
