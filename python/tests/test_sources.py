@@ -72,10 +72,11 @@ def stores(data):
     gen = os.environ.get("SLUICE_TEST_GEN") or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "sluice-gen")
     p = subprocess.Popen([gen, "serve", str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line:
+        pytest.fail("gen serve could not copy the files to the object stores (exit status %d; its message is above): "
+                    "are the servers running? (bash scripts/objectstores.sh status)" % p.wait(timeout=60))
     try:
-        line = p.stdout.readline()
-        if not line:
-            raise RuntimeError("gen serve exited with status %s before naming its URLs" % p.wait(timeout=60))
         yield json.loads(line)
     finally:
         p.stdin.close()
