@@ -125,19 +125,9 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 		if class := refusal(err); class != "" {
 			return class, firstLine(err.Error())
 		}
-		if !json {
-			if class := duckSniffed(db, path); class != "" {
-				return class, firstLine(err.Error())
-			}
-		}
 		return "sluice-error", firstLine(err.Error())
 	}
 	dn, _ := strconv.ParseInt(duckValue(cnt.Rows[0][0]), 10, 64)
-	if !json {
-		if class := duckSniffed(db, path); class != "" && dn != n {
-			return class, fmt.Sprintf("sluice %d rows, duckdb %d", n, dn)
-		}
-	}
 	if dn != n {
 		return "count", fmt.Sprintf("sluice %d rows, duckdb %d", n, dn)
 	}
@@ -147,10 +137,8 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 	}
 	if len(res.Columns) != schema.NumFields() {
 		class := "columns"
-		if !json {
-			if c := duckSniffed(db, path); c != "" {
-				class = c
-			}
+		if n == 0 && schema.NumFields() == 0 {
+			class = "empty-file" // DuckDB gives an empty file one column
 		}
 		return class, fmt.Sprintf("sluice %d columns, duckdb %d", schema.NumFields(), len(res.Columns))
 	}
@@ -159,42 +147,14 @@ func classify(t *testing.T, db *duckdb.DB, path string) (string, string) {
 			a, b := rows[i][c], duckValue(res.Rows[i][c])
 			if !sameValue(a, b) {
 				class := "values"
-				if !json {
-					if d := duckSniffed(db, path); d != "" {
-						class = d
-					}
+				if !json && a == "" && b == "NULL" {
+					class = "quoted-null" // a quoted empty value
 				}
 				return class, fmt.Sprintf("row %d column %q: sluice %q, duckdb %q", i, res.Columns[c].Name, clip([]byte(a)), clip([]byte(b)))
 			}
 		}
 	}
 	return "", ""
-}
-
-// duckSniffed names what DuckDB's sniffer found that sluice's defaults do not
-// assume: another delimiter, quote or escape, or no header.
-func duckSniffed(db *duckdb.DB, path string) string {
-	res, err := db.Query(fmt.Sprintf("SELECT Delimiter, Quote, Escape, HasHeader FROM sniff_csv(%s)", duckdb.Quote(path)))
-	if err != nil || len(res.Rows) == 0 {
-		return ""
-	}
-	r := res.Rows[0]
-	delim, quote, esc, header := duckValue(r[0]), duckValue(r[1]), duckValue(r[2]), duckValue(r[3])
-	want := ","
-	if strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".zst"), ".tsv") {
-		want = "\t"
-	}
-	switch {
-	case delim != want:
-		return "dialect-delimiter"
-	case header == "false":
-		return "dialect-header"
-	case quote != "\"" && quote != "(empty)" && quote != "":
-		return "dialect-quote"
-	case esc != "\"" && esc != "(empty)" && esc != "" && esc != "\\0":
-		return "dialect-escape"
-	}
-	return ""
 }
 
 // refusals are the errors by which sluice refuses a file that DuckDB reads,
@@ -209,6 +169,9 @@ var refusals = []struct{ class, says string }{
 	// preamble and drops them, or reads one column of lines.
 	{"refused-long-row", "a row longer than the header is always an error"},
 	{"refused-invalid-utf8", "is not valid UTF-8"},
+	// A value past the sample of a compressed file (sampled at its head
+	// only) that does not fit the type the sample gave.
+	{"refused-past-sample", "a type inferred from samples of the files"},
 	{"refused-open-quote", "quoted field not closed"},
 	{"refused-open-quote", "escape at the end of the file"},
 	// JSON: a column of several types (DuckDB's JSON type), a key given

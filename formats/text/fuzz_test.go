@@ -59,6 +59,15 @@ func FuzzCSV(f *testing.F) {
 		"1,2.5,x\n",
 		"x,1\ny,2\n",
 		",\n1,2\n",
+		// DuckDB's readings: blank lines of a one-column file, a comment
+		// prefix, stray quotes, a preamble, spaces around quotes, a
+		// trailing delimiter.
+		"w\nx\n\ny\n\r\n\nz",
+		"# c\na;b\n1;2 # x\n#\n3;\"4#\"\n",
+		"id,t\n1,a \"b\n2,\"c\" d\n",
+		"notes\nmore\na,b\n1,2\n",
+		"a,b\n1, \"x,y\"  ,\n",
+		"a|b\n1|2|\n3|4|\n",
 	} {
 		f.Add([]byte(s), uint8(3), false)
 	}

@@ -276,7 +276,6 @@ func newSniffScan(d dialect, head []byte, atEOF bool) *sniffScan {
 // next is the state after byte c.
 func (s *sniffScan) next(c byte) sniffState {
 	d := s.d
-	spaceFree := d.delim != ' ' && d.quote != ' ' && d.esc != ' ' && d.comment != ' '
 	switch s.cur {
 	case stQuoted, stQuotedNewline:
 		switch {
@@ -298,37 +297,9 @@ func (s *sniffScan) next(c byte) sniffState {
 			return stReturn
 		}
 		return stComment
-	case stUnquoted:
-		switch {
-		case c == d.delim:
-			return stDelimiter
-		case c == '\n':
-			return stRecord
-		case c == '\r':
-			return stReturn
-		case c == d.quote && d.quote == d.esc:
-			return stQuoted
-		case d.comment != 0 && c == d.comment:
-			return stComment
-		case c == ' ' && spaceFree:
-			return stUnquoted
-		}
-		return stInvalid
-	case stStandard:
-		switch {
-		case c == d.delim:
-			return stDelimiter
-		case c == '\n':
-			return stRecord
-		case c == '\r':
-			return stReturn
-		case d.comment != 0 && c == d.comment:
-			return stComment
-		}
-		return stStandard
 	}
-	// At a field's start: after a delimiter, a line end, the start, or
-	// the one space before a quote.
+	// Outside quotes a delimiter, a line end or the comment prefix ends
+	// what came before (DuckDB sets them last, over a quote or a space).
 	switch {
 	case c == d.delim:
 		return stDelimiter
@@ -336,10 +307,26 @@ func (s *sniffScan) next(c byte) sniffState {
 		return stRecord
 	case c == '\r':
 		return stReturn
-	case d.quote != 0 && c == d.quote:
-		return stQuoted
 	case d.comment != 0 && c == d.comment:
 		return stComment
+	}
+	switch s.cur {
+	case stUnquoted:
+		switch {
+		case c == d.quote && d.quote == d.esc:
+			return stQuoted // a doubled quote
+		case c == ' ' && d.spaceFree():
+			return stUnquoted
+		}
+		return stInvalid
+	case stStandard:
+		return stStandard
+	}
+	// At a field's start: after a delimiter, a line end, the start, or
+	// the one space before a quote.
+	switch {
+	case d.quote != 0 && c == d.quote:
+		return stQuoted
 	case c == ' ' && d.delim != ' ' && s.cur != stSpace:
 		return stSpace
 	}

@@ -114,12 +114,13 @@ type Options struct {
 	Comment   byte
 	NoComment bool
 	// NoHeader says the first CSV record is data: columns are named
-	// column0, column1, ... Header says the first record names the
+	// column0, column1, ... (zero-padded as DuckDB names them: column00 to
+	// column10 for 11 columns). Header says the first record names the
 	// columns. Default (neither): detected per file, as DuckDB does: the
-	// first record is data if each of its values fits the type of its
-	// column in the records below it and not every column is text; a
-	// one-record file is data if any of its values reads as a number,
-	// boolean, time, date or timestamp. Setting both is an error.
+	// first record (after the lines detection skips as a preamble) is data
+	// if each of its values fits the type of its column in the records
+	// below it and not every column is text; a one-record file is a
+	// header only if every value of it is text. Setting both is an error.
 	NoHeader bool
 	Header   bool
 	// NullStrings are the unquoted CSV values read as null. Default: the
