@@ -78,11 +78,10 @@ type sniffed struct {
 	// blank lines, counted as DuckDB's skip option counts them (comment
 	// lines not).
 	skip int
-	// cols is the rows' field count.
+	// cols is the rows' field count; 0 where no candidate read the head
+	// alike (the dialect is then the one the first row suggests, or the
+	// options').
 	cols int
-	// found is false where no candidate read the head alike: the dialect
-	// is then the options' (or the defaults).
-	found bool
 }
 
 // sniffDialect picks the dialect of a CSV or TSV file from head, its first
@@ -179,7 +178,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 	if best == nil {
 		return sniffed{d: base}
 	}
-	out := sniffed{d: f.plainer(best.d, head), skip: best.skip, cols: best.numCols, found: true}
+	out := sniffed{d: f.plainer(best.d, head), skip: best.skip, cols: best.numCols}
 	if out.skip > 0 && best.preambleWide && !g.Header {
 		// DuckDB takes the rows before the first row of the most fields
 		// for a preamble, and skips them. Where one of them has several
