@@ -470,8 +470,9 @@ var legacyZones = map[string]string{
 	"PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
 }
 
-// zones caches zone names looked up, found (a *time.Location) or not
-// (nil).
+// zones holds the zones found, by their names in lower case: at most the
+// database's zones, whatever a file holds (a name that is no zone is not
+// kept, and is looked up again: it makes its column text at once).
 var zones sync.Map
 
 // zoneNamed is the zone a timestamp's suffix names, in any case, as
@@ -485,20 +486,18 @@ func zoneNamed(b []byte) *time.Location {
 			return nil
 		}
 	}
-	if v, ok := zones.Load(string(b)); ok {
-		loc, _ := v.(*time.Location)
-		return loc
-	}
 	name := string(b)
-	var loc *time.Location
+	key := strings.ToLower(name)
+	if v, ok := zones.Load(key); ok {
+		return v.(*time.Location)
+	}
 	for _, try := range zoneSpellings(name) {
-		if l, err := time.LoadLocation(try); err == nil && try != "" && try != "Local" {
-			loc = l
-			break
+		if l, err := time.LoadLocation(try); err == nil && try != "Local" {
+			zones.Store(key, l)
+			return l
 		}
 	}
-	zones.Store(name, loc)
-	return loc
+	return nil
 }
 
 // zoneSpellings are the ways a zone name given in any case may be spelled

@@ -217,7 +217,9 @@ func (f *Format) sample(src *source, m *meta) (int64, error) {
 		if bytes.HasPrefix(src.buf, bom) {
 			t.pos = len(bom)
 		}
-		skipLines(t, sn.skip)
+		if !skipLines(t, sn.skip) {
+			m.skip = 0
+		}
 		// Blank lines are rows of null in a file of one column, once
 		// the first record is read.
 		blankRows = sn.cols == 1 && isNull(nil, false)

@@ -78,11 +78,10 @@ type sniffed struct {
 	// blank lines, counted as DuckDB's skip option counts them (comment
 	// lines not).
 	skip int
-	// cols is the rows' field count.
+	// cols is the rows' field count; 0 where no candidate read the head
+	// alike (the dialect is then the one the first row suggests, or the
+	// options').
 	cols int
-	// found is false where no candidate read the head alike: the dialect
-	// is then the options' (or the defaults).
-	found bool
 }
 
 // sniffDialect picks the dialect of a CSV or TSV file from head, its first
@@ -179,7 +178,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 	if best == nil {
 		return sniffed{d: base}
 	}
-	out := sniffed{d: f.plainer(best.d, head), skip: best.skip, cols: best.numCols, found: true}
+	out := sniffed{d: f.plainer(best.d, head), skip: best.skip, cols: best.numCols}
 	if out.skip > 0 && best.preambleWide && !g.Header {
 		// DuckDB takes the rows before the first row of the most fields
 		// for a preamble, and skips them. Where one of them has several
@@ -187,7 +186,7 @@ func (f *Format) sniffDialect(head []byte, atEOF bool) sniffed {
 		// data too, the wide row the odd one out (a long last row): the
 		// file reads from its first line, and the long row fails the read
 		// rather than the rows before it being dropped.
-		if hs := f.sampleHead(best.d, head, out.skip); hs.first == nil || g.NoHeader || !hs.header() {
+		if hs := f.sampleHead(best, head); hs.first == nil || g.NoHeader || !hs.header() {
 			out.skip = 0
 		}
 	}
@@ -685,7 +684,10 @@ func (s *sniffer) agrees(c *sniffScan) bool {
 func (f *Format) leastText(cands []*sniffScan, head []byte) *sniffScan {
 	best, least := cands[0], -1
 	for _, c := range cands {
-		hs := f.sampleHead(c.d, head, c.skip)
+		hs := f.sampleHead(c, head)
+		if hs.bad {
+			continue // DuckDB's read of the chunk fails: it has no say
+		}
 		guesses, seen := hs.guesses, hs.seen
 		if hs.below == 0 {
 			guesses, seen = observeRecord(nil, nil, hs.first, hs.firstQuoted, hs.isNull)
@@ -713,24 +715,35 @@ type headSample struct {
 	seen        []bool
 	below       int
 	isNull      func([]byte, bool) bool
+	// bad is set where a record does not fit the first's fields (without
+	// NullPadding) or cannot be cut: DuckDB's read of the chunk fails.
+	bad bool
 }
 
-// sampleHead reads the head's records from line skip on with dialect d.
-func (f *Format) sampleHead(d dialect, head []byte, skip int) headSample {
+// sampleHead reads the head's records as candidate c reads them: from its
+// skipped lines on, blank lines rows of null where it has one column.
+func (f *Format) sampleHead(c *sniffScan, head []byte) headSample {
 	nulls := f.nulls()
 	hs := headSample{isNull: func(v []byte, q bool) bool { return isNullValue(v, q, nulls) }}
-	t := &tokenizer{src: &source{buf: head}, d: d}
-	skipLines(t, skip)
+	t := &tokenizer{src: &source{buf: head}, d: c.d}
+	skipLines(t, c.skip)
 	for n := 0; n < sniffChunkRows; n++ {
 		ok, err := t.next()
 		if err != nil || !ok {
+			hs.bad = hs.bad || err != nil
 			break
+		}
+		if n > 0 && len(t.fields) != len(hs.first) {
+			last := len(t.fields) - 1
+			extraNull := len(t.fields) == len(hs.first)+1 && hs.isNull(t.fields[last], t.quoted[last])
+			hs.bad = hs.bad || !(extraNull || (f.opts.NullPadding && len(t.fields) < len(hs.first)))
 		}
 		if n == 0 {
 			for _, v := range t.fields {
 				hs.first = append(hs.first, bytes.Clone(v))
 			}
 			hs.firstQuoted = append([]bool(nil), t.quoted...)
+			t.d.blankRows = c.numCols == 1 && hs.isNull(nil, false)
 			continue
 		}
 		hs.below++
@@ -746,10 +759,11 @@ func (hs headSample) header() bool {
 }
 
 // skipLines moves t past n lines as DuckDB's skip counts them: rows (a
-// quoted line end inside one) and blank lines, not comment lines.
-func skipLines(t *tokenizer, n int) {
+// quoted line end inside one) and blank lines, not comment lines. Where
+// there are fewer, it leaves t where it is, and reports false.
+func skipLines(t *tokenizer, n int) bool {
 	if n == 0 {
-		return
+		return true
 	}
 	sc := &sniffScan{d: t.d, buf: t.src.buf, atEOF: true}
 	sc.pos = t.pos
@@ -774,11 +788,15 @@ func skipLines(t *tokenizer, n int) {
 			}
 		}
 	}
+	if count < n {
+		return false // as DuckDB: a skip past the end reads from the start
+	}
 	if sc.pos < len(sc.buf) && sc.buf[sc.pos] == '\n' && sc.cur == stReturn {
 		sc.pos++ // the line feed of a carriage return and line feed
 	}
 	t.consumed += lineEnds(sc.buf[t.pos:sc.pos])
 	t.pos = sc.pos
+	return true
 }
 
 // lineEnds counts the line ends in b: line feeds, and carriage returns

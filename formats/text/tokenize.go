@@ -322,7 +322,7 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			return true, nil
 		}
 		if buf[j] == t.d.comment && t.d.comment != 0 {
-			if len(t.fields) == 0 && blank(buf[i:j]) && nl == 0 {
+			if len(t.fields) == 0 && len(bytes.Trim(buf[i:j], " ")) == 0 {
 				// Spaces, then a comment: a comment line, no record.
 				return t.commentLine(j, atEOF)
 			}
