@@ -188,6 +188,19 @@ func (t *tokenizer) seek(off int64) error {
 	return nil
 }
 
+// fieldThenComment ends a record at the comment prefix at j, the unquoted
+// field buf[i:j] its last; spaces alone before the prefix, with no field
+// before them, are a comment line and no record. Out of cut's loop: comments
+// are rare, and cut stays one screen of the hot path.
+func (t *tokenizer) fieldThenComment(buf []byte, i, j int, nl int64, atEOF bool) (bool, error) {
+	if len(t.fields) == 0 && len(bytes.Trim(buf[i:j], " ")) == 0 {
+		return t.commentLine(j, atEOF)
+	}
+	t.fields = append(t.fields, buf[i:j])
+	t.quoted = append(t.quoted, false)
+	return t.commentEnd(j, nl, atEOF)
+}
+
 // cut is one attempt at next over the bytes there are, for a dialect of
 // fields (cutLine is the lines dialect's). The quoted and the unquoted scans
 // stay inline, in one loop over the record's fields: they are the loops most
@@ -322,13 +335,7 @@ func (t *tokenizer) cut(atEOF bool) (bool, error) {
 			return true, nil
 		}
 		if buf[j] == t.d.comment && t.d.comment != 0 {
-			if len(t.fields) == 0 && len(bytes.Trim(buf[i:j], " ")) == 0 {
-				// Spaces, then a comment: a comment line, no record.
-				return t.commentLine(j, atEOF)
-			}
-			t.fields = append(t.fields, buf[i:j])
-			t.quoted = append(t.quoted, false)
-			return t.commentEnd(j, nl, atEOF)
+			return t.fieldThenComment(buf, i, j, nl, atEOF)
 		}
 		t.fields = append(t.fields, buf[i:j])
 		t.quoted = append(t.quoted, false)
