@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 // dataset is the generated data the scenarios read.

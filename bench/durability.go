@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
-	"github.com/sluicedata/sluice/internal/faults"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )

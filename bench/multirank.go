@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sluicedata/sluice/internal/scratch"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )

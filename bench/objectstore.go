@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicedata/sluice/internal/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
 )
 
 // objectStoreOrders are the two ways each object store is streamed: with

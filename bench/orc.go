@@ -18,12 +18,12 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/internal/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
 )
 
 // The orc scenario: the ORC driver beside Parquet on the same data and
 // columns, in the same run. orc_benchdata streams the bench data written
-// as ORC by internal/orcwrite (snappy, as the Parquet files are; a stripe
+// as ORC by internal/testkit/orcwrite (snappy, as the Parquet files are; a stripe
 // per row group, row groups of 8,192 rows) and the bench data's Parquet
 // files; orc_demo12 streams ORC's own demo-12-zlib.orc (1.9M rows, written
 // by Hive) and the same rows written as Parquet. ratio_vs_parquet is ORC's
@@ -55,7 +55,7 @@ func (e *env) orcScenario(ctx context.Context) error {
 	}
 	pq := orcPair{urls: []string{e.data.dir}, rows: e.data.spec.Rows()}
 	oc := orcPair{urls: []string{orcDir}, rows: e.data.spec.Rows(), orc: true}
-	data := fmt.Sprintf("the bench data (%d files of %d rows, all 4 columns): Parquet as written (snappy, row groups of %d rows) against ORC written by internal/orcwrite (snappy, a stripe per row group, row groups of 8192 rows)",
+	data := fmt.Sprintf("the bench data (%d files of %d rows, all 4 columns): Parquet as written (snappy, row groups of %d rows) against ORC written by internal/testkit/orcwrite (snappy, a stripe per row group, row groups of 8192 rows)",
 		e.data.spec.Files, e.data.spec.RowsPerFile, e.data.spec.RowGroupRows)
 	if err := e.orcCompare(ctx, "orc_benchdata", data, pq, oc, 1); err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/examples/exampledata"
-	"github.com/sluicedata/sluice/internal/faults"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

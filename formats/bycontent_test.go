@@ -15,7 +15,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/drivers"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // TestPlanByContent: a file named explicitly whose name no driver matches

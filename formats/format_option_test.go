@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
 )
 
 // TestPlanFormatOption: PlanOptions.Format reads every file of a listing

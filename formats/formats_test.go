@@ -17,11 +17,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/arrowfile"
-	"github.com/sluicedata/sluice/internal/faults"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
 )
 
-// These tests drive the planner through internal/arrowfile, a driver that
+// These tests drive the planner through internal/testkit/arrowfile, a driver that
 // is not Parquet and can hide its row counts, so that what formats adds on
 // top of a driver (masks, filters, live-row ranges, unit ranges) is checked
 // apart from any one format's own reading.

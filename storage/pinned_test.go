@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/faults"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
 	"github.com/sluicedata/sluice/storage"
 )
 

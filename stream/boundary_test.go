@@ -11,8 +11,8 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/synth"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 )
 
 // These tests save the ranks of a job at any step of any rank, the steps

@@ -21,7 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 var soak = flag.Int("soak", 0, "crash test: SIGKILL the child this many times instead of 20; value matrix and FuzzValueOptions seeds: run this many cases instead of a minute's")

@@ -14,8 +14,8 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/internal/orcwrite"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/stream/typed"
 )
 

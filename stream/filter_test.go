@@ -13,7 +13,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/filter"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )

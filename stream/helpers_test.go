@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/synth"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 )
 
 func TestMain(m *testing.M) {
@@ -106,7 +106,7 @@ func consume(t testing.TB, ds *Dataset, limit int) ([]taken, State) {
 }
 
 // valueData reports whether every column of s is one of the value
-// harness's (internal/valuecheck), so that consume checks every value.
+// harness's (internal/testkit/valuecheck), so that consume checks every value.
 func valueData(s *arrow.Schema) bool {
 	for _, f := range s.Fields() {
 		if _, ok := vc.ByName(f.Name); !ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/storage"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	orcformat "github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/internal/orcwrite"
-	"github.com/sluicedata/sluice/internal/synth"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"
 )

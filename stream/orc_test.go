@@ -11,15 +11,15 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/internal/orcwrite"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 )
 
 // The stream's guarantees over ORC files: stripes are units with exact
 // counts, and splits cut stripes, which reads start at row groups.
 
 // writeORCDataset writes files of the given row counts of the value
-// harness's data (internal/valuecheck: id, i32 and text, every value a
+// harness's data (internal/testkit/valuecheck: id, i32 and text, every value a
 // function of the id) in stripes of 700 rows and row groups of 96, ids
 // numbering all rows in order, and returns the directory and the row count.
 func writeORCDataset(t testing.TB, sizes []int) (string, int64) {

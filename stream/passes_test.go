@@ -15,7 +15,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/split"
 )
 

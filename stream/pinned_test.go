@@ -19,8 +19,8 @@ import (
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/internal/faults"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/storage"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/sluicedata/sluice/internal/faults"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/faults"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/metrics"
 	"github.com/sluicedata/sluice/storage"
 )

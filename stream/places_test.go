@@ -3,7 +3,7 @@ package stream
 import (
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 // Row groups of 100,000 rows read through windows of 4096: with a page

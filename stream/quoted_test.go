@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/formats/text"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 )
 
 // Quoted line ends past the sample, at range cuts, in a file cut into many

@@ -15,7 +15,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream/internal/planshare"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 // shuffleBenchSpec is the bench's data at a quarter of its rows: row groups

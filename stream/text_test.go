@@ -18,7 +18,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/split"
 )
 
@@ -27,7 +27,7 @@ import (
 // byte ranges, gzip files read whole, a JSON array file, with empty files
 // and records of very different lengths, ids numbering all rows in order.
 
-// writeText writes the value harness's data (internal/valuecheck: id, i32
+// writeText writes the value harness's data (internal/testkit/valuecheck: id, i32
 // and text, strings of 0 to 200 bytes that CSV and JSON must escape) as
 // CSV files with empty ones among them, gzip files read whole, JSON Lines
 // and a JSON array file, ids numbering all rows in order, and returns the

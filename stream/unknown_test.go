@@ -15,13 +15,13 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/internal/arrowfile"
-	"github.com/sluicedata/sluice/internal/synth"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/split"
 )
 
-// These tests stream Arrow IPC files through internal/arrowfile, a driver
+// These tests stream Arrow IPC files through internal/testkit/arrowfile, a driver
 // that can hide its row counts as CSV and JSON drivers will: the stream's
 // guarantees must hold where the plan learns a window's rows only once it
 // is read, and also with known counts through a driver that is not Parquet.
@@ -45,7 +45,7 @@ func ipcLayout() [][]int {
 }
 
 // writeIPC writes the layout's files of the value harness's data
-// (internal/valuecheck: id, i32 and text), ids numbering all rows in
+// (internal/testkit/valuecheck: id, i32 and text), ids numbering all rows in
 // order, and returns the directory and the row count.
 func writeIPC(t testing.TB, files [][]int) (string, int64) {
 	t.Helper()

@@ -12,13 +12,13 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/internal/valuecheck/matrix"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 	"github.com/sluicedata/sluice/stream"
 )
 
 // The value matrix: every value of every row that any combination of
-// options delivers is its row's (internal/valuecheck), and every row that
+// options delivers is its row's (internal/testkit/valuecheck), and every row that
 // should come comes once. A case is a dataset (one of every format the
 // project reads, in row groups from one row to more than a shuffle window)
 // and options drawn at random from a seed: shuffle, clumps, windows, chunk

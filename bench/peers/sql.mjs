@@ -1,5 +1,5 @@
 // sql.mjs: DuckDB as a reference engine for sluice's differential tests
-// (package internal/duckdb starts it; it is not a benchmark peer).
+// (package internal/testkit/duckdb starts it; it is not a benchmark peer).
 //
 //   node sql.mjs
 //

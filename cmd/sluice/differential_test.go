@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // The differential test: sluice cat and DuckDB read every Parquet file of the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/internal/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
 )
 
 // checkEmpty runs cat and inspect on an empty dataset: cat prints no rows

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // typedColumn is one required column of a file written by writeTyped.

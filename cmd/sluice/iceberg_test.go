@@ -17,8 +17,8 @@ import (
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icetable "github.com/apache/iceberg-go/table"
 
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
 )
 
 // TestIcebergTable inspects and cats a partitioned table of the shared

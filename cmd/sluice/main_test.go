@@ -26,8 +26,8 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // cat and inspect read ORC files, and inspect says which have no row

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/variant"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // FuzzAppendVariant prints arbitrary VARIANT bytes (metadata, value): it

@@ -14,7 +14,7 @@ import (
 // The program on one machine: a local directory as the bucket, started
 // twice as two ranks of a job, one after the other (a rank waits for rank
 // 0's plan, so rank 0 goes first). Every row of the epoch is trained on
-// once. internal/e2e runs it as many processes on an S3 server, killed
+// once. internal/testkit/e2e runs it as many processes on an S3 server, killed
 // and restarted.
 func TestTwoRanksOnFiles(t *testing.T) {
 	dir := t.TempDir()

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/avro"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/internal/valuecheck/matrix"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 )
 
 // valueColumns are the value harness's columns Avro's types hold as they

@@ -23,7 +23,7 @@ import (
 	"github.com/sluicedata/sluice/formats/avro"
 	"github.com/sluicedata/sluice/formats/iceberg"
 	"github.com/sluicedata/sluice/formats/parquet"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/stream"
 )
 

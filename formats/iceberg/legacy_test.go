@@ -13,7 +13,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
-	"github.com/sluicedata/sluice/internal/valuecheck/matrix"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 	"github.com/sluicedata/sluice/stream"
 )
 

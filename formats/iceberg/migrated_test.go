@@ -23,9 +23,9 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/iceberg"
 	sluiceparquet "github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/internal/orcwrite"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/internal/valuecheck/matrix"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 	"github.com/sluicedata/sluice/stream"
 )
 

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 	"github.com/sluicedata/sluice/stream"
 )
 

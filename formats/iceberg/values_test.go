@@ -13,8 +13,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
-	"github.com/sluicedata/sluice/internal/valuecheck/matrix"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -83,7 +83,7 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 	return deleteAndOpen(t, cat, tbl, ident, byPos, byEq)
 }
 
-// TestValueMatrixWithDeletes runs the value matrix (internal/valuecheck)
+// TestValueMatrixWithDeletes runs the value matrix (internal/testkit/valuecheck)
 // over a table with position and equality deletes, and over a table
 // migrated from Hive (migratedTable: partition columns only in manifests,
 // fields found through the name mapping, Parquet and ORC files): every

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/internal/panics"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // orcExamples is the ORC project's example files in the shared corpus.

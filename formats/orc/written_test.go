@@ -17,8 +17,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/internal/orcwrite"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 )
 
 var writtenSchema = arrow.NewSchema([]arrow.Field{

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // corpusSkip lists files left out on purpose, with the reason.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/internal/panics"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // damaged are real files (parquet-testing's) with a few bytes changed, as

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 // Unit.Decoded counts fixed-width columns exactly from their Arrow types

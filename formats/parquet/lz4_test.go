@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // lz4Block compresses src into one LZ4 block: a Hadoop frame's, past its

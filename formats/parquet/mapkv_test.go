@@ -17,7 +17,7 @@ import (
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // writeMapKeyValue writes a file of an id and a map "m" of string keys to

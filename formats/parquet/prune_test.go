@@ -23,7 +23,7 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 	"github.com/sluicedata/sluice/storage"
 )
 

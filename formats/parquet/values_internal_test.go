@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/variant"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
 
 // FuzzCheckVariant checks arbitrary VARIANT bytes as reads do: it must

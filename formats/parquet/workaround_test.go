@@ -19,8 +19,8 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // readFile reads every row of the local Parquet file at path, one array per

@@ -17,8 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/corpus"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // The differential test: every file of DuckDB's own reader tests is read by

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // The files of testdata/dialects are the shapes dialect and header

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/sluicedata/sluice/internal/duckdb"
+	"github.com/sluicedata/sluice/internal/testkit/duckdb"
 )
 
 // duckType is the DuckDB type sluice's type of a CSV column stands for. A

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	_ "modernc.org/sqlite" // the SQLite catalog
 
-	"github.com/sluicedata/sluice/internal/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
 )
 
 // icebergDeleted is how many of the lowest ids the table's second snapshot

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
-	"github.com/sluicedata/sluice/internal/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
 )
 
 func TestDrivers(t *testing.T) {

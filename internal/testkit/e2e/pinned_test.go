@@ -14,8 +14,8 @@ import (
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/formats/text"
-	"github.com/sluicedata/sluice/internal/scratch"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream"
 )

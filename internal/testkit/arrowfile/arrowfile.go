@@ -26,7 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 // Format reads Arrow IPC files. The zero value reports exact row counts.
@@ -228,7 +228,7 @@ func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, p
 	return array.NewRecordBatch(schema, cols, n), nil
 }
 
-// Schema is the schema WriteFile writes: the columns of internal/synth's
+// Schema is the schema WriteFile writes: the columns of internal/testkit/synth's
 // Parquet files, so tests over either format check the same things.
 var Schema = synth.Schema
 

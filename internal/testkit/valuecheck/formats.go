@@ -10,7 +10,7 @@ import (
 	twmb "github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
 
-	"github.com/sluicedata/sluice/internal/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
 )
 
 // Formats are the file formats WriteFormat writes, by the extension their

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/scratch"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
 var (
@@ -49,7 +49,7 @@ func TestMultiProcessKill(t *testing.T) {
 	// Built without the race detector: eight processes of it at once on a
 	// small machine, started dozens of times; the library's concurrency is
 	// raced by the stream package's own tests.
-	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/multirank").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../examples/multirank").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	local := t.TempDir()

@@ -81,7 +81,7 @@ func TestFound(t *testing.T) {
 }
 
 // Without SLUICE_TESTDATA the corpus is beside the repository: this test
-// runs in internal/corpus, two folders below the root.
+// runs in internal/testkit/corpus, three folders below the root.
 func TestBesideTheRepository(t *testing.T) {
 	t.Setenv(Env, "")
 	got, err := find()
@@ -92,7 +92,7 @@ func TestBesideTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(wd, "..", "..", "..", "shared", "testdata"); got != filepath.Clean(want) {
+	if want := filepath.Join(wd, "..", "..", "..", "..", "shared", "testdata"); got != filepath.Clean(want) {
 		t.Errorf("corpus at %s, want %s", got, want)
 	}
 }

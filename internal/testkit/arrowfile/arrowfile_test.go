@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats"
-	"github.com/sluicedata/sluice/internal/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
 )
 
 func TestMatch(t *testing.T) {

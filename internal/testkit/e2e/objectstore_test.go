@@ -13,14 +13,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/scratch"
-	"github.com/sluicedata/sluice/internal/synth"
-	vc "github.com/sluicedata/sluice/internal/valuecheck"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
+	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/stream"
 )
 
 // The tests below run against object-store servers named by bucket URLs in
-// the environment (see internal/scratch). scripts/objectstores.sh starts
+// the environment (see internal/testkit/scratch). scripts/objectstores.sh starts
 // local ones (versitygw, fake-gcs-server, Azurite) and prints the variables;
 // .ci/run does that and sets requireEnv, so that CI fails rather than skips
 // when a server is missing. The same variables may name real buckets: the
