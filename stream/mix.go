@@ -413,20 +413,6 @@ func (m *Mixed) LoadStateDict(st MixState) error {
 	return nil
 }
 
-// MergeMixStates merges the states all ranks of a mix saved at one step
-// into one that any world size dividing NumSplits resumes.
-//
-// Deprecated: use checkpoint.MergeMix, beside checkpoint.Merge for a
-// dataset's states (this wraps its error in a "stream: " prefix, nothing
-// more).
-func MergeMixStates(states ...MixState) (MixState, error) {
-	st, err := checkpoint.MergeMix(states...)
-	if err != nil {
-		return MixState{}, fmt.Errorf("stream: %w", err)
-	}
-	return st, nil
-}
-
 // describeURLs names what d was opened on, for errors: its URLs (the
 // first three), else the version its planner gave (an Iceberg table's).
 func (d *Dataset) describeURLs() string {

@@ -45,12 +45,6 @@ func (d *Dataset) Consumers(n int) ([]*Dataset, error) { return d.consumers(n, f
 // consumer in every epoch: see Consumers.
 func (d *Dataset) EqualConsumers(n int) ([]*Dataset, error) { return d.consumers(n, true) }
 
-// StreamingSplit is Consumers (equal false) or EqualConsumers (equal true).
-//
-// Deprecated: use Consumers or EqualConsumers; a bare bool at the call site
-// did not say what it asked for.
-func (d *Dataset) StreamingSplit(n int, equal bool) ([]*Dataset, error) { return d.consumers(n, equal) }
-
 func (d *Dataset) consumers(n int, equal bool) ([]*Dataset, error) {
 	engines, err := d.eng.Split(n, equal)
 	if err != nil {
@@ -129,10 +123,3 @@ func JoinConsumerStates(states ...State) (State, error) {
 	out.BatchSize, out.BatchesLeft = 0, 0
 	return out, nil
 }
-
-// JoinStates is JoinConsumerStates.
-//
-// Deprecated: use JoinConsumerStates; the name said neither whose states it
-// joins nor how it differs from checkpoint.Merge (all ranks' states of one
-// step) and checkpoint.MergeMix.
-func JoinStates(states ...State) (State, error) { return JoinConsumerStates(states...) }

@@ -112,17 +112,6 @@ func (d *Dataset) SplitRows(epoch int64, s int) (int64, error) {
 	return d.eng.OrderRows(epoch, []int{s})
 }
 
-// OrderRows is EpochRows (split -1) or SplitRows (split >= 0).
-//
-// Deprecated: use EpochRows or SplitRows; -1 for every split made readers
-// guess.
-func (d *Dataset) OrderRows(epoch int64, split int) (int64, error) {
-	if split < 0 {
-		return d.EpochRows(epoch)
-	}
-	return d.SplitRows(epoch, split)
-}
-
 func (d *Dataset) allSplits() []int {
 	out := make([]int, d.opts.NumSplits)
 	for i := range out {
