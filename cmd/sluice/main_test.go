@@ -55,7 +55,12 @@ func TestMain(m *testing.M) {
 		bin = filepath.Join(tmp, "sluice")
 		// No symbol table or DWARF: the race-enabled binary links a third faster.
 		args := []string{"build", "-ldflags=-s -w", "-o", bin}
-		if raceEnabled {
+		// The race detector made every start of the binary seconds long,
+		// and these tests start it hundreds of times: most of CI's time in
+		// this package. The goroutines that meet in a run are the library's,
+		// raced in their own packages, so -short builds the command plain;
+		// a full -race run races it too.
+		if raceEnabled && !testing.Short() {
 			args = append(args, "-race")
 		}
 		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
