@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // Where a split boundary cuts a row group, each side needs only some of its
@@ -191,34 +192,34 @@ func pageRanges(cc *metadata.ColumnChunkMetaData, pages []pageLoc, lo, hi int64)
 // 1), each a PageLocation {1: offset i64, 2: compressed_page_size i32, 3:
 // first_row_index i64}. Other fields (unencoded sizes) are skipped.
 func parseOffsetIndex(b []byte) ([]pageLoc, error) {
-	s := thriftScanner{b: b}
+	s := thrift.NewReader(b)
 	var out []pageLoc
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 1 || typ != tList {
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if id != 1 || typ != thrift.List {
+			return s.Skip(typ, 1)
 		}
-		n, elem, err := s.listHeader()
+		n, elem, err := s.ListHeader()
 		if err != nil {
 			return err
 		}
-		if elem != tStruct {
+		if elem != thrift.Struct {
 			return fmt.Errorf("offset index: page locations of type %d", elem)
 		}
 		out = make([]pageLoc, 0, n)
 		for range n {
 			var p pageLoc
-			err := s.structFields(2, func(id int16, typ byte) error {
-				if typ != tI32 && typ != tI64 {
-					return s.skip(typ, 3)
+			err := s.Fields(2, func(id int16, typ byte) error {
+				if typ != thrift.I32 && typ != thrift.I64 {
+					return s.Skip(typ, 3)
 				}
-				v, err := s.varint()
+				v, err := s.Varint()
 				switch id {
 				case 1:
-					p.offset = zigzag(v)
+					p.offset = v
 				case 2:
-					p.size = zigzag(v)
+					p.size = v
 				case 3:
-					p.firstRow = zigzag(v)
+					p.firstRow = v
 				}
 				return err
 			})
@@ -344,8 +345,8 @@ func (fe *parquetFetched) checkPages() error {
 		if rows != c.rows {
 			return fmt.Errorf("column %q: the offset index gives the page at byte %d %d rows, its header %d", name, c.offset, c.rows, rows)
 		}
-		if h, err := parsePageHeader(head); err == nil {
-			if err := h.check(c.chunk, c.size-int64(h.size)); err != nil {
+		if h, err := thrift.ParsePageHeader(head); err == nil {
+			if err := checkHeader(&h, c.chunk, c.size-int64(h.Size)); err != nil {
 				return pageError(c.chunk, c.offset, err)
 			}
 		}
@@ -357,23 +358,23 @@ func (fe *parquetFetched) checkPages() error {
 // of a version 1 page (one per row in a column without repetition), or
 // num_rows of a version 2 page.
 func pageRows(b []byte) (int64, error) {
-	s := thriftScanner{b: b}
+	s := thrift.NewReader(b)
 	rows := int64(-1)
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if typ != tStruct || (id != 5 && id != 8) {
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if typ != thrift.Struct || (id != 5 && id != 8) {
+			return s.Skip(typ, 1)
 		}
 		want := int16(1) // DataPageHeader.num_values
 		if id == 8 {
 			want = 3 // DataPageHeaderV2.num_rows
 		}
-		return s.structFields(1, func(fid int16, ftyp byte) error {
-			if fid == want && ftyp == tI32 {
-				v, err := s.varint()
-				rows = zigzag(v)
+		return s.Fields(1, func(fid int16, ftyp byte) error {
+			if fid == want && ftyp == thrift.I32 {
+				var err error
+				rows, err = s.Varint()
 				return err
 			}
-			return s.skip(ftyp, 2)
+			return s.Skip(ftyp, 2)
 		})
 	})
 	if rows < 0 && err == nil {
