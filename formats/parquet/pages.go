@@ -8,11 +8,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
@@ -400,106 +396,4 @@ func (r *chunkReader) fill(p []byte, off int64) bool {
 		any = true
 	}
 	return any
-}
-
-// readPages delivers rows [lo, hi) of row group rg, which has rows rows,
-// from chunks fetched page by page: each column seeks to row lo with the
-// offset index and reads exactly the rows asked for, so that no reader
-// goes past the pages that were fetched (a record reader would read whole
-// batches).
-func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-	cols, rs, err := fr.GetFieldReaders(ctx, leaves, []int{rg})
-	if err != nil {
-		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	pos, err := positions(rs, schema)
-	if err != nil {
-		return err
-	}
-	batch := fr.Props.BatchSize
-	for _, c := range cols {
-		if lo == 0 {
-			continue
-		}
-		if !c.IsOrHasRepeatedChild() {
-			if err := c.SeekToRow(lo); err != nil {
-				return fmt.Errorf("%w: seek to row %d: %w", formats.ErrCorrupt, lo, err)
-			}
-			continue
-		}
-		// Fetched whole (see expectPages): read up to lo and drop it.
-		for skipped := int64(0); skipped < lo; {
-			chunked, err := c.NextBatch(min(batch, lo-skipped))
-			if err != nil {
-				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
-			}
-			n := int64(chunked.Len())
-			chunked.Release()
-			if n == 0 {
-				return fmt.Errorf("%w: column %q ended at row %d of %d", formats.ErrCorrupt, c.Field().Name, skipped, rows)
-			}
-			skipped += n
-		}
-	}
-	for at := lo; at < hi; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(batch, hi-at)
-		arrs := make([]arrow.Array, len(cols))
-		release := func() {
-			for _, a := range arrs {
-				if a != nil {
-					a.Release()
-				}
-			}
-		}
-		for i, c := range cols {
-			chunked, err := c.NextBatch(n)
-			if err != nil {
-				release()
-				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
-			}
-			arrs[i], err = single(chunked, mem)
-			chunked.Release()
-			if err != nil {
-				release()
-				return err
-			}
-			if int64(arrs[i].Len()) != n {
-				release()
-				return fmt.Errorf("%w: column %q gave %d rows of %d at row %d (the footer says %d rows)", formats.ErrCorrupt, rs.Field(i).Name, arrs[i].Len(), n, at, rows)
-			}
-		}
-		rec := array.NewRecordBatch(rs, arrs, n)
-		release()
-		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		at += n
-		if err := yield(out); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// single makes one array of a chunked one.
-func single(c *arrow.Chunked, mem memory.Allocator) (arrow.Array, error) {
-	switch chunks := c.Chunks(); len(chunks) {
-	case 0:
-		return array.MakeArrayOfNull(mem, c.DataType(), 0), nil
-	case 1:
-		chunks[0].Retain()
-		return chunks[0], nil
-	default:
-		return array.Concatenate(chunks, mem)
-	}
 }
