@@ -62,8 +62,12 @@ func FuzzUvarint(f *testing.F) {
 			switch {
 			case n > 0 && (err != nil || v != want || next != at+n):
 				t.Fatalf("at %d: %d to %d, %v; encoding/binary reads %d to %d", at, v, next, err, want, at+n)
-			case n == 0 && !errors.Is(err, ErrShort):
+			case n == 0 && len(b)-at < binary.MaxVarintLen64 && !errors.Is(err, ErrShort):
 				t.Fatalf("at %d: %v, want ErrShort", at, err)
+			case n == 0 && err == nil:
+				// Ten bytes that all say more follow: too long here,
+				// where encoding/binary would read an eleventh to tell.
+				t.Fatalf("at %d: %d to %d from a varint of ten bytes or more", at, v, next)
 			}
 			if err != nil {
 				return
