@@ -3,6 +3,8 @@ package parquet
 import (
 	"encoding/binary"
 	"strconv"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // Columns are selected, filtered and unified by name, so a file with two
@@ -110,44 +112,31 @@ func subtreeEnd(elems []schemaName, i int) (int, bool) {
 // name that is not a string, a missing one).
 func schemaNames(footer []byte) ([]schemaName, bool) {
 	var elems []schemaName
-	s := thriftScanner{b: footer}
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 2 || typ != tList { // FileMetaData.schema
-			return s.skip(typ, 1)
-		}
-		n, elem, err := s.listHeader()
-		if err != nil || elem != tStruct {
-			return errThriftShort
+	err := schemaLists(footer, func(s *thrift.Reader, n int64, elem byte, _ int) error {
+		if elem != thrift.Struct {
+			return thrift.ErrShort
 		}
 		for range n {
 			e := schemaName{value: -1}
-			err := s.structFields(1, func(id int16, typ byte) error {
+			err := s.Fields(1, func(id int16, typ byte) error {
 				switch {
-				case id == 4 && typ == tBinary: // SchemaElement.name
-					e.value = s.pos
-					l, err := s.varint()
-					if err != nil {
-						return err
-					}
-					if l > uint64(s.remaining()) {
-						return errThriftShort
-					}
-					e.name = string(s.b[s.pos : s.pos+int(l)])
-					s.pos += int(l)
-					e.end = s.pos
-					return nil
-				case id == 5 && typ == tI32: // SchemaElement.num_children
-					v, err := s.varint()
-					e.children = zigzag(v)
+				case id == 4 && typ == thrift.Binary: // SchemaElement.name
+					e.value = s.Pos()
+					name, err := s.Binary()
+					e.name, e.end = string(name), s.Pos()
+					return err
+				case id == 5 && typ == thrift.I32: // SchemaElement.num_children
+					var err error
+					e.children, err = s.Varint()
 					return err
 				}
-				return s.skip(typ, 2)
+				return s.Skip(typ, 2)
 			})
 			if err != nil {
 				return err
 			}
 			if e.value < 0 {
-				return errThriftShort
+				return thrift.ErrShort
 			}
 			elems = append(elems, e)
 		}

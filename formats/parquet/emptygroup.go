@@ -2,6 +2,8 @@ package parquet
 
 import (
 	"encoding/binary"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // A schema may hold a group without fields (some writers keep an empty
@@ -80,9 +82,9 @@ func dropEmptyGroups(footer []byte) []byte {
 	out = append(out, footer[:list[0]]...)
 	n := len(elems) - dropped
 	if n < 15 {
-		out = append(out, byte(n)<<4|tStruct)
+		out = append(out, byte(n)<<4|thrift.Struct)
 	} else {
-		out = append(out, 0xf0|tStruct)
+		out = append(out, 0xf0|thrift.Struct)
 		out = binary.AppendUvarint(out, uint64(n))
 	}
 	for i, e := range elems {
@@ -105,38 +107,34 @@ func dropEmptyGroups(footer []byte) []byte {
 func schemaElems(footer []byte) ([]schemaElem, [2]int, bool) {
 	var elems []schemaElem
 	var list [2]int
-	s := thriftScanner{b: footer}
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 2 || typ != tList { // FileMetaData.schema
-			return s.skip(typ, 1)
+	err := schemaLists(footer, func(s *thrift.Reader, n int64, elem byte, header int) error {
+		if elem != thrift.Struct {
+			return thrift.ErrShort
 		}
-		list[0] = s.pos
-		n, elem, err := s.listHeader()
-		if err != nil || elem != tStruct {
-			return errThriftShort
-		}
+		list[0] = header
 		elems = elems[:0] // a repeated field replaces the earlier one
 		for range n {
-			e := schemaElem{start: s.pos}
-			err := s.structFields(1, func(id int16, typ byte) error {
+			e := schemaElem{start: s.Pos()}
+			err := s.Fields(1, func(id int16, typ byte) error {
 				switch {
 				case id == 1: // SchemaElement.type
 					e.typed = true
-				case id == 5 && typ == tI32: // SchemaElement.num_children
-					e.count[0] = s.pos
-					v, err := s.varint()
-					e.children, e.count[1] = zigzag(v), s.pos
+				case id == 5 && typ == thrift.I32: // SchemaElement.num_children
+					e.count[0] = s.Pos()
+					var err error
+					e.children, err = s.Varint()
+					e.count[1] = s.Pos()
 					return err
 				}
-				return s.skip(typ, 2)
+				return s.Skip(typ, 2)
 			})
 			if err != nil {
 				return err
 			}
-			e.end = s.pos
+			e.end = s.Pos()
 			elems = append(elems, e)
 		}
-		list[1] = s.pos
+		list[1] = s.Pos()
 		return nil
 	})
 	return elems, list, err == nil

@@ -1,7 +1,6 @@
 package parquet
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,45 +35,6 @@ var fastChunks atomic.Int64
 
 // pagedChunks counts those of them read from pages fetched one by one.
 var pagedChunks atomic.Int64
-
-// rowGroupRead reads rows [lo, hi) of row group rg: readRowGroup,
-// readPages, or a flatdecode read.
-type rowGroupRead func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error
-
-// chooseRead picks how row group rg is read: one fetched page by page with
-// flatdecode where it takes every column, otherwise with readPages; any
-// other with readRowGroup, flatdecode reading the chunks it takes; arrowGo:
-// arrow-go alone.
-func chooseRead(arrowGo bool, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int) rowGroupRead {
-	switch {
-	case fe.paged[rg] && arrowGo:
-		return readPages
-	case fe.paged[rg]:
-		return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-			cols := openPaged(fr, src, meta, fe, rg, leaves, mem)
-			if cols == nil {
-				return readPages(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
-			}
-			defer cols.release()
-			cols.known, cols.spread, cols.waited = fx.known, fx.spread, fx.waited
-			return cols.readPaged(ctx, lo, hi, schema, mem, fx, yield)
-		}
-	case arrowGo:
-		return readRowGroup
-	}
-	return func(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-		cols, err := openColumns(ctx, fr, src, meta, rg, rows, leaves, mem)
-		if err != nil {
-			return err
-		}
-		if cols == nil {
-			return readRowGroup(ctx, fr, rg, rows, leaves, lo, hi, schema, mem, fx, yield)
-		}
-		defer cols.release()
-		cols.known, cols.spread, cols.waited = fx.known, fx.spread, fx.waited
-		return cols.read(ctx, rows, lo, hi, schema, mem, fx, yield)
-	}
-}
 
 // mixedColumns reads a row group's columns, each with flatdecode or
 // arrow-go.
@@ -206,28 +166,29 @@ func (m *mixedColumns) release() {
 	}
 }
 
-// openColumns opens a reader for each top-level field of leaves in row
-// group rg: flatdecode's where it takes the chunk, arrow-go's elsewhere. It
-// returns nil if flatdecode takes none.
-func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, leaves []int, mem memory.Allocator) (*mixedColumns, error) {
+// openColumns opens a reader for each top-level field of the read's
+// leaves in row group g: flatdecode's where it takes the chunk, arrow-go's
+// elsewhere. It returns nil if flatdecode takes none.
+func (d *rowGroupReader) openColumns(g rowGroup) (*mixedColumns, error) {
+	fr, leaves := d.fr, d.fe.leaves
 	fields, err := fr.Manifest.GetFieldIndices(leaves)
 	if err != nil {
 		return nil, nil // arrow-go reports it
 	}
-	m := &mixedColumns{fast: make([]*flatdecode.Reader, len(fields)), slow: make([]*pqarrow.ColumnReader, len(fields))}
+	m := d.newMixed(len(fields))
 	out := make([]arrow.Field, len(fields))
 	var slowLeaves []int
 	taken := false
 	for i, fidx := range fields {
 		sf := &fr.Manifest.Fields[fidx]
 		out[i] = *sf.Field
-		r, declined := openFlat(fr, src, meta, rg, rows, sf, mem)
+		r, declined := d.openFlat(g, sf)
 		if r != nil {
 			m.fast[i], taken = r, true
 			out[i].Type = r.Type()
 			continue
 		}
-		if sf.IsLeaf() && meta.ownOnly[sf.ColIndex] {
+		if sf.IsLeaf() && d.meta.ownOnly[sf.ColIndex] {
 			m.release()
 			return nil, fmt.Errorf("%w: column %q is FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY encoding, which only sluice's own decoder reads, and it does not read this chunk: %v", formats.ErrCorrupt, sf.Field.Name, declined)
 		}
@@ -241,7 +202,7 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 		return nil, nil
 	}
 	if len(slowLeaves) > 0 {
-		readers, _, err := fr.GetFieldReaders(ctx, slowLeaves, []int{rg})
+		readers, _, err := fr.GetFieldReaders(d.ctx, slowLeaves, []int{g.index})
 		if err != nil {
 			m.release()
 			return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
@@ -263,33 +224,45 @@ func openColumns(ctx context.Context, fr *pqarrow.FileReader, src *chunkReader, 
 		}
 	}
 	m.schema = arrow.NewSchema(out, fr.Manifest.SchemaMeta)
-	m.batch, m.mem = fr.Props.BatchSize, mem
+	m.batch = fr.Props.BatchSize
 	if m.batch <= 0 {
-		m.batch = rows
+		m.batch = g.rows
 	}
 	m.batch = max(m.batch, 1)
 	fastChunks.Add(int64(len(fields) - len(slowLeaves)))
 	return m, nil
 }
 
+// newMixed returns a mixedColumns for n fields, no reader opened yet.
+func (d *rowGroupReader) newMixed(n int) *mixedColumns {
+	m := &mixedColumns{fast: make([]*flatdecode.Reader, n), slow: make([]*pqarrow.ColumnReader, n), mem: d.mem}
+	m.known, m.spread, m.waited = d.known, d.spread, d.waited
+	return m
+}
+
+// waited reports whether the reader waits for this decode now
+// (formats.WithWaited): its columns are then spread whatever the other
+// decodes.
+func (d *rowGroupReader) waited() bool { return formats.Waited(d.ctx) }
+
 // openFlat returns a flatdecode reader for field sf's chunk in row group
-// rg, or nil and why where the chunk is arrow-go's: a field that is not a
+// g, or nil and why where the chunk is arrow-go's: a field that is not a
 // flat column of a type flatdecode builds as arrow-go does (see
 // flatColumn), a chunk not wholly in the fetched bytes, or one whose pages
 // Open refuses.
-func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg int, rows int64, sf *pqarrow.SchemaField, mem memory.Allocator) (*flatdecode.Reader, error) {
-	col, start, end, ok := flatColumn(fr, meta, rg, sf)
+func (d *rowGroupReader) openFlat(g rowGroup, sf *pqarrow.SchemaField) (*flatdecode.Reader, error) {
+	col, start, end, ok := d.flatColumn(g.index, sf)
 	if !ok {
 		return nil, errors.New("not a flat column of a type it reads")
 	}
-	chunk := src.span(start, end)
+	chunk := d.src.span(start, end)
 	if chunk == nil {
 		return nil, errors.New("the chunk was fetched in part")
 	}
-	col.Rows = rows
-	r, err := flatdecode.Open(chunk, col, mem)
+	col.Rows = g.rows
+	r, err := flatdecode.Open(chunk, col, d.mem)
 	if err != nil {
-		slog.Debug("parquet: column chunk left to arrow-go", "row_group", rg, "reason", err)
+		slog.Debug("parquet: column chunk left to arrow-go", "row_group", g.index, "reason", err)
 		return nil, err
 	}
 	return r, nil
@@ -300,17 +273,17 @@ func openFlat(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, rg in
 // false for a field that is not a flat column of a type flatdecode builds
 // as arrow-go does, or one arrow-go reads as another type (see readAs)
 // but a FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which flatdecode reads
-// as what it is, into the column's type: Read's fixes then leave it be.
-func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.SchemaField) (col flatdecode.Column, start, end int64, ok bool) {
+// as what it is, into the column's type: project then leaves it be.
+func (d *rowGroupReader) flatColumn(rg int, sf *pqarrow.SchemaField) (col flatdecode.Column, start, end int64, ok bool) {
 	if !sf.IsLeaf() {
 		return col, 0, 0, false
 	}
-	md, typ := fr.ParquetReader().MetaData(), sf.Field.Type
-	if conv, ok := meta.convert[sf.Field.Name]; ok {
+	md, typ := d.fr.ParquetReader().MetaData(), sf.Field.Type
+	if conv, ok := d.meta.convert[sf.Field.Name]; ok {
 		if conv.kind != convFixed {
 			return col, 0, 0, false
 		}
-		md, typ = meta.md, conv.to // arrow-go's metadata says BYTE_ARRAY
+		md, typ = d.meta.md, conv.to // arrow-go's metadata says BYTE_ARRAY
 	}
 	c := md.Schema.Column(sf.ColIndex)
 	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), typ) {
@@ -334,26 +307,27 @@ func flatColumn(fr *pqarrow.FileReader, meta *parquetMeta, rg int, sf *pqarrow.S
 }
 
 // openPaged opens a flatdecode reader on the fetched pages of each
-// top-level field of leaves in row group rg, fetched page by page, each
-// starting at the first row of its first fetched page (columns' pages
-// start on rows of their own). It returns nil unless flatdecode takes
-// every field: the row group is then readPages'.
-func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *parquetFetched, rg int, leaves []int, mem memory.Allocator) *mixedColumns {
-	fields, err := fr.Manifest.GetFieldIndices(leaves)
+// top-level field of the read's leaves in row group g, fetched page by
+// page, each starting at the first row of its first fetched page (columns'
+// pages start on rows of their own). It returns nil unless flatdecode
+// takes every field: the row group is then readPages'.
+func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
+	fr, src := d.fr, d.src
+	fields, err := fr.Manifest.GetFieldIndices(d.fe.leaves)
 	if err != nil || len(fields) == 0 {
 		return nil
 	}
-	m := &mixedColumns{fast: make([]*flatdecode.Reader, len(fields)), slow: make([]*pqarrow.ColumnReader, len(fields))}
+	m := d.newMixed(len(fields))
 	out := make([]arrow.Field, len(fields))
 	m.firsts = make([]int64, len(fields))
 	for i, fidx := range fields {
 		sf := &fr.Manifest.Fields[fidx]
 		out[i] = *sf.Field
-		col, start, _, ok := flatColumn(fr, meta, rg, sf)
+		col, start, _, ok := d.flatColumn(g.index, sf)
 		if !ok {
 			return nil
 		}
-		fp, ok := fe.fetchedPages[start]
+		fp, ok := d.fe.fetchedPages[start]
 		if !ok {
 			return nil
 		}
@@ -377,57 +351,19 @@ func openPaged(fr *pqarrow.FileReader, src *chunkReader, meta *parquetMeta, fe *
 			pages = append(pages, flatdecode.Page{Offset: p.offset, Index: index + k, Bytes: b})
 		}
 		col.Values, col.Rows = fp.end-first, fp.end-first
-		r, err := flatdecode.OpenPages(pages, col, mem)
+		r, err := flatdecode.OpenPages(pages, col, d.mem)
 		if err != nil {
-			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", rg, "reason", err)
+			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", g.index, "reason", err)
 			return nil
 		}
 		m.fast[i] = r
 		out[i].Type = col.Type
 	}
 	m.schema = arrow.NewSchema(out, fr.Manifest.SchemaMeta)
-	m.batch, m.mem = max(fr.Props.BatchSize, 1), mem
+	m.batch = max(fr.Props.BatchSize, 1)
 	fastChunks.Add(int64(len(fields)))
 	pagedChunks.Add(int64(len(fields)))
 	return m
-}
-
-// readPaged delivers rows [lo, hi) of the row group from readers opened
-// by openPaged, each skipping to lo from its own first row, in the
-// batches readPages makes.
-func (m *mixedColumns) readPaged(ctx context.Context, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-	pos, err := positions(m.schema, schema)
-	if err != nil {
-		return err
-	}
-	for i, f := range m.fast {
-		if lo < m.firsts[i] {
-			return fmt.Errorf("%w: column %q: the pages fetched start at row %d, after row %d", formats.ErrCorrupt, m.schema.Field(i).Name, m.firsts[i], lo)
-		}
-		if err := f.Skip(lo - m.firsts[i]); err != nil {
-			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-		}
-	}
-	for at := lo; at < hi; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(m.batch, hi-at)
-		rec, err := m.next(n)
-		if err != nil {
-			return err
-		}
-		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		at += n
-		if err := yield(out); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // span returns bytes [from, to) of the file, a column chunk, if one
@@ -459,13 +395,7 @@ func (r *chunkReader) bytesAt(from, to int64) []byte {
 // next decodes the row group's next n rows.
 func (m *mixedColumns) next(n int64) (arrow.RecordBatch, error) {
 	arrs := make([]arrow.Array, len(m.fast))
-	release := func() {
-		for _, a := range arrs {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}
+	release := func() { releaseArrays(arrs) }
 	if err := m.nextFast(n, arrs, m.workers(n)); err != nil {
 		release()
 		return nil, err
@@ -520,48 +450,6 @@ func oneArray(c *arrow.Chunked, typ arrow.DataType, mem memory.Allocator) (arrow
 	}
 }
 
-// read delivers rows [lo, hi) of the row group's rows rows, as
-// readRowGroup does.
-func (m *mixedColumns) read(ctx context.Context, rows, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-	pos, err := positions(m.schema, schema)
-	if err != nil {
-		return err
-	}
-	if err := m.skip(lo); err != nil {
-		return err
-	}
-	for at := lo; at < hi; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// The batches start where arrow-go's do, at multiples of the batch
-		// size, so that the rows are delivered in the same batches.
-		n := min(m.batch-at%m.batch, hi-at)
-		rec, err := m.next(n)
-		if short, ok := err.(*shortColumn); ok {
-			// The flatdecode columns hold the row group's rows (Open counted
-			// them): arrow-go's ended early.
-			return fmt.Errorf("%w: columns that disagree on the number of rows: column %q ended after %d rows, the row group has %d", formats.ErrCorrupt, short.name, at+short.got, rows)
-		}
-		if err != nil {
-			return err
-		}
-		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		at += n
-		if err := yield(out); err != nil {
-			return err
-		}
-	}
-	if hi == rows {
-		return m.checkEnd(rows)
-	}
-	return nil
-}
-
 // skip passes over the row group's first n rows: flatdecode's columns
 // without decoding what they need not, arrow-go's by reading them.
 func (m *mixedColumns) skip(n int64) error {
@@ -589,7 +477,7 @@ func (m *mixedColumns) skip(n int64) error {
 }
 
 // checkEnd refuses a row group whose arrow-go columns hold more rows than
-// the footer's count, as readRowGroup does (flatdecode's hold exactly
+// the footer's count, as readWhole does (flatdecode's hold exactly
 // that many, or Open refused them).
 func (m *mixedColumns) checkEnd(rows int64) error {
 	for _, c := range m.slow {

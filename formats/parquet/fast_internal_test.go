@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // TestFastDecodeCorruptPage damages a page that flatdecode takes on (its
@@ -64,11 +65,11 @@ func TestFastDecodeCorruptPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := parsePageHeader(data[at:])
-	if err != nil || h.typ != pageData {
+	h, err := thrift.ParsePageHeader(data[at:])
+	if err != nil || h.Type != thrift.PageData {
 		t.Fatalf("no data page at %d: %v", at, err)
 	}
-	data[at+int64(h.size)] = 40 // the indices' bit width
+	data[at+int64(h.Size)] = 40 // the indices' bit width
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
@@ -35,19 +36,19 @@ func (c *compact) field(id int16, typ byte) {
 	c.WriteByte(typ)
 	c.zigzag(int64(id))
 }
-func (c *compact) i32(id int16, v int32) { c.field(id, tI32); c.zigzag(int64(v)) }
-func (c *compact) i64(id int16, v int64) { c.field(id, tI64); c.zigzag(v) }
+func (c *compact) i32(id int16, v int32) { c.field(id, thrift.I32); c.zigzag(int64(v)) }
+func (c *compact) i64(id int16, v int64) { c.field(id, thrift.I64); c.zigzag(v) }
 func (c *compact) str(id int16, s string) {
-	c.field(id, tBinary)
+	c.field(id, thrift.Binary)
 	c.varint(uint64(len(s)))
 	c.WriteString(s)
 }
 func (c *compact) list(id int16, elem byte, n int) {
-	c.field(id, tList)
+	c.field(id, thrift.List)
 	c.WriteByte(15<<4 | elem)
 	c.varint(uint64(n))
 }
-func (c *compact) stop() { c.WriteByte(tStop) }
+func (c *compact) stop() { c.WriteByte(thrift.Stop) }
 
 // schemaElem writes a SchemaElement: a group if children > 0, else a
 // required INT32 leaf.
@@ -88,49 +89,49 @@ func TestFooterBombs(t *testing.T) {
 	}{
 		{"row group list claims 100M entries", func(c *compact) {
 			c.i32(1, 1)
-			c.list(2, tStruct, 1)
+			c.list(2, thrift.Struct, 1)
 			c.schemaElem("root", 0)
 			c.i64(3, 0)
-			c.list(4, tStruct, 100_000_000)
+			c.list(4, thrift.Struct, 100_000_000)
 		}, "list claims"},
 		{"schema group claims 2^31-1 children", func(c *compact) {
 			c.i32(1, 1)
-			c.list(2, tStruct, 2)
+			c.list(2, thrift.Struct, 2)
 			c.schemaElem("root", 1<<31-1)
 			c.schemaElem("a", 0)
 			c.i64(3, 0)
-			c.list(4, tStruct, 0)
+			c.list(4, thrift.Struct, 0)
 			c.stop()
 		}, "claims 2147483647 children"},
 		{"schema group claims negative children", func(c *compact) {
 			c.i32(1, 1)
-			c.list(2, tStruct, 2)
+			c.list(2, thrift.Struct, 2)
 			c.schemaElem("root", -5)
 			c.schemaElem("a", 0)
 			c.i64(3, 0)
-			c.list(4, tStruct, 0)
+			c.list(4, thrift.Struct, 0)
 			c.stop()
 		}, "-5 children"},
 		{"schema nests 200 deep", func(c *compact) {
 			c.i32(1, 1)
-			c.list(2, tStruct, 201)
+			c.list(2, thrift.Struct, 201)
 			for range 200 {
 				c.schemaElem("g", 1)
 			}
 			c.schemaElem("leaf", 0)
 			c.i64(3, 0)
-			c.list(4, tStruct, 0)
+			c.list(4, thrift.Struct, 0)
 			c.stop()
 		}, "deeper than"},
 		{"structs nest 10000 deep in an unknown field", func(c *compact) {
 			c.i32(1, 1)
 			for range 10000 {
-				c.field(100, tStruct)
+				c.field(100, thrift.Struct)
 			}
 		}, "deeper than"},
 		{"binary claims more than the footer", func(c *compact) {
 			c.i32(1, 1)
-			c.field(6, tBinary)
+			c.field(6, thrift.Binary)
 			c.varint(1 << 40)
 		}, "binary of"},
 	} {
@@ -189,22 +190,22 @@ func TestCheckSchemaTree(t *testing.T) {
 // starts, so that a test can change it.
 func rowGroupRowsAt(t *testing.T, footer []byte) []int {
 	t.Helper()
-	s := thriftScanner{b: footer}
+	s := thrift.NewReader(footer)
 	var at []int
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 4 || typ != tList { // FileMetaData.row_groups
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if id != 4 || typ != thrift.List { // FileMetaData.row_groups
+			return s.Skip(typ, 1)
 		}
-		n, _, err := s.listHeader()
+		n, _, err := s.ListHeader()
 		if err != nil {
 			return err
 		}
 		for range n {
-			err := s.structFields(1, func(id int16, typ byte) error {
-				if id == 3 && typ == tI64 { // RowGroup.num_rows
-					at = append(at, s.pos)
+			err := s.Fields(1, func(id int16, typ byte) error {
+				if id == 3 && typ == thrift.I64 { // RowGroup.num_rows
+					at = append(at, s.Pos())
 				}
-				return s.skip(typ, 2)
+				return s.Skip(typ, 2)
 			})
 			if err != nil {
 				return err
@@ -287,10 +288,10 @@ func TestRowGroupCountMismatch(t *testing.T) {
 // row group of a footer starts, so that a test can change it.
 func chunkValuesAt(t testing.TB, footer []byte) []int {
 	t.Helper()
-	s := thriftScanner{b: footer}
+	s := thrift.NewReader(footer)
 	var at []int
 	inList := func(depth int, each func() error) error {
-		n, _, err := s.listHeader()
+		n, _, err := s.ListHeader()
 		if err != nil {
 			return err
 		}
@@ -302,26 +303,26 @@ func chunkValuesAt(t testing.TB, footer []byte) []int {
 		return nil
 	}
 	rowGroups := 0
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 4 || typ != tList { // FileMetaData.row_groups
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if id != 4 || typ != thrift.List { // FileMetaData.row_groups
+			return s.Skip(typ, 1)
 		}
 		return inList(1, func() error {
 			rowGroups++
-			return s.structFields(1, func(id int16, typ byte) error {
-				if id != 1 || typ != tList || rowGroups > 1 { // RowGroup.columns
-					return s.skip(typ, 2)
+			return s.Fields(1, func(id int16, typ byte) error {
+				if id != 1 || typ != thrift.List || rowGroups > 1 { // RowGroup.columns
+					return s.Skip(typ, 2)
 				}
 				return inList(2, func() error {
-					return s.structFields(3, func(id int16, typ byte) error {
-						if id != 3 || typ != tStruct { // ColumnChunk.meta_data
-							return s.skip(typ, 4)
+					return s.Fields(3, func(id int16, typ byte) error {
+						if id != 3 || typ != thrift.Struct { // ColumnChunk.meta_data
+							return s.Skip(typ, 4)
 						}
-						return s.structFields(4, func(id int16, typ byte) error {
-							if id == 5 && typ == tI64 { // ColumnMetaData.num_values
-								at = append(at, s.pos)
+						return s.Fields(4, func(id int16, typ byte) error {
+							if id == 5 && typ == thrift.I64 { // ColumnMetaData.num_values
+								at = append(at, s.Pos())
 							}
-							return s.skip(typ, 5)
+							return s.Skip(typ, 5)
 						})
 					})
 				})
@@ -401,14 +402,14 @@ func TestChunkValuesMismatch(t *testing.T) {
 }
 
 func (c *compact) i32list(id int16, vs ...int32) {
-	c.list(id, tI32, len(vs))
+	c.list(id, thrift.I32, len(vs))
 	for _, v := range vs {
 		c.zigzag(int64(v))
 	}
 }
 
 func (c *compact) strlist(id int16, vs ...string) {
-	c.list(id, tBinary, len(vs))
+	c.list(id, thrift.Binary, len(vs))
 	for _, v := range vs {
 		c.varint(uint64(len(v)))
 		c.WriteString(v)
@@ -429,7 +430,7 @@ func dictFile(t *testing.T, dictValues, index int32) string {
 	dictHeader.i32(1, 2) // DICTIONARY_PAGE
 	dictHeader.i32(2, int32(len(dictData)))
 	dictHeader.i32(3, int32(len(dictData)))
-	dictHeader.field(7, tStruct)
+	dictHeader.field(7, thrift.Struct)
 	dictHeader.i32(1, dictValues)
 	dictHeader.i32(2, 0) // PLAIN
 	dictHeader.stop()
@@ -443,7 +444,7 @@ func dictFile(t *testing.T, dictValues, index int32) string {
 	dataHeader.i32(1, 0) // DATA_PAGE
 	dataHeader.i32(2, int32(len(pageData)))
 	dataHeader.i32(3, int32(len(pageData)))
-	dataHeader.field(5, tStruct)
+	dataHeader.field(5, thrift.Struct)
 	dataHeader.i32(1, 1) // num_values
 	dataHeader.i32(2, 8) // RLE_DICTIONARY
 	dataHeader.i32(3, 3) // RLE levels
@@ -461,17 +462,17 @@ func dictFile(t *testing.T, dictValues, index int32) string {
 
 	var f compact
 	f.i32(1, 1)
-	f.list(2, tStruct, 2)
+	f.list(2, thrift.Struct, 2)
 	f.schemaElem("schema", 1)
 	f.i32(1, 6) // BYTE_ARRAY
 	f.i32(3, 0) // REQUIRED
 	f.str(4, "v")
 	f.stop()
 	f.i64(3, 1)
-	f.list(4, tStruct, 1) // row groups
-	f.list(1, tStruct, 1) // columns
-	f.i64(2, dictOff)     // file_offset
-	f.field(3, tStruct)   // meta_data
+	f.list(4, thrift.Struct, 1) // row groups
+	f.list(1, thrift.Struct, 1) // columns
+	f.i64(2, dictOff)           // file_offset
+	f.field(3, thrift.Struct)   // meta_data
 	f.i32(1, 6)
 	f.i32list(2, 0, 8)
 	f.strlist(3, "v")

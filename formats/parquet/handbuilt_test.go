@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"os"
 	"testing"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // Files no writer at hand writes (an empty group, the deprecated LZ4 codec,
@@ -59,7 +61,7 @@ const (
 // in encoding enc, levels in RLE, whose body (levels and values, as
 // stored) decompresses to raw bytes.
 func HandDataPageV1(values, enc int32, raw int, body []byte) HandPage {
-	return handPage(pageData, 5, raw, body, values, enc, HandRLE, HandRLE)
+	return handPage(thrift.PageData, 5, raw, body, values, enc, HandRLE, HandRLE)
 }
 
 // HandDataPageV2 is a DATA_PAGE_V2 of rows rows, nulls of them null, in
@@ -67,12 +69,12 @@ func HandDataPageV1(values, enc int32, raw int, body []byte) HandPage {
 // compressed) and then the values, compressed to what decompresses to
 // raw bytes in all.
 func HandDataPageV2(rows, nulls, enc int32, defLen, raw int, body []byte) HandPage {
-	return handPage(pageDataV2, 8, raw, body, rows, nulls, rows, enc, int32(defLen), 0)
+	return handPage(thrift.PageDataV2, 8, raw, body, rows, nulls, rows, enc, int32(defLen), 0)
 }
 
 // HandDictionaryPage is a PLAIN dictionary page of values values.
 func HandDictionaryPage(values int32, raw int, body []byte) HandPage {
-	return handPage(pageDictionary, 7, raw, body, values, HandPlain)
+	return handPage(thrift.PageDictionary, 7, raw, body, values, HandPlain)
 }
 
 // handPage is a page of type typ, its header's sizes those of body and
@@ -82,7 +84,7 @@ func handPage(typ int32, sub int16, raw int, body []byte, fields ...int32) HandP
 	h.i32(1, typ)
 	h.i32(2, int32(raw))
 	h.i32(3, int32(len(body)))
-	h.field(sub, tStruct)
+	h.field(sub, thrift.Struct)
 	for i, v := range fields {
 		h.i32(int16(i+1), v)
 	}
@@ -126,18 +128,18 @@ func HandFile(t testing.TB, path string, schema []HandElem, rows int64, chunks [
 			if c.Dict && k == 1 {
 				at[i].data = int64(file.Len())
 			}
-			h, err := parsePageHeader(p.Bytes)
+			h, err := thrift.ParsePageHeader(p.Bytes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			at[i].raw += int64(h.size + p.Raw)
+			at[i].raw += int64(h.Size + p.Raw)
 			file.Write(p.Bytes)
 		}
 		at[i].stored = int64(file.Len()) - at[i].start
 	}
 	var f compact
 	f.i32(1, 1)
-	f.list(2, tStruct, len(schema))
+	f.list(2, thrift.Struct, len(schema))
 	for _, e := range schema {
 		if e.Phys >= 0 {
 			f.i32(1, e.Phys)
@@ -153,20 +155,20 @@ func HandFile(t testing.TB, path string, schema []HandElem, rows int64, chunks [
 			f.i32(5, e.Children)
 		}
 		if e.UUID {
-			f.field(10, tStruct) // logicalType
-			f.field(14, tStruct) // UUID
+			f.field(10, thrift.Struct) // logicalType
+			f.field(14, thrift.Struct) // UUID
 			f.stop()
 			f.stop()
 		}
 		f.stop()
 	}
 	f.i64(3, rows)
-	f.list(4, tStruct, 1) // row groups
-	f.list(1, tStruct, len(chunks))
+	f.list(4, thrift.Struct, 1) // row groups
+	f.list(1, thrift.Struct, len(chunks))
 	var total int64
 	for i, c := range chunks {
-		f.i64(2, at[i].start) // file_offset
-		f.field(3, tStruct)   // meta_data
+		f.i64(2, at[i].start)     // file_offset
+		f.field(3, thrift.Struct) // meta_data
 		f.i32(1, c.Phys)
 		f.i32list(2, c.Encodings...)
 		f.strlist(3, c.Path...)
@@ -199,12 +201,12 @@ func HandPages(t testing.TB, chunk []byte) []HandPage {
 	t.Helper()
 	var pages []HandPage
 	for at := 0; at < len(chunk); {
-		h, err := parsePageHeader(chunk[at:])
+		h, err := thrift.ParsePageHeader(chunk[at:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		end := at + h.size + int(h.compressed)
-		pages = append(pages, HandPage{Bytes: chunk[at:end:end], Raw: int(h.uncompressed)})
+		end := at + h.Size + int(h.Compressed)
+		pages = append(pages, HandPage{Bytes: chunk[at:end:end], Raw: int(h.Uncompressed)})
 		at = end
 	}
 	return pages
@@ -213,9 +215,9 @@ func HandPages(t testing.TB, chunk []byte) []HandPage {
 // HandEncoding is the encoding of a data page's values.
 func HandEncoding(t testing.TB, p HandPage) int32 {
 	t.Helper()
-	h, err := parsePageHeader(p.Bytes)
+	h, err := thrift.ParsePageHeader(p.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return int32(h.encoding)
+	return int32(h.Encoding)
 }

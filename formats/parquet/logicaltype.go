@@ -6,13 +6,15 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // knownLogicalType reports whether arrow-go's schema reader knows the
 // LogicalType union member with this field id: 1-8 and 10-18 (STRING to
 // GEOGRAPHY), each a struct.
 func knownLogicalType(id int16, typ byte) bool {
-	return typ == tStruct && (id >= 1 && id <= 8 || id >= 10 && id <= 18)
+	return typ == thrift.Struct && (id >= 1 && id <= 8 || id >= 10 && id <= 18)
 }
 
 // convertedMapKeyValue is the legacy MAP_KEY_VALUE converted type.
@@ -39,29 +41,24 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 	}
 	var out []byte
 	copied := 0 // footer[:copied] is in out, or out is nil
-	s := thriftScanner{b: footer}
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 2 || typ != tList { // FileMetaData.schema
-			return s.skip(typ, 1)
-		}
-		n, elem, err := s.listHeader()
-		if err != nil || elem != tStruct {
-			return errThriftShort // not what checkFooter let through: leave the footer alone
+	err := schemaLists(footer, func(s *thrift.Reader, n int64, elem byte, _ int) error {
+		if elem != thrift.Struct {
+			return thrift.ErrShort // not what checkFooter let through: leave the footer alone
 		}
 		for range n {
-			start := s.pos
+			start := s.Pos()
 			var fields []field
 			drop := false
 			mapKeyValue, unknownAt := false, -1
-			err := s.structFields(1, func(id int16, typ byte) error {
-				f := field{id: id, typ: typ, value: s.pos}
+			err := s.Fields(1, func(id int16, typ byte) error {
+				f := field{id: id, typ: typ, value: s.Pos()}
 				switch {
-				case id == 10 && typ == tStruct: // SchemaElement.logicalType
+				case id == 10 && typ == thrift.Struct: // SchemaElement.logicalType
 					known, null := false, false
-					err := s.structFields(2, func(id int16, typ byte) error {
+					err := s.Fields(2, func(id int16, typ byte) error {
 						known = known || knownLogicalType(id, typ)
-						null = null || id == 11 && typ == tStruct // UNKNOWN
-						return s.skip(typ, 3)
+						null = null || id == 11 && typ == thrift.Struct // UNKNOWN
+						return s.Skip(typ, 3)
 					})
 					if err != nil {
 						return err
@@ -71,18 +68,18 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 					if null {
 						unknownAt = len(fields)
 					}
-				case id == 6 && typ == tI32: // SchemaElement.converted_type
-					v, err := s.varint()
+				case id == 6 && typ == thrift.I32: // SchemaElement.converted_type
+					v, err := s.Varint()
 					if err != nil {
 						return err
 					}
-					mapKeyValue = zigzag(v) == convertedMapKeyValue
+					mapKeyValue = v == convertedMapKeyValue
 				default:
-					if err := s.skip(typ, 2); err != nil {
+					if err := s.Skip(typ, 2); err != nil {
 						return err
 					}
 				}
-				f.end = s.pos
+				f.end = s.Pos()
 				fields = append(fields, f)
 				return nil
 			})
@@ -114,8 +111,8 @@ func dropUnknownLogicalTypes(footer []byte) []byte {
 				out = append(out, footer[f.value:f.end]...)
 				last = f.id
 			}
-			out = append(out, tStop)
-			copied = s.pos
+			out = append(out, thrift.Stop)
+			copied = s.Pos()
 		}
 		return nil
 	})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // arrow-go trusts the page headers of a column chunk: a DATA_PAGE header
@@ -16,13 +18,6 @@ import (
 // on, so the headers of the pages arrow-go is about to read are checked
 // first (a few dozen bytes a page, against pages of a megabyte), and a bad
 // one is reported by its byte offset and what is wrong with it.
-
-// Page types and encodings, numbered as in parquet.thrift.
-const (
-	pageData       = 0
-	pageDictionary = 2
-	pageDataV2     = 3
-)
 
 // chunkCheck is what the page checks know of a column chunk.
 type chunkCheck struct {
@@ -35,113 +30,46 @@ type chunkCheck struct {
 	valueBits int
 }
 
-// pageHeader is what the checks read of a PageHeader.
-type pageHeader struct {
-	typ, uncompressed, compressed int64
-	size                          int // the header's own bytes
-
-	hasData, hasDict, hasV2 bool
-	values, rows            int64 // rows: DATA_PAGE_V2's num_rows
-	encoding                int64
-	defEnc, repEnc          int64 // DATA_PAGE's level encodings
-	defLen, repLen          int64 // DATA_PAGE_V2's level lengths
-}
-
-// parsePageHeader reads the page header at the start of b.
-func parsePageHeader(b []byte) (pageHeader, error) {
-	h := pageHeader{typ: -1, uncompressed: -1, compressed: -1, encoding: -1, defEnc: -1, repEnc: -1}
-	s := thriftScanner{b: b}
-	var sub int16 // the sub-header being read: 5, 7 or 8
-	subField := func(id int16, typ byte) error {
-		var dst *int64
-		switch {
-		case typ != tI32:
-		case id == 1:
-			dst = &h.values
-		case sub == 5 && id == 2, sub == 7 && id == 2, sub == 8 && id == 4:
-			dst = &h.encoding
-		case sub == 5 && id == 3:
-			dst = &h.defEnc
-		case sub == 5 && id == 4:
-			dst = &h.repEnc
-		case sub == 8 && id == 3:
-			dst = &h.rows
-		case sub == 8 && id == 5:
-			dst = &h.defLen
-		case sub == 8 && id == 6:
-			dst = &h.repLen
-		}
-		if dst == nil {
-			return s.skip(typ, 2)
-		}
-		v, err := s.varint()
-		*dst = zigzag(v)
-		return err
-	}
-	err := s.structFields(0, func(id int16, typ byte) error {
-		var dst *int64
-		switch {
-		case id == 1 && typ == tI32:
-			dst = &h.typ
-		case id == 2 && typ == tI32:
-			dst = &h.uncompressed
-		case id == 3 && typ == tI32:
-			dst = &h.compressed
-		case (id == 5 || id == 7 || id == 8) && typ == tStruct:
-			h.hasData, h.hasDict, h.hasV2 = h.hasData || id == 5, h.hasDict || id == 7, h.hasV2 || id == 8
-			sub = id
-			return s.structFields(1, subField)
-		default:
-			return s.skip(typ, 1)
-		}
-		v, err := s.varint()
-		*dst = zigzag(v)
-		return err
-	})
-	h.size = s.pos
-	return h, err
-}
-
-// check reports what is wrong with a page of column c whose header is h,
-// with room bytes of the chunk after its header, or nil.
-func (h pageHeader) check(c chunkCheck, room int64) error {
+// checkHeader reports what is wrong with a page of column c whose header
+// is h, with room bytes of the chunk after its header, or nil.
+func checkHeader(h *thrift.PageHeader, c chunkCheck, room int64) error {
 	typ := c.col.PhysicalType()
-	if h.compressed < 0 || h.uncompressed < 0 {
-		return fmt.Errorf("a negative page size (%d compressed, %d uncompressed)", h.compressed, h.uncompressed)
+	if h.Compressed < 0 || h.Uncompressed < 0 {
+		return fmt.Errorf("a negative page size (%d compressed, %d uncompressed)", h.Compressed, h.Uncompressed)
 	}
-	if h.compressed > room {
-		return fmt.Errorf("its %d bytes run %d bytes past the end of the column chunk", h.compressed, h.compressed-room)
+	if h.Compressed > room {
+		return fmt.Errorf("its %d bytes run %d bytes past the end of the column chunk", h.Compressed, h.Compressed-room)
 	}
-	switch h.typ {
-	case pageDictionary:
-		if !h.hasDict {
+	switch h.Type {
+	case thrift.PageDictionary:
+		if !h.HasDict {
 			return fmt.Errorf("a dictionary page without its dictionary page header")
 		}
 		if typ == parquet.Types.Boolean {
 			return fmt.Errorf("a dictionary of BOOLEAN values, which the decoder does not read")
 		}
-		if h.encoding != int64(parquet.Encodings.Plain) && h.encoding != int64(parquet.Encodings.PlainDict) {
-			return fmt.Errorf("a dictionary in %s; dictionaries are PLAIN", encodingName(h.encoding))
+		if h.Encoding != int64(parquet.Encodings.Plain) && h.Encoding != int64(parquet.Encodings.PlainDict) {
+			return fmt.Errorf("a dictionary in %s; dictionaries are PLAIN", encodingName(h.Encoding))
 		}
-		if h.values < 0 {
-			return fmt.Errorf("a dictionary of %d values", h.values)
+		if h.Values < 0 {
+			return fmt.Errorf("a dictionary of %d values", h.Values)
 		}
-		if h.values > h.uncompressed*8/int64(max(c.valueBits, 1)) {
-			return fmt.Errorf("a dictionary of %d values in %d bytes", h.values, h.uncompressed)
+		if h.Values > h.Uncompressed*8/int64(max(c.valueBits, 1)) {
+			return fmt.Errorf("a dictionary of %d values in %d bytes", h.Values, h.Uncompressed)
 		}
 		return nil
-	case pageData:
-		if !h.hasData {
+	case thrift.PageData:
+		if !h.HasData {
 			return fmt.Errorf("a data page without its data page header")
 		}
-		if h.values < 0 {
-			return fmt.Errorf("a data page of %d values", h.values)
+		if h.Values < 0 {
+			return fmt.Errorf("a data page of %d values", h.Values)
 		}
 		for _, l := range []struct {
 			name     string
 			enc      int64
 			maxLevel int16
-		}{{"repetition", h.repEnc, c.col.MaxRepetitionLevel()}, {"definition", h.defEnc, c.col.MaxDefinitionLevel()}} {
+		}{{"repetition", h.RepEnc, c.col.MaxRepetitionLevel()}, {"definition", h.DefEnc, c.col.MaxDefinitionLevel()}} {
 			if l.maxLevel > 0 && l.enc < 0 {
 				return fmt.Errorf("a data page header without its %s level encoding", l.name)
 			}
@@ -149,24 +77,24 @@ func (h pageHeader) check(c chunkCheck, room int64) error {
 				return fmt.Errorf("%s levels in %s, which is not a level encoding", l.name, encodingName(l.enc))
 			}
 		}
-	case pageDataV2:
-		if !h.hasV2 {
+	case thrift.PageDataV2:
+		if !h.HasV2 {
 			return fmt.Errorf("a data page without its data page header")
 		}
-		if h.values < 0 || h.rows < 0 {
-			return fmt.Errorf("a data page of %d values in %d rows", h.values, h.rows)
+		if h.Values < 0 || h.Rows < 0 {
+			return fmt.Errorf("a data page of %d values in %d rows", h.Values, h.Rows)
 		}
-		if h.defLen < 0 || h.repLen < 0 || h.defLen+h.repLen > min(h.compressed, h.uncompressed) {
-			return fmt.Errorf("levels of %d+%d bytes in a page of %d", h.repLen, h.defLen, min(h.compressed, h.uncompressed))
+		if h.DefLen < 0 || h.RepLen < 0 || h.DefLen+h.RepLen > min(h.Compressed, h.Uncompressed) {
+			return fmt.Errorf("levels of %d+%d bytes in a page of %d", h.RepLen, h.DefLen, min(h.Compressed, h.Uncompressed))
 		}
 	default:
 		return nil // arrow-go skips pages it does not know, and so do the checks
 	}
-	if h.encoding < 0 {
+	if h.Encoding < 0 {
 		return fmt.Errorf("a data page header without its encoding")
 	}
-	if !decodes(typ, h.encoding) {
-		return fmt.Errorf("%s values in %s, which is not an encoding for them", typ, encodingName(h.encoding))
+	if !decodes(typ, h.Encoding) {
+		return fmt.Errorf("%s values in %s, which is not an encoding for them", typ, encodingName(h.Encoding))
 	}
 	return nil
 }
@@ -215,30 +143,30 @@ func checkChunk(chunk []byte, off int64, c chunkCheck) error {
 	var seen int64
 	dict := false
 	for at := 0; seen < c.values && at < len(chunk); {
-		h, err := parsePageHeader(chunk[at:])
-		if errors.Is(err, errThriftShort) {
+		h, err := thrift.ParsePageHeader(chunk[at:])
+		if errors.Is(err, thrift.ErrShort) {
 			return nil // cut short: arrow-go reports the pages missing
 		}
 		if err != nil {
 			return pageError(c, off+int64(at), fmt.Errorf("its header does not parse: %w", err))
 		}
-		if err := h.check(c, int64(len(chunk)-at-h.size)); err != nil {
+		if err := checkHeader(&h, c, int64(len(chunk)-at-h.Size)); err != nil {
 			return pageError(c, off+int64(at), err)
 		}
-		switch h.typ {
-		case pageDictionary:
+		switch h.Type {
+		case thrift.PageDictionary:
 			dict = true
-		case pageData, pageDataV2:
-			if dictEncoded(h.encoding) && !dict {
+		case thrift.PageData, thrift.PageDataV2:
+			if dictEncoded(h.Encoding) && !dict {
 				return pageError(c, off+int64(at), fmt.Errorf("dictionary-encoded values before the chunk's dictionary page"))
 			}
-			if h.typ == pageData {
-				seen += h.values
+			if h.Type == thrift.PageData {
+				seen += h.Values
 			} else {
-				seen += h.rows
+				seen += h.Rows
 			}
 		}
-		at += h.size + int(h.compressed)
+		at += h.Size + int(h.Compressed)
 	}
 	return nil
 }
@@ -247,11 +175,11 @@ func checkChunk(chunk []byte, off int64, c chunkCheck) error {
 // some pages were fetched (the others are zeros, which arrow-go never
 // reads): the dictionary page, if the chunk starts with one.
 func checkFirstPage(chunk []byte, off int64, c chunkCheck) error {
-	h, err := parsePageHeader(chunk)
-	if err != nil || h.typ != pageDictionary {
+	h, err := thrift.ParsePageHeader(chunk)
+	if err != nil || h.Type != thrift.PageDictionary {
 		return nil // a data page: checkPages checks the fetched ones
 	}
-	if err := h.check(c, int64(len(chunk)-h.size)); err != nil {
+	if err := checkHeader(&h, c, int64(len(chunk)-h.Size)); err != nil {
 		return pageError(c, off, err)
 	}
 	return nil

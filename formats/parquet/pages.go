@@ -8,13 +8,10 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // Where a split boundary cuts a row group, each side needs only some of its
@@ -191,34 +188,34 @@ func pageRanges(cc *metadata.ColumnChunkMetaData, pages []pageLoc, lo, hi int64)
 // 1), each a PageLocation {1: offset i64, 2: compressed_page_size i32, 3:
 // first_row_index i64}. Other fields (unencoded sizes) are skipped.
 func parseOffsetIndex(b []byte) ([]pageLoc, error) {
-	s := thriftScanner{b: b}
+	s := thrift.NewReader(b)
 	var out []pageLoc
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if id != 1 || typ != tList {
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if id != 1 || typ != thrift.List {
+			return s.Skip(typ, 1)
 		}
-		n, elem, err := s.listHeader()
+		n, elem, err := s.ListHeader()
 		if err != nil {
 			return err
 		}
-		if elem != tStruct {
+		if elem != thrift.Struct {
 			return fmt.Errorf("offset index: page locations of type %d", elem)
 		}
 		out = make([]pageLoc, 0, n)
 		for range n {
 			var p pageLoc
-			err := s.structFields(2, func(id int16, typ byte) error {
-				if typ != tI32 && typ != tI64 {
-					return s.skip(typ, 3)
+			err := s.Fields(2, func(id int16, typ byte) error {
+				if typ != thrift.I32 && typ != thrift.I64 {
+					return s.Skip(typ, 3)
 				}
-				v, err := s.varint()
+				v, err := s.Varint()
 				switch id {
 				case 1:
-					p.offset = zigzag(v)
+					p.offset = v
 				case 2:
-					p.size = zigzag(v)
+					p.size = v
 				case 3:
-					p.firstRow = zigzag(v)
+					p.firstRow = v
 				}
 				return err
 			})
@@ -344,8 +341,8 @@ func (fe *parquetFetched) checkPages() error {
 		if rows != c.rows {
 			return fmt.Errorf("column %q: the offset index gives the page at byte %d %d rows, its header %d", name, c.offset, c.rows, rows)
 		}
-		if h, err := parsePageHeader(head); err == nil {
-			if err := h.check(c.chunk, c.size-int64(h.size)); err != nil {
+		if h, err := thrift.ParsePageHeader(head); err == nil {
+			if err := checkHeader(&h, c.chunk, c.size-int64(h.Size)); err != nil {
 				return pageError(c.chunk, c.offset, err)
 			}
 		}
@@ -357,23 +354,23 @@ func (fe *parquetFetched) checkPages() error {
 // of a version 1 page (one per row in a column without repetition), or
 // num_rows of a version 2 page.
 func pageRows(b []byte) (int64, error) {
-	s := thriftScanner{b: b}
+	s := thrift.NewReader(b)
 	rows := int64(-1)
-	err := s.structFields(0, func(id int16, typ byte) error {
-		if typ != tStruct || (id != 5 && id != 8) {
-			return s.skip(typ, 1)
+	err := s.Fields(0, func(id int16, typ byte) error {
+		if typ != thrift.Struct || (id != 5 && id != 8) {
+			return s.Skip(typ, 1)
 		}
 		want := int16(1) // DataPageHeader.num_values
 		if id == 8 {
 			want = 3 // DataPageHeaderV2.num_rows
 		}
-		return s.structFields(1, func(fid int16, ftyp byte) error {
-			if fid == want && ftyp == tI32 {
-				v, err := s.varint()
-				rows = zigzag(v)
+		return s.Fields(1, func(fid int16, ftyp byte) error {
+			if fid == want && ftyp == thrift.I32 {
+				var err error
+				rows, err = s.Varint()
 				return err
 			}
-			return s.skip(ftyp, 2)
+			return s.Skip(ftyp, 2)
 		})
 	})
 	if rows < 0 && err == nil {
@@ -399,106 +396,4 @@ func (r *chunkReader) fill(p []byte, off int64) bool {
 		any = true
 	}
 	return any
-}
-
-// readPages delivers rows [lo, hi) of row group rg, which has rows rows,
-// from chunks fetched page by page: each column seeks to row lo with the
-// offset index and reads exactly the rows asked for, so that no reader
-// goes past the pages that were fetched (a record reader would read whole
-// batches).
-func readPages(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-	cols, rs, err := fr.GetFieldReaders(ctx, leaves, []int{rg})
-	if err != nil {
-		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	pos, err := positions(rs, schema)
-	if err != nil {
-		return err
-	}
-	batch := fr.Props.BatchSize
-	for _, c := range cols {
-		if lo == 0 {
-			continue
-		}
-		if !c.IsOrHasRepeatedChild() {
-			if err := c.SeekToRow(lo); err != nil {
-				return fmt.Errorf("%w: seek to row %d: %w", formats.ErrCorrupt, lo, err)
-			}
-			continue
-		}
-		// Fetched whole (see expectPages): read up to lo and drop it.
-		for skipped := int64(0); skipped < lo; {
-			chunked, err := c.NextBatch(min(batch, lo-skipped))
-			if err != nil {
-				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
-			}
-			n := int64(chunked.Len())
-			chunked.Release()
-			if n == 0 {
-				return fmt.Errorf("%w: column %q ended at row %d of %d", formats.ErrCorrupt, c.Field().Name, skipped, rows)
-			}
-			skipped += n
-		}
-	}
-	for at := lo; at < hi; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(batch, hi-at)
-		arrs := make([]arrow.Array, len(cols))
-		release := func() {
-			for _, a := range arrs {
-				if a != nil {
-					a.Release()
-				}
-			}
-		}
-		for i, c := range cols {
-			chunked, err := c.NextBatch(n)
-			if err != nil {
-				release()
-				return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
-			}
-			arrs[i], err = single(chunked, mem)
-			chunked.Release()
-			if err != nil {
-				release()
-				return err
-			}
-			if int64(arrs[i].Len()) != n {
-				release()
-				return fmt.Errorf("%w: column %q gave %d rows of %d at row %d (the footer says %d rows)", formats.ErrCorrupt, rs.Field(i).Name, arrs[i].Len(), n, at, rows)
-			}
-		}
-		rec := array.NewRecordBatch(rs, arrs, n)
-		release()
-		out, err := project(ctx, rec, schema, pos, 0, n, mem, fx, at)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		at += n
-		if err := yield(out); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// single makes one array of a chunked one.
-func single(c *arrow.Chunked, mem memory.Allocator) (arrow.Array, error) {
-	switch chunks := c.Chunks(); len(chunks) {
-	case 0:
-		return array.MakeArrayOfNull(mem, c.DataType(), 0), nil
-	case 1:
-		chunks[0].Retain()
-		return chunks[0], nil
-	default:
-		return array.Concatenate(chunks, mem)
-	}
 }

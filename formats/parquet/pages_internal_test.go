@@ -3,21 +3,23 @@ package parquet
 import (
 	"slices"
 	"testing"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // dataPageBytes builds a data page header holding rows rows, version 1 or 2.
 func dataPageBytes(version int, rows int32) []byte {
 	var c compact
-	c.i32(1, map[int]int32{1: pageData, 2: pageDataV2}[version]) // type
+	c.i32(1, map[int]int32{1: thrift.PageData, 2: thrift.PageDataV2}[version]) // type
 	c.i32(2, 4096)
 	c.i32(3, 1024)
 	if version == 1 {
-		c.field(5, tStruct)
+		c.field(5, thrift.Struct)
 		c.i32(1, rows) // num_values
 		c.i32(2, 0)    // encoding
 		c.stop()
 	} else {
-		c.field(8, tStruct)
+		c.field(8, thrift.Struct)
 		c.i32(1, rows) // num_values
 		c.i32(2, 0)    // num_nulls
 		c.i32(3, rows) // num_rows
@@ -66,7 +68,7 @@ func TestParseOffsetIndex(t *testing.T) {
 
 func offsetIndexBytes(pages []pageLoc) []byte {
 	var c compact
-	c.list(1, tStruct, len(pages))
+	c.list(1, thrift.Struct, len(pages))
 	for _, p := range pages {
 		c.i64(1, p.offset)
 		c.i32(2, int32(p.size))

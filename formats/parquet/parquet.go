@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"math"
 	"path"
 	"slices"
@@ -16,10 +15,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
@@ -525,97 +521,6 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	return fe, nil
 }
 
-// Decode decodes the read's rows from what Fetch fetched (a range that
-// holds them): the CPU half of a read. Reads that the prefetched bytes do
-// not cover (old files whose chunks arrow-go pads) go to storage.
-func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats.Buffer, r *formats.Read) iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		start, end := r.Range.Start, r.Range.End
-		if start == end {
-			return
-		}
-		fe, _ := fetched.(*parquetFetched)
-		if fe == nil {
-			b, err := p.Fetch(ctx, f, r)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			fe = b.(*parquetFetched)
-			defer fe.Recycle() // this decode's own, and over when it returns
-		}
-		errStop := errors.New("stopped")
-		src := &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial}
-		next := start // the file row of the next batch's first row
-		known := &knownUTF8{}
-		decoding.Add(1)
-		defer decoding.Add(-1)
-		err := readRows(ctx, src, f.Meta.(*parquetMeta), fe, start, end, r.BatchRows, r.Schema, r.Mem, p.ArrowGoDecode, known, !p.SerialColumns, func(b arrow.RecordBatch) error {
-			first := next
-			next += b.NumRows()
-			b, err := checkBatch(b, first, p.InvalidUTF8, r.Mem, known)
-			known.reset()
-			if err != nil {
-				return err
-			}
-			if !yield(b, nil) {
-				return errStop
-			}
-			return nil
-		})
-		if errors.Is(err, errStop) {
-			return
-		}
-		if ioErr := src.failure(); err != nil && ioErr != nil {
-			err = ioErr // the file could not be fetched, which says nothing of its contents
-		}
-		if err != nil {
-			yield(nil, err)
-		}
-	}
-}
-
-func readRows(ctx context.Context, src *chunkReader, meta *parquetMeta, fe *parquetFetched, start, end int64, batchRows int, schema *arrow.Schema, mem memory.Allocator, arrowGo bool, known *knownUTF8, spread bool, yield func(arrow.RecordBatch) error) error {
-	props := parquet.NewReaderProperties(mem)
-	// No page can be larger than its column chunk, which Inspect checked.
-	props.MaxCompressedPageSize = min(meta.maxChunk+chunkPadding, parquet.DefaultMaxCompressedPageSize)
-	md := fe.md
-	if md == nil {
-		md = meta.readMetadata()
-	}
-	pf, err := file.NewParquetReader(src, file.WithMetadata(md), file.WithReadProps(props))
-	if err != nil {
-		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, mem)
-	if err != nil {
-		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	for rg := range len(meta.starts) - 1 {
-		first, last := meta.starts[rg], meta.starts[rg+1]
-		if last <= start || first >= end || first == last || fe.pruned[rg] {
-			continue
-		}
-		lo, hi := fe.narrowed(rg, max(start, first)-first, min(end, last)-first)
-		read := chooseRead(arrowGo, src, meta, fe, rg)
-		fx := fixes{convert: meta.convert, first: first, known: known, spread: spread, waited: func() bool { return formats.Waited(ctx) }}
-		err := guardRowGroup(ctx, fr, rg, fe.leaves, func() error {
-			return read(ctx, fr, rg, last-first, fe.leaves, lo, hi, schema, mem, fx, yield)
-		})
-		if pageErr := src.pageFailure(); err != nil && pageErr != nil {
-			err = fmt.Errorf("%w: %w", formats.ErrCorrupt, pageErr)
-		}
-		var short *shortRowGroup
-		if errors.As(err, &short) {
-			err = short.explain(meta.md, rg, fe.leaves)
-		}
-		if err != nil {
-			return fmt.Errorf("row group %d: %w", rg, err)
-		}
-	}
-	return nil
-}
-
 // chunkReader is the file as arrow-go sees it during Read. It remembers the
 // first storage error (arrow-go wraps it in messages of its own, and a failed
 // fetch must not be reported as a corrupt file), and it checks the page
@@ -809,171 +714,6 @@ func minValueBits(col *pqschema.Column) int {
 		return 8 * max(col.TypeLength(), 1)
 	}
 	return 1
-}
-
-// readRowGroup delivers rows [lo, hi) of row group rg, which has rows rows.
-func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, rg int, rows int64, leaves []int, lo, hi int64, schema *arrow.Schema, mem memory.Allocator, fx fixes, yield func(arrow.RecordBatch) error) error {
-	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
-	if err != nil {
-		return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	defer rr.Release()
-	pos, err := positions(rr.Schema(), schema)
-	if err != nil {
-		return err
-	}
-	toEnd := hi == rows
-	tooMany := fmt.Errorf("%w: more rows than the footer's %d", formats.ErrCorrupt, rows)
-	skip, want := lo, hi-lo
-	for want > 0 && ctx.Err() == nil && rr.Next() {
-		rec := rr.RecordBatch()
-		n := rec.NumRows()
-		if skip >= n {
-			skip -= n
-			continue
-		}
-		off := skip
-		skip = 0
-		if toEnd && n-off > want {
-			return tooMany
-		}
-		take := min(n-off, want)
-		out, err := project(ctx, rec, schema, pos, off, take, mem, fx, hi-want)
-		if err != nil {
-			return err
-		}
-		want -= take
-		if err := yield(out); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err // arrow-go only notices at its next fetch
-	}
-	if toEnd && want == 0 && rr.Next() && rr.RecordBatch().NumRows() > 0 {
-		return tooMany
-	}
-	if err := rr.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: decode: %w", formats.ErrCorrupt, err)
-	} else if err != nil {
-		return err
-	}
-	if want > 0 {
-		return &shortRowGroup{decoded: hi - want, rows: rows}
-	}
-	return nil
-}
-
-// shortRowGroup is a row group whose column chunks ended before the row
-// count the footer gives it: readRows says which counts disagree (see
-// explain), as only it has the row group's metadata.
-type shortRowGroup struct {
-	decoded, rows int64
-}
-
-func (e *shortRowGroup) Error() string {
-	return fmt.Sprintf("%v: the column chunks ended after %d rows; the row group's num_rows is %d", formats.ErrCorrupt, e.decoded, e.rows)
-}
-
-func (e *shortRowGroup) Unwrap() error { return formats.ErrCorrupt }
-
-// explain names the counts that disagree. arrow-go reads a column chunk's
-// pages until their values reach the chunk's num_values, so a flat column
-// whose num_values is below the row group's num_rows ends early by design:
-// the message names those columns. Where every such count agrees with
-// num_rows, the pages themselves hold fewer values than their chunks'
-// num_values say.
-func (e *shortRowGroup) explain(md *metadata.FileMetaData, rg int, leaves []int) error {
-	g := md.RowGroup(rg)
-	var short []string
-	for _, leaf := range leaves {
-		cc, err := g.ColumnChunk(leaf)
-		if err != nil || md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
-			continue // a repeated column's values are not rows
-		}
-		if n := cc.NumValues(); n < e.rows {
-			short = append(short, fmt.Sprintf("column %q's chunk has num_values %d", md.Schema.Column(leaf).Path(), n))
-		}
-	}
-	if len(short) > 0 {
-		return fmt.Errorf("%w: the row group's num_rows is %d, but %s (the data ended after %d rows)", formats.ErrCorrupt, e.rows, strings.Join(short, ", "), e.decoded)
-	}
-	return fmt.Errorf("%w: the column chunks' pages hold %d rows, fewer than their num_values and the row group's num_rows (%d)", formats.ErrCorrupt, e.decoded, e.rows)
-}
-
-// positions maps schema's columns onto a decoded schema rs, whose columns
-// are in file order.
-func positions(rs, schema *arrow.Schema) ([]int, error) {
-	pos := make([]int, schema.NumFields())
-	for i, fl := range schema.Fields() {
-		idx := rs.FieldIndices(fl.Name)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%w: column %q missing from the decoded batch", formats.ErrCorrupt, fl.Name)
-		}
-		pos[i] = idx[0]
-	}
-	return pos, nil
-}
-
-// fixes is what project needs to convert the columns arrow-go decoded as
-// another type (see readAs) in one row group.
-type fixes struct {
-	convert map[string]conversion
-	// first is the file row of the row group's first row.
-	first int64
-	// known collects the string columns of each batch found valid UTF-8
-	// as they were decoded, which the read's checks then pass over.
-	known *knownUTF8
-	// spread lets flatdecode's columns of a batch be decoded on idle
-	// cores (Format.SerialColumns).
-	spread bool
-	// waited reports whether the reader waits for this decode now
-	// (formats.WithWaited): its columns are then spread whatever the
-	// other decodes.
-	waited func() bool
-}
-
-// project reorders rec's columns to schema, keeps rows [off, off+n),
-// converts the columns decoded as another type and casts columns whose type
-// was widened when files were unified. at is the row group's row of rec's
-// row off.
-func project(ctx context.Context, rec arrow.RecordBatch, schema *arrow.Schema, pos []int, off, n int64, mem memory.Allocator, fx fixes, at int64) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, len(pos))
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i, p := range pos {
-		col := rec.Column(p)
-		if off > 0 || n < int64(col.Len()) {
-			col = array.NewSlice(col, off, off+n)
-		} else {
-			col.Retain()
-		}
-		want := schema.Field(i).Type
-		// A column flatdecode read is of its type already (see flatColumn).
-		if c, ok := fx.convert[schema.Field(i).Name]; ok && !arrow.TypeEqual(col.DataType(), c.to) {
-			conv, err := c.convert(col, fx.first+at, mem)
-			col.Release()
-			if err != nil {
-				return nil, fmt.Errorf("%w: column %q %w", formats.ErrCorrupt, schema.Field(i).Name, err)
-			}
-			col = conv
-		}
-		if re, ok := reinterpret(col, want); ok {
-			col.Release()
-			col = re
-		}
-		col, err := formats.Widen(ctx, col, schema.Field(i), mem)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = col
-	}
-	return array.NewRecordBatch(schema, cols, n), nil
 }
 
 // sortedUnique sorts xs and drops repeats.

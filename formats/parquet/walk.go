@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -274,7 +275,7 @@ func (m *parquetMeta) dataPages(rg, leaf int) (n int64, ok bool) {
 		return 0, false
 	}
 	for _, st := range cols[leaf].MetaData.EncodingStats {
-		if st != nil && (int64(st.PageType) == pageData || int64(st.PageType) == pageDataV2) {
+		if st != nil && (int64(st.PageType) == thrift.PageData || int64(st.PageType) == thrift.PageDataV2) {
 			n += int64(st.Count)
 		}
 	}
@@ -357,32 +358,32 @@ func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error 
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: row group %d: column %q: corrupt page at byte %d: %s", formats.ErrCorrupt, c.rg, c.name, at, fmt.Sprintf(format, args...))
 	}
-	if h.compressed < 0 || h.uncompressed < 0 {
-		return bad("a negative page size (%d compressed, %d uncompressed)", h.compressed, h.uncompressed)
+	if h.Compressed < 0 || h.Uncompressed < 0 {
+		return bad("a negative page size (%d compressed, %d uncompressed)", h.Compressed, h.Uncompressed)
 	}
-	size := int64(h.size) + h.compressed
-	if room := c.end - at - int64(h.size); h.compressed > room {
-		return bad("its %d bytes run %d bytes past the end of the column chunk", h.compressed, h.compressed-room)
+	size := int64(h.Size) + h.Compressed
+	if room := c.end - at - int64(h.Size); h.Compressed > room {
+		return bad("its %d bytes run %d bytes past the end of the column chunk", h.Compressed, h.Compressed-room)
 	}
 	var rows int64
-	switch h.typ {
-	case pageDictionary:
+	switch h.Type {
+	case thrift.PageDictionary:
 		if at != c.start {
 			w.unusable = true // arrow-go reads a dictionary only at a chunk's start after a seek
 			return nil
 		}
 		w.next += size
 		return nil
-	case pageData:
-		if !h.hasData {
+	case thrift.PageData:
+		if !h.HasData {
 			return bad("a data page without its data page header")
 		}
-		rows = h.values
-	case pageDataV2:
-		if !h.hasV2 {
+		rows = h.Values
+	case thrift.PageDataV2:
+		if !h.HasV2 {
 			return bad("a data page without its data page header")
 		}
-		rows = h.rows
+		rows = h.Rows
 	case -1:
 		return bad("a page header without its type")
 	default:
@@ -417,7 +418,7 @@ func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error 
 
 // header reads and parses the page header at at: nil where it is larger
 // than a walk reads (the chunk is then read whole).
-func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, error) {
+func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*thrift.PageHeader, error) {
 	rest := c.end - at
 	if rest <= 0 {
 		return nil, fmt.Errorf("%w: row group %d: column %q: its pages hold %d rows, the row group %d (the chunk ends at byte %d)", formats.ErrCorrupt, c.rg, c.name, w.rows, c.rows, c.end)
@@ -437,9 +438,9 @@ func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, e
 		if got, err := rd.ReadAt(buf[have:], at+have); err != nil && (!errors.Is(err, io.EOF) || int64(got) != n-have) {
 			return nil, err // the file could not be read, which says nothing of its contents
 		}
-		h, err := parsePageHeader(buf)
+		h, err := thrift.ParsePageHeader(buf)
 		if err == nil {
-			w.guess = h.size + 2
+			w.guess = h.Size + 2
 			return &h, nil
 		}
 		switch {
@@ -459,9 +460,9 @@ func (w *leafWalk) header(rd io.ReaderAt, c walkChunk, at int64) (*pageHeader, e
 func appendOffsetIndex(b []byte, pages []pageLoc) []byte {
 	b = append(b, 0x19) // field 1, a list
 	if len(pages) < 15 {
-		b = append(b, byte(len(pages))<<4|tStruct)
+		b = append(b, byte(len(pages))<<4|thrift.Struct)
 	} else {
-		b = append(b, 0xf0|tStruct)
+		b = append(b, 0xf0|thrift.Struct)
 		b = binary.AppendUvarint(b, uint64(len(pages)))
 	}
 	for _, p := range pages {
@@ -471,9 +472,9 @@ func appendOffsetIndex(b []byte, pages []pageLoc) []byte {
 		b = binary.AppendUvarint(b, zigzagOf(p.size))
 		b = append(b, 0x16) // field 3, an i64
 		b = binary.AppendUvarint(b, zigzagOf(p.firstRow))
-		b = append(b, tStop)
+		b = append(b, thrift.Stop)
 	}
-	return append(b, tStop)
+	return append(b, thrift.Stop)
 }
 
 func zigzagOf(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // idPages returns a file of one required int64 column "id" holding 0 to
@@ -56,13 +57,13 @@ func idPages(t testing.TB, rows int, v2 bool) ([]byte, []pageLoc) {
 	var pages []pageLoc
 	var row int64
 	for at := int64(4); at < int64(len(data))-8; {
-		h, err := parsePageHeader(data[at:])
-		if err != nil || (h.typ != pageData && h.typ != pageDataV2) {
+		h, err := thrift.ParsePageHeader(data[at:])
+		if err != nil || (h.Type != thrift.PageData && h.Type != thrift.PageDataV2) {
 			break // the footer
 		}
-		pages = append(pages, pageLoc{offset: at, size: int64(h.size) + h.compressed, firstRow: row})
-		row += max(h.values, h.rows)
-		at += int64(h.size) + h.compressed
+		pages = append(pages, pageLoc{offset: at, size: int64(h.Size) + h.Compressed, firstRow: row})
+		row += max(h.Values, h.Rows)
+		at += int64(h.Size) + h.Compressed
 	}
 	if row != int64(rows) || len(pages) < rows/100 {
 		t.Fatalf("found %d pages of %d rows, want %d rows in %d or more", len(pages), row, rows, rows/100)
@@ -200,10 +201,10 @@ func TestWalkUnusable(t *testing.T) {
 	data, pages := idPages(t, 2000, false)
 	dict := func(b []byte) []byte {
 		var c compact
-		c.i32(1, pageDictionary)
+		c.i32(1, thrift.PageDictionary)
 		c.i32(2, 0)
 		c.i32(3, 0)
-		c.field(7, tStruct)
+		c.field(7, thrift.Struct)
 		c.i32(1, 0) // num_values
 		c.i32(2, 0) // PLAIN
 		c.stop()

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
@@ -27,7 +28,7 @@ func (r *Reader) loadPage() error {
 	}
 	ref := r.pages[r.next]
 	r.next++
-	r.cur = page{ref: ref, rows: int(ref.h.values)}
+	r.cur = page{ref: ref, rows: int(ref.h.Values)}
 	if err := r.setUp(ref); err != nil {
 		return r.pageErr(ref, err)
 	}
@@ -48,15 +49,15 @@ func (r *Reader) setUp(ref pageRef) error {
 	h := ref.h
 	raw := ref.body
 	var levels, values []byte
-	if h.typ == pageDataV2 {
-		levels = raw[:h.defLen]
-		v, buf, err := r.body(raw[h.defLen:], h.uncompressed-h.defLen, h.compressedV2)
+	if h.Type == thrift.PageDataV2 {
+		levels = raw[:h.DefLen]
+		v, buf, err := r.body(raw[h.DefLen:], h.Uncompressed-h.DefLen, h.CompressedV2)
 		if err != nil {
 			return err
 		}
 		values, r.cur.buf = v, buf
 	} else {
-		body, buf, err := r.body(raw, h.uncompressed, true)
+		body, buf, err := r.body(raw, h.Uncompressed, true)
 		if err != nil {
 			return err
 		}
@@ -84,7 +85,7 @@ func (r *Reader) setUp(ref pageRef) error {
 		r.cur.nonNull = n
 	}
 	r.cur.values = values
-	return r.setUpValues(h.encoding, values, r.cur.nonNull)
+	return r.setUpValues(h.Encoding, values, r.cur.nonNull)
 }
 
 // setUpValues checks that values can hold n values of encoding enc and
@@ -396,7 +397,7 @@ func (r *Reader) dictionaryStretch(n int, vbits []byte) ([]*memory.Buffer, error
 			return nil, err
 		}
 	}
-	if enc := c.ref.h.encoding; enc != encPlainDictionary && enc != encRLEDictionary {
+	if enc := c.ref.h.Encoding; enc != encPlainDictionary && enc != encRLEDictionary {
 		return nil, nil
 	}
 	if c.rows-c.pos < n || c.nonNull-c.taken < n || (vbits != nil && bitutil.CountSetBits(r.valid, c.pos, n) != n) {
@@ -566,7 +567,7 @@ func (r *Reader) fixed(out, vbits []byte, row, k, m int) error {
 // width each.
 func (r *Reader) physical(dst []byte, m int) error {
 	pw, c := r.pw, &r.cur
-	switch c.ref.h.encoding {
+	switch c.ref.h.Encoding {
 	case encPlain:
 		c.plainPos += copy(dst, c.values[c.plainPos:c.plainPos+m*pw])
 	case encDeltaByteArray: // FIXED_LEN_BYTE_ARRAY: built end to end, each pw bytes
@@ -727,7 +728,7 @@ func spreadWords[W uint32 | uint64](out []W, vbits []byte, row, m int) {
 func (r *Reader) booleans(out, vbits []byte, row, k, m int) error {
 	c := &r.cur
 	r.scratch = grow(r.scratch, m)
-	if c.ref.h.encoding == encPlain {
+	if c.ref.h.Encoding == encPlain {
 		for i := range m {
 			r.scratch[i] = (c.values[(c.plainPos+i)>>3] >> ((c.plainPos + i) & 7)) & 1
 		}
@@ -763,7 +764,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 	// as a Reader's first batch starts, they would grow in doublings,
 	// each copying what came before.
 	r.lens = slices.Grow(r.lens, m)
-	if c.ref.h.encoding == encPlain {
+	if c.ref.h.Encoding == encPlain {
 		pos := c.plainPos
 		for range m {
 			if len(c.values)-pos < 4 {
@@ -779,7 +780,7 @@ func (r *Reader) byteLengths(offs, vbits []byte, row, k, m int, total int64) (in
 		}
 		r.segs = append(r.segs, segment{data: c.values, from: c.plainPos, n: m, bytes: -1})
 		c.plainPos = pos
-	} else if enc := c.ref.h.encoding; enc == encDeltaLength || enc == encDeltaByteArray {
+	} else if enc := c.ref.h.Encoding; enc == encDeltaLength || enc == encDeltaByteArray {
 		size := 0
 		for _, l := range r.pageLens[c.lenPos : c.lenPos+m] {
 			size += int(l)
@@ -913,13 +914,13 @@ func (r *Reader) Skip(n int64) error {
 	}()
 	for n > 0 {
 		if r.cur.pos == r.cur.rows {
-			if r.next < len(r.pages) && r.pages[r.next].h.values <= n {
+			if r.next < len(r.pages) && r.pages[r.next].h.Values <= n {
 				r.hold()
 				ref := r.pages[r.next]
 				r.next++
-				r.cur = page{ref: ref, rows: int(ref.h.values), pos: int(ref.h.values)}
-				n -= ref.h.values
-				r.left -= ref.h.values
+				r.cur = page{ref: ref, rows: int(ref.h.Values), pos: int(ref.h.Values)}
+				n -= ref.h.Values
+				r.left -= ref.h.Values
 				continue
 			}
 			if err := r.loadPage(); err != nil {
@@ -950,7 +951,7 @@ func (r *Reader) Skip(n int64) error {
 func (r *Reader) skipValues(m int) error {
 	c := &r.cur
 	const chunk = 4096
-	switch enc := c.ref.h.encoding; {
+	switch enc := c.ref.h.Encoding; {
 	case enc == encByteStreamSplit:
 	case enc == encPlain && r.col.Physical == Boolean:
 		c.plainPos += m

@@ -3,6 +3,8 @@ package flatdecode
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // delta reads DELTA_BINARY_PACKED integers, a miniblock at a time.
@@ -24,9 +26,8 @@ type delta struct {
 }
 
 func (d *delta) uvarint() (uint64, error) {
-	c := compact{b: d.data, pos: d.pos}
-	v, err := c.uvarint()
-	d.pos = c.pos
+	v, next, err := thrift.Uvarint(d.data, d.pos)
+	d.pos = next
 	if err != nil {
 		return 0, errRunPastEnd
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // TestDictionaryStrings reads string dictionaries, short entries and long
@@ -53,8 +55,8 @@ func TestDictionaryStrings(t *testing.T) {
 			for i := range groups * 8 {
 				values = append(values, byte(i%len(entries)))
 			}
-			chunk := append(pageHeaderBytes(pageDictionary, len(dict), len(entries), encPlain), dict...)
-			chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), n, encRLEDictionary)...)
+			chunk := append(pageHeaderBytes(thrift.PageDictionary, len(dict), len(entries), encPlain), dict...)
+			chunk = append(chunk, pageHeaderBytes(thrift.PageDataV2, len(values), n, encRLEDictionary)...)
 			chunk = append(chunk, values...)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 // deltaFixedValues is a DELTA_BYTE_ARRAY values section of two 16-byte
@@ -31,15 +33,15 @@ func fixedChunk(delta []byte) []byte {
 		chunk = append(chunk, pageHeaderBytes(typ, len(body), values, enc)...)
 		chunk = append(chunk, body...)
 	}
-	page(pageDictionary, 2, encPlain, []byte("0123456789abcdeffedcba9876543210"))
-	page(pageDataV2, 2, encRLEDictionary, []byte{1, 1<<1 | 1, 0b01}) // bit width 1, then 8 bit-packed: 1, 0, ...
-	page(pageDataV2, 2, encDeltaByteArray, delta)
-	page(pageDataV2, 2, encPlain, []byte("plain-value-0000plain-value-0001"))
+	page(thrift.PageDictionary, 2, encPlain, []byte("0123456789abcdeffedcba9876543210"))
+	page(thrift.PageDataV2, 2, encRLEDictionary, []byte{1, 1<<1 | 1, 0b01}) // bit width 1, then 8 bit-packed: 1, 0, ...
+	page(thrift.PageDataV2, 2, encDeltaByteArray, delta)
+	page(thrift.PageDataV2, 2, encPlain, []byte("plain-value-0000plain-value-0001"))
 	var split []byte // byte b of every value, then byte b+1
 	for b := range 16 {
 		split = append(split, "byte-stream-spl0"[b], "byte-stream-spl1"[b])
 	}
-	page(pageDataV2, 2, encByteStreamSplit, split)
+	page(thrift.PageDataV2, 2, encByteStreamSplit, split)
 	return chunk
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 var physicalOf = map[string]Physical{"b": Boolean, "i32": Int32, "i64": Int64, "f32": Float, "f64": Double, "s": ByteArray, "fl": FixedLenByteArray}
@@ -171,10 +173,10 @@ func decodePages(t *testing.T, chunk []byte, col Column, batch int) {
 	var pages []Page
 	for at := 0; at < len(chunk); {
 		h, err := parseHeader(chunk[at:])
-		if err != nil || h.compressed < 0 || h.compressed > int64(len(chunk)-at-h.size) {
+		if err != nil || h.Compressed < 0 || h.Compressed > int64(len(chunk)-at-h.Size) {
 			return
 		}
-		end := at + h.size + int(h.compressed)
+		end := at + h.Size + int(h.Compressed)
 		pages = append(pages, Page{Offset: int64(at), Index: len(pages), Bytes: chunk[at:end:end]})
 		at = end
 	}
@@ -408,10 +410,10 @@ func FuzzValues(f *testing.F) {
 		var chunk []byte
 		if enc == encPlainDictionary || enc == encRLEDictionary {
 			dict := dictionaryBytes(p)
-			chunk = append(chunk, pageHeaderBytes(pageDictionary, len(dict), 3, encPlain)...)
+			chunk = append(chunk, pageHeaderBytes(thrift.PageDictionary, len(dict), 3, encPlain)...)
 			chunk = append(chunk, dict...)
 		}
-		chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), int(n), int(enc))...)
+		chunk = append(chunk, pageHeaderBytes(thrift.PageDataV2, len(values), int(n), int(enc))...)
 		chunk = append(chunk, values...)
 		col := Column{Name: "v", Physical: p, Type: typ, Values: int64(n), Rows: int64(n), MaxPage: 1 << 20}
 		decodeAll(t, chunk, col, int(batch)+1)
@@ -436,8 +438,8 @@ func identityChunk(p Physical, n int) []byte {
 	for i := range n {
 		values = append(values, byte(i))
 	}
-	chunk := append(pageHeaderBytes(pageDictionary, len(dict), n, encPlain), dict...)
-	chunk = append(chunk, pageHeaderBytes(pageDataV2, len(values), n, encRLEDictionary)...)
+	chunk := append(pageHeaderBytes(thrift.PageDictionary, len(dict), n, encPlain), dict...)
+	chunk = append(chunk, pageHeaderBytes(thrift.PageDataV2, len(values), n, encRLEDictionary)...)
 	return append(chunk, values...)
 }
 
@@ -468,30 +470,30 @@ func pageHeaderSizes(typ, raw, stored, values, enc int, compressed bool) []byte 
 		b = append(b, delta<<4|t)
 		b = append(b, zz(v)...)
 	}
-	field(1, tI32, typ)
-	field(1, tI32, raw)
-	field(1, tI32, stored)
-	if typ == pageDictionary {
-		b = append(b, 4<<4|tStruct) // field 7
-		field(1, tI32, values)
-		field(1, tI32, enc)
-		b = append(b, tStop)
+	field(1, thrift.I32, typ)
+	field(1, thrift.I32, raw)
+	field(1, thrift.I32, stored)
+	if typ == thrift.PageDictionary {
+		b = append(b, 4<<4|thrift.Struct) // field 7
+		field(1, thrift.I32, values)
+		field(1, thrift.I32, enc)
+		b = append(b, thrift.Stop)
 	} else {
-		b = append(b, 5<<4|tStruct) // field 8
-		field(1, tI32, values)      // num_values
-		field(1, tI32, 0)           // num_nulls
-		field(1, tI32, values)      // num_rows
-		field(1, tI32, enc)
-		field(1, tI32, 0) // definition_levels_byte_length
-		field(1, tI32, 0) // repetition_levels_byte_length
+		b = append(b, 5<<4|thrift.Struct) // field 8
+		field(1, thrift.I32, values)      // num_values
+		field(1, thrift.I32, 0)           // num_nulls
+		field(1, thrift.I32, values)      // num_rows
+		field(1, thrift.I32, enc)
+		field(1, thrift.I32, 0) // definition_levels_byte_length
+		field(1, thrift.I32, 0) // repetition_levels_byte_length
 		if compressed {
-			b = append(b, 1<<4|tTrue)
+			b = append(b, 1<<4|thrift.True)
 		} else {
-			b = append(b, 1<<4|tFalse)
+			b = append(b, 1<<4|thrift.False)
 		}
-		b = append(b, tStop)
+		b = append(b, thrift.Stop)
 	}
-	return append(b, tStop)
+	return append(b, thrift.Stop)
 }
 
 // TestSamples decodes the fuzz seeds and checks them against arrow-go,
@@ -559,7 +561,7 @@ func lz4Chunks(t testing.TB) [][]byte {
 	raw := lz4Values()
 	var out [][]byte
 	for _, body := range [][]byte{hadoopFrames(t, raw, 1), hadoopFrames(t, raw, 3), lz4Block(t, raw)} {
-		out = append(out, append(pageHeaderSizes(pageDataV2, len(raw), len(body), 64, encPlain, true), body...))
+		out = append(out, append(pageHeaderSizes(thrift.PageDataV2, len(raw), len(body), 64, encPlain, true), body...))
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
@@ -150,7 +151,7 @@ func encodes(p Physical, enc int64) bool {
 // pageRef is a data page of the chunk: its header and where its body
 // starts.
 type pageRef struct {
-	h     pageHeader
+	h     thrift.PageHeader
 	at    int64  // the header's offset in the file
 	body  []byte // compressed
 	index int    // the page's number in the chunk, dictionary included
@@ -274,14 +275,14 @@ func Open(chunk []byte, col Column, mem memory.Allocator) (*Reader, error) {
 		if err != nil {
 			return nil, r.unsupported("page %d: header: %v", index, err)
 		}
-		body := at + h.size
-		if h.compressed < 0 || h.compressed > int64(len(chunk)-body) {
-			return nil, r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+		body := at + h.Size
+		if h.Compressed < 0 || h.Compressed > int64(len(chunk)-body) {
+			return nil, r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.Compressed, h.Uncompressed)
 		}
-		if err := r.add(pageRef{h: h, at: col.Offset + int64(at), body: chunk[body : body+int(h.compressed)], index: index}); err != nil {
+		if err := r.add(pageRef{h: h, at: col.Offset + int64(at), body: chunk[body : body+int(h.Compressed)], index: index}); err != nil {
 			return nil, err
 		}
-		at = body + int(h.compressed)
+		at = body + int(h.Compressed)
 	}
 	return r, r.end()
 }
@@ -312,10 +313,10 @@ func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) 
 		if err != nil {
 			return nil, r.unsupported("page %d: header: %v", p.Index, err)
 		}
-		if h.compressed < 0 || h.compressed != int64(len(p.Bytes)-h.size) {
-			return nil, r.unsupported("page %d: %d bytes compressed in a page of %d", p.Index, h.compressed, len(p.Bytes))
+		if h.Compressed < 0 || h.Compressed != int64(len(p.Bytes)-h.Size) {
+			return nil, r.unsupported("page %d: %d bytes compressed in a page of %d", p.Index, h.Compressed, len(p.Bytes))
 		}
-		if err := r.add(pageRef{h: h, at: p.Offset, body: p.Bytes[h.size:], index: p.Index}); err != nil {
+		if err := r.add(pageRef{h: h, at: p.Offset, body: p.Bytes[h.Size:], index: p.Index}); err != nil {
 			return nil, err
 		}
 	}
@@ -356,35 +357,35 @@ func (r *Reader) unsupported(format string, args ...any) error {
 // refuses it.
 func (r *Reader) add(ref pageRef) error {
 	h, index := ref.h, ref.index
-	if h.uncompressed < 0 || h.uncompressed > min(r.col.MaxPage, maxPage) {
-		return r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.compressed, h.uncompressed)
+	if h.Uncompressed < 0 || h.Uncompressed > min(r.col.MaxPage, maxPage) {
+		return r.unsupported("page %d: sizes %d compressed, %d uncompressed", index, h.Compressed, h.Uncompressed)
 	}
-	switch h.typ {
-	case pageDictionary:
-		if r.hasDict || len(r.pages) > 0 || !h.hasDict || r.col.Physical == Boolean || (h.encoding != encPlain && h.encoding != encPlainDictionary) || h.values < 0 {
+	switch h.Type {
+	case thrift.PageDictionary:
+		if r.hasDict || len(r.pages) > 0 || !h.HasDict || r.col.Physical == Boolean || (h.Encoding != encPlain && h.Encoding != encPlainDictionary) || h.Values < 0 {
 			return r.unsupported("page %d: a dictionary page of a kind not read", index)
 		}
 		r.hasDict = true
 		if err := r.readDictionary(ref); err != nil {
 			return r.unsupported("page %d: dictionary: %v", index, err)
 		}
-	case pageData:
-		if !h.hasData || h.values < 0 || !encodes(r.col.Physical, h.encoding) || (r.col.Optional && h.defEnc != encRLE) {
+	case thrift.PageData:
+		if !h.HasData || h.Values < 0 || !encodes(r.col.Physical, h.Encoding) || (r.col.Optional && h.DefEnc != encRLE) {
 			return r.unsupported("page %d: a DATA_PAGE of a kind not read", index)
 		}
-	case pageDataV2:
-		if !h.hasV2 || h.values < 0 || h.rows != h.values || h.repLen != 0 || h.defLen < 0 || h.defLen > h.compressed || h.defLen > h.uncompressed || !encodes(r.col.Physical, h.encoding) {
+	case thrift.PageDataV2:
+		if !h.HasV2 || h.Values < 0 || h.Rows != h.Values || h.RepLen != 0 || h.DefLen < 0 || h.DefLen > h.Compressed || h.DefLen > h.Uncompressed || !encodes(r.col.Physical, h.Encoding) {
 			return r.unsupported("page %d: a DATA_PAGE_V2 of a kind not read", index)
 		}
 	default:
 		// Index pages and pages of kinds to come: arrow-go skips them.
 		return nil
 	}
-	if h.typ == pageData || h.typ == pageDataV2 {
-		if (h.encoding == encPlainDictionary || h.encoding == encRLEDictionary) && !r.hasDict {
+	if h.Type == thrift.PageData || h.Type == thrift.PageDataV2 {
+		if (h.Encoding == encPlainDictionary || h.Encoding == encRLEDictionary) && !r.hasDict {
 			return r.unsupported("page %d: dictionary indices without a dictionary", index)
 		}
-		r.seen += h.values
+		r.seen += h.Values
 		r.pages = append(r.pages, ref)
 	}
 	return nil
@@ -481,7 +482,7 @@ func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, 
 // its length) and offs[i+1], gathered from there into each batch.
 func (r *Reader) readDictionary(ref pageRef) error {
 	h := ref.h
-	data, buf, err := r.body(ref.body, h.uncompressed, true)
+	data, buf, err := r.body(ref.body, h.Uncompressed, true)
 	if err != nil {
 		return err
 	}
@@ -493,7 +494,7 @@ func (r *Reader) readDictionary(ref pageRef) error {
 		data = buf
 	}
 	r.dictBuf = buf
-	n := int(h.values)
+	n := int(h.Values)
 	r.dict.count = n
 	if r.col.Physical != ByteArray {
 		if n > len(data)/r.pw {

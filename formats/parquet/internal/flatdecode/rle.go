@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+
+	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
 )
 
 var errRunPastEnd = errors.New("values run past the end of the page")
@@ -60,12 +62,11 @@ func newHybrid(data []byte, width uint) *hybrid {
 
 // run starts the next run.
 func (h *hybrid) run() error {
-	c := compact{b: h.data, pos: h.pos}
-	hdr, err := c.uvarint()
+	hdr, next, err := thrift.Uvarint(h.data, h.pos)
 	if err != nil {
 		return errRunPastEnd
 	}
-	h.pos = c.pos
+	h.pos = next
 	if hdr&1 == 1 {
 		groups := hdr >> 1
 		// Of width 0 (a dictionary of one value) a run takes no bytes.
