@@ -3,13 +3,11 @@ package iceberg_test
 import (
 	"context"
 	"fmt"
-	"iter"
 	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -90,29 +88,6 @@ func conformanceTable(byPos, byEq func(id int64) bool) func(testing.TB, string, 
 			t.Fatalf("planned %+v, want %d rows deleted by position", st, len(pos))
 		}
 		return it.Plan, append(pos, eq...)
-	}
-}
-
-// commitEqualityDeletes deletes the rows of ids by an equality delete on
-// column id.
-func commitEqualityDeletes(t *testing.T, tbl *table.Table, ids []int64) {
-	t.Helper()
-	ctx := context.Background()
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	b.AppendValues(ids, nil)
-	col := b.NewArray()
-	b.Release()
-	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
-	col.Release()
-	defer rec.Release()
-	var recs iter.Seq2[arrow.RecordBatch, error] = func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-	tx := tbl.NewTransaction()
-	if err := tx.CommitEqualityDeletes(ctx, []int{1}, recs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
 	}
 }
 
