@@ -69,7 +69,7 @@ type Driver struct {
 	// each; a file of no rows may be left out), less the rows whose ids
 	// it returns as deleted, and returns how to plan it. The checks that
 	// need the files themselves (masks, damage, skips) are then skipped.
-	Dataset func(t testing.TB, dir string, files []arrow.RecordBatch) (plan func(context.Context, formats.PlanOptions) (*formats.Scan, error), deleted []int64)
+	Dataset func(t testing.TB, dir string, files []arrow.RecordBatch) (plan PlanFunc, deleted []int64)
 
 	// Lacks names columns of Table that the format cannot express: the
 	// files are written without them. Default: none.
@@ -88,6 +88,9 @@ type Driver struct {
 	// the schema (a text format's BadRowsSkip).
 	Skips *Skips
 }
+
+// PlanFunc plans a dataset with the options a check gives (a filter, say).
+type PlanFunc func(context.Context, formats.PlanOptions) (*formats.Scan, error)
 
 // Damage is a change to the bytes of a file the driver must detect.
 type Damage struct {
@@ -253,7 +256,7 @@ type dataset struct {
 	// gone are the ids that are not part of the dataset (deleted, bad).
 	gone map[int64]bool
 	// plan plans the dataset.
-	plan func(context.Context, formats.PlanOptions) (*formats.Scan, error)
+	plan PlanFunc
 }
 
 // write writes files of the given row counts, ids numbering them in

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/formatstest"
 	"github.com/sluicedata/sluice/formats/iceberg"
 )
@@ -31,8 +30,8 @@ var conformanceSchema = ice.NewSchema(0,
 // Parquet data files in row groups of formatstest.UnitRows rows, deletes
 // the rows whose ids byPos picks by position and those eq picks by
 // equality, and returns how to plan it as sluice reads it.
-func conformanceTable(byPos, byEq func(id int64) bool) func(testing.TB, string, []arrow.RecordBatch) (func(context.Context, formats.PlanOptions) (*formats.Scan, error), []int64) {
-	return func(tb testing.TB, _ string, files []arrow.RecordBatch) (func(context.Context, formats.PlanOptions) (*formats.Scan, error), []int64) {
+func conformanceTable(byPos, byEq func(id int64) bool) func(testing.TB, string, []arrow.RecordBatch) (formatstest.PlanFunc, []int64) {
+	return func(tb testing.TB, _ string, files []arrow.RecordBatch) (formatstest.PlanFunc, []int64) {
 		t := tb.(*testing.T)
 		ctx := context.Background()
 		cat := sqliteNamespace(t)
