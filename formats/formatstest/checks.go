@@ -182,7 +182,8 @@ func (s *suite) checkOnce(t *testing.T, ds *dataset, got [][]row) {
 // testCuts: reads of every unit alone, of runs of units, and of row
 // ranges cut at every unit boundary, a row either side and at random rows,
 // deliver exactly the rows of a whole read from those ranges, values and
-// all; so do parts of one fetch, decoded after it is released.
+// all, before and after FindPages; so do parts of one fetch, decoded after
+// it is released.
 func (s *suite) testCuts(t *testing.T) {
 	ds, scan := s.write(t, fileRows, formats.PlanOptions{})
 	mem := checkedMem(t)
@@ -190,6 +191,15 @@ func (s *suite) testCuts(t *testing.T) {
 		full := s.mustRead(t, scan, i, whole(scan, i), 8192, mem)
 		s.checkFragment(t, ds, scan.Fragments[i], full)
 		s.cutUnits(t, scan, i, full, mem)
+		s.cutRows(t, scan, i, full, mem)
+		// Once a driver that can find its pages ahead of reading
+		// (formats.PageFinder) has, as streams have it at plan time for
+		// the units a split cuts, the cuts read by those pages.
+		for u := range scan.Fragments[i].Units {
+			if err := scan.FindPages(context.Background(), i, u); err != nil {
+				t.Fatalf("%s: FindPages(%d, %d): %v", s.name, i, u, err)
+			}
+		}
 		s.cutRows(t, scan, i, full, mem)
 	}
 }

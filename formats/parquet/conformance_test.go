@@ -17,11 +17,12 @@ import (
 )
 
 // writeConformance writes rec with arrow-go's writer in row groups of
-// unitRows rows, small pages and a page index, so that a cut read fetches
-// by pages.
-func writeConformance(w io.Writer, rec arrow.RecordBatch, unitRows int) error {
+// unitRows rows and small pages, with a page index or (as pyarrow writes
+// files) without, where the driver walks the page headers: either way a
+// cut read fetches by pages.
+func writeConformance(w io.Writer, rec arrow.RecordBatch, unitRows int, pageIndex bool) error {
 	props := pq.NewWriterProperties(pq.WithMaxRowGroupLength(int64(unitRows)), pq.WithDataPageSize(256),
-		pq.WithBatchSize(32), pq.WithPageIndexEnabled(true), pq.WithCompression(compress.Codecs.Snappy))
+		pq.WithBatchSize(32), pq.WithPageIndexEnabled(pageIndex), pq.WithCompression(compress.Codecs.Snappy))
 	fw, err := pqarrow.NewFileWriter(rec.Schema(), w, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return err
@@ -34,20 +35,27 @@ func writeConformance(w io.Writer, rec arrow.RecordBatch, unitRows int) error {
 }
 
 func TestConformance(t *testing.T) {
-	formatstest.Run(t, formatstest.Driver{
-		Formats: []formats.Format{parquet.Format{}},
-		Ext:     ".parquet",
-		Write:   writeConformance,
-		Damages: []formatstest.Damage{
-			// The first column chunk's first page header follows the magic.
-			{Name: "a page header overwritten", Apply: func(b []byte) []byte {
-				copy(b[4:24], bytes.Repeat([]byte{0xff}, 20))
-				return b
-			}},
-			{Name: "a footer longer than the file", Apply: func(b []byte) []byte {
-				binary.LittleEndian.PutUint32(b[len(b)-8:], uint32(len(b)))
-				return b
-			}},
-		},
-	})
+	damages := []formatstest.Damage{
+		// The first column chunk's first page header follows the magic.
+		{Name: "a page header overwritten", Apply: func(b []byte) []byte {
+			copy(b[4:24], bytes.Repeat([]byte{0xff}, 20))
+			return b
+		}},
+		{Name: "a footer longer than the file", Apply: func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[len(b)-8:], uint32(len(b)))
+			return b
+		}},
+	}
+	for _, pageIndex := range []bool{true, false} {
+		t.Run(map[bool]string{true: "PageIndex", false: "NoPageIndex"}[pageIndex], func(t *testing.T) {
+			formatstest.Run(t, formatstest.Driver{
+				Formats: []formats.Format{parquet.Format{}},
+				Ext:     ".parquet",
+				Write: func(w io.Writer, rec arrow.RecordBatch, unitRows int) error {
+					return writeConformance(w, rec, unitRows, pageIndex)
+				},
+				Damages: damages,
+			})
+		})
+	}
 }
