@@ -87,22 +87,7 @@ func deleteAndOpen(t *testing.T, cat catalog.Catalog, tbl *table.Table, ident ta
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := tbl.NewTransaction()
-	eqs := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	ib.AppendValues(byEq, nil)
-	col := ib.NewArray()
-	ib.Release()
-	rec := array.NewRecordBatch(eqs, []arrow.Array{col}, int64(col.Len()))
-	col.Release()
-	defer rec.Release()
-	var recs iter.Seq2[arrow.RecordBatch, error] = func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-	if err := tx.CommitEqualityDeletes(ctx, []int{1}, recs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	commitEqualityDeletes(t, tbl, byEq)
 	it, err := iceberg.OpenCatalog(ctx, cat, ident, iceberg.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +97,29 @@ func deleteAndOpen(t *testing.T, cat catalog.Catalog, tbl *table.Table, ident ta
 		t.Fatalf("planned %+v, want %d rows position-deleted and equality deletes", st, len(byPos))
 	}
 	return it
+}
+
+// commitEqualityDeletes deletes the rows of ids by an equality delete on
+// column id.
+func commitEqualityDeletes(t *testing.T, tbl *table.Table, ids []int64) {
+	t.Helper()
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(ids, nil)
+	col := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+	col.Release()
+	defer rec.Release()
+	var recs iter.Seq2[arrow.RecordBatch, error] = func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+	tx := tbl.NewTransaction()
+	if err := tx.CommitEqualityDeletes(ctx, []int{1}, recs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type taken struct {

@@ -678,6 +678,7 @@ func (f *Format) Settle(ctx context.Context, frags []*formats.Fragment) error {
 		}
 		fr.Schema = arrow.NewSchema(fields, nil)
 	}
+	keyless(frags)
 	shareForms(frags[:min(len(frags), o.SampleFiles)], frags)
 	if o.Count {
 		return f.countAll(ctx, frags)
@@ -842,4 +843,29 @@ func (f *Format) scanWhole(ctx context.Context, fr *formats.Fragment, fe formats
 		s.onRow, s.onBad, s.cuts, s.cutsOK = onRow, onBad, cuts, true
 	}, func(s *scanner) { ok = s.cutsOK })
 	return ok, err
+}
+
+// keyless gives a file whose sample found no column (no bytes, a JSON
+// array with no object, objects with no key) the columns of the first file
+// that has some: as it has no value of them, it reads them as nulls.
+// Without this an empty file first in a dataset made the dataset's columns
+// none (its rows read as rows of no values), and one later in it was
+// refused as lacking them, where an empty file should add nothing.
+func keyless(frags []*formats.Fragment) {
+	var like *formats.Fragment
+	for _, fr := range frags {
+		if len(fr.Meta.(*meta).names) > 0 {
+			like = fr
+			break
+		}
+	}
+	if like == nil {
+		return
+	}
+	for _, fr := range frags {
+		if m := fr.Meta.(*meta); len(m.names) == 0 {
+			m.names = slices.Clone(like.Meta.(*meta).names)
+			fr.Schema = like.Schema
+		}
+	}
 }
