@@ -10,13 +10,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/stream/internal/engine"
-	"github.com/sluicedata/sluice/stream/internal/planshare"
+	"github.com/sluicedata/sluice/stream/internal/planner"
 )
 
 // ErrPlanMismatch is wrapped when the plan in a PlanStore was made for
 // other files or other options than this rank's: the ranks of one job must
 // stream one plan, or their splits would not be the same rows.
-var ErrPlanMismatch = planshare.ErrMismatch
+var ErrPlanMismatch = planner.ErrMismatch
 
 // PlanStore is where the ranks of a job share one plan, so that one rank
 // reads every footer and the others read one object instead: the listing
@@ -51,11 +51,11 @@ type PlanStore struct {
 	Wait time.Duration
 }
 
-// planDataset plans the dataset (package planshare): from the PlanStore's
+// planDataset plans the dataset (package planner): from the PlanStore's
 // plan where there is one, else by reading every footer. Every read of
 // the buckets it opens is counted in the metrics.
-func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
-	so := planshare.Options{
+func planDataset(ctx context.Context, o Options) (planner.Planned, error) {
+	so := planner.Options{
 		Rank:          o.Rank,
 		Plan:          o.Plan,
 		URLs:          o.URLs,
@@ -72,10 +72,10 @@ func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
 		ShuffleMemory: o.ShuffleMemory,
 	}
 	if ps := o.PlanStore; ps != nil {
-		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
-		so.Prepare = func(ctx context.Context, p planshare.Planned) error { return findCutPages(ctx, o, p) }
+		so.Store = &planner.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
+		so.Prepare = func(ctx context.Context, p planner.Planned) error { return findCutPages(ctx, o, p) }
 	}
-	return planshare.Plan(ctx, so)
+	return planner.Plan(ctx, so)
 }
 
 // findCutPages finds, on the rank that writes the shared plan, the pages
@@ -87,7 +87,7 @@ func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
 // which walks again and names what is wrong; only a cancelled context
 // fails the plan. Later epochs cut other units: those are walked by the
 // ranks that read them, as far as their rows, and kept in the plan cache.
-func findCutPages(ctx context.Context, o Options, p planshare.Planned) error {
+func findCutPages(ctx context.Context, o Options, p planner.Planned) error {
 	eo := o.engineOptions()
 	eo.ShuffleWindow = p.ShuffleWindow
 	units, err := engine.CutUnits(p.Data, p.Chunks, eo, o.Epoch)

@@ -10,7 +10,7 @@
 //
 // The run-time engine (fetch, decode, permute, cut and transform, the
 // position and the caches) is stream/internal/engine; planning, and the
-// plan shared among ranks, stream/internal/planshare. This package opens,
+// plan shared among ranks, stream/internal/planner. This package opens,
 // validates and hands its options to them.
 package stream
 

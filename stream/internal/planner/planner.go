@@ -1,14 +1,15 @@
-// Package planshare plans a dataset for package stream: it turns the
-// fragments a planner found into the chunk list and its fingerprint, and,
-// where the ranks of a job share one plan through a Store, lets one rank
-// read every footer and the others plan from the object it writes.
+// Package planner plans every dataset package stream opens, shared or
+// not: it turns the fragments that formats.Plan (or a table's planner)
+// found into the chunk list and its fingerprint, and, where the ranks of
+// a job share one plan through a Store, lets one rank read every footer
+// and the others plan from the object it writes.
 //
 // It owns the plan object's layout and its check against a rank's own
 // plan (ErrMismatch names the first difference). It cuts chunks (package
 // split) but deals no splits and reads no rows: it imports formats (and
 // the drivers Options.Format names by default: Parquet, ORC and text),
 // filter, storage and split, never the engine or stream.
-package planshare
+package planner
 
 import (
 	"bytes"
