@@ -63,7 +63,7 @@ type Estimate struct {
 // order (about 16M rows, or one window where one is larger), so it takes
 // about as long as a stream takes to shuffle that many rows.
 func (d *Dataset) Estimate() Estimate {
-	e := planner.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.ReadConcurrency, d.opts.Shuffle)
+	e := planner.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.Limits.ReadConcurrency, d.opts.Shuffle)
 	return Estimate{
 		WindowRows: d.opts.ShuffleWindow, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,

@@ -61,7 +61,7 @@ func planDataset(ctx context.Context, o Options) (planner.Planned, error) {
 		URLs:          o.URLs,
 		Columns:       o.Columns,
 		Filter:        o.Filter,
-		Concurrency:   o.PlanConcurrency,
+		Concurrency:   o.Limits.PlanConcurrency,
 		Storage:       o.Storage,
 		Formats:       o.Formats,
 		Format:        o.Format,
@@ -88,14 +88,14 @@ func planDataset(ctx context.Context, o Options) (planner.Planned, error) {
 // fails the plan. Later epochs cut other units: those are walked by the
 // ranks that read them, as far as their rows, and kept in the plan cache.
 func findCutPages(ctx context.Context, o Options, p planner.Planned) error {
-	eo := o.engineOptions()
-	eo.ShuffleWindow = p.ShuffleWindow
-	units, err := engine.CutUnits(p.Data, p.Chunks, eo, o.Epoch)
+	order := o.order()
+	order.ShuffleWindow = p.ShuffleWindow
+	units, err := engine.CutUnits(p.Data, p.Chunks, order, o.Epoch)
 	if err != nil {
 		return nil // Open deals the epoch next, and reports it
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(o.PlanConcurrency, 16))
+	g.SetLimit(cmp.Or(o.Limits.PlanConcurrency, 16))
 	for _, u := range units {
 		g.Go(func() error {
 			_ = p.Data.FindPages(gctx, u.Fragment, u.Unit)

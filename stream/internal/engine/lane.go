@@ -43,8 +43,8 @@ const laneBatchRows = 8192
 func newLane(ctx context.Context, src *Engine, s int, pass, q, lastPass, last int64, part float64, decoding chan struct{}) (*mixLane, error) {
 	o := src.opts
 	co := o.sharedOut(part)
-	co.PrefetchWindows = laneWindows(o.PrefetchWindows, part)
-	co.Rank, co.WorldSize = s, o.NumSplits
+	co.Limits.PrefetchWindows = laneWindows(o.Limits.PrefetchWindows, part)
+	co.Rank, co.WorldSize = s, o.Order.NumSplits
 	co.Epoch = pass
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
@@ -56,7 +56,7 @@ func newLane(ctx context.Context, src *Engine, s int, pass, q, lastPass, last in
 	if err != nil {
 		return nil, err
 	}
-	cursors := make([]split.Cursor, o.NumSplits)
+	cursors := make([]split.Cursor, o.Order.NumSplits)
 	if cursors[s], err = cursorAt(ep, s, q); err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
@@ -83,7 +83,7 @@ func laneWindows(windows int, part float64) int {
 // gives. Past it, the pipeline would read ahead (and decode) windows of
 // which the mix takes nothing this epoch.
 func (l *mixLane) epoch(pass int64) (*split.Epoch, error) {
-	ep, err := split.NewEpoch(l.e.chunks, l.e.opts.order(), pass)
+	ep, err := split.NewEpoch(l.e.chunks, l.e.opts.Order, pass)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
@@ -121,7 +121,7 @@ func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, erro
 					return
 				}
 				l.e.mu.Lock()
-				l.e.moveTo(ep, make([]split.Cursor, l.e.opts.NumSplits), 0)
+				l.e.moveTo(ep, make([]split.Cursor, l.e.opts.Order.NumSplits), 0)
 				l.e.mu.Unlock()
 			}
 			for b, err := range l.e.Batches(ctx) {
@@ -231,7 +231,7 @@ func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBat
 // recycles reports whether the lane's batches are slices of recycled
 // buffers (a shuffled source's permuted windows), which no batch the mix
 // hands out may be.
-func (l *mixLane) recycles() bool { return l.e.opts.Shuffle && !l.e.opts.NoRecycle }
+func (l *mixLane) recycles() bool { return l.e.opts.Order.Shuffle && !l.e.opts.NoRecycle }
 
 // close stops the lane's pipeline (waiting for what it has in flight) and
 // releases what it holds.

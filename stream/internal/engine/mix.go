@@ -74,7 +74,7 @@ const DefaultChunkRows = 8192
 func (m *Mix) DecodeSlots() int {
 	n := 1
 	for _, s := range m.Sources {
-		n = max(n, s.Engine.opts.ReadConcurrency)
+		n = max(n, s.Engine.opts.Limits.ReadConcurrency)
 	}
 	return n
 }

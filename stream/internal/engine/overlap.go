@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"
 )
 
@@ -96,11 +97,11 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 type UnitRef struct{ Fragment, Unit int }
 
 // CutUnits are the units read by pages (formats.Unit.Paged) that a piece
-// of epoch n's splits reads part of, under o's order, in plan order: the
+// of epoch n's splits reads part of, in order o, in plan order: the
 // units whose pages a read must find, cut by a split boundary or by the
 // plan's cutting of a large unit into chunks.
-func CutUnits(data *formats.Scan, chunks []split.Chunk, o Options, n int64) ([]UnitRef, error) {
-	ep, err := split.NewEpoch(chunks, o.order(), n)
+func CutUnits(data *formats.Scan, chunks []split.Chunk, o permutation.Order, n int64) ([]UnitRef, error) {
+	ep, err := split.NewEpoch(chunks, o, n)
 	if err != nil {
 		return nil, err
 	}
