@@ -433,7 +433,7 @@ func benchmarkStream(b *testing.B, o stream.Options) {
 func BenchmarkSequential(b *testing.B) { benchmarkStream(b, stream.Options{}) }
 
 func BenchmarkSequential1Goroutine(b *testing.B) {
-	benchmarkStream(b, stream.Options{ReadConcurrency: 1, TransformConcurrency: 1})
+	benchmarkStream(b, stream.Options{Limits: stream.Limits{ReadConcurrency: 1, TransformConcurrency: 1}})
 }
 
 func BenchmarkShuffled(b *testing.B) { benchmarkStream(b, stream.Options{Shuffle: true, Seed: 42}) }

@@ -111,7 +111,7 @@ func (e *env) scalingAt(ctx context.Context, procs int, order string, shuffle bo
 	stream := func(rc int) (measurement, error) {
 		o := e.opts()
 		o.Shuffle, o.Seed = shuffle, 42
-		o.ReadConcurrency = rc
+		o.Limits.ReadConcurrency = rc
 		return measureStream(ctx, streamRun{urls: []string{e.data.dir}, opts: o})
 	}
 	for rep := range 2 * max(e.cfg.Reps, 1) {

@@ -336,7 +336,7 @@ func (e *env) sequential(ctx context.Context) error {
 
 func (e *env) sequential1(ctx context.Context) error {
 	o := e.opts()
-	o.ReadConcurrency, o.TransformConcurrency = 1, 1
+	o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 1, 1
 	s, err := e.all(ctx, o)
 	if err != nil {
 		return err
@@ -422,7 +422,7 @@ func (e *env) twoRanks(ctx context.Context, name string, shuffle bool) error {
 func (e *env) readConcurrency(ctx context.Context) error {
 	for _, n := range []int{1, 2, 4} {
 		o := e.opts()
-		o.ReadConcurrency = n
+		o.Limits.ReadConcurrency = n
 		// The default is one per core: sequential measured that already.
 		s, reused := e.samples["sequential"]
 		reused = reused && n == runtime.GOMAXPROCS(0)
@@ -455,7 +455,7 @@ func (e *env) transform(ctx context.Context) error {
 	for rep := range max(e.cfg.Reps, 1) {
 		for i, tc := range conc {
 			o := e.opts()
-			o.TransformConcurrency = tc
+			o.Limits.TransformConcurrency = tc
 			runtime.GC()
 			m, err := measureStream(ctx, streamRun{urls: urls, opts: o, transform: burnTransform(synth.Schema, rounds)})
 			if err == nil {
@@ -502,7 +502,7 @@ func (e *env) latency(ctx context.Context) error {
 	}
 	once := func(rc int, delay time.Duration) (measurement, error) {
 		o := e.opts()
-		o.ReadConcurrency = rc
+		o.Limits.ReadConcurrency = rc
 		m, err := measureStream(ctx, streamRun{urls: files, opts: o, latency: delay, wrap: true})
 		if err == nil {
 			err = expectRows(m, int64(len(files))*int64(e.data.spec.RowsPerFile))

@@ -49,7 +49,7 @@ func (e *env) takeScenario(ctx context.Context) error {
 		o := e.opts()
 		o.URLs = []string{e.data.dir}
 		o.Shuffle, o.Seed = true, 42
-		o.TakeCacheBytes = cacheBytes
+		o.Limits.TakeCacheBytes = cacheBytes
 		ds, err := stream.Open(ctx, o)
 		if err != nil {
 			return measurement{}, err

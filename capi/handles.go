@@ -258,7 +258,7 @@ func closeHandle(id int64) error {
 // openDataset opens a dataset from the JSON options.
 func openDataset(js []byte) (int64, error) {
 	var o openOptions
-	if err := decodeStrict(js, &o); err != nil {
+	if err := decodeOptions(js, datasetOptions, &o); err != nil {
 		return 0, err
 	}
 	so, err := o.streamOptions()
@@ -280,11 +280,11 @@ func openDataset(js []byte) (int64, error) {
 // openMix opens a mix over open datasets, named by handle.
 func openMix(js []byte) (int64, error) {
 	var o mixOptions
-	if err := decodeStrict(js, &o); err != nil {
+	if err := decodeOptions(js, mixOptionNames, &o); err != nil {
 		return 0, err
 	}
-	ep, err := mixEpoch(o.Epoch)
-	if err != nil {
+	var err error
+	if o.Epoch, err = mixEpoch(o.EpochRule); err != nil {
 		return 0, err
 	}
 	handlesMu.Lock()
@@ -299,10 +299,7 @@ func openMix(js []byte) (int64, error) {
 		srcs = append(srcs, stream.MixSource{Dataset: h.ds, Weight: s.Weight})
 		hs = append(hs, h)
 	}
-	m, err := stream.Mix(srcs, stream.MixOptions{
-		Epoch: ep, Rows: o.Rows, NoRepeat: o.NoRepeat, Seed: o.Seed, StartEpoch: o.StartEpoch,
-		BatchSize: o.BatchSize, Rank: o.Rank, WorldSize: o.WorldSize, Concurrency: o.Concurrency, Prefetch: o.Prefetch,
-	})
+	m, err := stream.Mix(srcs, o.MixOptions)
 	if err != nil {
 		return 0, err
 	}

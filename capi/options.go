@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -16,82 +17,111 @@ import (
 	"github.com/sluicedata/sluice/stream"
 )
 
-// openOptions are stream.Options under the Python package's names. The
-// Python side checks names and types before calling; this decoder refuses
-// unknown fields too, so that a caller of the C ABI other than the Python
-// package gets the same guarantee.
+// openOptions are a dataset's options as the C ABI gets them: one JSON
+// object, whose names datasetOptions lists. Most decode straight into
+// stream.Options; the rest are what the ABI makes stream options of: the
+// text drivers' dialect (Formats), a table (Plan), a plan cache and a plan
+// store, named by strings as the CLI's flags name them.
 type openOptions struct {
-	URLs                 []string `json:"urls"`
-	Columns              []string `json:"columns"`
-	Filter               string   `json:"filter"`
-	BatchSize            int      `json:"batch_size"`
-	Shuffle              bool     `json:"shuffle"`
-	Seed                 uint64   `json:"seed"`
-	Epoch                int64    `json:"epoch"`
-	ClumpSize            int      `json:"clump_size"`
-	ShuffleWindow        int      `json:"shuffle_window"`
-	ShuffleMemory        int64    `json:"shuffle_memory"`
-	ShufflePasses        int      `json:"shuffle_passes"`
-	ChunkBytes           int64    `json:"chunk_bytes"`
-	NumSplits            int      `json:"num_splits"`
-	DropRemainder        bool     `json:"drop_remainder"`
-	EqualBatches         bool     `json:"equal_batches"`
-	Rank                 int      `json:"rank"`
-	WorldSize            int      `json:"world_size"`
-	FetchConcurrency     int      `json:"fetch_concurrency"`
-	ReadConcurrency      int      `json:"read_concurrency"`
-	TransformConcurrency int      `json:"transform_concurrency"`
-	PrefetchBatches      int      `json:"prefetch_batches"`
-	PrefetchWindows      int      `json:"prefetch_windows"`
-	PrefetchBytes        int64    `json:"prefetch_bytes"`
-	ReadBatchSize        int      `json:"read_batch_size"`
-	TakeCacheBytes       int64    `json:"take_cache_bytes"`
-	PlanConcurrency      int      `json:"plan_concurrency"`
-	Format               string   `json:"format"`
+	stream.Options
 	// Text (CSV, JSON) files, as the CLI's flags of the same names.
-	Delimiter   string   `json:"delimiter"`
-	Quote       string   `json:"quote"`
-	Escape      string   `json:"escape"`
-	Comment     string   `json:"comment"`
-	NoHeader    bool     `json:"no_header"`
-	Header      bool     `json:"header"`
-	NullPadding bool     `json:"null_padding"`
-	NullStrings []string `json:"null_strings"`
-	CountRows   bool     `json:"count_rows"`
-	SkipBadRows bool     `json:"skip_bad_rows"`
+	Delimiter, Quote, Escape, Comment string
+	NoHeader, Header, NullPadding     bool
+	NullStrings                       []string
+	CountRows, SkipBadRows            bool
 	// An Iceberg table, as the CLI's --iceberg, --catalog and
 	// --catalog-name, --snapshot-id, --ref, --as-of and --rewrite: the one
 	// URL is the table's metadata location (Iceberg) or its identifier in
 	// the catalog (Catalog).
-	Iceberg     bool              `json:"iceberg"`
-	Catalog     string            `json:"catalog"`
-	CatalogName string            `json:"catalog_name"`
-	SnapshotID  int64             `json:"snapshot_id"`
-	Ref         string            `json:"ref"`
-	AsOf        string            `json:"as_of"`
-	Rewrite     map[string]string `json:"rewrite"`
-	// PlanCache is a folder or object-store prefix that keeps footers
-	// between runs (stream.Options.PlanCache); PlanStore the URL or path of
-	// the object the ranks share one plan through (stream.PlanStore), and
-	// PlanStoreWait its Wait in seconds.
-	PlanCache     string  `json:"plan_cache"`
-	PlanStore     string  `json:"plan_store"`
-	PlanStoreWait float64 `json:"plan_store_wait"`
+	Iceberg              bool
+	Catalog, CatalogName string
+	SnapshotID           int64
+	Ref, AsOf            string
+	Rewrite              map[string]string
+	// PlanCacheAt is a folder or object-store prefix that keeps footers
+	// between runs (stream.Options.PlanCache); PlanStoreAt the URL or path
+	// of the object the ranks share one plan through (stream.PlanStore),
+	// and PlanStoreWait its Wait in seconds.
+	PlanCacheAt, PlanStoreAt string
+	PlanStoreWait            float64
 }
 
-// mixOptions are stream.MixOptions and the sources, by handle.
+// datasetOptions is the ABI's one table of a dataset's option names, each
+// with the field its JSON value decodes into. A new stream option gets its
+// name here (TestEveryStreamOptionHasAName), and the Python package's list
+// names the same (TestPythonNamesEveryOption).
+var datasetOptions = map[string]func(o *openOptions) any{
+	"urls":                  func(o *openOptions) any { return &o.URLs },
+	"columns":               func(o *openOptions) any { return &o.Columns },
+	"filter":                func(o *openOptions) any { return &o.Filter },
+	"batch_size":            func(o *openOptions) any { return &o.BatchSize },
+	"shuffle":               func(o *openOptions) any { return &o.Shuffle },
+	"seed":                  func(o *openOptions) any { return &o.Seed },
+	"epoch":                 func(o *openOptions) any { return &o.Epoch },
+	"clump_size":            func(o *openOptions) any { return &o.ClumpSize },
+	"shuffle_window":        func(o *openOptions) any { return &o.ShuffleWindow },
+	"shuffle_memory":        func(o *openOptions) any { return &o.ShuffleMemory },
+	"shuffle_passes":        func(o *openOptions) any { return &o.ShufflePasses },
+	"chunk_bytes":           func(o *openOptions) any { return &o.ChunkBytes },
+	"num_splits":            func(o *openOptions) any { return &o.NumSplits },
+	"drop_remainder":        func(o *openOptions) any { return &o.DropRemainder },
+	"equal_batches":         func(o *openOptions) any { return &o.EqualBatches },
+	"rank":                  func(o *openOptions) any { return &o.Rank },
+	"world_size":            func(o *openOptions) any { return &o.WorldSize },
+	"fetch_concurrency":     func(o *openOptions) any { return &o.Limits.FetchConcurrency },
+	"read_concurrency":      func(o *openOptions) any { return &o.Limits.ReadConcurrency },
+	"transform_concurrency": func(o *openOptions) any { return &o.Limits.TransformConcurrency },
+	"prefetch_batches":      func(o *openOptions) any { return &o.Limits.PrefetchBatches },
+	"prefetch_windows":      func(o *openOptions) any { return &o.Limits.PrefetchWindows },
+	"prefetch_bytes":        func(o *openOptions) any { return &o.Limits.PrefetchBytes },
+	"read_batch_size":       func(o *openOptions) any { return &o.Limits.ReadBatchSize },
+	"take_cache_bytes":      func(o *openOptions) any { return &o.Limits.TakeCacheBytes },
+	"plan_concurrency":      func(o *openOptions) any { return &o.Limits.PlanConcurrency },
+	"format":                func(o *openOptions) any { return &o.Format },
+	"delimiter":             func(o *openOptions) any { return &o.Delimiter },
+	"quote":                 func(o *openOptions) any { return &o.Quote },
+	"escape":                func(o *openOptions) any { return &o.Escape },
+	"comment":               func(o *openOptions) any { return &o.Comment },
+	"no_header":             func(o *openOptions) any { return &o.NoHeader },
+	"header":                func(o *openOptions) any { return &o.Header },
+	"null_padding":          func(o *openOptions) any { return &o.NullPadding },
+	"null_strings":          func(o *openOptions) any { return &o.NullStrings },
+	"count_rows":            func(o *openOptions) any { return &o.CountRows },
+	"skip_bad_rows":         func(o *openOptions) any { return &o.SkipBadRows },
+	"iceberg":               func(o *openOptions) any { return &o.Iceberg },
+	"catalog":               func(o *openOptions) any { return &o.Catalog },
+	"catalog_name":          func(o *openOptions) any { return &o.CatalogName },
+	"snapshot_id":           func(o *openOptions) any { return &o.SnapshotID },
+	"ref":                   func(o *openOptions) any { return &o.Ref },
+	"as_of":                 func(o *openOptions) any { return &o.AsOf },
+	"rewrite":               func(o *openOptions) any { return &o.Rewrite },
+	"plan_cache":            func(o *openOptions) any { return &o.PlanCacheAt },
+	"plan_store":            func(o *openOptions) any { return &o.PlanStoreAt },
+	"plan_store_wait":       func(o *openOptions) any { return &o.PlanStoreWait },
+}
+
+// mixOptions are a mix's options as the ABI gets them: stream.MixOptions,
+// the epoch rule by name, and the sources by handle.
 type mixOptions struct {
-	Sources     []mixSource `json:"sources"`
-	Epoch       string      `json:"epoch"`
-	Rows        int64       `json:"rows"`
-	NoRepeat    bool        `json:"no_repeat"`
-	Seed        uint64      `json:"seed"`
-	StartEpoch  int64       `json:"start_epoch"`
-	BatchSize   int         `json:"batch_size"`
-	Rank        int         `json:"rank"`
-	WorldSize   int         `json:"world_size"`
-	Concurrency int         `json:"concurrency"`
-	Prefetch    int         `json:"prefetch"`
+	stream.MixOptions
+	EpochRule string
+	Sources   []mixSource
+}
+
+// mixOptionNames is the ABI's table of a mix's option names, as
+// datasetOptions is of a dataset's.
+var mixOptionNames = map[string]func(o *mixOptions) any{
+	"sources":     func(o *mixOptions) any { return &o.Sources },
+	"epoch":       func(o *mixOptions) any { return &o.EpochRule },
+	"rows":        func(o *mixOptions) any { return &o.Rows },
+	"no_repeat":   func(o *mixOptions) any { return &o.NoRepeat },
+	"seed":        func(o *mixOptions) any { return &o.Seed },
+	"start_epoch": func(o *mixOptions) any { return &o.StartEpoch },
+	"batch_size":  func(o *mixOptions) any { return &o.BatchSize },
+	"rank":        func(o *mixOptions) any { return &o.Rank },
+	"world_size":  func(o *mixOptions) any { return &o.WorldSize },
+	"concurrency": func(o *mixOptions) any { return &o.Concurrency },
+	"prefetch":    func(o *mixOptions) any { return &o.Prefetch },
 }
 
 type mixSource struct {
@@ -99,24 +129,37 @@ type mixSource struct {
 	Weight  float64 `json:"weight"`
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields and
-// trailing data.
-func decodeStrict(b []byte, v any) error {
+// decodeOptions decodes one JSON object into o by table: every name must
+// be the table's, every value of its field's type. The Python side checks
+// names and types before calling; this refuses unknown names too, so that
+// a caller of the C ABI other than the Python package gets the same
+// guarantee.
+func decodeOptions[T any](b []byte, table map[string]func(*T) any, o *T) error {
+	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := dec.Decode(&raw); err != nil {
 		return usageErr("options: %v", err)
 	}
 	if dec.More() {
 		return usageErr("options: trailing data after the JSON object")
 	}
+	// In order of name, so that of several mistakes the same is named.
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		field, ok := table[name]
+		if !ok {
+			return usageErr("options: unknown option %q", name)
+		}
+		if err := json.Unmarshal(raw[name], field(o)); err != nil {
+			return usageErr("option %s: %v", name, err)
+		}
+	}
 	return nil
 }
 
-// streamOptions maps o to stream.Options. The formats are the CLI's:
+// streamOptions are o's stream.Options, with the drivers: the CLI's,
 // Parquet, ORC and Avro by file name, then CSV and JSON with the text
 // options; format names the one that reads every file.
-func (o openOptions) streamOptions() (stream.Options, error) {
+func (o *openOptions) streamOptions() (stream.Options, error) {
 	if len(o.Delimiter) > 1 {
 		return stream.Options{}, usageErr("option delimiter %q is more than one byte", o.Delimiter)
 	}
@@ -144,36 +187,9 @@ func (o openOptions) streamOptions() (stream.Options, error) {
 	if o.Format != "" && formats.Named(fs, o.Format) == nil {
 		return stream.Options{}, usageErr("option format %q is not a format (%s)", o.Format, strings.Join(formats.Names(fs), ", "))
 	}
-	return stream.Options{
-		URLs:                 slices.Clone(o.URLs),
-		Columns:              slices.Clone(o.Columns),
-		Filter:               o.Filter,
-		BatchSize:            o.BatchSize,
-		Shuffle:              o.Shuffle,
-		Seed:                 o.Seed,
-		Epoch:                o.Epoch,
-		ClumpSize:            o.ClumpSize,
-		ShuffleWindow:        o.ShuffleWindow,
-		ShuffleMemory:        o.ShuffleMemory,
-		ShufflePasses:        o.ShufflePasses,
-		ChunkBytes:           o.ChunkBytes,
-		NumSplits:            o.NumSplits,
-		DropRemainder:        o.DropRemainder,
-		EqualBatches:         o.EqualBatches,
-		Rank:                 o.Rank,
-		WorldSize:            o.WorldSize,
-		FetchConcurrency:     o.FetchConcurrency,
-		ReadConcurrency:      o.ReadConcurrency,
-		TransformConcurrency: o.TransformConcurrency,
-		PrefetchBatches:      o.PrefetchBatches,
-		PrefetchWindows:      o.PrefetchWindows,
-		PrefetchBytes:        o.PrefetchBytes,
-		ReadBatchSize:        o.ReadBatchSize,
-		TakeCacheBytes:       o.TakeCacheBytes,
-		PlanConcurrency:      o.PlanConcurrency,
-		Formats:              fs,
-		Format:               o.Format,
-	}, nil
+	so := o.Options
+	so.Formats = fs
+	return so, nil
 }
 
 // mixEpoch parses the mix's epoch rule.

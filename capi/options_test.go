@@ -5,9 +5,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,25 +20,34 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/stream"
 )
 
 // TestStreamOptionsCarryEveryOption: each option of the ABI's JSON reaches
 // stream.Options under its own field.
 func TestStreamOptionsCarryEveryOption(t *testing.T) {
 	var o openOptions
-	js := `{"urls":["u"],"format":"avro","shuffle":true,"shuffle_memory":123456,"shuffle_passes":3,"header":true,"null_padding":true}`
-	if err := decodeStrict([]byte(js), &o); err != nil {
+	js := `{"urls":["u"],"format":"avro","shuffle":true,"shuffle_memory":123456,"shuffle_passes":3,"header":true,"null_padding":true,
+		"num_splits":4,"read_concurrency":5,"plan_concurrency":6,"take_cache_bytes":-1,"prefetch_bytes":1048576,"plan_cache":"/tmp/c"}`
+	if err := decodeOptions([]byte(js), datasetOptions, &o); err != nil {
 		t.Fatal(err)
 	}
 	so, err := o.streamOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if so.Format != "avro" || so.ShuffleMemory != 123456 || so.ShufflePasses != 3 || !so.Shuffle {
-		t.Fatalf("format %q, shuffle memory %d, passes %d", so.Format, so.ShuffleMemory, so.ShufflePasses)
+	want := stream.Options{URLs: []string{"u"}, Format: "avro", Shuffle: true, ShuffleMemory: 123456, ShufflePasses: 3, NumSplits: 4,
+		Limits: stream.Limits{ReadConcurrency: 5, PlanConcurrency: 6, TakeCacheBytes: -1, PrefetchBytes: 1 << 20}}
+	got := so
+	got.Formats = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
-	if !o.Header || !o.NullPadding {
-		t.Fatal("header and null_padding not decoded")
+	if formats.Named(so.Formats, "avro") == nil || formats.Named(so.Formats, "csv") == nil {
+		t.Fatalf("drivers %v", formats.Names(so.Formats))
+	}
+	if !o.Header || !o.NullPadding || o.PlanCacheAt != "/tmp/c" {
+		t.Fatal("header, null_padding and plan_cache not decoded")
 	}
 	for _, js := range []string{
 		`{"urls":["u"],"format":"orcish"}`,
@@ -47,6 +60,132 @@ func TestStreamOptionsCarryEveryOption(t *testing.T) {
 			t.Errorf("%s: %v (kind %s), want usage", js, err, kindOf(err))
 		}
 	}
+}
+
+// TestOptionMistakesAreNamed: an unknown name, a value of the wrong type,
+// or anything but one JSON object is a usage error that says which.
+func TestOptionMistakesAreNamed(t *testing.T) {
+	for js, want := range map[string]string{
+		`{"urls":["u"],"shuffle_windw":5}`:        `unknown option "shuffle_windw"`,
+		`{"urls":["u"],"batch_size":"x"}`:         "option batch_size: json: cannot unmarshal string",
+		`{"urls":["u"],"read_concurrency":1.5}`:   "option read_concurrency: json: cannot unmarshal number 1.5",
+		`{"urls":["u"],"ShuffleWindow":5}`:        `unknown option "ShuffleWindow"`,
+		`{"urls":["u"]} {}`:                       "trailing data",
+		`["u"]`:                                   "cannot unmarshal array",
+		`{"urls":["u"],"zz":1,"aa":2}`:            `unknown option "aa"`,
+		`{"urls":["u"],"plan_store_wait":"soon"}`: "option plan_store_wait",
+	} {
+		var o openOptions
+		err := decodeOptions([]byte(js), datasetOptions, &o)
+		if kindOf(err) != "usage" || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v (kind %s), want a usage error containing %q", js, err, kindOf(err), want)
+		}
+	}
+	var m mixOptions
+	if err := decodeOptions([]byte(`{"sources":[],"epoch":"rows","rows":7,"concurrency":2,"shuffle":true}`), mixOptionNames, &m); kindOf(err) != "usage" || !strings.Contains(err.Error(), `unknown option "shuffle"`) {
+		t.Errorf("a dataset's option given to a mix: %v", err)
+	}
+	m = mixOptions{}
+	if err := decodeOptions([]byte(`{"sources":[{"dataset":3,"weight":0.5}],"epoch":"rows","rows":7,"concurrency":2}`), mixOptionNames, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.EpochRule != "rows" || m.Rows != 7 || m.Concurrency != 2 || len(m.Sources) != 1 || m.Sources[0] != (mixSource{3, 0.5}) {
+		t.Errorf("mix options %+v", m)
+	}
+}
+
+// notNamed are the stream.Options fields the ABI sets from other options,
+// or not at all: a table (iceberg, catalog), the drivers (the text
+// options), the plan cache and store (by URL), and what only Go can give.
+var notNamed = []string{"Plan", "Formats", "PlanCache", "PlanStore", "Storage", "Allocator", "Metrics", "Logger"}
+
+// TestEveryStreamOptionHasAName: every field of stream.Options (and of its
+// Limits) is in datasetOptions or in notNamed, so that a new stream option
+// gets its name in the ABI, and from there in Python's list.
+func TestEveryStreamOptionHasAName(t *testing.T) {
+	var o openOptions
+	named := map[uintptr]bool{}
+	for _, field := range datasetOptions {
+		named[reflect.ValueOf(field(&o)).Pointer()] = true
+	}
+	opts := reflect.ValueOf(&o.Options).Elem()
+	for _, n := range notNamed {
+		if !opts.FieldByName(n).IsValid() {
+			t.Errorf("notNamed lists %s, which stream.Options does not have", n)
+		}
+	}
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		for i := range v.NumField() {
+			f, fv := v.Type().Field(i), v.Field(i)
+			switch {
+			case f.Type == reflect.TypeFor[stream.Limits]():
+				walk(fv, path+f.Name+".")
+			case slices.Contains(notNamed, path+f.Name):
+			case !named[fv.Addr().Pointer()]:
+				t.Errorf("stream.Options.%s%s has no name in the ABI (datasetOptions), nor is it in notNamed", path, f.Name)
+			}
+		}
+	}
+	walk(opts, "")
+}
+
+// TestPythonNamesEveryOption: the Python package's lists of option names
+// (python/sluice/_options.py, DATASET and MIX, which check each value
+// before the call) are the ABI's, less what Python passes by itself (a
+// dataset's urls, a mix's sources).
+func TestPythonNamesEveryOption(t *testing.T) {
+	src, err := os.ReadFile("../python/sluice/_options.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dict string
+		abi  []string
+		own  string
+	}{
+		{"DATASET", slices.Collect(maps.Keys(datasetOptions)), "urls"},
+		{"MIX", slices.Collect(maps.Keys(mixOptionNames)), "sources"},
+	} {
+		py := pythonDictKeys(t, string(src), c.dict)
+		for _, n := range c.abi {
+			if n != c.own && !slices.Contains(py, n) {
+				t.Errorf("_options.py's %s has no entry for the ABI's option %s", c.dict, n)
+			}
+		}
+		for _, n := range py {
+			if n == c.own || !slices.Contains(c.abi, n) {
+				t.Errorf("_options.py's %s names %s, which the ABI does not know", c.dict, n)
+			}
+		}
+	}
+}
+
+// pythonDictKeys are the string keys of the dict literal `name = {...}`
+// in src, one entry a line as _options.py writes them.
+func pythonDictKeys(t *testing.T, src, name string) []string {
+	t.Helper()
+	_, body, ok := strings.Cut(src, "\n"+name+" = {\n")
+	if !ok {
+		t.Fatalf("_options.py has no %s = {", name)
+	}
+	body, _, ok = strings.Cut(body, "\n}\n")
+	if !ok {
+		t.Fatalf("_options.py's %s has no closing brace", name)
+	}
+	key := regexp.MustCompile(`^\s+"([a-z_0-9]+)":`)
+	var keys []string
+	for line := range strings.SplitSeq(body, "\n") {
+		if m := key.FindStringSubmatch(line); m != nil {
+			keys = append(keys, m[1])
+		} else if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			t.Fatalf("_options.py's %s: line %q is neither a \"name\": entry nor a comment", name, line)
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatalf("_options.py's %s names nothing", name)
+	}
+	return keys
 }
 
 // avroSchema is exampledata's schema in Avro.
@@ -190,7 +329,7 @@ func TestDialectOptions(t *testing.T) {
 		`{"urls":["u"],"quote":"none","comment":"none"}`:        `delimiter ',', quote none, escape none, comment none, header`,
 	} {
 		var o openOptions
-		if err := decodeStrict([]byte(js), &o); err != nil {
+		if err := decodeOptions([]byte(js), datasetOptions, &o); err != nil {
 			t.Fatal(err)
 		}
 		so, err := o.streamOptions()

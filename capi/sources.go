@@ -32,7 +32,7 @@ var catalogTerms = catalogs.Terms{Spec: "option catalog", Name: "option catalog_
 // CLI's flags do: an Iceberg table by its metadata location (iceberg) or
 // by a catalog (catalog, the --catalog specs), a plan cache and a plan
 // store. It sets them in so and returns what to close after the dataset.
-func (o openOptions) openSources(ctx context.Context, so *stream.Options) (_ []io.Closer, err error) {
+func (o *openOptions) openSources(ctx context.Context, so *stream.Options) (_ []io.Closer, err error) {
 	table := o.Iceberg || o.Catalog != ""
 	switch {
 	case o.Iceberg && o.Catalog != "":
@@ -47,7 +47,7 @@ func (o openOptions) openSources(ctx context.Context, so *stream.Options) (_ []i
 		return nil, usageErr("option format and a table exclude each other: a table names its data files' formats")
 	case o.PlanStoreWait < 0:
 		return nil, usageErr("option plan_store_wait %g is negative", o.PlanStoreWait)
-	case o.PlanStoreWait > 0 && o.PlanStore == "":
+	case o.PlanStoreWait > 0 && o.PlanStoreAt == "":
 		return nil, usageErr("option plan_store_wait needs option plan_store")
 	}
 	var closers []io.Closer
@@ -56,22 +56,22 @@ func (o openOptions) openSources(ctx context.Context, so *stream.Options) (_ []i
 			err = errors.Join(err, closeAll(closers))
 		}
 	}()
-	if o.PlanCache != "" {
-		b, prefix, err := openBucketAt(ctx, "plan_cache", o.PlanCache, false)
+	if o.PlanCacheAt != "" {
+		b, prefix, err := openBucketAt(ctx, "plan_cache", o.PlanCacheAt, false)
 		if err != nil {
 			return nil, err
 		}
 		closers = append(closers, b)
-		so.PlanCache = &bucketCache{b: b, prefix: prefix, shown: o.PlanCache}
+		so.PlanCache = &bucketCache{b: b, prefix: prefix, shown: o.PlanCacheAt}
 	}
-	if o.PlanStore != "" {
-		b, key, err := openBucketAt(ctx, "plan_store", o.PlanStore, true)
+	if o.PlanStoreAt != "" {
+		b, key, err := openBucketAt(ctx, "plan_store", o.PlanStoreAt, true)
 		if err != nil {
 			return nil, err
 		}
 		closers = append(closers, b)
 		if key == "" || strings.HasSuffix(key, "/") {
-			return nil, usageErr("option plan_store %s names a folder, not the plan's object (such as .../run-7/plan.json)", redactURL(o.PlanStore))
+			return nil, usageErr("option plan_store %s names a folder, not the plan's object (such as .../run-7/plan.json)", redactURL(o.PlanStoreAt))
 		}
 		so.PlanStore = &stream.PlanStore{Bucket: b, Key: key, Wait: time.Duration(o.PlanStoreWait * float64(time.Second))}
 	}

@@ -43,14 +43,14 @@ const (
 
 func crashOptions(dir string) Options {
 	return Options{
-		URLs:            []string{dir},
-		Columns:         []string{"id"},
-		BatchSize:       64,
-		Shuffle:         true,
-		Seed:            11,
-		ShuffleWindow:   1000,
-		NumSplits:       4,
-		PrefetchBatches: 16,
+		URLs:          []string{dir},
+		Columns:       []string{"id"},
+		BatchSize:     64,
+		Shuffle:       true,
+		Seed:          11,
+		ShuffleWindow: 1000,
+		NumSplits:     4,
+		Limits:        Limits{PrefetchBatches: 16},
 	}
 }
 

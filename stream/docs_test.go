@@ -46,10 +46,25 @@ func TestREADMEListsEveryOption(t *testing.T) {
 			t.Errorf("README's options table has no row for Options.%s", f.Name)
 		}
 	}
+	// The bounds are grouped, and every one has its row all the same.
+	limits := reflect.TypeFor[Limits]()
+	for f := range limits.Fields() {
+		if !listed["Limits."+f.Name] {
+			t.Errorf("README's options table has no row for Options.Limits.%s", f.Name)
+		}
+	}
 	for n := range listed {
-		top, _, _ := strings.Cut(n, ".")
-		if _, ok := opts.FieldByName(top); !ok {
+		top, sub, _ := strings.Cut(n, ".")
+		f, ok := opts.FieldByName(top)
+		if !ok {
 			t.Errorf("README's options table lists %s, which Options does not have", n)
+			continue
+		}
+		if f.Type != limits || sub == "" {
+			continue
+		}
+		if _, ok := limits.FieldByName(sub); !ok {
+			t.Errorf("README's options table lists %s, which Limits does not have", n)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 package stream
 
-import "github.com/sluicedata/sluice/stream/internal/planshare"
+import "github.com/sluicedata/sluice/stream/internal/planner"
 
 // Estimate is what the dataset's shuffle costs and gives in the current
 // epoch, known from the plan before any data is read (sluice inspect
@@ -63,7 +63,7 @@ type Estimate struct {
 // order (about 16M rows, or one window where one is larger), so it takes
 // about as long as a stream takes to shuffle that many rows.
 func (d *Dataset) Estimate() Estimate {
-	e := planshare.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.ReadConcurrency, d.opts.Shuffle)
+	e := planner.Price(d.data, d.eng.Chunks(), d.eng.Current(), d.opts.BatchSize, d.opts.Limits.ReadConcurrency, d.opts.Shuffle)
 	return Estimate{
 		WindowRows: d.opts.ShuffleWindow, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanRows: e.MeanRows, MaxRows: e.MaxRows,

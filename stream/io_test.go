@@ -175,7 +175,7 @@ func TestResumeReadsNothingBefore(t *testing.T) {
 		o := checkedOptions(t, dir)
 		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 4, 2, 1
 		o.ShuffleWindow = 2000
-		o.PrefetchWindows = 1 // read ahead as little as possible: count what resuming needs
+		o.Limits.PrefetchWindows = 1 // read ahead as little as possible: count what resuming needs
 		all, _ := consume(t, open(t, o), -1)
 		for _, frac := range []float64{0.01, 0.5, 0.99} {
 			k := int(frac * float64(len(all)))

@@ -151,7 +151,7 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	if first == nil {
 		return nil, errors.New("stream: mix source 0 has no dataset")
 	}
-	n := first.eng.Options().NumSplits
+	n := first.eng.Options().Order.NumSplits
 	switch {
 	case o.BatchSize < 0 || o.Concurrency < 0 || o.Prefetch < 0:
 		return nil, errors.New("stream: mix BatchSize, Concurrency and Prefetch must not be negative")
@@ -178,8 +178,8 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 			// would promise an equality it does not keep.
 			return nil, fmt.Errorf("stream: mix source %d has Options.EqualBatches, which a mix does not apply: its ranks take the mix's batches, not the source's", k)
 		}
-		if do.NumSplits != n {
-			return nil, fmt.Errorf("stream: mix source %d has NumSplits %d, source 0 has %d: every source needs the same", k, do.NumSplits, n)
+		if do.Order.NumSplits != n {
+			return nil, fmt.Errorf("stream: mix source %d has NumSplits %d, source 0 has %d: every source needs the same", k, do.Order.NumSplits, n)
 		}
 		if !sameColumns(d.Schema(), first.Schema()) {
 			return nil, fmt.Errorf("stream: mix source %d's schema %v differs from source 0's %v: select the same columns, of the same types", k, d.Schema(), first.Schema())

@@ -246,7 +246,7 @@ func TestMixDecodeSlots(t *testing.T) {
 			o := checkedOptions(t, dir)
 			o.Columns = []string{"id", "s"}
 			o.Shuffle, o.Seed, o.NumSplits, o.ShuffleWindow = true, uint64(10+k), 4, 400
-			o.ReadConcurrency = max(1, rc-k) // 1, 1, 1 and 3, 2, 1: the most is what counts
+			o.Limits.ReadConcurrency = max(1, rc-k) // 1, 1, 1 and 3, 2, 1: the most is what counts
 			src = append(src, MixSource{Dataset: open(t, o), Weight: []float64{0.5, 0.3, 0.2}[k]})
 		}
 		m := newMix(t, src, MixOptions{Seed: 3, BatchSize: 64})

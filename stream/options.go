@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/metrics"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/stream/internal/engine"
 )
@@ -176,86 +177,11 @@ type Options struct {
 	// == r and takes batches from them round-robin. Defaults 0 and 1.
 	Rank, WorldSize int
 
-	// The concurrency and prefetch defaults below scale with the cores:
-	// they derive from runtime.GOMAXPROCS(0) as it is when Open is called
-	// (written p below), and on 2 cores they are the values the stream was
-	// tuned at. Each stage's read-ahead holds memory, so a many-core host
-	// also holds more windows at once: see each option, and PrefetchBytes
-	// for a cap that does not grow with the cores.
-
-	// FetchConcurrency is the number of windows whose stored bytes are
-	// fetched at once, ahead of decoding; within a window every column chunk
-	// is fetched at once too. Fetching is I/O, so more than the decoders: the
-	// fetches that must be in flight to keep them fed grow with the rate they
-	// decode at (Little's law), and 4 per decoder hide 20 ms of latency per
-	// request on the reference machine (see docs/performance.md); never
-	// fewer than 8, so that one decoder still overlaps its waits. Requests
-	// to one bucket are bounded further by Storage.MaxRequests. Each fetched
-	// window not yet decoded holds its stored bytes, up to FetchConcurrency
-	// of them when decoding is the bottleneck.
-	// It is also how far a window's fetch looks ahead for neighbours: the
-	// pieces of the next FetchConcurrency-1 windows that are adjacent rows
-	// of one file to its own join its request (up to 8 MiB), and those
-	// windows take them from it; such bytes count toward PrefetchBytes as
-	// their own window's, once that window's fetch has its turn. Where the
-	// request stops inside a row group read a window at a time (see
-	// ShuffleWindow), the rows that follow in it, from the next windows of
-	// the same split too, join it up to four pages of every column, so
-	// that the pages at the cut are fetched once.
-	// Default max(8, 4 × ReadConcurrency): 8 on 1 and 2 cores, 64 on 16.
-	FetchConcurrency int
-	// ReadConcurrency is the number of goroutines decoding fetched windows
-	// ahead of the consumer. Decoding is CPU work and the bulk of a
-	// stream's, so one decoder per core: fewer leave cores idle (on 16
-	// cores, 2 decoders streamed a quarter of the rows/s that 16 did), more
-	// add a decoded window each of memory and no speed. On one core, two
-	// ran as fast as one or a few percent faster (a second decoder runs
-	// while the first waits for its window), so one core keeps the 2 it
-	// always had. Default max(2, p).
-	ReadConcurrency int
-	// TransformConcurrency is the number of goroutines cutting batches out
-	// of windows (slices, or gathers when shuffled) and running the
-	// transform of Map: CPU work too. Default p.
-	TransformConcurrency int
-	// PrefetchBatches bounds the batches prepared ahead of the consumer, so
-	// that every transform goroutine has a few to work on while the consumer
-	// is busy. A shuffled batch is a copy of BatchSize rows; an unshuffled
-	// one a slice of its window, which it keeps alive.
-	// Default 4 × TransformConcurrency: 8 on 2 cores, 64 on 16.
-	PrefetchBatches int
-	// PrefetchWindows bounds the decoded windows read ahead of the batch
-	// cutter: one per decoder at work and one ready, so that the cutter
-	// need not wait while decoders have work. Fewer than ReadConcurrency
-	// would leave decoders idle and count as ReadConcurrency. Each holds a
-	// decoded window, up to ShuffleWindow rows (a row group of up to twice
-	// that, or any that cannot be fetched in part) of the selected columns
-	// (a few MiB for a handful of numeric columns), so this memory grows
-	// linearly with the cores.
-	// Default ReadConcurrency + 1: 3 on 1 and 2 cores, 17 on 16.
-	PrefetchWindows int
-	// PrefetchBytes, if positive, stops reading ahead while the decoded
-	// windows waiting for the cutter hold more than this many bytes (the
-	// next window in order is always read, so the stream never stalls); it
-	// bounds the fetched windows waiting for a decoder the same way. Being
-	// a number of bytes, it caps read-ahead memory whatever the cores, where
-	// PrefetchWindows and FetchConcurrency grow with them.
-	// Default 0: bounded by PrefetchWindows and FetchConcurrency only.
-	PrefetchBytes int64
-	// ReadBatchSize is the number of rows per decode call. Default 65536.
-	ReadBatchSize int
-	// TakeCacheBytes bounds the cache that Take and Locate keep: decoded
-	// units (row groups, or blocks of a page-indexed row group) of the
-	// selected columns and windows' row orders, so that repeated requests
-	// neither read nor shuffle again. Default 256 MiB; negative: no cache
-	// (every request reads what it needs).
-	TakeCacheBytes int64
-
-	// PlanConcurrency is the number of footers fetched at once by Open
-	// (and, on the rank that writes a PlanStore's plan, of cut row groups
-	// whose page headers are walked at once). Footers are small reads, so planning waits on latency, not the cores,
-	// and Storage.MaxRequests (16) bounds requests to a bucket anyway.
-	// Default 16, whatever the cores.
-	PlanConcurrency int
+	// Limits bound the goroutines of each stage of the pipeline and what
+	// it reads ahead and caches: how much of the machine the dataset
+	// uses. None of them changes which rows come or in which order.
+	// Default: each field's own, most scaling with the cores.
+	Limits Limits
 	// Storage configures how URLs are opened and lets a caller wrap every
 	// bucket (for accounting or fault injection).
 	Storage storage.Options
@@ -304,6 +230,93 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Limits are a dataset's concurrency and memory bounds (Options.Limits):
+// how many goroutines each stage runs, and how much it reads ahead and
+// caches. The zero value of every field is its documented default. None
+// is part of the order, so any of them may change across a resume.
+//
+// The concurrency and prefetch defaults scale with the cores: they derive
+// from runtime.GOMAXPROCS(0) as it is when Open is called (written p
+// below), and on 2 cores they are the values the stream was tuned at.
+// Each stage's read-ahead holds memory, so a many-core host also holds
+// more windows at once: see each field, and PrefetchBytes for a cap that
+// does not grow with the cores.
+type Limits struct {
+	// FetchConcurrency is the number of windows whose stored bytes are
+	// fetched at once, ahead of decoding; within a window every column chunk
+	// is fetched at once too. Fetching is I/O, so more than the decoders: the
+	// fetches that must be in flight to keep them fed grow with the rate they
+	// decode at (Little's law), and 4 per decoder hide 20 ms of latency per
+	// request on the reference machine (see docs/performance.md); never
+	// fewer than 8, so that one decoder still overlaps its waits. Requests
+	// to one bucket are bounded further by Options.Storage.MaxRequests. Each fetched
+	// window not yet decoded holds its stored bytes, up to FetchConcurrency
+	// of them when decoding is the bottleneck.
+	// It is also how far a window's fetch looks ahead for neighbours: the
+	// pieces of the next FetchConcurrency-1 windows that are adjacent rows
+	// of one file to its own join its request (up to 8 MiB), and those
+	// windows take them from it; such bytes count toward PrefetchBytes as
+	// their own window's, once that window's fetch has its turn. Where the
+	// request stops inside a row group read a window at a time (see
+	// Options.ShuffleWindow), the rows that follow in it, from the next windows of
+	// the same split too, join it up to four pages of every column, so
+	// that the pages at the cut are fetched once.
+	// Default max(8, 4 × ReadConcurrency): 8 on 1 and 2 cores, 64 on 16.
+	FetchConcurrency int
+	// ReadConcurrency is the number of goroutines decoding fetched windows
+	// ahead of the consumer. Decoding is CPU work and the bulk of a
+	// stream's, so one decoder per core: fewer leave cores idle (on 16
+	// cores, 2 decoders streamed a quarter of the rows/s that 16 did), more
+	// add a decoded window each of memory and no speed. On one core, two
+	// ran as fast as one or a few percent faster (a second decoder runs
+	// while the first waits for its window), so one core keeps the 2 it
+	// always had. Default max(2, p).
+	ReadConcurrency int
+	// TransformConcurrency is the number of goroutines cutting batches out
+	// of windows (slices, or gathers when shuffled) and running the
+	// transform of Map: CPU work too. Default p.
+	TransformConcurrency int
+	// PrefetchBatches bounds the batches prepared ahead of the consumer, so
+	// that every transform goroutine has a few to work on while the consumer
+	// is busy. A shuffled batch is a copy of Options.BatchSize rows; an unshuffled
+	// one a slice of its window, which it keeps alive.
+	// Default 4 × TransformConcurrency: 8 on 2 cores, 64 on 16.
+	PrefetchBatches int
+	// PrefetchWindows bounds the decoded windows read ahead of the batch
+	// cutter: one per decoder at work and one ready, so that the cutter
+	// need not wait while decoders have work. Fewer than ReadConcurrency
+	// would leave decoders idle and count as ReadConcurrency. Each holds a
+	// decoded window, up to Options.ShuffleWindow rows (a row group of up to twice
+	// that, or any that cannot be fetched in part) of the selected columns
+	// (a few MiB for a handful of numeric columns), so this memory grows
+	// linearly with the cores.
+	// Default ReadConcurrency + 1: 3 on 1 and 2 cores, 17 on 16.
+	PrefetchWindows int
+	// PrefetchBytes, if positive, stops reading ahead while the decoded
+	// windows waiting for the cutter hold more than this many bytes (the
+	// next window in order is always read, so the stream never stalls); it
+	// bounds the fetched windows waiting for a decoder the same way. Being
+	// a number of bytes, it caps read-ahead memory whatever the cores, where
+	// PrefetchWindows and FetchConcurrency grow with them.
+	// Default 0: bounded by PrefetchWindows and FetchConcurrency only.
+	PrefetchBytes int64
+	// ReadBatchSize is the number of rows per decode call. Default 65536.
+	ReadBatchSize int
+	// TakeCacheBytes bounds the cache that Take and Locate keep: decoded
+	// units (row groups, or blocks of a page-indexed row group) of the
+	// selected columns and windows' row orders, so that repeated requests
+	// neither read nor shuffle again. Default 256 MiB; negative: no cache
+	// (every request reads what it needs).
+	TakeCacheBytes int64
+	// PlanConcurrency is the number of footers fetched at once by Open
+	// (and, on the rank that writes a PlanStore's plan, of cut row groups
+	// whose page headers are walked at once). Footers are small reads, so
+	// planning waits on latency, not the cores, and
+	// Options.Storage.MaxRequests (16) bounds requests to a bucket anyway.
+	// Default 16, whatever the cores.
+	PlanConcurrency int
+}
+
 // withDefaults validates o and fills in defaults, those that scale with
 // the cores for the GOMAXPROCS of the moment.
 func (o Options) withDefaults() (Options, error) {
@@ -340,27 +353,7 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	if o.ShufflePasses == 0 {
 		o.ShufflePasses = 1
 	}
-	if o.ReadConcurrency == 0 {
-		o.ReadConcurrency = max(2, procs)
-	}
-	if o.FetchConcurrency == 0 && o.ReadConcurrency > 0 {
-		o.FetchConcurrency = max(8, 4*o.ReadConcurrency)
-	}
-	if o.TransformConcurrency == 0 {
-		o.TransformConcurrency = procs
-	}
-	if o.PrefetchBatches == 0 {
-		o.PrefetchBatches = 4 * o.TransformConcurrency
-	}
-	if o.PrefetchWindows == 0 {
-		o.PrefetchWindows = o.ReadConcurrency + 1
-	}
-	if o.ReadBatchSize == 0 {
-		o.ReadBatchSize = 65536
-	}
-	if o.TakeCacheBytes == 0 {
-		o.TakeCacheBytes = 256 << 20
-	}
+	o.Limits = o.Limits.withDefaults(procs)
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
@@ -397,38 +390,66 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 		return o, fmt.Errorf("stream: ShufflePasses %d with Filter %q: passes need every row group's exact row count before reading, which a filter leaves unknown", o.ShufflePasses, o.Filter)
 	case o.Epoch < 0:
 		return o, fmt.Errorf("stream: Epoch %d must not be negative", o.Epoch)
-	case o.ReadConcurrency < 0 || o.FetchConcurrency < 0 || o.TransformConcurrency < 0 || o.PrefetchBatches < 0 || o.PrefetchWindows < 0 || o.PrefetchBytes < 0 || o.ReadBatchSize < 0 || o.PlanConcurrency < 0:
+	case o.Limits.negative():
 		return o, fmt.Errorf("stream: concurrency and prefetch options must not be negative")
 	}
 	return o, nil
 }
 
-// engineOptions are what the engine runs by: o less what only planning
-// needs.
+// withDefaults fills in l's defaults on procs cores.
+func (l Limits) withDefaults(procs int) Limits {
+	if l.ReadConcurrency == 0 {
+		l.ReadConcurrency = max(2, procs)
+	}
+	if l.FetchConcurrency == 0 && l.ReadConcurrency > 0 {
+		l.FetchConcurrency = max(8, 4*l.ReadConcurrency)
+	}
+	if l.TransformConcurrency == 0 {
+		l.TransformConcurrency = procs
+	}
+	if l.PrefetchBatches == 0 {
+		l.PrefetchBatches = 4 * l.TransformConcurrency
+	}
+	if l.PrefetchWindows == 0 {
+		l.PrefetchWindows = l.ReadConcurrency + 1
+	}
+	if l.ReadBatchSize == 0 {
+		l.ReadBatchSize = 65536
+	}
+	if l.TakeCacheBytes == 0 {
+		l.TakeCacheBytes = 256 << 20
+	}
+	return l
+}
+
+// negative reports a bound below zero, which none may be but
+// TakeCacheBytes (no cache).
+func (l Limits) negative() bool {
+	return l.ReadConcurrency < 0 || l.FetchConcurrency < 0 || l.TransformConcurrency < 0 || l.PrefetchBatches < 0 ||
+		l.PrefetchWindows < 0 || l.PrefetchBytes < 0 || l.ReadBatchSize < 0 || l.PlanConcurrency < 0
+}
+
+// order is the order options as package permutation takes them: the one
+// place they are gathered, and from here on they travel as this value (to
+// the planner, the engine and the state).
+func (o Options) order() permutation.Order {
+	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow,
+		NumSplits: o.NumSplits, DropRemainder: o.DropRemainder, Passes: o.ShufflePasses}
+}
+
+// engineOptions are what the engine runs by: the order and the limits,
+// each whole, and the rank's place and its plumbing.
 func (o Options) engineOptions() engine.Options {
 	return engine.Options{
-		BatchSize:            o.BatchSize,
-		Shuffle:              o.Shuffle,
-		Seed:                 o.Seed,
-		ClumpSize:            o.ClumpSize,
-		ShuffleWindow:        o.ShuffleWindow,
-		NumSplits:            o.NumSplits,
-		DropRemainder:        o.DropRemainder,
-		ShufflePasses:        o.ShufflePasses,
-		Epoch:                o.Epoch,
-		EqualBatches:         o.EqualBatches,
-		Rank:                 o.Rank,
-		WorldSize:            o.WorldSize,
-		FetchConcurrency:     o.FetchConcurrency,
-		ReadConcurrency:      o.ReadConcurrency,
-		TransformConcurrency: o.TransformConcurrency,
-		PrefetchBatches:      o.PrefetchBatches,
-		PrefetchWindows:      o.PrefetchWindows,
-		PrefetchBytes:        o.PrefetchBytes,
-		ReadBatchSize:        o.ReadBatchSize,
-		TakeCacheBytes:       o.TakeCacheBytes,
-		Allocator:            o.Allocator,
-		Metrics:              o.Metrics,
-		Logger:               o.Logger,
+		Order:        o.order(),
+		Limits:       engine.Limits(o.Limits),
+		BatchSize:    o.BatchSize,
+		Epoch:        o.Epoch,
+		EqualBatches: o.EqualBatches,
+		Rank:         o.Rank,
+		WorldSize:    o.WorldSize,
+		Allocator:    o.Allocator,
+		Metrics:      o.Metrics,
+		Logger:       o.Logger,
 	}
 }

@@ -22,20 +22,20 @@ func TestDefaultsScaleWithCores(t *testing.T) {
 		{"no cores reported", 0, Options{}, conc{2, 8, 1, 4, 3}},
 		// What depends on the decoders follows a ReadConcurrency set by
 		// hand, not the cores.
-		{"ReadConcurrency set", 2, Options{ReadConcurrency: 16}, conc{16, 64, 2, 8, 17}},
-		{"all set", 16, Options{ReadConcurrency: 3, FetchConcurrency: 5, TransformConcurrency: 7, PrefetchBatches: 9, PrefetchWindows: 11}, conc{3, 5, 7, 9, 11}},
+		{"ReadConcurrency set", 2, Options{Limits: Limits{ReadConcurrency: 16}}, conc{16, 64, 2, 8, 17}},
+		{"all set", 16, Options{Limits: Limits{ReadConcurrency: 3, FetchConcurrency: 5, TransformConcurrency: 7, PrefetchBatches: 9, PrefetchWindows: 11}}, conc{3, 5, 7, 9, 11}},
 	} {
 		tc.in.URLs = []string{"mem://x"}
 		o, err := tc.in.withDefaultsFor(tc.procs)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		got := conc{o.ReadConcurrency, o.FetchConcurrency, o.TransformConcurrency, o.PrefetchBatches, o.PrefetchWindows}
+		got := conc{o.Limits.ReadConcurrency, o.Limits.FetchConcurrency, o.Limits.TransformConcurrency, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows}
 		if got != tc.want {
 			t.Errorf("%s: (read, fetch, transform, batches, windows) = %v, want %v", tc.name, got, tc.want)
 		}
-		if o.PrefetchBytes != tc.in.PrefetchBytes {
-			t.Errorf("%s: PrefetchBytes %d, want it left at %d", tc.name, o.PrefetchBytes, tc.in.PrefetchBytes)
+		if o.Limits.PrefetchBytes != tc.in.Limits.PrefetchBytes {
+			t.Errorf("%s: PrefetchBytes %d, want it left at %d", tc.name, o.Limits.PrefetchBytes, tc.in.Limits.PrefetchBytes)
 		}
 	}
 }
@@ -48,17 +48,17 @@ func TestDefaultsFollowGOMAXPROCS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ReadConcurrency != 3 || o.TransformConcurrency != 3 || o.FetchConcurrency != 12 {
+	if o.Limits.ReadConcurrency != 3 || o.Limits.TransformConcurrency != 3 || o.Limits.FetchConcurrency != 12 {
 		t.Errorf("at GOMAXPROCS 3: ReadConcurrency %d, TransformConcurrency %d, FetchConcurrency %d; want 3, 3, 12",
-			o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency)
+			o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency)
 	}
 }
 
 func TestOptionsRejectNegativeConcurrency(t *testing.T) {
-	for _, o := range []Options{{ReadConcurrency: -1}, {FetchConcurrency: -1}, {PrefetchWindows: -2}} {
-		o.URLs = []string{"mem://x"}
+	for _, l := range []Limits{{ReadConcurrency: -1}, {FetchConcurrency: -1}, {PrefetchWindows: -2}, {PlanConcurrency: -1}} {
+		o := Options{URLs: []string{"mem://x"}, Limits: l}
 		if _, err := o.withDefaultsFor(4); err == nil {
-			t.Errorf("%+v accepted", o)
+			t.Errorf("%+v accepted", l)
 		}
 	}
 }

@@ -60,17 +60,14 @@ func pinnedOptions(t *testing.T, format, url string) Options {
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	to := text.Options{UnitBytes: 2 << 10}
 	return Options{
-		URLs:             []string{url},
-		Formats:          []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}, text.New(text.CSV, to), text.New(text.JSONLines, to)},
-		Columns:          []string{"id", "tag"},
-		BatchSize:        50,
-		ShuffleWindow:    pinnedUnit,
-		ChunkBytes:       1 << 10,
-		FetchConcurrency: 1,
-		ReadConcurrency:  1,
-		PrefetchWindows:  1,
-		PrefetchBatches:  1,
-		Allocator:        mem,
+		URLs:          []string{url},
+		Formats:       []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}, text.New(text.CSV, to), text.New(text.JSONLines, to)},
+		Columns:       []string{"id", "tag"},
+		BatchSize:     50,
+		ShuffleWindow: pinnedUnit,
+		ChunkBytes:    1 << 10,
+		Limits:        Limits{FetchConcurrency: 1, ReadConcurrency: 1, PrefetchWindows: 1, PrefetchBatches: 1},
+		Allocator:     mem,
 	}
 }
 

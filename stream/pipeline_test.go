@@ -63,7 +63,7 @@ func TestDiagnosis(t *testing.T) {
 				// One row group, one window, one batch: no burst of batches
 				// from one read fills the prefetch queue.
 				o.ShuffleWindow, o.BatchSize = 250, 250
-				o.ReadConcurrency, o.TransformConcurrency = 2, 1
+				o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 1
 				// A window of a few dozen batches, so that the samples below
 				// leave the start of the stream behind.
 				o.Metrics = metrics.NewWithOptions(metrics.Options{Window: 100 * time.Millisecond})
@@ -115,7 +115,7 @@ func TestStateWithFullQueues(t *testing.T) {
 func testStateWithFullQueues(t *testing.T, dir string) {
 	o := checkedOptions(t, dir)
 	o.Shuffle, o.NumSplits, o.ClumpSize = true, 4, 3
-	o.PrefetchBatches, o.PrefetchWindows, o.ReadConcurrency, o.TransformConcurrency = 64, 8, 4, 2
+	o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 64, 8, 4, 2
 	var full []int64
 	batches := 0
 	for ids, err := range Map(context.Background(), open(t, o), idsOf) {
@@ -139,7 +139,7 @@ func testStateWithFullQueues(t *testing.T, dir string) {
 			n++
 			if n == k {
 				snap := ds.Metrics().Snapshot()
-				if want := min(o.PrefetchBatches, batches-k); snap.PrefetchQueueItems != want {
+				if want := min(o.Limits.PrefetchBatches, batches-k); snap.PrefetchQueueItems != want {
 					t.Fatalf("k=%d: %d batches in the prefetch queue when the state was taken, want a full queue of %d", k, snap.PrefetchQueueItems, want)
 				}
 				st = ds.StateDict()
@@ -220,7 +220,7 @@ func TestPrefetchQueueBytes(t *testing.T) {
 			t.Run(fmt.Sprintf("shuffle=%t/map=%t", shuffle, mapped), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					o := checkedOptions(t, dir)
-					o.Shuffle, o.PrefetchBatches, o.TransformConcurrency = shuffle, 5, 2
+					o.Shuffle, o.Limits.PrefetchBatches, o.Limits.TransformConcurrency = shuffle, 5, 2
 					ds := open(t, o)
 					batches := func(yield func(int, error) bool) {
 						if mapped {
@@ -252,9 +252,9 @@ func TestPrefetchQueueBytes(t *testing.T) {
 						synctest.Wait()
 						s := ds.Metrics().Snapshot()
 						lo := int64(s.PrefetchQueueItems * o.BatchSize * 16)
-						if s.PrefetchQueueItems != o.PrefetchBatches || s.PrefetchQueueBytes < lo || s.PrefetchQueueBytes > lo*5/4 {
+						if s.PrefetchQueueItems != o.Limits.PrefetchBatches || s.PrefetchQueueBytes < lo || s.PrefetchQueueBytes > lo*5/4 {
 							t.Fatalf("full prefetch queue: %d batches of %d rows, %d bytes; want %d batches of %d to %d bytes",
-								s.PrefetchQueueItems, o.BatchSize, s.PrefetchQueueBytes, o.PrefetchBatches, lo, lo*5/4)
+								s.PrefetchQueueItems, o.BatchSize, s.PrefetchQueueBytes, o.Limits.PrefetchBatches, lo, lo*5/4)
 						}
 					}
 					if s := ds.Metrics().Snapshot(); s.PrefetchQueueItems != 0 || s.PrefetchQueueBytes != 0 {
@@ -292,7 +292,7 @@ func TestDiagnosisShortEpochs(t *testing.T) {
 				o := checkedOptions(t, dir)
 				o.Shuffle = true
 				o.ShuffleWindow, o.BatchSize = 250, 100
-				o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency = 2, 1, c.fetches
+				o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency = 2, 1, c.fetches
 				o.Metrics = metrics.NewWithOptions(metrics.Options{Window: time.Second})
 				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, c.readDelay} }
 				ds := open(t, o)

@@ -1,22 +1,19 @@
 package stream
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"time"
 
 	"gocloud.dev/blob"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/sluicedata/sluice/stream/internal/engine"
-	"github.com/sluicedata/sluice/stream/internal/planshare"
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/stream/internal/planner"
 )
 
 // ErrPlanMismatch is wrapped when the plan in a PlanStore was made for
 // other files or other options than this rank's: the ranks of one job must
 // stream one plan, or their splits would not be the same rows.
-var ErrPlanMismatch = planshare.ErrMismatch
+var ErrPlanMismatch = planner.ErrMismatch
 
 // PlanStore is where the ranks of a job share one plan, so that one rank
 // reads every footer and the others read one object instead: the listing
@@ -51,59 +48,31 @@ type PlanStore struct {
 	Wait time.Duration
 }
 
-// planDataset plans the dataset (package planshare): from the PlanStore's
+// planDataset plans the dataset (package planner): from the PlanStore's
 // plan where there is one, else by reading every footer. Every read of
 // the buckets it opens is counted in the metrics.
-func planDataset(ctx context.Context, o Options) (planshare.Planned, error) {
-	so := planshare.Options{
-		Rank:          o.Rank,
-		Plan:          o.Plan,
-		URLs:          o.URLs,
-		Columns:       o.Columns,
+func planDataset(ctx context.Context, o Options) (planner.Planned, error) {
+	po := planner.Options{
+		Rank:  o.Rank,
+		Table: o.Plan,
+		URLs:  o.URLs,
+		Plan: formats.PlanOptions{
+			Columns:     o.Columns,
+			Concurrency: o.Limits.PlanConcurrency,
+			Storage:     o.Storage,
+			Formats:     o.Formats,
+			Format:      o.Format,
+			Cache:       o.PlanCache,
+		},
 		Filter:        o.Filter,
-		Concurrency:   o.PlanConcurrency,
-		Storage:       o.Storage,
-		Formats:       o.Formats,
-		Format:        o.Format,
-		Cache:         o.PlanCache,
 		OnRead:        func(scheme string, n int) { o.Metrics.AddRead(scheme, int64(n), 1) },
 		ChunkBytes:    o.ChunkBytes,
-		ShuffleWindow: o.ShuffleWindow,
+		Order:         o.order(),
+		Epoch:         o.Epoch,
 		ShuffleMemory: o.ShuffleMemory,
 	}
 	if ps := o.PlanStore; ps != nil {
-		so.Store = &planshare.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
-		so.Prepare = func(ctx context.Context, p planshare.Planned) error { return findCutPages(ctx, o, p) }
+		po.Store = &planner.Store{Bucket: ps.Bucket, Key: ps.Key, Wait: ps.Wait}
 	}
-	return planshare.Plan(ctx, so)
-}
-
-// findCutPages finds, on the rank that writes the shared plan, the pages
-// of the units the opening epoch's split boundaries cut where their files
-// do not say (Parquet row groups without a page index: their page headers
-// are walked to the chunks' ends), so that the walks travel in the plan
-// and each cut unit is walked once for the job, not by every rank that
-// reads part of it. A walk that fails is left to the read that needs it,
-// which walks again and names what is wrong; only a cancelled context
-// fails the plan. Later epochs cut other units: those are walked by the
-// ranks that read them, as far as their rows, and kept in the plan cache.
-func findCutPages(ctx context.Context, o Options, p planshare.Planned) error {
-	eo := o.engineOptions()
-	eo.ShuffleWindow = p.ShuffleWindow
-	units, err := engine.CutUnits(p.Data, p.Chunks, eo, o.Epoch)
-	if err != nil {
-		return nil // Open deals the epoch next, and reports it
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(o.PlanConcurrency, 16))
-	for _, u := range units {
-		g.Go(func() error {
-			_ = p.Data.FindPages(gctx, u.Fragment, u.Unit)
-			return gctx.Err()
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("stream: finding the pages of cut row groups: %w", err)
-	}
-	return nil
+	return planner.Plan(ctx, po)
 }

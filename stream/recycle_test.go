@@ -67,7 +67,7 @@ func recycleCorpus(t *testing.T) []Options {
 		if st, err := os.Stat(f); err != nil || st.Size() > 1<<20 {
 			continue // the larger files add time under -race, not types
 		}
-		o := Options{URLs: []string{f}, Shuffle: true, Seed: 7, ShuffleWindow: 256, BatchSize: 100, ReadConcurrency: 3, ReadBatchSize: 100}
+		o := Options{URLs: []string{f}, Shuffle: true, Seed: 7, ShuffleWindow: 256, BatchSize: 100, Limits: Limits{ReadConcurrency: 3, ReadBatchSize: 100}}
 		switch filepath.Ext(f) {
 		case ".orc":
 			o.Formats = []formats.Format{orc.Format{}}

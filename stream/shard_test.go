@@ -154,7 +154,7 @@ func TestStreamingSplitEqual(t *testing.T) {
 func TestStreamingSplitIndependent(t *testing.T) {
 	dir := writeDataset(t, smallSpec)
 	o := checkedOptions(t, dir)
-	o.NumSplits, o.PrefetchBatches = 8, 2
+	o.NumSplits, o.Limits.PrefetchBatches = 8, 2
 	cs := splitOf(t, open(t, o), 4, false)
 	release := make(chan struct{})
 	held := make(chan struct{})

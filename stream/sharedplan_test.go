@@ -17,7 +17,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/storage"
-	"github.com/sluicedata/sluice/stream/internal/planshare"
+	"github.com/sluicedata/sluice/stream/internal/planner"
 )
 
 // readCounter counts the range reads (footers, while planning) of every
@@ -317,7 +317,7 @@ func TestSharedPlanCorrupt(t *testing.T) {
 	}
 	// A plan that decodes but is for another dataset is a mismatch.
 	ps := planStore(t)
-	bad, _ := json.Marshal(planshare.Object{Version: planshare.Version, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planshare.File{{URL: "file:///elsewhere.parquet"}}})
+	bad, _ := json.Marshal(planner.Object{Version: planner.Version, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planner.File{{URL: "file:///elsewhere.parquet"}}})
 	if err := ps.Bucket.WriteAll(ctx, ps.Key, bad, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@
 //
 // The run-time engine (fetch, decode, permute, cut and transform, the
 // position and the caches) is stream/internal/engine; planning, and the
-// plan shared among ranks, stream/internal/planshare. This package opens,
+// plan shared among ranks, stream/internal/planner. This package opens,
 // validates and hands its options to them.
 package stream
 
@@ -69,13 +69,14 @@ func Open(ctx context.Context, opts Options) (*Dataset, error) {
 	// the state and the dataset's options know the window in rows.
 	o.ShuffleWindow = p.ShuffleWindow
 	ep := engine.Plan{Chunks: p.Chunks, ID: p.ID, PlaceBytes: p.PlaceBytes}
+	eo := o.engineOptions()
 	if o.EqualBatches && p.Data.Rows() < 0 {
-		if ep.Counts, err = engine.CountRows(ctx, o.engineOptions(), o.PlanCache, p.Data, p.Chunks, p.Filter); err != nil {
+		if ep.Counts, err = engine.CountRows(ctx, eo, o.PlanCache, p.Data, p.Chunks, p.Filter); err != nil {
 			p.Data.Close()
 			return nil, err
 		}
 	}
-	eng, err := engine.New(p.Data, ep, o.engineOptions())
+	eng, err := engine.New(p.Data, ep, eo)
 	if err != nil {
 		p.Data.Close()
 		return nil, err

@@ -50,7 +50,7 @@ func TestOrderIndependentOfConcurrency(t *testing.T) {
 	} {
 		o := checkedOptions(t, dir)
 		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 8, 2, 1
-		o.ReadConcurrency, o.TransformConcurrency, o.PrefetchBatches, o.ReadBatchSize = c.read, c.transform, c.prefetch, c.readBatch
+		o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.PrefetchBatches, o.Limits.ReadBatchSize = c.read, c.transform, c.prefetch, c.readBatch
 		got, _ := consume(t, open(t, o), -1)
 		if i == 0 {
 			want = got

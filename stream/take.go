@@ -14,7 +14,7 @@ import (
 // A position is mapped to its row by the plan alone, so no epoch is
 // walked; the rows are read grouped by unit (a row group, or a block of
 // pages of one), each once, and kept in a cache bounded in bytes
-// (Options.TakeCacheBytes), so that repeated requests neither read nor
+// (Options.Limits.TakeCacheBytes), so that repeated requests neither read nor
 // shuffle again. The engine does the work (stream/internal/engine,
 // take.go).
 

@@ -98,7 +98,7 @@ func TestTakeMatchesBatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := checkedOptions(t, c.dir)
 			o.Columns = nil
-			o.Shuffle, o.NumSplits, o.ClumpSize, o.TakeCacheBytes = c.shuffle, c.splits, c.clump, c.cacheSize
+			o.Shuffle, o.NumSplits, o.ClumpSize, o.Limits.TakeCacheBytes = c.shuffle, c.splits, c.clump, c.cacheSize
 			o.BatchSize = 97 // cuts windows and splits at odd places
 			o.Epoch = 2
 			ds := open(t, o)

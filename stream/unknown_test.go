@@ -277,10 +277,10 @@ func TestIPCOrderIndependentOfConcurrency(t *testing.T) {
 		} {
 			o := ipcOptions(t, dir, true)
 			o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, 4, 2, 1
-			o.ReadConcurrency, o.FetchConcurrency, o.TransformConcurrency = c.read, c.fetch, c.transform
-			o.PrefetchBatches, o.PrefetchWindows, o.ReadBatchSize, o.BatchSize = c.prefetch, c.windows, c.readBatch, c.batch
+			o.Limits.ReadConcurrency, o.Limits.FetchConcurrency, o.Limits.TransformConcurrency = c.read, c.fetch, c.transform
+			o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.ReadBatchSize, o.BatchSize = c.prefetch, c.windows, c.readBatch, c.batch
 			if i%2 == 1 {
-				o.PrefetchBytes = 1 // always only the next window in order
+				o.Limits.PrefetchBytes = 1 // always only the next window in order
 			}
 			bs, _ := consume(t, open(t, o), -1)
 			fullBatches(t, bs, c.batch)
@@ -411,7 +411,7 @@ func TestIPCUnknownCountsStayBounded(t *testing.T) {
 		o := ipcOptions(t, dir, true)
 		mem := &peakAllocator{Allocator: o.Allocator}
 		o.Allocator = mem
-		o.NumSplits, o.ChunkBytes, o.PrefetchWindows, o.FetchConcurrency = len(layout), 1, 1, 2
+		o.NumSplits, o.ChunkBytes, o.Limits.PrefetchWindows, o.Limits.FetchConcurrency = len(layout), 1, 1, 2
 		ds := open(t, o)
 		if n := len(ds.Splits()[0].Pieces); len(layout) == 2 && n < 100 {
 			t.Fatalf("split 0 has %d pieces: the layout did not deal the one-row batches to one split", n)

@@ -119,8 +119,8 @@ func runCat(ctx context.Context, e *env, args []string) error {
 	if err := cfg.ds.check(); err != nil {
 		return err
 	}
-	if cfg.rank < 0 || cfg.rank >= cfg.ds.worldSize {
-		return usageErrorf("--rank %d is outside --world-size %d", cfg.rank, cfg.ds.worldSize)
+	if cfg.rank < 0 || cfg.rank >= cfg.ds.opts.WorldSize {
+		return usageErrorf("--rank %d is outside --world-size %d", cfg.rank, cfg.ds.opts.WorldSize)
 	}
 	var positions takeOrder
 	if cfg.positions.set {
@@ -226,7 +226,7 @@ func replaceInvalidUTF8(opts *stream.Options, mode string) {
 // catStream prints the rest of the rank's epoch (up to --limit rows) as
 // JSON lines, drawing progress on stderr where asked.
 func catStream(ctx context.Context, e *env, ds *stream.Dataset, cfg *catConfig, showProgress bool) error {
-	total := remainingRows(ds, cfg.rank, cfg.ds.worldSize)
+	total := remainingRows(ds, cfg.rank, cfg.ds.opts.WorldSize)
 	if cfg.limit > 0 && (total < 0 || cfg.limit < total) {
 		total = cfg.limit
 	}
@@ -285,7 +285,7 @@ func catStream(ctx context.Context, e *env, ds *stream.Dataset, cfg *catConfig, 
 	if n == 0 {
 		// An empty output is not an error, but it should not pass for a
 		// dataset read when it may be a wrong path or filter.
-		fmt.Fprintln(e.stderr, noRowsNote(ds, epoch, cfg.rank, cfg.ds.worldSize, cfg.ds.filter != ""))
+		fmt.Fprintln(e.stderr, noRowsNote(ds, epoch, cfg.rank, cfg.ds.opts.WorldSize, cfg.ds.opts.Filter != ""))
 	}
 	return nil
 }
@@ -354,7 +354,7 @@ func resumeState(ctx context.Context, cfg *catConfig, worldSet bool) (checkpoint
 		}
 	}
 	st, err := store.Load(ctx, cfg.run, step, cfg.rank)
-	if err == nil && (!worldSet || st.WorldSize == cfg.ds.worldSize) {
+	if err == nil && (!worldSet || st.WorldSize == cfg.ds.opts.WorldSize) {
 		return st, nil
 	}
 	return store.LoadStep(ctx, cfg.run, step)
@@ -364,33 +364,33 @@ func resumeState(ctx context.Context, cfg *catConfig, worldSet bool) (checkpoint
 // that resuming needs only the store, the run and the data.
 func adoptState(fs *flag.FlagSet, d *datasetFlags, st checkpoint.State) {
 	if !isSet(fs, "columns") {
-		d.columns = slices.Clone(st.Columns)
+		d.opts.Columns = slices.Clone(st.Columns)
 	}
 	if !isSet(fs, "shuffle") {
-		d.shuffle = st.Shuffle
+		d.opts.Shuffle = st.Shuffle
 	}
 	if !isSet(fs, "seed") {
-		d.seed = st.Seed
+		d.opts.Seed = st.Seed
 	}
 	if !isSet(fs, "clump-size") {
-		d.clumpSize = st.ClumpSize
+		d.opts.ClumpSize = st.ClumpSize
 	}
 	// The state's window is in rows; --shuffle-memory given resumes it
 	// where its bytes buy the same rows.
 	if !isSet(fs, "shuffle-window") && !isSet(fs, "shuffle-memory") {
-		d.shuffleWindow = st.ShuffleWindow
+		d.opts.ShuffleWindow = st.ShuffleWindow
 	}
 	if !isSet(fs, "shuffle-passes") {
-		d.shufflePasses = st.ShufflePasses
+		d.opts.ShufflePasses = st.ShufflePasses
 	}
 	if !isSet(fs, "num-splits") {
-		d.numSplits = st.NumSplits
+		d.opts.NumSplits = st.NumSplits
 	}
 	if !isSet(fs, "drop-remainder") {
-		d.dropRemainder = st.DropRemainder
+		d.opts.DropRemainder = st.DropRemainder
 	}
 	if !isSet(fs, "world-size") && st.WorldSize > 0 {
-		d.worldSize = st.WorldSize
+		d.opts.WorldSize = st.WorldSize
 	}
-	d.epoch = st.Epoch
+	d.opts.Epoch = st.Epoch
 }

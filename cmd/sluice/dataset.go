@@ -19,25 +19,13 @@ import (
 
 // datasetFlags are the stream options inspect and cat share: the ones that
 // decide which rows each split holds and in which order, so that both show
-// what a job opened with the same values gets.
+// what a job opened with the same values gets. The flags fill opts in
+// place: a flag is its stream option, under the option's default.
 type datasetFlags struct {
-	columns       listFlag
-	shuffle       bool
-	seed          uint64
-	epoch         int64
-	clumpSize     int
-	shuffleWindow int
-	shufflePasses int
-	shuffleMemory sizeFlag
-	chunkBytes    sizeFlag
-	numSplits     int
-	worldSize     int
-	dropRemainder bool
-	noProgress    bool
-	filter        string
-	format        string
-	iceberg       icebergFlags
-	text          textFlags
+	opts       stream.Options
+	noProgress bool
+	iceberg    icebergFlags
+	text       textFlags
 }
 
 // textFlags are the options of CSV, TSV and JSON files.
@@ -55,21 +43,21 @@ type textFlags struct {
 }
 
 func (d *datasetFlags) register(fs *flag.FlagSet) {
-	fs.Var(&d.columns, "columns", "select and order columns by top-level `names`, comma-separated (default: every column of the first file)")
-	fs.BoolVar(&d.shuffle, "shuffle", false, "shuffle chunk order and rows within windows, by --seed and --epoch")
-	fs.Uint64Var(&d.seed, "seed", 0, "`seed` of the shuffle")
-	fs.Int64Var(&d.epoch, "epoch", 0, "`epoch` whose order to use")
-	fs.IntVar(&d.clumpSize, "clump-size", 0, "`rows` that stay together when a window is shuffled (default 1)")
-	fs.IntVar(&d.shuffleWindow, "shuffle-window", 0, "`rows` read and shuffled together per split (default 65536)")
-	fs.IntVar(&d.shufflePasses, "shuffle-passes", 0, "read every chunk `k` times an epoch, each pass keeping a disjoint part of its rows: windows of k times as many places, at k times the bytes read and decoded (inspect prints the price; default 1)")
-	fs.Var(&d.shuffleMemory, "shuffle-memory", "size the shuffle window in decoded bytes instead of rows, such as 512M or 2G: the window is the rows that `size` holds (inspect prints them, the memory and the mixing they buy); not with --shuffle-window")
-	fs.Var(&d.chunkBytes, "chunk-bytes", "chunk target `size` in stored bytes of the selected columns, such as 512K or 4M (default 1M)")
-	fs.IntVar(&d.numSplits, "num-splits", 0, "`splits` an epoch is dealt into; a multiple of --world-size (default: --world-size)")
-	fs.IntVar(&d.worldSize, "world-size", 1, "`ranks` of the job")
-	fs.BoolVar(&d.dropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
+	fs.Var((*listFlag)(&d.opts.Columns), "columns", "select and order columns by top-level `names`, comma-separated (default: every column of the first file)")
+	fs.BoolVar(&d.opts.Shuffle, "shuffle", false, "shuffle chunk order and rows within windows, by --seed and --epoch")
+	fs.Uint64Var(&d.opts.Seed, "seed", 0, "`seed` of the shuffle")
+	fs.Int64Var(&d.opts.Epoch, "epoch", 0, "`epoch` whose order to use")
+	fs.IntVar(&d.opts.ClumpSize, "clump-size", 0, "`rows` that stay together when a window is shuffled (default 1)")
+	fs.IntVar(&d.opts.ShuffleWindow, "shuffle-window", 0, "`rows` read and shuffled together per split (default 65536)")
+	fs.IntVar(&d.opts.ShufflePasses, "shuffle-passes", 0, "read every chunk `k` times an epoch, each pass keeping a disjoint part of its rows: windows of k times as many places, at k times the bytes read and decoded (inspect prints the price; default 1)")
+	fs.Var((*sizeFlag)(&d.opts.ShuffleMemory), "shuffle-memory", "size the shuffle window in decoded bytes instead of rows, such as 512M or 2G: the window is the rows that `size` holds (inspect prints them, the memory and the mixing they buy); not with --shuffle-window")
+	fs.Var((*sizeFlag)(&d.opts.ChunkBytes), "chunk-bytes", "chunk target `size` in stored bytes of the selected columns, such as 512K or 4M (default 1M)")
+	fs.IntVar(&d.opts.NumSplits, "num-splits", 0, "`splits` an epoch is dealt into; a multiple of --world-size (default: --world-size)")
+	fs.IntVar(&d.opts.WorldSize, "world-size", 1, "`ranks` of the job")
+	fs.BoolVar(&d.opts.DropRemainder, "drop-remainder", false, "drop fewer than --num-splits rows so every split has as many rows")
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
-	fs.StringVar(&d.filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
-	fs.StringVar(&d.format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension; a file named explicitly without a known one by its first bytes: Parquet, ORC or Avro magic, else CSV or JSON where they look like text)")
+	fs.StringVar(&d.opts.Filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
+	fs.StringVar(&d.opts.Format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension; a file named explicitly without a known one by its first bytes: Parquet, ORC or Avro magic, else CSV or JSON where they look like text)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
 	fs.StringVar(&d.text.quote, "quote", "", "CSV quote `character`, one byte, or none (default: detected: \", ' or none)")
@@ -104,31 +92,31 @@ func (d *datasetFlags) formats() []formats.Format {
 // failures: they are mistakes in the command line, not in the data.
 func (d *datasetFlags) check() error {
 	switch {
-	case d.worldSize < 1:
-		return usageErrorf("--world-size %d must be at least 1", d.worldSize)
-	case d.numSplits < 0:
-		return usageErrorf("--num-splits %d must not be negative", d.numSplits)
-	case d.numSplits > 0 && d.numSplits%d.worldSize != 0:
-		return usageErrorf("--num-splits %d is not a multiple of --world-size %d", d.numSplits, d.worldSize)
-	case d.epoch < 0:
-		return usageErrorf("--epoch %d must not be negative", d.epoch)
-	case d.clumpSize < 0:
-		return usageErrorf("--clump-size %d must not be negative", d.clumpSize)
-	case d.shuffleWindow < 0:
-		return usageErrorf("--shuffle-window %d must not be negative", d.shuffleWindow)
-	case d.shufflePasses < 0:
-		return usageErrorf("--shuffle-passes %d must not be negative", d.shufflePasses)
-	case d.shuffleMemory < 0:
-		return usageErrorf("--shuffle-memory %d must not be negative", d.shuffleMemory)
-	case d.shuffleWindow > 0 && d.shuffleMemory > 0:
+	case d.opts.WorldSize < 1:
+		return usageErrorf("--world-size %d must be at least 1", d.opts.WorldSize)
+	case d.opts.NumSplits < 0:
+		return usageErrorf("--num-splits %d must not be negative", d.opts.NumSplits)
+	case d.opts.NumSplits > 0 && d.opts.NumSplits%d.opts.WorldSize != 0:
+		return usageErrorf("--num-splits %d is not a multiple of --world-size %d", d.opts.NumSplits, d.opts.WorldSize)
+	case d.opts.Epoch < 0:
+		return usageErrorf("--epoch %d must not be negative", d.opts.Epoch)
+	case d.opts.ClumpSize < 0:
+		return usageErrorf("--clump-size %d must not be negative", d.opts.ClumpSize)
+	case d.opts.ShuffleWindow < 0:
+		return usageErrorf("--shuffle-window %d must not be negative", d.opts.ShuffleWindow)
+	case d.opts.ShufflePasses < 0:
+		return usageErrorf("--shuffle-passes %d must not be negative", d.opts.ShufflePasses)
+	case d.opts.ShuffleMemory < 0:
+		return usageErrorf("--shuffle-memory %d must not be negative", d.opts.ShuffleMemory)
+	case d.opts.ShuffleWindow > 0 && d.opts.ShuffleMemory > 0:
 		return usageErrorf("--shuffle-window and --shuffle-memory both size the shuffle window: give one")
 	case len(d.text.delimiter) > 1:
 		return usageErrorf("--delimiter %q is more than one byte", d.text.delimiter)
 	case d.text.header && d.text.noHeader:
 		return usageErrorf("--header and --no-header contradict each other")
-	case d.format != "" && formats.Named(d.formats(), d.format) == nil:
-		return usageErrorf("--format %q is not a format (%s)", d.format, strings.Join(formats.Names(d.formats()), ", "))
-	case d.format != "" && (d.iceberg.table || d.iceberg.catalog != ""):
+	case d.opts.Format != "" && formats.Named(d.formats(), d.opts.Format) == nil:
+		return usageErrorf("--format %q is not a format (%s)", d.opts.Format, strings.Join(formats.Names(d.formats()), ", "))
+	case d.opts.Format != "" && (d.iceberg.table || d.iceberg.catalog != ""):
 		return usageErrorf("--format and --iceberg or --catalog exclude each other: a table names its data files' formats")
 	}
 	for _, f := range []struct {
@@ -139,33 +127,21 @@ func (d *datasetFlags) check() error {
 			return usageErrorf("--%s %v", f.name, err)
 		}
 	}
-	if d.filter != "" {
-		if _, err := filter.Parse(d.filter); err != nil {
+	if d.opts.Filter != "" {
+		if _, err := filter.Parse(d.opts.Filter); err != nil {
 			return usageErrorf("--filter: %v", err)
 		}
 	}
 	return nil
 }
 
+// options are the flags' stream options over urls, with the drivers the
+// text flags configure.
 func (d *datasetFlags) options(urls []string) stream.Options {
-	return stream.Options{
-		URLs:          urls,
-		Columns:       d.columns,
-		Shuffle:       d.shuffle,
-		Seed:          d.seed,
-		Epoch:         d.epoch,
-		ClumpSize:     d.clumpSize,
-		ShuffleWindow: d.shuffleWindow,
-		ShuffleMemory: int64(d.shuffleMemory),
-		ShufflePasses: d.shufflePasses,
-		ChunkBytes:    int64(d.chunkBytes),
-		NumSplits:     d.numSplits,
-		WorldSize:     d.worldSize,
-		DropRemainder: d.dropRemainder,
-		Filter:        d.filter,
-		Formats:       d.formats(),
-		Format:        d.format,
-	}
+	o := d.opts
+	o.URLs = urls
+	o.Formats = d.formats()
+	return o
 }
 
 // openDataset opens the dataset, showing on a terminal how many footers

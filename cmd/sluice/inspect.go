@@ -242,7 +242,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	}
 	defer ds.Close()
 	rep := buildReport(urls, cfg, ds)
-	if err := addPruning(ctx, rep, cfg.ds.filter, ds); err != nil {
+	if err := addPruning(ctx, rep, cfg.ds.opts.Filter, ds); err != nil {
 		return err
 	}
 	if tbl != nil {
@@ -269,9 +269,9 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 			Epoch:         st.Epoch,
 			ClumpSize:     st.ClumpSize,
 			ShuffleWindow: st.ShuffleWindow,
-			ChunkBytes:    int64(cfg.ds.chunkBytes),
+			ChunkBytes:    cfg.ds.opts.ChunkBytes,
 			NumSplits:     st.NumSplits,
-			WorldSize:     cfg.ds.worldSize,
+			WorldSize:     cfg.ds.opts.WorldSize,
 			DropRemainder: st.DropRemainder,
 		},
 		Plan:        ds.Fingerprint(),
@@ -303,7 +303,7 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	for _, c := range ds.Chunks() {
 		rep.Chunks = append(rep.Chunks, chunkInfo{File: c.Fragment, Start: c.Start, End: c.End, Rows: c.Rows(), Bytes: c.Bytes})
 	}
-	world := cfg.ds.worldSize
+	world := cfg.ds.opts.WorldSize
 	rep.Ranks = make([]rankInfo, world)
 	for r := range rep.Ranks {
 		rep.Ranks[r] = rankInfo{Rank: r, Splits: []int{}}
@@ -332,9 +332,9 @@ func buildReport(urls []string, cfg *inspectConfig, ds *stream.Dataset) *inspect
 	ov := ds.Overlap()
 	rep.Overlap = overlapInfo{CutRowGroups: ov.CutUnits, PagedRowGroups: ov.PagedUnits, RefetchBytes: ov.Bytes}
 	e := ds.Estimate()
-	rep.Price = priceInfo{WindowRows: e.WindowRows, ShuffleMemory: int64(cfg.ds.shuffleMemory), RowBytes: e.RowBytes,
+	rep.Price = priceInfo{WindowRows: e.WindowRows, ShuffleMemory: cfg.ds.opts.ShuffleMemory, RowBytes: e.RowBytes,
 		Windows: e.Windows, MeanWindowRows: e.MeanRows, MaxWindowRows: e.MaxRows, MeanPlaces: e.MeanPlaces, MinPlaces: e.MinPlaces,
-		WindowBytes: e.WindowBytes, StoredBytes: e.WindowStoredBytes, PeakBytes: e.PeakBytes(cfg.ds.shuffle),
+		WindowBytes: e.WindowBytes, StoredBytes: e.WindowStoredBytes, PeakBytes: e.PeakBytes(cfg.ds.opts.Shuffle),
 		DecodersPeak: e.DecodersPeakBytes,
 		BatchSize:    max(cfg.batchSize, 0), Mixing: e.Mixing, MixingBatches: e.MixingBatches}
 	if rep.Price.BatchSize == 0 {

@@ -266,15 +266,15 @@ func takeOrderOf(d *datasetFlags, rank, split, batchSize int, positions []int64)
 		return takeOrder{}, usageErrorf("--batch-size %d must not be negative", batchSize)
 	case split < -1:
 		return takeOrder{}, usageErrorf("--split %d must not be negative", split)
-	case rank < 0 || rank >= d.worldSize:
-		return takeOrder{}, usageErrorf("--rank %d is outside --world-size %d", rank, d.worldSize)
+	case rank < 0 || rank >= d.opts.WorldSize:
+		return takeOrder{}, usageErrorf("--rank %d is outside --world-size %d", rank, d.opts.WorldSize)
 	}
-	numSplits := d.numSplits
+	numSplits := d.opts.NumSplits
 	if numSplits == 0 {
-		numSplits = d.worldSize
+		numSplits = d.opts.WorldSize
 	}
 	if split >= numSplits {
 		return takeOrder{}, usageErrorf("--split %d is outside --num-splits %d", split, numSplits)
 	}
-	return takeOrder{epoch: d.epoch, split: split, rank: rank, worldSize: d.worldSize, positions: positions}, nil
+	return takeOrder{epoch: d.opts.Epoch, split: split, rank: rank, worldSize: d.opts.WorldSize, positions: positions}, nil
 }

@@ -42,13 +42,13 @@ const (
 
 func killOptions() stream.Options {
 	return stream.Options{
-		Columns:         []string{"id"},
-		BatchSize:       64,
-		Shuffle:         true,
-		Seed:            23,
-		ShuffleWindow:   500,
-		NumSplits:       4,
-		PrefetchBatches: 8,
+		Columns:       []string{"id"},
+		BatchSize:     64,
+		Shuffle:       true,
+		Seed:          23,
+		ShuffleWindow: 500,
+		NumSplits:     4,
+		Limits:        stream.Limits{PrefetchBatches: 8},
 	}
 }
 

@@ -94,7 +94,9 @@ def _str_map(name, v):
 
 
 # Go's stream.Options under Python names (see its documentation for each);
-# 0 means the documented default.
+# 0 means the documented default. The names are the C ABI's
+# (capi/options.go, datasetOptions and mixOptionNames); a Go test,
+# TestPythonNamesEveryOption, keeps these lists the same as those.
 DATASET = {
     "columns": _strs,
     "filter": _str,

@@ -42,7 +42,7 @@ type Source interface {
 // its own and yields the results in the order of Batches, as stream.Map
 // does. The outputs decode through MapAny where a source has it, so that
 // decoding runs in parallel and counts as the source's transform time;
-// *stream.Dataset is a Mapper (on stream.Options.TransformConcurrency
+// *stream.Dataset is a Mapper (on stream.Options.Limits.TransformConcurrency
 // goroutines). From any other Source the outputs decode each batch as it
 // arrives, on the loop's goroutine.
 type Mapper interface {

@@ -247,12 +247,12 @@ func outOptions(t testing.TB, dir string) stream.Options {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	return stream.Options{
-		URLs:                 []string{dir},
-		BatchSize:            100,
-		ShuffleWindow:        500,
-		Seed:                 3,
-		TransformConcurrency: 3,
-		Allocator:            poisonAllocator{mem},
+		URLs:          []string{dir},
+		BatchSize:     100,
+		ShuffleWindow: 500,
+		Seed:          3,
+		Limits:        stream.Limits{TransformConcurrency: 3},
+		Allocator:     poisonAllocator{mem},
 	}
 }
 

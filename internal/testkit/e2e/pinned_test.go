@@ -102,17 +102,14 @@ func testPinned(t *testing.T, be scratch.Backend, version string) {
 func pinnedOptions(t *testing.T, url string) stream.Options {
 	to := text.Options{UnitBytes: 2 << 10}
 	return stream.Options{
-		URLs:             []string{url},
-		Formats:          []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}, text.New(text.CSV, to), text.New(text.JSONLines, to)},
-		Columns:          []string{"id", "tag"},
-		BatchSize:        50,
-		ShuffleWindow:    100,
-		ChunkBytes:       1 << 10,
-		FetchConcurrency: 1,
-		ReadConcurrency:  1,
-		PrefetchWindows:  1,
-		PrefetchBatches:  1,
-		Allocator:        checkedAllocator(t),
+		URLs:          []string{url},
+		Formats:       []formats.Format{parquet.Format{}, orc.Format{}, avro.Format{}, text.New(text.CSV, to), text.New(text.JSONLines, to)},
+		Columns:       []string{"id", "tag"},
+		BatchSize:     50,
+		ShuffleWindow: 100,
+		ChunkBytes:    1 << 10,
+		Limits:        stream.Limits{FetchConcurrency: 1, ReadConcurrency: 1, PrefetchWindows: 1, PrefetchBatches: 1},
+		Allocator:     checkedAllocator(t),
 	}
 }
 

@@ -28,7 +28,7 @@ func CountRows(ctx context.Context, o Options, cache formats.Cache, data *format
 	}
 	rows := make([]int64, len(chunks))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(o.ReadConcurrency, 1))
+	g.SetLimit(max(o.Limits.ReadConcurrency, 1))
 	for i, c := range chunks {
 		rows[i] = -1
 		if c.Rows() >= 0 {
@@ -52,7 +52,7 @@ func CountRows(ctx context.Context, o Options, cache formats.Cache, data *format
 			}
 			defer fe.Release() // decoded once, below
 			var n int64
-			_, err = data.Decode(gctx, fe, o.ReadBatchSize, o.Allocator, func(b arrow.RecordBatch) error {
+			_, err = data.Decode(gctx, fe, o.Limits.ReadBatchSize, o.Allocator, func(b arrow.RecordBatch) error {
 				n += b.NumRows()
 				b.Release()
 				return nil

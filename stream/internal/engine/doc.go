@@ -49,6 +49,6 @@
 // It decides no order: which row comes when is package permutation's and
 // package split's, which it calls. It imports permutation, split, formats
 // (the drivers' fetch and decode), prefetch, metrics and checkpoint (the
-// state's encoding), and never stream, stream/internal/planshare,
+// state's encoding), and never stream, stream/internal/planner,
 // storage back ends, cmd, bench or examples.
 package engine

@@ -23,32 +23,19 @@ import (
 var ErrBusy = errors.New("stream: an iteration is already running on this dataset")
 
 // Options are what the engine runs by: a dataset's options less what only
-// planning needs. stream.Options documents each field and its default; the
-// engine takes them with the defaults filled in.
+// planning needs, with the defaults filled in (stream.Options documents
+// each and its default). stream builds them once per Open.
 type Options struct {
+	// Order decides which rows each split emits and in which order.
+	Order permutation.Order
+	// Limits bound the goroutines and the read-ahead.
+	Limits    Limits
 	BatchSize int
-	// The order options (permutation.Order).
-	Shuffle       bool
-	Seed          uint64
-	ClumpSize     int
-	ShuffleWindow int
-	NumSplits     int
-	DropRemainder bool
-	ShufflePasses int
 	// Epoch is the epoch New starts at.
 	Epoch        int64
 	EqualBatches bool
 	Rank         int
 	WorldSize    int
-
-	FetchConcurrency     int
-	ReadConcurrency      int
-	TransformConcurrency int
-	PrefetchBatches      int
-	PrefetchWindows      int
-	PrefetchBytes        int64
-	ReadBatchSize        int
-	TakeCacheBytes       int64
 
 	Allocator memory.Allocator
 	Metrics   *metrics.Pipeline
@@ -70,9 +57,21 @@ type Options struct {
 	decoding chan struct{}
 }
 
-// order is the order options.
-func (o Options) order() permutation.Order {
-	return permutation.Order{Shuffle: o.Shuffle, Seed: o.Seed, ClumpSize: o.ClumpSize, ShuffleWindow: o.ShuffleWindow, NumSplits: o.NumSplits, DropRemainder: o.DropRemainder, Passes: o.ShufflePasses}
+// Limits are stream.Limits, field for field, with the defaults filled in:
+// the goroutines of each stage and what it reads ahead and caches.
+// stream.Limits documents each. stream hands its value over whole, by a
+// conversion, so the compiler keeps the two lists the same: a new bound
+// is a field there, with its doc and default, and the same field here.
+type Limits struct {
+	FetchConcurrency     int
+	ReadConcurrency      int
+	TransformConcurrency int
+	PrefetchBatches      int
+	PrefetchWindows      int
+	PrefetchBytes        int64
+	ReadBatchSize        int
+	TakeCacheBytes       int64
+	PlanConcurrency      int
 }
 
 // sharedOut is o for a pipeline given part of o's budget (a
@@ -85,14 +84,15 @@ func (o Options) sharedOut(part float64) Options {
 	// just short of it.
 	scale := func(n int) int { return max(1, int(float64(n)*part+1e-9)) }
 	co := o
-	co.FetchConcurrency = scale(o.FetchConcurrency)
-	co.ReadConcurrency = scale(o.ReadConcurrency)
-	co.TransformConcurrency = scale(o.TransformConcurrency)
-	co.PrefetchBatches = scale(o.PrefetchBatches)
-	co.PrefetchWindows = scale(o.PrefetchWindows)
-	co.PrefetchBytes = int64(float64(o.PrefetchBytes)*part + 1e-9)
-	if o.PrefetchBytes > 0 {
-		co.PrefetchBytes = max(1, co.PrefetchBytes)
+	l, cl := &o.Limits, &co.Limits
+	cl.FetchConcurrency = scale(l.FetchConcurrency)
+	cl.ReadConcurrency = scale(l.ReadConcurrency)
+	cl.TransformConcurrency = scale(l.TransformConcurrency)
+	cl.PrefetchBatches = scale(l.PrefetchBatches)
+	cl.PrefetchWindows = scale(l.PrefetchWindows)
+	cl.PrefetchBytes = int64(float64(l.PrefetchBytes)*part + 1e-9)
+	if l.PrefetchBytes > 0 {
+		cl.PrefetchBytes = max(1, cl.PrefetchBytes)
 	}
 	co.Metrics = metrics.New()
 	return co
@@ -179,14 +179,14 @@ func New(data *formats.Scan, p Plan, o Options) (*Engine, error) {
 // row counts the plan does not know: which rows a pass keeps, and so how
 // the splits balance, is counted in rows before reading.
 func passesCounted(o Options, data *formats.Scan, chunks []split.Chunk) error {
-	if o.ShufflePasses <= 1 {
+	if o.Order.Passes <= 1 {
 		return nil
 	}
 	for _, c := range chunks {
 		if c.Rows() < 0 {
 			f := data.Fragments[c.Fragment]
 			return fmt.Errorf("stream: ShufflePasses %d needs every unit's exact row count before reading, and %s (%s) does not know its (CSV and JSON files, a filter, Iceberg equality deletes): %w",
-				o.ShufflePasses, f.URL, f.Format, split.ErrUnknownRows)
+				o.Order.Passes, f.URL, f.Format, split.ErrUnknownRows)
 		}
 	}
 	return nil
@@ -246,7 +246,7 @@ func (e *Engine) SetEpoch(n int64) error {
 // come from Go's allocator, a decoder that sets every byte of a buffer
 // may take it unzeroed (unzeroed.Offer).
 func (e *Engine) decodeAllocator() memory.Allocator {
-	if !e.opts.Shuffle || e.opts.NoRecycle {
+	if !e.opts.Order.Shuffle || e.opts.NoRecycle {
 		return unzeroed.Offer(e.opts.Allocator)
 	}
 	if r := e.recycled.Load(); r != nil {
@@ -282,7 +282,7 @@ func (e *Engine) enterEpoch(n int64) error {
 	if err != nil {
 		return fmt.Errorf("stream: epoch %d: %w", n, err)
 	}
-	cursors := make([]split.Cursor, e.opts.NumSplits)
+	cursors := make([]split.Cursor, e.opts.Order.NumSplits)
 	for s, a := range e.ahead {
 		if a.epoch == n {
 			cursors[s] = a.cursor
@@ -304,7 +304,7 @@ func (e *Engine) enterEpoch(n int64) error {
 // newEpoch is epoch n's order, with the counting pass's counts where there
 // was one.
 func (e *Engine) newEpoch(n int64) (*split.Epoch, error) {
-	ep, err := split.NewEpoch(e.chunks, e.opts.order(), n)
+	ep, err := split.NewEpoch(e.chunks, e.opts.Order, n)
 	if err == nil && e.counts != nil {
 		err = ep.Count(e.counts)
 	}
@@ -329,7 +329,7 @@ func (e *Engine) countEqual(every []split.Cursor) error {
 		for r := range o.WorldSize {
 			if e.ep.RankBatches(r, o.WorldSize, o.BatchSize, every) > 0 {
 				o.Logger.Warn("stream: EqualBatches: a rank has no batch left in this epoch, so no rank takes any; the rows the others have are dropped (fewer NumSplits, or smaller ChunkBytes, give every rank rows)",
-					"epoch", e.ep.Epoch, "num_splits", o.NumSplits, "world_size", o.WorldSize, "chunks", len(e.chunks))
+					"epoch", e.ep.Epoch, "num_splits", o.Order.NumSplits, "world_size", o.WorldSize, "chunks", len(e.chunks))
 				break
 			}
 		}
@@ -386,7 +386,7 @@ func (e *Engine) nextEpoch(ep *split.Epoch) error {
 // (the metrics' "unscanned rows"); e.mu is held.
 func (e *Engine) unscanned() int64 {
 	var n int64
-	for _, s := range split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize) {
+	for _, s := range split.Owned(e.opts.Order.NumSplits, e.opts.Rank, e.opts.WorldSize) {
 		n += max(e.ep.Remaining(s, e.cursors[s]), 0)
 	}
 	return n

@@ -18,47 +18,48 @@ import (
 // Dataset.Consumers does, and owns the one split: it is rank s of a world of
 // NumSplits.
 type mixLane struct {
-	e *Engine
-	// The lane gives the rows of its split from offset q of pass first
-	// through offset last of pass lastPass: what the mix takes of the
-	// source in one of its epochs, and no more is read.
-	split           int
-	first, lastPass int64
-	last            int64
-	next            func() (arrow.RecordBatch, error, bool)
-	stop            func()
-	cur             arrow.RecordBatch // a reference of our own; nil before the first
-	off             int64             // rows of cur already taken
-	primed          *pull             // the first pull, made by prime; nil once taken
+	e      *Engine
+	split  int
+	span   laneSpan
+	next   func() (arrow.RecordBatch, error, bool)
+	stop   func()
+	cur    arrow.RecordBatch // a reference of our own; nil before the first
+	off    int64             // rows of cur already taken
+	primed *pull             // the first pull, made by prime; nil once taken
 }
+
+// laneSpan is what a lane gives of its split: the rows from offset q of
+// the split's order in the source's epoch pass through offset last of its
+// epoch lastPass. It is what the mix takes of the source in one of its
+// epochs, and no more is read.
+type laneSpan struct{ pass, q, lastPass, last int64 }
 
 // laneBatchRows is the fewest rows of a lane's batches.
 const laneBatchRows = 8192
 
-// newLane makes source src's lane of split s, giving the rows from offset q
-// of the split's order in epoch pass through offset last of epoch
-// lastPass. part is the part of src's concurrency and read-ahead bounds the
-// lane gets (see Mix.share); decoding is the mix's decode slots, shared by
-// its lanes.
-func newLane(ctx context.Context, src *Engine, s int, pass, q, lastPass, last int64, part float64, decoding chan struct{}) (*mixLane, error) {
+// newLane makes source src's lane of split s, giving the rows of span.
+// part is the part of src's concurrency and read-ahead bounds the lane
+// gets (see Mix.share); decoding is the mix's decode slots, shared by its
+// lanes.
+func newLane(ctx context.Context, src *Engine, s int, span laneSpan, part float64, decoding chan struct{}) (*mixLane, error) {
 	o := src.opts
 	co := o.sharedOut(part)
-	co.PrefetchWindows = laneWindows(o.PrefetchWindows, part)
-	co.Rank, co.WorldSize = s, o.NumSplits
-	co.Epoch = pass
+	co.Limits.PrefetchWindows = laneWindows(o.Limits.PrefetchWindows, part)
+	co.Rank, co.WorldSize = s, o.Order.NumSplits
+	co.Epoch = span.pass
 	// The mix cuts runs off the lane's batches, so their size is free:
 	// larger ones cost fewer hand-offs per row.
 	co.BatchSize = max(o.BatchSize, laneBatchRows)
 	co.recyclePermuted, co.decoding = true, decoding
 	c := newEngine(src.data, Plan{Chunks: src.chunks, ID: src.planID}, co)
-	l := &mixLane{e: c, split: s, first: pass, lastPass: lastPass, last: last}
-	ep, err := l.epoch(pass)
+	l := &mixLane{e: c, split: s, span: span}
+	ep, err := l.epoch(span.pass)
 	if err != nil {
 		return nil, err
 	}
-	cursors := make([]split.Cursor, o.NumSplits)
-	if cursors[s], err = cursorAt(ep, s, q); err != nil {
-		return nil, fmt.Errorf("epoch %d: %w", pass, err)
+	cursors := make([]split.Cursor, o.Order.NumSplits)
+	if cursors[s], err = cursorAt(ep, s, span.q); err != nil {
+		return nil, fmt.Errorf("epoch %d: %w", span.pass, err)
 	}
 	c.moveTo(ep, cursors, 0)
 	l.next, l.stop = iter.Pull2(l.batches(ctx))
@@ -83,12 +84,12 @@ func laneWindows(windows int, part float64) int {
 // gives. Past it, the pipeline would read ahead (and decode) windows of
 // which the mix takes nothing this epoch.
 func (l *mixLane) epoch(pass int64) (*split.Epoch, error) {
-	ep, err := split.NewEpoch(l.e.chunks, l.e.opts.order(), pass)
+	ep, err := split.NewEpoch(l.e.chunks, l.e.opts.Order, pass)
 	if err != nil {
 		return nil, fmt.Errorf("epoch %d: %w", pass, err)
 	}
-	if pass == l.lastPass {
-		w, _, err := ep.Seek(l.split, l.last)
+	if pass == l.span.lastPass {
+		w, _, err := ep.Seek(l.split, l.span.last)
 		if err != nil {
 			return nil, fmt.Errorf("epoch %d: %w", pass, err)
 		}
@@ -113,15 +114,15 @@ func cursorAt(ep *split.Epoch, s int, q int64) (split.Cursor, error) {
 // after, each the source's next epoch, through its last.
 func (l *mixLane) batches(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for pass := l.first; pass <= l.lastPass; pass++ {
-			if pass > l.first {
+		for pass := l.span.pass; pass <= l.span.lastPass; pass++ {
+			if pass > l.span.pass {
 				ep, err := l.epoch(pass)
 				if err != nil {
 					yield(nil, err)
 					return
 				}
 				l.e.mu.Lock()
-				l.e.moveTo(ep, make([]split.Cursor, l.e.opts.NumSplits), 0)
+				l.e.moveTo(ep, make([]split.Cursor, l.e.opts.Order.NumSplits), 0)
 				l.e.mu.Unlock()
 			}
 			for b, err := range l.e.Batches(ctx) {
@@ -231,7 +232,7 @@ func (l *mixLane) takeWhole(n int64, out []arrow.RecordBatch) ([]arrow.RecordBat
 // recycles reports whether the lane's batches are slices of recycled
 // buffers (a shuffled source's permuted windows), which no batch the mix
 // hands out may be.
-func (l *mixLane) recycles() bool { return l.e.opts.Shuffle && !l.e.opts.NoRecycle }
+func (l *mixLane) recycles() bool { return l.e.opts.Order.Shuffle && !l.e.opts.NoRecycle }
 
 // close stops the lane's pipeline (waiting for what it has in flight) and
 // releases what it holds.

@@ -74,7 +74,7 @@ const DefaultChunkRows = 8192
 func (m *Mix) DecodeSlots() int {
 	n := 1
 	for _, s := range m.Sources {
-		n = max(n, s.Engine.opts.ReadConcurrency)
+		n = max(n, s.Engine.opts.Limits.ReadConcurrency)
 	}
 	return n
 }
@@ -146,12 +146,12 @@ func (r *MixRun) openLanes(ctx context.Context, s int, decoding chan struct{}) e
 		}
 		// The rows it gives: from counts[k] to end[k] of its rows in the
 		// mix, in its passes.
-		pass, q, lastPass, last := epoch, counts[k], epoch, end[k]-1
+		span := laneSpan{pass: epoch, q: counts[k], lastPass: epoch, last: end[k] - 1}
 		if !m.NoRepeat {
 			g, gEnd := start[k]+counts[k], start[k]+end[k]
-			pass, q, lastPass, last = g/rows, g%rows, (gEnd-1)/rows, (gEnd-1)%rows
+			span = laneSpan{pass: g / rows, q: g % rows, lastPass: (gEnd - 1) / rows, last: (gEnd - 1) % rows}
 		}
-		l, err := newLane(ctx, src.Engine, s, pass, q, lastPass, last, m.share(k)/float64(len(r.owned)), decoding)
+		l, err := newLane(ctx, src.Engine, s, span, m.share(k)/float64(len(r.owned)), decoding)
 		if err != nil {
 			for _, l := range r.lanes {
 				l.close()

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"cmp"
-	"maps"
-	"slices"
-
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/split"
 )
@@ -90,37 +86,4 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 		o.RankBytes += u.Bytes * again * int64(mine[k]) / int64(n)
 	}
 	return o
-}
-
-// UnitRef names a unit of a plan: its fragment and its index there.
-type UnitRef struct{ Fragment, Unit int }
-
-// CutUnits are the units read by pages (formats.Unit.Paged) that a piece
-// of epoch n's splits reads part of, under o's order, in plan order: the
-// units whose pages a read must find, cut by a split boundary or by the
-// plan's cutting of a large unit into chunks.
-func CutUnits(data *formats.Scan, chunks []split.Chunk, o Options, n int64) ([]UnitRef, error) {
-	ep, err := split.NewEpoch(chunks, o.order(), n)
-	if err != nil {
-		return nil, err
-	}
-	cut := map[UnitRef]bool{}
-	for _, sp := range ep.Splits {
-		for _, p := range sp.Pieces {
-			if p.Start < 0 {
-				continue // whole units: never cut
-			}
-			var at int64
-			for u, un := range data.Fragments[p.Fragment].Units {
-				lo, hi := at, at+un.Rows
-				at = hi
-				if hi > p.Start && lo < p.End && un.Paged && (p.Start > lo || p.End < hi) {
-					cut[UnitRef{p.Fragment, u}] = true
-				}
-			}
-		}
-	}
-	return slices.SortedFunc(maps.Keys(cut), func(a, b UnitRef) int {
-		return cmp.Or(cmp.Compare(a.Fragment, b.Fragment), cmp.Compare(a.Unit, b.Unit))
-	}), nil
 }

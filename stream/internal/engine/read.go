@@ -208,7 +208,7 @@ func (e *Engine) decodeWindow(ctx context.Context, ep *split.Epoch, f *fetchedWi
 	defer f.release()
 	for _, p := range f.pieces {
 		before := w.rows
-		bad, err := e.data.Decode(ctx, p, e.opts.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
+		bad, err := e.data.Decode(ctx, p, e.opts.Limits.ReadBatchSize, mem, func(b arrow.RecordBatch) error {
 			w.recs = append(w.recs, b)
 			w.starts = append(w.starts, w.rows)
 			w.rows += b.NumRows()
@@ -371,11 +371,11 @@ func (e *Engine) permute(ctx context.Context, w *window, order []int32, mem memo
 	if rc, ok := mem.(*recycler); ok {
 		// A round of decoders, each with a window's decoded buffers,
 		// pages and scratch: what the next round reuses.
-		n := 2 * int64(e.opts.ReadConcurrency)
+		n := 2 * int64(e.opts.Limits.ReadConcurrency)
 		if e.opts.recyclePermuted {
 			// And the permuted windows: those read ahead, and the
 			// one being taken.
-			n += int64(e.opts.PrefetchWindows) + 1
+			n += int64(e.opts.Limits.PrefetchWindows) + 1
 			out = rc
 			if gathersFast(e.data.Schema) {
 				out = unzeroedRecycler{rc}

@@ -41,7 +41,7 @@ func Run[T any](ctx context.Context, e *Engine, fn func(context.Context, arrow.R
 		defer e.end()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		it.m.SetCapacity(it.o.PrefetchWindows, it.o.PrefetchBatches)
+		it.m.SetCapacity(it.o.Limits.PrefetchWindows, it.o.Limits.PrefetchBatches)
 		// The queues fill until the first batch and drain once every window
 		// read is decoded: the diagnosis reads them in between.
 		it.m.SetSteady(false)
@@ -137,9 +137,9 @@ func (it *iteration) schedule() *split.Schedule {
 // it plans no new fetch, but reads what an earlier fetch holds bytes of.
 func (it *iteration) reads(yield func(*readTask, error) bool) {
 	s := it.schedule()
-	fp := NewFetches(it.ep, it.e.chunks, it.o.FetchConcurrency)
+	fp := NewFetches(it.ep, it.e.chunks, it.o.Limits.FetchConcurrency)
 	fp.UnitJoinBytes = it.e.placeBytes
-	fp.Ramp = it.o.ReadConcurrency
+	fp.Ramp = it.o.Limits.ReadConcurrency
 	fp.Skip = func(r split.WindowRef) bool { return it.kept[r] }
 	s.RowsOf = func(r split.WindowRef) int64 { return it.rates.estimate(r, int64(it.o.BatchSize)) }
 	var pending, toFetch []split.WindowRef // read next, in order; those not kept
@@ -192,9 +192,9 @@ func (it *iteration) reads(yield func(*readTask, error) bool) {
 func (it *iteration) fetchStage(ctx context.Context, reads iter.Seq2[*readTask, error]) iter.Seq2[*fetchedWindow, error] {
 	return prefetch.Map(ctx, reads, prefetch.Stage[*readTask, *fetchedWindow]{
 		Name:        "fetch",
-		Concurrency: it.o.FetchConcurrency,
-		Ahead:       it.o.FetchConcurrency,
-		MaxBytes:    it.o.PrefetchBytes,
+		Concurrency: it.o.Limits.FetchConcurrency,
+		Ahead:       it.o.Limits.FetchConcurrency,
+		MaxBytes:    it.o.Limits.PrefetchBytes,
 		Size:        func(f *fetchedWindow) int64 { return f.bytes },
 		Fn:          it.fetch,
 		ReleaseIn: func(t *readTask) {
@@ -229,9 +229,9 @@ func (it *iteration) fetch(ctx context.Context, t *readTask) (*fetchedWindow, er
 func (it *iteration) decodeStage(ctx context.Context, fetched iter.Seq2[*fetchedWindow, error]) iter.Seq2[*window, error] {
 	return prefetch.Map(ctx, fetched, prefetch.Stage[*fetchedWindow, *window]{
 		Name:        "decode",
-		Concurrency: it.o.ReadConcurrency,
-		Ahead:       it.o.PrefetchWindows,
-		MaxBytes:    it.o.PrefetchBytes,
+		Concurrency: it.o.Limits.ReadConcurrency,
+		Ahead:       it.o.Limits.PrefetchWindows,
+		MaxBytes:    it.o.Limits.PrefetchBytes,
 		Size:        func(w *window) int64 { return w.bytes },
 		Fn:          it.decode,
 		// The cut stage takes windows in order: the one it waits for
@@ -284,8 +284,8 @@ func (it *iteration) decode(ctx context.Context, f *fetchedWindow) (*window, err
 func transformStage[T any](ctx context.Context, it *iteration, jobs iter.Seq2[*job, error], fn func(context.Context, arrow.RecordBatch) (T, error), releaseOut func(T)) iter.Seq2[result[T], error] {
 	return prefetch.Map(ctx, jobs, prefetch.Stage[*job, result[T]]{
 		Name:        "transform",
-		Concurrency: it.o.TransformConcurrency,
-		Ahead:       it.o.PrefetchBatches,
+		Concurrency: it.o.Limits.TransformConcurrency,
+		Ahead:       it.o.Limits.PrefetchBatches,
 		Size:        func(r result[T]) int64 { return r.bytes },
 		Fn: func(ctx context.Context, j *job) (result[T], error) {
 			v, err := transform(ctx, it.e, it.ep, j, fn)

@@ -66,7 +66,7 @@ func (e *Engine) finish(sp, end int) int64 {
 	}
 	if n > 0 {
 		if e.skipped == nil {
-			e.skipped = make([]int64, e.opts.NumSplits)
+			e.skipped = make([]int64, e.opts.Order.NumSplits)
 		}
 		e.skipped[sp] += n
 	}
@@ -78,7 +78,7 @@ func (e *Engine) finish(sp, end int) int64 {
 // batch moved the cursor past. e.mu is held.
 func (e *Engine) finishEpoch() int64 {
 	var n int64
-	for _, s := range split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize) {
+	for _, s := range split.Owned(e.opts.Order.NumSplits, e.opts.Rank, e.opts.WorldSize) {
 		n += e.finish(s, len(e.ep.Windows[s]))
 	}
 	return n
@@ -113,8 +113,8 @@ func (e *Engine) loadSkipped(st *checkpoint.State) {
 	if st.Skipped == nil {
 		return
 	}
-	e.skipped = make([]int64, e.opts.NumSplits)
-	for _, s := range split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize) {
+	e.skipped = make([]int64, e.opts.Order.NumSplits)
+	for _, s := range split.Owned(e.opts.Order.NumSplits, e.opts.Rank, e.opts.WorldSize) {
 		e.skipped[s] = st.Skipped[s]
 	}
 }

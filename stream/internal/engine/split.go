@@ -25,10 +25,10 @@ func (e *Engine) Split(n int, equal bool) ([]*Engine, error) {
 	}
 	o := e.opts
 	world := o.WorldSize * n
-	if o.NumSplits%world != 0 {
-		return nil, fmt.Errorf("stream: streaming split into %d consumers: NumSplits %d is not a multiple of %d consumers × WorldSize %d, so they cannot own as many splits each", n, o.NumSplits, n, o.WorldSize)
+	if o.Order.NumSplits%world != 0 {
+		return nil, fmt.Errorf("stream: streaming split into %d consumers: NumSplits %d is not a multiple of %d consumers × WorldSize %d, so they cannot own as many splits each", n, o.Order.NumSplits, n, o.WorldSize)
 	}
-	if equal && !o.DropRemainder && !o.EqualBatches {
+	if equal && !o.Order.DropRemainder && !o.EqualBatches {
 		return nil, fmt.Errorf("stream: streaming split into %d equal consumers: consumers get the same batches only with Options.DropRemainder or Options.EqualBatches, both off", n)
 	}
 	if o.EqualBatches && e.every == nil {
@@ -40,8 +40,8 @@ func (e *Engine) Split(n int, equal bool) ([]*Engine, error) {
 		co.Rank = o.Rank + i*o.WorldSize
 		co.WorldSize = world
 		c := newEngine(e.data, Plan{Chunks: e.chunks, ID: e.planID, Counts: e.counts}, co)
-		cursors := make([]split.Cursor, o.NumSplits)
-		for _, s := range split.Owned(o.NumSplits, co.Rank, world) {
+		cursors := make([]split.Cursor, o.Order.NumSplits)
+		for _, s := range split.Owned(o.Order.NumSplits, co.Rank, world) {
 			cursors[s] = e.cursors[s]
 			if a, ok := e.ahead[s]; ok {
 				if c.ahead == nil {

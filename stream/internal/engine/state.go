@@ -21,7 +21,7 @@ func (e *Engine) State() checkpoint.State {
 	st.Next = e.next
 	st.Skipped = e.skippedState()
 	if e.ahead != nil {
-		epochs := make([]int64, e.opts.NumSplits)
+		epochs := make([]int64, e.opts.Order.NumSplits)
 		for s := range epochs {
 			epochs[s] = e.ep.Epoch
 		}
@@ -43,16 +43,16 @@ func (e *Engine) OrderState() checkpoint.State {
 		Version:       checkpoint.StateVersion,
 		Plan:          e.planID,
 		Columns:       slices.Clone(e.data.Columns),
-		Seed:          e.opts.Seed,
-		Shuffle:       e.opts.Shuffle,
-		ClumpSize:     e.opts.ClumpSize,
-		ShuffleWindow: e.opts.ShuffleWindow,
-		NumSplits:     e.opts.NumSplits,
-		DropRemainder: e.opts.DropRemainder,
+		Seed:          e.opts.Order.Seed,
+		Shuffle:       e.opts.Order.Shuffle,
+		ClumpSize:     e.opts.Order.ClumpSize,
+		ShuffleWindow: e.opts.Order.ShuffleWindow,
+		NumSplits:     e.opts.Order.NumSplits,
+		DropRemainder: e.opts.Order.DropRemainder,
 	}
-	if e.opts.ShufflePasses > 1 {
+	if e.opts.Order.Passes > 1 {
 		// One pass is written as none, as states were before passes.
-		st.ShufflePasses = e.opts.ShufflePasses
+		st.ShufflePasses = e.opts.Order.Passes
 	}
 	st.Fingerprint = st.OrderFingerprint()
 	return st
@@ -91,7 +91,7 @@ func (e *Engine) LoadState(st checkpoint.State) error {
 	} else {
 		next = 0
 	}
-	owned := split.Owned(e.opts.NumSplits, e.opts.Rank, e.opts.WorldSize)
+	owned := split.Owned(e.opts.Order.NumSplits, e.opts.Rank, e.opts.WorldSize)
 	at := st.Epoch
 	epochs := map[int64]*split.Epoch{}
 	epochOf := func(n int64) (*split.Epoch, error) {
@@ -109,7 +109,7 @@ func (e *Engine) LoadState(st checkpoint.State) error {
 	if err != nil {
 		return err
 	}
-	cursors := make([]split.Cursor, e.opts.NumSplits)
+	cursors := make([]split.Cursor, e.opts.Order.NumSplits)
 	var ahead map[int]aheadCursor
 	for _, s := range owned {
 		se := st.SplitEpoch(s)

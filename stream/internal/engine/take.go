@@ -25,7 +25,7 @@ import (
 // where the file has a page index, each block of takeBlockRows rows of it,
 // which fetches only the pages holding them) is fetched and decoded once,
 // concurrently, for the dataset's columns only, and kept in a cache bounded
-// in bytes (Options.TakeCacheBytes) with the windows' row orders, so that
+// in bytes (Options.Limits.TakeCacheBytes) with the windows' row orders, so that
 // repeated requests neither read nor shuffle again.
 
 // takeBlockRows is the rows of a paged unit read together: about a page of
@@ -93,7 +93,7 @@ func (e *Engine) taker() *taker {
 	t.once.Do(func() {
 		t.epochs = map[int64]*split.Epoch{}
 		t.starts = make([][]int64, len(e.data.Fragments))
-		t.cache = newLRU(e.opts.TakeCacheBytes)
+		t.cache = newLRU(e.opts.Limits.TakeCacheBytes)
 		t.reading = map[unitKey]chan struct{}{}
 	})
 	return t
@@ -111,7 +111,7 @@ func (e *Engine) EpochOf(n int64) (*split.Epoch, error) {
 	if ep := t.epochs[n]; ep != nil {
 		return ep, nil
 	}
-	ep, err := split.NewEpoch(e.chunks, e.opts.order(), n)
+	ep, err := split.NewEpoch(e.chunks, e.opts.Order, n)
 	if err != nil {
 		return nil, fmt.Errorf("stream: epoch %d: %w", n, err)
 	}
@@ -399,8 +399,8 @@ func (e *Engine) addUnits(ctx context.Context, locs []Location, gs *gatherSet) (
 		}
 	}()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(e.opts.FetchConcurrency, 1))
-	decoders := make(chan struct{}, max(e.opts.ReadConcurrency, 1))
+	g.SetLimit(max(e.opts.Limits.FetchConcurrency, 1))
+	decoders := make(chan struct{}, max(e.opts.Limits.ReadConcurrency, 1))
 	for i, k := range missing {
 		g.Go(func() error {
 			u, err := e.unit(gctx, k, decoders)
@@ -486,7 +486,7 @@ func (e *Engine) readUnit(ctx context.Context, k unitKey, decoders chan struct{}
 	}
 	defer func() { <-decoders }()
 	u := &unitRows{start: lo}
-	_, err = e.data.Decode(ctx, fe, e.opts.ReadBatchSize, e.opts.Allocator, func(b arrow.RecordBatch) error {
+	_, err = e.data.Decode(ctx, fe, e.opts.Limits.ReadBatchSize, e.opts.Allocator, func(b arrow.RecordBatch) error {
 		u.recs = append(u.recs, b)
 		u.starts = append(u.starts, u.rows)
 		u.rows += b.NumRows()

@@ -285,8 +285,8 @@ type Case struct {
 func (c *Case) describe() string {
 	o := c.opts
 	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
-		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShuffleMemory, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.ReadBatchSize,
-		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.ReadConcurrency, o.TransformConcurrency, o.FetchConcurrency, o.PrefetchBatches, o.PrefetchWindows, o.PrefetchBytes, o.DropRemainder, o.EqualBatches)
+		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShuffleMemory, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.Limits.ReadBatchSize,
+		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.PrefetchBytes, o.DropRemainder, o.EqualBatches)
 }
 
 func pick[T any](r Chooser, xs ...T) T { return xs[r.IntN(len(xs))] }
@@ -315,34 +315,38 @@ func Draw(vs Set, r Chooser) *Case {
 		}
 	}
 	o := stream.Options{
-		URLs:                 c.data.URLs,
-		Plan:                 c.data.Plan,
-		Formats:              c.data.Formats,
-		Shuffle:              r.IntN(4) != 0,
-		Seed:                 uint64(r.IntN(1000)),
-		ClumpSize:            pick(r, 0, 1, 4, 16, 64),
-		ShuffleWindow:        pick(r, 0, 100, 500, 2000, 7000),
-		ChunkBytes:           pick[int64](r, 0, 2000, 100_000),
-		BatchSize:            pick(r, 1, 7, 37, 100, 1024),
-		ReadBatchSize:        pick(r, 0, 1, 50, 333),
-		ReadConcurrency:      pick(r, 0, 1, 2, 3),
-		TransformConcurrency: pick(r, 0, 1, 3),
-		FetchConcurrency:     pick(r, 0, 1, 8),
-		PrefetchBatches:      pick(r, 0, 1, 5),
-		PrefetchWindows:      pick(r, 0, 1, 4),
-		PrefetchBytes:        pick[int64](r, 0, 0, 1, 1<<16),
-		NumSplits:            pick(r, 1, 1, 2, 3, 4, 6, 24),
-		Epoch:                pick[int64](r, 0, 0, 1, 2),
-		Filter:               c.filter.Expr,
+		URLs:          c.data.URLs,
+		Plan:          c.data.Plan,
+		Formats:       c.data.Formats,
+		Shuffle:       r.IntN(4) != 0,
+		Seed:          uint64(r.IntN(1000)),
+		ClumpSize:     pick(r, 0, 1, 4, 16, 64),
+		ShuffleWindow: pick(r, 0, 100, 500, 2000, 7000),
+		ChunkBytes:    pick[int64](r, 0, 2000, 100_000),
+		BatchSize:     pick(r, 1, 7, 37, 100, 1024),
+		// The limits' draws come here, between BatchSize's and NumSplits',
+		// so that a seed draws the cases it always drew.
+		Limits: stream.Limits{
+			ReadBatchSize:        pick(r, 0, 1, 50, 333),
+			ReadConcurrency:      pick(r, 0, 1, 2, 3),
+			TransformConcurrency: pick(r, 0, 1, 3),
+			FetchConcurrency:     pick(r, 0, 1, 8),
+			PrefetchBatches:      pick(r, 0, 1, 5),
+			PrefetchWindows:      pick(r, 0, 1, 4),
+			PrefetchBytes:        pick[int64](r, 0, 0, 1, 1<<16),
+		},
+		NumSplits: pick(r, 1, 1, 2, 3, 4, 6, 24),
+		Epoch:     pick[int64](r, 0, 0, 1, 2),
+		Filter:    c.filter.Expr,
 	}
 	if o.BatchSize == 1 && c.data.Rows > 3000 {
 		o.BatchSize = 3 // one-row batches cost minutes under -race
 	}
-	if o.ReadBatchSize == 1 && c.data.Rows > 1000 {
+	if o.Limits.ReadBatchSize == 1 && c.data.Rows > 1000 {
 		// A record batch a row holds every column's buffers a row: half
 		// a GiB for the larger datasets, which the smallest one shows as
 		// well as they would.
-		o.ReadBatchSize = 50
+		o.Limits.ReadBatchSize = 50
 	}
 	// Columns: every column, or a subset in a random order with the id.
 	cols := slices.Clone(c.data.Columns)

@@ -1,14 +1,16 @@
-// Package planshare plans a dataset for package stream: it turns the
-// fragments a planner found into the chunk list and its fingerprint, and,
-// where the ranks of a job share one plan through a Store, lets one rank
-// read every footer and the others plan from the object it writes.
+// Package planner plans every dataset package stream opens, shared or
+// not: it turns the fragments that formats.Plan (or a table's planner)
+// found into the chunk list and its fingerprint, and, where the ranks of
+// a job share one plan through a Store, lets one rank read every footer
+// and the others plan from the object it writes.
 //
 // It owns the plan object's layout and its check against a rank's own
 // plan (ErrMismatch names the first difference). It cuts chunks (package
-// split) but deals no splits and reads no rows: it imports formats (and
-// the drivers Options.Format names by default: Parquet, ORC and text),
-// filter, storage and split, never the engine or stream.
-package planshare
+// split), and deals the opening epoch only to find the pages its split
+// boundaries cut, and reads no rows: it imports formats (and the drivers
+// Options.Plan.Format names by default: Parquet, ORC and text), filter,
+// storage, split and permutation, never the engine or stream.
+package planner
 
 import (
 	"bytes"
@@ -31,6 +33,7 @@ import (
 	"github.com/sluicedata/sluice/filter"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/drivers"
+	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
 )
@@ -59,44 +62,40 @@ type Options struct {
 	// Rank plans and writes the plan when the Store has none: rank 0 at
 	// once, another after Store.Wait.
 	Rank int
-	// Plan, if set, finds the fragments instead of formats.Plan over URLs
-	// (a table format's planner).
-	Plan func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error)
-	URLs []string
-	// Columns, Filter (the condition's text), Concurrency, Storage,
-	// Formats (default Parquet) and Cache are the planner's options.
-	Columns     []string
-	Filter      string
-	Concurrency int
-	Storage     storage.Options
-	Formats     []formats.Format
-	Cache       formats.Cache
-	// Format names the driver of every file (see Drivers).
-	Format string
+	// Table, if set, finds the fragments instead of formats.Plan over URLs
+	// (a table format's planner: stream.Options.Plan).
+	Table func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error)
+	URLs  []string
+	// Plan are formats.Plan's options as the dataset's options give them:
+	// Formats empty is the default Parquet driver, and Format names the
+	// driver of every file (see Drivers); planning resolves both, sets
+	// Filter from the text below, and counts every read to OnRead.
+	Plan formats.PlanOptions
+	// Filter is the filter's text.
+	Filter string
 	// OnRead, if set, is told the bytes of every read of every bucket the
 	// planner opens: the dataset keeps those buckets for its own reads.
 	OnRead func(scheme string, n int)
-	// ChunkBytes and ShuffleWindow size the chunks.
-	ChunkBytes    int64
-	ShuffleWindow int
+	// ChunkBytes sizes the chunks, with Order.ShuffleWindow.
+	ChunkBytes int64
+	// Order is the dataset's order. Its ShuffleWindow sizes the chunks
+	// (unless ShuffleMemory does); with Epoch it names the units the
+	// opening epoch's split boundaries cut, whose pages the rank that
+	// writes the Store's plan finds (findCutPages).
+	Order permutation.Order
+	Epoch int64
 	// ShuffleMemory, if positive, sizes the window in decoded bytes
-	// instead of ShuffleWindow: the window is the rows that many bytes
-	// hold at the plan's RowBytes (Planned.ShuffleWindow).
+	// instead of Order.ShuffleWindow: the window is the rows that many
+	// bytes hold at the plan's RowBytes (Planned.ShuffleWindow).
 	ShuffleMemory int64
-	// Prepare, if set, runs on the rank that writes the Store's plan,
-	// after planning and before the write: what the drivers put in their
-	// cache meanwhile goes into the plan with the footers (the stream
-	// walks the page headers of the row groups its split boundaries cut,
-	// so that no other rank walks them). Its error fails the plan.
-	Prepare func(ctx context.Context, p Planned) error
 }
 
 // planOptions are what the planner gets: the columns and filter, the
 // drivers tried, and the storage options with every read told to OnRead.
 func (o Options) planOptions() (formats.PlanOptions, error) {
-	so := o.Storage
-	userWrap := so.Wrap
-	so.Wrap = func(b storage.Bucket) storage.Bucket {
+	po := o.Plan
+	userWrap := po.Storage.Wrap
+	po.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
 		if userWrap != nil {
 			b = userWrap(b)
 		}
@@ -106,20 +105,12 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 		}
 		return c
 	}
-	fs, err := Drivers(o.Format, o.Formats)
-	if err != nil {
+	var err error
+	if po.Formats, err = Drivers(po.Format, po.Formats); err != nil {
 		return formats.PlanOptions{}, err
 	}
-	if o.Format != "" && o.Plan != nil {
-		return formats.PlanOptions{}, fmt.Errorf("stream: Options.Format %q names the driver of the files Options.URLs list; Options.Plan (a table) names its files' formats itself", o.Format)
-	}
-	po := formats.PlanOptions{
-		Columns:     o.Columns,
-		Concurrency: o.Concurrency,
-		Storage:     so,
-		Formats:     fs,
-		Format:      o.Format,
-		Cache:       o.Cache,
+	if po.Format != "" && o.Table != nil {
+		return formats.PlanOptions{}, fmt.Errorf("stream: Options.Format %q names the driver of the files Options.URLs list; Options.Plan (a table) names its files' formats itself", po.Format)
 	}
 	if o.Filter != "" {
 		flt, err := filter.Parse(o.Filter)
@@ -131,8 +122,8 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	return po, nil
 }
 
-// Drivers are the drivers planning tries, given Options.Format and
-// Options.Formats: Formats, or Parquet where it is empty; with a Format,
+// Drivers are the drivers planning tries, given a dataset's Format and
+// Formats (stream.Options'): Formats, or Parquet where it is empty; with a Format,
 // Formats must have a driver of that name, and where it is empty the
 // Format's built-in driver (package drivers) is the one. It refuses a name that is
 // neither known nor a driver's of Formats, listing the known ones, and a
@@ -214,7 +205,7 @@ type Planned struct {
 	// Filter is the filter's canonical text, "" without one.
 	Filter string
 	// ShuffleWindow is the window, in rows, the chunks were cut for:
-	// Options.ShuffleWindow, or the rows Options.ShuffleMemory holds.
+	// Options.Order.ShuffleWindow, or the rows Options.ShuffleMemory holds.
 	ShuffleWindow int
 	// PlaceBytes is what PlaceBytes gives for the dataset's columns: the
 	// least a chunk cut from a row group holds, 0 where none is cut.
@@ -283,8 +274,8 @@ func Plan(ctx context.Context, o Options) (Planned, error) {
 	if err != nil {
 		return Planned{}, err
 	}
-	if o.Plan == nil {
-		o.Plan = func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
+	if o.Table == nil {
+		o.Table = func(ctx context.Context, po formats.PlanOptions) (*formats.Scan, error) {
 			return formats.Plan(ctx, o.URLs, po)
 		}
 	}
@@ -317,11 +308,9 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 	if err != nil {
 		return p, err
 	}
-	if o.Prepare != nil {
-		if err := o.Prepare(ctx, p); err != nil {
-			p.Data.Close()
-			return Planned{}, err
-		}
+	if err := findCutPages(ctx, o, p); err != nil {
+		p.Data.Close()
+		return Planned{}, err
 	}
 	own := describe(o, p, rec.entries())
 	raw, err := json.Marshal(own)
@@ -355,12 +344,13 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 
 // planLocal plans by reading the footers (or the caller's cache).
 func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned, error) {
-	data, err := o.Plan(ctx, po)
+	data, err := o.Table(ctx, po)
 	if err != nil {
 		return Planned{}, err // it names the file and what is wrong with it
 	}
+	window := o.Order.ShuffleWindow
 	if o.ShuffleMemory > 0 {
-		if o.ShuffleWindow, err = windowRows(o.ShuffleMemory, data); err != nil {
+		if window, err = windowRows(o.ShuffleMemory, data); err != nil {
 			data.Close()
 			return Planned{}, err
 		}
@@ -372,12 +362,12 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	// window where that is more), and windows take such chunks a window's
 	// rows at a time, so that no window holds the row group whole.
 	cut := PlaceBytes(data.Schema)
-	co := split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(o.ShuffleWindow)/chunksPerWindow, 1), CutBytes: cut}
+	co := split.ChunkOptions{TargetBytes: o.ChunkBytes, MaxRows: max(int64(window)/chunksPerWindow, 1), CutBytes: cut}
 	if cut > 0 {
-		co.CutRows = cutWindows * int64(o.ShuffleWindow)
+		co.CutRows = cutWindows * int64(window)
 	}
 	chunks := split.Chunks(planFiles(data), co)
-	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: o.ShuffleWindow, PlaceBytes: cut}, nil
+	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: window, PlaceBytes: cut}, nil
 }
 
 // planFrom plans with the footers the shared plan carries and checks that
@@ -625,19 +615,19 @@ func planFiles(data *formats.Scan) []split.File {
 	return files
 }
 
-// renamed lists the files Options.Format gives another driver than their
+// renamed lists the files Options.Plan.Format gives another driver than their
 // names would, each with that driver: they go into the fingerprint.
-// Options.Format is in the fingerprint this far and no further: a file
+// stream.Options.Format is in the fingerprint this far and no further: a file
 // read by another driver may come as other rows (the same bytes as CSV and
 // as TSV are other values, and other records where quotes hold line
 // breaks), so a state must not resume across that change; but a file
 // given the driver its name picks anyway is the same rows, and a plan
 // without Format keeps the fingerprint it always had.
 func renamed(o Options, data *formats.Scan) []string {
-	if o.Format == "" {
+	if o.Plan.Format == "" {
 		return nil
 	}
-	byName := o.Formats
+	byName := o.Plan.Formats
 	if len(byName) == 0 {
 		byName = []formats.Format{drivers.Default()}
 	}

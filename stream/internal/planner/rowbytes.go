@@ -1,4 +1,4 @@
-package planshare
+package planner
 
 import (
 	"fmt"
