@@ -246,3 +246,35 @@ func TestMergeReadsOwnSplitsOnly(t *testing.T) {
 		t.Fatalf("merge of a negative own cursor: %v", err)
 	}
 }
+
+// MergeEncoded merges encoded states, of any version, as Merge merges them
+// decoded, and names a state that does not decode by its index.
+func TestMergeEncoded(t *testing.T) {
+	states := []State{withSkipped(0, 4, many), testState(1, 4, many), withSkipped(2, 4, many), testState(3, 4, many)}
+	states[3].Cursors[1] = Cursor{Window: 2} // another rank's split: written dense (version 1)
+	want, err := Merge(states...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := make([][]byte, len(states))
+	for i, st := range states {
+		enc[i] = mustEncode(t, st)
+	}
+	if v := binary.BigEndian.Uint16(enc[3][4:]); v != 1 {
+		t.Fatalf("rank 3 written as version %d, want the dense 1", v)
+	}
+	got, err := MergeEncoded(enc...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("MergeEncoded:\n got %+v\nwant %+v", got, want)
+	}
+	enc[2] = enc[2][:len(enc[2])-1]
+	if _, err := MergeEncoded(enc...); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checkpoint: state 2 of 4: corrupt state: truncated") {
+		t.Fatalf("MergeEncoded of a truncated state: %v", err)
+	}
+	if _, err := MergeEncoded(enc[:1]...); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("MergeEncoded of one rank of four: %v", err)
+	}
+}

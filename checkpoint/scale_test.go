@@ -67,16 +67,31 @@ func fastest(t *testing.T, runs int, f func() error) (time.Duration, uint64) {
 func TestMergeAndJudgeStayLinear(t *testing.T) {
 	ctx := context.Background()
 	type cost struct {
-		merge, judge           time.Duration
-		mergeBytes, judgeBytes uint64
+		merge, judge                         time.Duration
+		mergeBytes, judgeBytes, encodedBytes uint64
 	}
 	var costs [2]cost
 	for i, size := range scaleSizes {
 		states := rankStates(size.ranks, size.splits)
 		var merged State
+		var err error
 		c := &costs[i]
 		c.merge, c.mergeBytes = fastest(t, 15, func() (err error) {
 			merged, err = Merge(states...)
+			return err
+		})
+		// The states as bytes, as Python's loader keeps its workers'.
+		enc := make([][]byte, len(states))
+		for r, st := range states {
+			if enc[r], err = Encode(st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, c.encodedBytes = fastest(t, 3, func() error {
+			got, err := MergeEncoded(enc...)
+			if err == nil && !reflect.DeepEqual(got, merged) {
+				err = fmt.Errorf("MergeEncoded merged to %+v, Merge to %+v", got, merged)
+			}
 			return err
 		})
 		store, err := OpenBucketStore(ctx, memblob.OpenBucket(nil), "ckpt/")
@@ -98,8 +113,8 @@ func TestMergeAndJudgeStayLinear(t *testing.T) {
 		if err := store.Close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d ranks, %d splits: merge %v (%d bytes), judge %v (%d bytes)",
-			size.ranks, size.splits, c.merge, c.mergeBytes, c.judge, c.judgeBytes)
+		t.Logf("%d ranks, %d splits: merge %v (%d bytes), judge %v (%d bytes), MergeEncoded %d bytes",
+			size.ranks, size.splits, c.merge, c.mergeBytes, c.judge, c.judgeBytes, c.encodedBytes)
 	}
 	type measure struct {
 		what         string
@@ -108,6 +123,7 @@ func TestMergeAndJudgeStayLinear(t *testing.T) {
 	measures := []measure{
 		{"merge bytes", float64(costs[0].mergeBytes), float64(costs[1].mergeBytes)},
 		{"judge bytes", float64(costs[0].judgeBytes), float64(costs[1].judgeBytes)},
+		{"MergeEncoded bytes", float64(costs[0].encodedBytes), float64(costs[1].encodedBytes)},
 	}
 	if !raceEnabled {
 		measures = append(measures,
