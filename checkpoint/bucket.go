@@ -189,11 +189,11 @@ func (b bucketBackend) List(ctx context.Context, prefix, delim string) iter.Seq2
 	return func(yield func(string, error) bool) {
 		opts := &blob.ListOptions{Prefix: prefix, Delimiter: delim}
 		token := blob.FirstPageToken
-		// Pages start small and grow to the most a bucket gives in one
-		// (1,000 on S3): a caller that stops early, as a saver checking
-		// whether its step is complete does at the first rank missing,
-		// then fetches a few keys rather than a thousand, and a whole
-		// listing costs a few requests more.
+		// The first page is small, the next ones the most a bucket gives
+		// in one (1,000 on S3): a caller that stops early, as a saver
+		// checking whether its step is complete does at the first rank
+		// missing, then fetches a few keys rather than a thousand, and a
+		// whole listing costs at most one request more.
 		size := listFirstPage
 		for {
 			if err := ctx.Err(); err != nil {
@@ -219,15 +219,15 @@ func (b bucketBackend) List(ctx context.Context, prefix, delim string) iter.Seq2
 			if len(next) == 0 {
 				return
 			}
-			token, size = next, min(4*size, listMaxPage)
+			token, size = next, listMaxPage
 		}
 	}
 }
 
 // The bucket backend's listing pages: the first holds listFirstPage keys,
-// each next one four times the last's, up to listMaxPage.
+// every next one listMaxPage.
 const (
-	listFirstPage = 32
+	listFirstPage = 128
 	listMaxPage   = 1000
 )
 

@@ -308,10 +308,11 @@ func (s *store) put(ctx context.Context, verb, run string, step int64, rank, wor
 // the step. It walks the step's listing (in ascending byte order, as
 // Backend.List yields it) beside the ranks' keys in the same order, and
 // stops at the first key the listing passes by: every rank lists the step
-// once it has saved, and while most ranks are still to come the first
-// missing one is among the first keys, so that a step of W ranks has its
-// savers list some W log W keys in all rather than W² (the bucket
-// backend lists in pages that start small).
+// once it has saved, and while many ranks are still to come the first
+// missing one is among the first keys (the bucket backend's first page is
+// small), so that savers spread in time list some W log W keys of a step
+// of W ranks in all rather than W². Savers that all list once every state
+// is there each list the whole step still.
 func (s *store) allStored(ctx context.Context, run string, step int64, world int) (bool, error) {
 	want := make([]string, world)
 	for r := range want {
