@@ -130,19 +130,26 @@ func Encode(st State) ([]byte, error) {
 // it to the current layout and validates it. Malformed input yields an error
 // wrapping ErrCorrupt; a newer format version yields a *VersionError. Decode
 // never panics and allocates in proportion to len(b) at most.
-func Decode(b []byte) (st State, err error) {
-	// The decoders below are written not to panic and FuzzDecode checks that
-	// without this net; it is here because a panic escaping into a training
-	// loop over one bad file would be far worse than an error.
+func Decode(b []byte) (State, error) {
+	return guard(func() (State, error) { return decode(b, formatReaders, StateVersion) })
+}
+
+// guard runs a decoder with a recover around it, and prefixes its errors
+// with the package's name. The decoders are written not to panic and
+// FuzzDecode checks that without this net; it is here because a panic
+// escaping into a training loop over one bad file would be far worse than
+// an error.
+func guard[T any](decode func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			st, err = State{}, corrupt("decoder panic: %v", r)
+			var zero T
+			v, err = zero, corrupt("decoder panic: %v", r)
 		}
 		if err != nil {
 			err = fmt.Errorf("checkpoint: %w", err)
 		}
 	}()
-	return decode(b, formatReaders, StateVersion)
+	return decode()
 }
 
 // decode is Decode without its recover and prefix, with the version table as
@@ -206,30 +213,25 @@ func unframe(b []byte, newest int) (int, []byte, error) {
 // splits that Decode puts back, so that reading every rank's state of a
 // step costs in proportion to the splits. An older version is decoded
 // whole first.
-func decodeOwn(b []byte) (o own, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			o, err = own{}, corrupt("decoder panic: %v", r)
-		}
+func decodeOwn(b []byte) (own, error) {
+	return guard(func() (own, error) {
+		version, payload, err := unframe(b, StateVersion)
 		if err != nil {
-			err = fmt.Errorf("checkpoint: %w", err)
+			return own{}, err
 		}
-	}()
-	version, payload, err := unframe(b, StateVersion)
-	if err != nil {
-		return own{}, err
-	}
-	if version == 6 {
-		return decodeOwnPayload(payload)
-	}
-	st, err := decode(b, formatReaders, StateVersion)
-	if err != nil {
-		return own{}, err
-	}
-	if o, err = st.own(); err != nil {
-		return own{}, corruptWrap(err, "invalid contents")
-	}
-	return o, nil
+		if version == 6 {
+			return decodeOwnPayload(payload)
+		}
+		st, err := decode(b, formatReaders, StateVersion)
+		if err != nil {
+			return own{}, err
+		}
+		o, err := st.own()
+		if err != nil {
+			return own{}, corruptWrap(err, "invalid contents")
+		}
+		return o, nil
+	})
 }
 
 // Version 1 payload: a msgpack map holding exactly these keys, in this order

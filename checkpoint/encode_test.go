@@ -194,21 +194,23 @@ func TestDecodeUpgradesOlderVersion(t *testing.T) {
 	}
 }
 
-// v1Payload writes a version 1 payload with the fields of st, except that
-// a field named in over is written by that function instead (and skipped if
-// it is nil), and extra fields are appended. The declared map length is n,
-// or the number of fields written if n < 0.
+// v1Payload writes the payload Encode writes for st (version 1 for the
+// states most tests give it) with the fields of st, except that a field
+// named in over is written by that function instead (and skipped if it is
+// nil), and extra fields are appended. The declared map length is n, or
+// the number of fields written if n < 0.
 func v1Payload(t testing.TB, st State, over map[string]func(e *msgpack.Encoder), n int) []byte {
 	t.Helper()
 	var body bytes.Buffer
 	ref := mustEncode(t, st)
 	d := msgpack.NewDecoder(bytes.NewReader(ref[frameHeader : len(ref)-frameCRC]))
-	if _, err := d.DecodeMapLen(); err != nil {
+	fields, err := d.DecodeMapLen()
+	if err != nil {
 		t.Fatal(err)
 	}
 	e := msgpack.NewEncoder(&body)
 	count := 0
-	for range v1Fields {
+	for range fields {
 		k, err := d.DecodeString()
 		if err != nil {
 			t.Fatal(err)

@@ -148,40 +148,6 @@ func TestEncodeDenseWhereSparseCannotHold(t *testing.T) {
 	}
 }
 
-// v6Payload is the payload of Encode(st), st of version 6, with the named
-// fields' values replaced (each as msgpack bytes).
-func v6Payload(t testing.TB, st State, over map[string][]byte) []byte {
-	t.Helper()
-	ref := mustEncode(t, st)
-	if v := binary.BigEndian.Uint16(ref[4:]); v != 6 {
-		t.Fatalf("state is written as version %d, not 6", v)
-	}
-	d := msgpack.NewDecoder(bytes.NewReader(ref[frameHeader : len(ref)-frameCRC]))
-	n, err := d.DecodeMapLen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	e := msgpack.NewEncoder(&out)
-	_ = e.EncodeMapLen(n)
-	for range n {
-		k, err := d.DecodeString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := d.DecodeRaw()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = e.EncodeString(k)
-		if v, ok := over[k]; ok {
-			raw = v
-		}
-		_ = e.Encode(msgpack.RawMessage(raw))
-	}
-	return out.Bytes()
-}
-
 // A version 6 payload whose lists do not fit the splits its state speaks
 // for is refused as corrupt, by Decode and by a store's reading alike.
 func TestDecodeSparseRefusesBadLists(t *testing.T) {
@@ -207,7 +173,11 @@ func TestDecodeSparseRefusesBadLists(t *testing.T) {
 		"rank outside its world": {map[string][]byte{"rank": {9}}, "rank 9 is outside world_size 4"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := frame(6, v6Payload(t, st, tc.over))
+			over := map[string]func(*msgpack.Encoder){}
+			for k, raw := range tc.over {
+				over[k] = func(e *msgpack.Encoder) { _ = e.Encode(msgpack.RawMessage(raw)) }
+			}
+			b := frame(6, v1Payload(t, st, over, -1))
 			if got, err := Decode(b); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Decode gave %+v, %v; want ErrCorrupt saying %q", got, err, tc.want)
 			}
@@ -218,8 +188,11 @@ func TestDecodeSparseRefusesBadLists(t *testing.T) {
 	}
 	// Unmodified, the helper's payload decodes: the cases above fail for
 	// their own reasons.
-	if _, err := Decode(frame(6, v6Payload(t, st, nil))); err != nil {
-		t.Fatalf("unmodified v6Payload: %v", err)
+	if b := mustEncode(t, st); binary.BigEndian.Uint16(b[4:]) != 6 {
+		t.Fatalf("the state is written as version %d, not 6", binary.BigEndian.Uint16(b[4:]))
+	}
+	if _, err := Decode(frame(6, v1Payload(t, st, nil, -1))); err != nil {
+		t.Fatalf("unmodified payload: %v", err)
 	}
 }
 
