@@ -66,7 +66,7 @@ func TestHarnessTiny(t *testing.T) {
 		if l["skipped"] != nil {
 			want := "run " + setupCommand
 			switch {
-			case slices.Contains(objectStoreLines, name), slices.Contains(sharedPlanLines, name):
+			case slices.Contains(objectStoreLines, name), slices.Contains(sharedPlanLines, name), slices.Contains(scaleLines, name):
 				want = "run " + scratch.Setup
 			case slices.Contains(pythonLines, name):
 				want = "run " + pythonSetup
@@ -81,6 +81,10 @@ func TestHarnessTiny(t *testing.T) {
 		fields := []string{"rows", "seconds", "rows_per_s", "baseline_rows_per_s", "ratio_vs_baseline", "io_amplification"}
 		if l["peer"] != nil {
 			fields = []string{"rows", "seconds", "rows_per_s", "sluice_rows_per_s", "sluice_ratio"}
+		}
+		if l["measure"] == "scale" {
+			checkScale(t, name, l)
+			continue
 		}
 		if l["measure"] == "latency" { // checkpoint saves, resumes, plans: times, not throughput
 			fields = []string{"seconds"}
@@ -106,7 +110,7 @@ func TestHarnessTiny(t *testing.T) {
 		"scaling_p1_sequential", "scaling_p1_shuffled",
 		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
-		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4",
+		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4", "scale_1024", "scale_1024_workers8",
 		"python_numpy", "python_torch", "python_dataloader_workers",
 		"pyarrow_sequential", "pyarrow_shuffled", "pyarrow_shuffled_mix15", "pyarrow_shuffled_mix05",
 		"table131k_sequential", "table131k_shuffled", "table131k_shuffled_mix15", "table131k_shuffled_mix05",
@@ -186,6 +190,44 @@ func TestHarnessTiny(t *testing.T) {
 		if !strings.Contains(string(md), "("+png+")") {
 			t.Errorf("results.md does not show %s", png)
 		}
+	}
+}
+
+// checkScale checks a line of the scale scenario: the figures the issue
+// that asked for it names, a state of a merged step resumed exactly at
+// both world sizes, and the footers read by the planner only.
+func checkScale(t *testing.T, name string, l map[string]any) {
+	t.Helper()
+	if l["error"] != nil {
+		t.Errorf("%s: %v", name, l["error"])
+	}
+	fields := []string{"ranks", "splits", "state_bytes", "merge_seconds", "plan_load_median_seconds",
+		"plan_load_max_seconds", "meta_requests_per_rank", "plan_load_cpu_seconds"}
+	if name == "scale_1024" {
+		fields = append(fields, "plan_seconds", "first_batch_all_seconds", "rank_plan_bytes", "planner_footer_reads",
+			"save_step_seconds", "judge_seconds")
+		exact := 0
+		for k, v := range l {
+			if strings.HasPrefix(k, "resume_") && strings.HasSuffix(k, "_exact") {
+				exact++
+				if v != true {
+					t.Errorf("%s: %s is %v", name, k, v)
+				}
+			}
+		}
+		if exact != 2 {
+			t.Errorf("%s: %d resume_*_exact fields, want 2", name, exact)
+		}
+	} else {
+		fields = append(fields, "consumers", "workers", "loader_state_bytes", "merged_loader_state_bytes")
+	}
+	for _, k := range fields {
+		if v, ok := l[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s: field %q is %v, want a positive number", name, k, l[k])
+		}
+	}
+	if v, ok := l["footer_reads_per_rank"].(float64); !ok || v != 0 {
+		t.Errorf("%s: a rank that read the shared plan read %v footers", name, l["footer_reads_per_rank"])
 	}
 }
 

@@ -48,6 +48,7 @@ var scenarios = []scenario{
 	{name: "plan", lines: []string{"plan_cold", "plan_cached"}, run: (*env).planning},
 	{name: "shared_plan", lines: sharedPlanLines, run: (*env).sharedPlan},
 	{name: "consumers", lines: consumerLines, run: (*env).consumers},
+	{name: "scale_1024", lines: scaleLines[1:], run: (*env).scale},
 	{name: "object_stores", lines: objectStoreLines, run: (*env).objectStores},
 	{name: "orc", lines: orcLines, run: (*env).orcScenario},
 	{name: "avro_benchdata", run: (*env).avroScenario},

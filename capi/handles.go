@@ -346,15 +346,9 @@ func mergeStates(states [][]byte, mix bool) ([]byte, error) {
 		}
 		return checkpoint.EncodeMix(st)
 	}
-	sts := make([]checkpoint.State, len(states))
-	for i, b := range states {
-		st, err := checkpoint.Decode(b)
-		if err != nil {
-			return nil, fmt.Errorf("state %d: %w", i, err)
-		}
-		sts[i] = st
-	}
-	st, err := checkpoint.Merge(sts...)
+	// Each state read as its own splits' entries: a worker that resumes a
+	// merged loader state merges every worker's of the job.
+	st, err := checkpoint.MergeEncoded(states...)
 	if err != nil {
 		return nil, err
 	}

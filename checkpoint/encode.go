@@ -43,13 +43,35 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // added Epochs and Incarnation; a state before it has every split in Epoch
 // and no incarnation. Version 4 added BatchSize and BatchesLeft; a state
 // before it counts none (0). Version 5 added ShufflePasses; a state before
-// it reads every chunk once (0).
+// it reads every chunk once (0). Version 6 changed no field: its lists
+// (cursors, skipped, epochs) hold the entries of the splits the state
+// speaks for only, where every earlier version holds one per split (see
+// sparseSplits); its reader puts the others back as a rank's dataset
+// leaves them.
 var formatReaders = map[int]func(payload []byte) (State, error){
 	1: decodeV1,
 	2: decodeV2,
 	3: decodeV3,
 	4: decodeV4,
 	5: decodeV5,
+	6: decodeV6,
+}
+
+// sparseSplits is the most splits a rank's state (at a world size above
+// one) is written for with an entry per split, in the oldest version that
+// holds it. Past it, a state whose entries of other ranks' splits are as a
+// dataset leaves them (zero cursors, no skipped rows, the state's epoch) is
+// written in version 6, with its own splits' entries only: those others
+// are then most of the state (at 8,192 splits and 1,024 ranks, 8,184
+// cursors of 8,192, 32 KiB of 33), every rank's state repeats them, and a
+// step of W ranks would cost its store and Merge W times the splits to
+// read. Up to it they cost little (4 bytes a split), and the state stays
+// readable by builds before version 6.
+const sparseSplits = 256
+
+// sparse reports whether st is written in version 6 (see sparseSplits).
+func (st *State) sparse() bool {
+	return st.Rank >= 0 && st.WorldSize > 1 && st.NumSplits > sparseSplits && st.othersEmpty()
 }
 
 // Encode returns st framed and checksummed, in the oldest format version
@@ -57,19 +79,27 @@ var formatReaders = map[int]func(payload []byte) (State, error){
 // differ in epoch or the state names an incarnation (3), it counts
 // batches left for equal batches per rank (4), or its epochs read every
 // chunk in several passes (5), so that a job that needs
-// none of them writes states that older builds still read. It
+// none of them writes states that older builds still read; a rank's
+// state of more than sparseSplits splits is written in version 6, with
+// its own splits' entries only. It
 // refuses a state that fails Validate, so that whatever is written can be
 // read back.
 func Encode(st State) ([]byte, error) {
-	if err := st.Validate(); err != nil {
+	err := st.Validate()
+	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(frameHeader + 128 + 24*len(st.Cursors) + 16*len(st.Columns) + len(st.Plan) + len(st.Fingerprint))
-	buf.WriteString(magic)
-	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
+	lists := own{cursors: st.Cursors, skipped: st.Skipped}
+	if st.hasEpochs() {
+		lists.epochs = st.Epochs
+	}
 	version := 1
 	switch {
+	case st.sparse():
+		version = 6
+		if lists, err = st.own(); err != nil {
+			return nil, err
+		}
 	case st.ShufflePasses > 1:
 		version = 5
 	case st.BatchSize > 0:
@@ -79,7 +109,11 @@ func Encode(st State) ([]byte, error) {
 	case st.hasSkipped():
 		version = 2
 	}
-	if err := encodePayload(&buf, &st, version); err != nil {
+	var buf bytes.Buffer
+	buf.Grow(frameHeader + 128 + 24*len(lists.cursors) + 16*len(st.Columns) + len(st.Plan) + len(st.Fingerprint))
+	buf.WriteString(magic)
+	buf.Write([]byte{0, 0, 0, 0, 0, 0}) // version and length, filled in below
+	if err := encodePayload(&buf, &st, &lists, version); err != nil {
 		return nil, fmt.Errorf("checkpoint: encode state: %w", err)
 	}
 	b := buf.Bytes()
@@ -96,51 +130,40 @@ func Encode(st State) ([]byte, error) {
 // it to the current layout and validates it. Malformed input yields an error
 // wrapping ErrCorrupt; a newer format version yields a *VersionError. Decode
 // never panics and allocates in proportion to len(b) at most.
-func Decode(b []byte) (st State, err error) {
-	// The decoders below are written not to panic and FuzzDecode checks that
-	// without this net; it is here because a panic escaping into a training
-	// loop over one bad file would be far worse than an error.
+func Decode(b []byte) (State, error) {
+	return guard(func() (State, error) { return decode(b, formatReaders, StateVersion) })
+}
+
+// guard runs a decoder with a recover around it, and prefixes its errors
+// with the package's name. The decoders are written not to panic and
+// FuzzDecode checks that without this net; it is here because a panic
+// escaping into a training loop over one bad file would be far worse than
+// an error.
+func guard[T any](decode func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			st, err = State{}, corrupt("decoder panic: %v", r)
+			var zero T
+			v, err = zero, corrupt("decoder panic: %v", r)
 		}
 		if err != nil {
 			err = fmt.Errorf("checkpoint: %w", err)
 		}
 	}()
-	return decode(b, formatReaders, StateVersion)
+	return decode()
 }
 
 // decode is Decode without its recover and prefix, with the version table as
 // a parameter so a test can show how an older version is routed and upgraded.
 func decode(b []byte, readers map[int]func([]byte) (State, error), newest int) (State, error) {
-	if len(b) < 4 || string(b[:4]) != magic {
-		return State{}, corrupt("bad magic %q, not a sluice checkpoint", b[:min(len(b), 4)])
-	}
-	if len(b) < frameHeader+frameCRC {
-		return State{}, corrupt("truncated: %d bytes, shorter than an empty frame", len(b))
-	}
-	n := uint64(binary.BigEndian.Uint32(b[6:]))
-	if have := uint64(len(b) - frameHeader - frameCRC); n != have {
-		if n > have {
-			return State{}, corrupt("truncated: header promises a %d-byte payload, %d bytes present", n, have)
-		}
-		return State{}, corrupt("%d bytes of trailing garbage after the payload", have-n)
-	}
-	end := frameHeader + int(n)
-	want := binary.BigEndian.Uint32(b[end:])
-	if got := crc32.Checksum(b[:end], castagnoli); got != want {
-		return State{}, corrupt("checksum mismatch (stored %08x, computed %08x)", want, got)
-	}
-	version := int(binary.BigEndian.Uint16(b[4:]))
-	if version > newest {
-		return State{}, &VersionError{Version: version, Max: newest}
+	version, payload, err := unframe(b, newest)
+	if err != nil {
+		return State{}, err
 	}
 	read := readers[version]
 	if read == nil {
 		return State{}, corrupt("unknown format version %d", version)
 	}
-	st, err := read(b[frameHeader:end])
+	st, err := read(payload)
 	if err != nil {
 		return State{}, err
 	}
@@ -155,6 +178,60 @@ func decode(b []byte, readers map[int]func([]byte) (State, error), newest int) (
 		return State{}, corruptWrap(err, "invalid contents")
 	}
 	return st, nil
+}
+
+// unframe checks the envelope and returns the format version and the
+// payload.
+func unframe(b []byte, newest int) (int, []byte, error) {
+	if len(b) < 4 || string(b[:4]) != magic {
+		return 0, nil, corrupt("bad magic %q, not a sluice checkpoint", b[:min(len(b), 4)])
+	}
+	if len(b) < frameHeader+frameCRC {
+		return 0, nil, corrupt("truncated: %d bytes, shorter than an empty frame", len(b))
+	}
+	n := uint64(binary.BigEndian.Uint32(b[6:]))
+	if have := uint64(len(b) - frameHeader - frameCRC); n != have {
+		if n > have {
+			return 0, nil, corrupt("truncated: header promises a %d-byte payload, %d bytes present", n, have)
+		}
+		return 0, nil, corrupt("%d bytes of trailing garbage after the payload", have-n)
+	}
+	end := frameHeader + int(n)
+	want := binary.BigEndian.Uint32(b[end:])
+	if got := crc32.Checksum(b[:end], castagnoli); got != want {
+		return 0, nil, corrupt("checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	version := int(binary.BigEndian.Uint16(b[4:]))
+	if version > newest {
+		return 0, nil, &VersionError{Version: version, Max: newest}
+	}
+	return version, b[frameHeader:end], nil
+}
+
+// decodeOwn is Decode giving the state's own entries (see own): a version
+// 6 state is read as it is stored, without the entries of other ranks'
+// splits that Decode puts back, so that reading every rank's state of a
+// step costs in proportion to the splits. An older version is decoded
+// whole first.
+func decodeOwn(b []byte) (own, error) {
+	return guard(func() (own, error) {
+		version, payload, err := unframe(b, StateVersion)
+		if err != nil {
+			return own{}, err
+		}
+		if version == 6 {
+			return decodeOwnPayload(payload)
+		}
+		st, err := decode(b, formatReaders, StateVersion)
+		if err != nil {
+			return own{}, err
+		}
+		o, err := st.own()
+		if err != nil {
+			return own{}, corruptWrap(err, "invalid contents")
+		}
+		return o, nil
+	})
 }
 
 // Version 1 payload: a msgpack map holding exactly these keys, in this order
@@ -215,8 +292,10 @@ func fieldCount(version int) int {
 	return len(v1Fields)
 }
 
-// encodePayload writes st as a payload of version (1 to 5).
-func encodePayload(w io.Writer, st *State, version int) error {
+// encodePayload writes st as a payload of version (1 to 6), with lists
+// for its per-split lists: one entry per split, or in version 6 per split
+// st speaks for.
+func encodePayload(w io.Writer, st *State, lists *own, version int) error {
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
 	e.Reset(w)
@@ -260,8 +339,8 @@ func encodePayload(w io.Writer, st *State, version int) error {
 	key("rank")
 	put(e.EncodeInt(int64(st.Rank)))
 	key("cursors")
-	put(e.EncodeArrayLen(len(st.Cursors)))
-	for _, c := range st.Cursors {
+	put(e.EncodeArrayLen(len(lists.cursors)))
+	for _, c := range lists.cursors {
 		put(e.EncodeArrayLen(3))
 		put(e.EncodeInt(int64(c.Window)))
 		put(e.EncodeInt(c.Offset))
@@ -271,19 +350,15 @@ func encodePayload(w io.Writer, st *State, version int) error {
 	put(e.EncodeInt(int64(st.Next)))
 	if version >= 2 {
 		key("skipped")
-		put(e.EncodeArrayLen(len(st.Skipped)))
-		for _, n := range st.Skipped {
+		put(e.EncodeArrayLen(len(lists.skipped)))
+		for _, n := range lists.skipped {
 			put(e.EncodeInt(n))
 		}
 	}
 	if version >= 3 {
 		key("epochs")
-		var epochs []int64
-		if st.hasEpochs() {
-			epochs = st.Epochs
-		}
-		put(e.EncodeArrayLen(len(epochs)))
-		for _, n := range epochs {
+		put(e.EncodeArrayLen(len(lists.epochs)))
+		for _, n := range lists.epochs {
 			put(e.EncodeInt(n))
 		}
 		key("incarnation")
@@ -317,7 +392,34 @@ func decodeV4(p []byte) (State, error) { return decodePayload(p, 4) }
 
 func decodeV5(p []byte) (State, error) { return decodePayload(p, 5) }
 
-// decodePayload reads a payload of version (1 to 5).
+// decodeV6 reads a payload of a state's own entries and puts back the
+// other splits' as a rank's dataset leaves them.
+func decodeV6(p []byte) (State, error) {
+	o, err := decodeOwnPayload(p)
+	if err != nil {
+		return State{}, err
+	}
+	return o.state(), nil
+}
+
+// decodeOwnPayload reads a version 6 payload as what it holds: a state's
+// own entries, checked.
+func decodeOwnPayload(p []byte) (own, error) {
+	st, err := decodePayload(p, 6)
+	if err != nil {
+		return own{}, err
+	}
+	o := own{head: st, cursors: st.Cursors, skipped: st.Skipped, epochs: st.Epochs}
+	o.head.Cursors, o.head.Skipped, o.head.Epochs = nil, nil, nil
+	o.head.Version = StateVersion
+	o.canonical()
+	if err := o.validate(); err != nil {
+		return own{}, corruptWrap(err, "invalid contents")
+	}
+	return o, nil
+}
+
+// decodePayload reads a payload of version (1 to 6).
 func decodePayload(p []byte, version int) (State, error) {
 	r := &payloadReader{br: bytes.NewReader(p), version: version}
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads from it

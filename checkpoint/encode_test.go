@@ -139,7 +139,7 @@ func TestDecodeDamage(t *testing.T) {
 
 func TestDecodeNewerVersion(t *testing.T) {
 	_, err := Decode(frame(7, []byte{0x80}))
-	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 5)"
+	const want = "checkpoint: state format version 7 needs a newer sluice (this build reads up to 6)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -194,21 +194,23 @@ func TestDecodeUpgradesOlderVersion(t *testing.T) {
 	}
 }
 
-// v1Payload writes a version 1 payload with the fields of st, except that
-// a field named in over is written by that function instead (and skipped if
-// it is nil), and extra fields are appended. The declared map length is n,
-// or the number of fields written if n < 0.
+// v1Payload writes the payload Encode writes for st (version 1 for the
+// states most tests give it) with the fields of st, except that a field
+// named in over is written by that function instead (and skipped if it is
+// nil), and extra fields are appended. The declared map length is n, or
+// the number of fields written if n < 0.
 func v1Payload(t testing.TB, st State, over map[string]func(e *msgpack.Encoder), n int) []byte {
 	t.Helper()
 	var body bytes.Buffer
 	ref := mustEncode(t, st)
 	d := msgpack.NewDecoder(bytes.NewReader(ref[frameHeader : len(ref)-frameCRC]))
-	if _, err := d.DecodeMapLen(); err != nil {
+	fields, err := d.DecodeMapLen()
+	if err != nil {
 		t.Fatal(err)
 	}
 	e := msgpack.NewEncoder(&body)
 	count := 0
-	for range v1Fields {
+	for range fields {
 		k, err := d.DecodeString()
 		if err != nil {
 			t.Fatal(err)
@@ -345,7 +347,11 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	merged.Incarnation = "job-1"
-	for _, st := range []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4), merged, withLeft(withSkipped(0, 2, 4), 64, 9), withLeft(testState(0, 1, 2), 1, 0)} {
+	seeds := []State{testState(0, 1, 1), testState(3, 4, 64), withSkipped(1, 2, 4), merged, withLeft(withSkipped(0, 2, 4), 64, 9), withLeft(testState(0, 1, 2), 1, 0)}
+	for _, st := range sparseStates() {
+		seeds = append(seeds, st)
+	}
+	for _, st := range seeds {
 		b := mustEncode(f, st)
 		f.Add(b)
 		f.Add(b[frameHeader : len(b)-frameCRC])
@@ -359,7 +365,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(frame(9, []byte{0x80}))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, b := range [][]byte{in, frame(1, in), frame(2, in), frame(3, in), frame(4, in)} {
+		for _, b := range [][]byte{in, frame(1, in), frame(2, in), frame(3, in), frame(4, in), frame(5, in), frame(6, in)} {
 			// decode, not Decode: Decode's recover would hide a panic.
 			st, err := decode(b, formatReaders, StateVersion)
 			if err != nil {
@@ -370,6 +376,14 @@ func FuzzDecode(f *testing.F) {
 			}
 			if err := st.Validate(); err != nil {
 				t.Fatalf("decoded an invalid state: %v", err)
+			}
+			// A store reads the same bytes as the state's own entries.
+			o, err := decodeOwn(b)
+			if err != nil {
+				t.Fatalf("Decode accepts what decodeOwn refuses: %v", err)
+			}
+			if want, err := st.own(); err != nil || !reflect.DeepEqual(o, want) {
+				t.Fatalf("decodeOwn differs from the decoded state's own entries (%v):\n%+v\n%+v", err, o, want)
 			}
 			again, err := Encode(st)
 			if err != nil {

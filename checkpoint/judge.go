@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,21 +11,25 @@ import (
 // A step is judged alike for datasets' states and mixes': every rank of
 // one world size stored, decoding, of one incarnation (one start of the
 // job) and, in a layout with markers, vouched for by a marker naming that
-// world size and incarnation. kind holds what differs between the two.
-type kind[S any] struct {
+// world size and incarnation. kind holds what differs between the two: a
+// rank's stored state S, and M, the merge of a step's.
+type kind[S, M any] struct {
 	decode func(run string, step int64, sr storedRank) (S, error)
 	// meta returns what a state says of where it was saved.
 	meta  func(*S) (rank, world int, incarnation string)
-	merge func(...S) (S, error)
+	merge func(...S) (M, error)
 }
 
 var (
-	datasetKind = kind[State]{
-		decode: decodeStored,
-		meta:   func(s *State) (int, int, string) { return s.Rank, s.WorldSize, s.Incarnation },
-		merge:  Merge,
+	// A dataset's step is read as each rank's own entries (see own):
+	// the states of a step of W ranks each hold an entry per split, and
+	// read whole they would cost W times the splits.
+	datasetKind = kind[own, State]{
+		decode: decodeStoredOwn,
+		meta:   func(o *own) (int, int, string) { return o.head.Rank, o.head.WorldSize, o.head.Incarnation },
+		merge:  func(parts ...own) (State, error) { return mergeOwn(parts) },
 	}
-	mixKind = kind[MixState]{
+	mixKind = kind[MixState, MixState]{
 		decode: decodeStoredMix,
 		meta:   func(s *MixState) (int, int, string) { return s.Rank, s.WorldSize, s.Incarnation },
 		merge:  MergeMix,
@@ -89,9 +92,9 @@ func (s *store) readMarker(ctx context.Context, run string, step int64) (stepMar
 // assessKind reads everything stored for a step and judges it as states of
 // kind k. The info names the step and says why it is not complete even
 // when reading failed.
-func assessKind[S any](ctx context.Context, s *store, k kind[S], run string, step int64) (StepInfo, S, error) {
-	var zero S
-	failed := func(err error) (StepInfo, S, error) {
+func assessKind[S, M any](ctx context.Context, s *store, k kind[S, M], run string, step int64) (StepInfo, M, error) {
+	var zero M
+	failed := func(err error) (StepInfo, M, error) {
 		return StepInfo{Step: step, Reason: err.Error()}, zero, err
 	}
 	rankNos, hasMarker, err := s.listStep(ctx, run, step)
@@ -127,11 +130,11 @@ func assessKind[S any](ctx context.Context, s *store, k kind[S], run string, ste
 // size they keep the step incomplete until this start saves that rank
 // (over them), and above it, where a start of a larger world size left
 // them, they are no part of the step.
-func judgeStep[S any](k kind[S], run string, step int64, ranks []storedRank, marker stepMarker) (info StepInfo, merged S, err error) {
-	var zero S
+func judgeStep[S, M any](k kind[S, M], run string, step int64, ranks []storedRank, marker stepMarker) (info StepInfo, merged M, err error) {
+	var zero M
 	info.Step = step
 	where := fmt.Sprintf("run %q step %d", run, step)
-	fail := func(e error) (StepInfo, S, error) {
+	fail := func(e error) (StepInfo, M, error) {
 		info.Complete = false
 		info.Reason = strings.TrimLeft(strings.TrimPrefix(e.Error(), "checkpoint: "+where), ": ")
 		return info, zero, e
@@ -191,9 +194,17 @@ func judgeStep[S any](k kind[S], run string, step int64, ranks []storedRank, mar
 	}
 	info.WorldSize = world
 	if len(own) != world {
+		// Ranks above world belong to a larger world's start; the ranks
+		// listed are ascending, each once.
+		present := make([]bool, world)
+		for i := range own {
+			if r, _, _ := k.meta(&own[i]); r < world {
+				present[r] = true
+			}
+		}
 		var missing, dead []int
 		for r := range world {
-			if !slices.ContainsFunc(own, func(st S) bool { rr, _, _ := k.meta(&st); return rr == r }) {
+			if !present[r] {
 				missing = append(missing, r)
 				if _, ok := others[r]; ok {
 					dead = append(dead, r)

@@ -42,25 +42,6 @@ func (s *State) hasSkipped() bool {
 	return false
 }
 
-// mergeSkipped takes each split's count from the rank that owns it, as
-// plan.MergeCursors does for cursors; nil if no rank counted any. states
-// are validated, one per rank of world.
-func mergeSkipped(world int, states []State) []int64 {
-	var out []int64
-	for _, st := range states {
-		for split, n := range st.Skipped {
-			if n == 0 || split%world != st.Rank {
-				continue
-			}
-			if out == nil {
-				out = make([]int64, st.NumSplits)
-			}
-			out[split] = n
-		}
-	}
-	return out
-}
-
 // int64s reads an array of integers; an empty one reads as nil.
 func (r *payloadReader) int64s(what field) ([]int64, error) {
 	n, err := r.arrayLen(what, 1)

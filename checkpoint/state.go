@@ -17,7 +17,7 @@ import (
 
 // StateVersion is the version of the State layout written by this code.
 // Encodings of older versions are upgraded on decode where that is possible.
-const StateVersion = 5
+const StateVersion = 6
 
 // ErrMismatch is wrapped by every error that refuses a state because it was
 // taken from another dataset, order or step.
@@ -199,13 +199,31 @@ func validateEpochs(epochs []int64, epoch int64, splits int, what string) error 
 // Validate checks the state's internal consistency: what a decoder or a
 // store must refuse before a stream sees it.
 func (s *State) Validate() error {
+	if err := s.validateHead(len(s.Cursors)); err != nil {
+		return err
+	}
+	for i, c := range s.Cursors {
+		if c.Window < 0 || c.Offset < 0 || c.Rows < 0 {
+			return fmt.Errorf("checkpoint: state cursor %d is negative", i)
+		}
+	}
+	if err := validateEpochs(s.Epochs, s.Epoch, s.NumSplits, "state"); err != nil {
+		return err
+	}
+	return s.validateSkipped()
+}
+
+// validateHead checks what Validate checks but the per-split lists'
+// entries: every field of one value, and, unless cursors is negative, that
+// the state holds cursors cursors, one per split.
+func (s *State) validateHead(cursors int) error {
 	switch {
 	case s.Version < 1 || s.Version > StateVersion:
 		return fmt.Errorf("checkpoint: state version %d is not supported (this build reads 1 to %d)", s.Version, StateVersion)
 	case s.NumSplits < 1:
 		return fmt.Errorf("checkpoint: state num_splits %d must be at least 1", s.NumSplits)
-	case len(s.Cursors) != s.NumSplits:
-		return fmt.Errorf("checkpoint: state has %d cursors for num_splits %d", len(s.Cursors), s.NumSplits)
+	case cursors >= 0 && cursors != s.NumSplits:
+		return fmt.Errorf("checkpoint: state has %d cursors for num_splits %d", cursors, s.NumSplits)
 	case s.Rank >= 0 && (s.WorldSize < 1 || s.Rank >= s.WorldSize):
 		return fmt.Errorf("checkpoint: state rank %d is outside world_size %d", s.Rank, s.WorldSize)
 	case s.Rank < -1:
@@ -223,18 +241,7 @@ func (s *State) Validate() error {
 	case s.BatchSize < 0 || s.BatchesLeft < 0 || s.BatchSize == 0 && s.BatchesLeft != 0:
 		return fmt.Errorf("checkpoint: state batches_left %d of batch_size %d is invalid", s.BatchesLeft, s.BatchSize)
 	}
-	for i, c := range s.Cursors {
-		if c.Window < 0 || c.Offset < 0 || c.Rows < 0 {
-			return fmt.Errorf("checkpoint: state cursor %d is negative", i)
-		}
-	}
-	if err := validateEpochs(s.Epochs, s.Epoch, s.NumSplits, "state"); err != nil {
-		return err
-	}
-	if err := CheckIncarnation(s.Incarnation); err != nil {
-		return err
-	}
-	return s.validateSkipped()
+	return CheckIncarnation(s.Incarnation)
 }
 
 // Merge combines the states that all ranks of one job saved at the same step
@@ -248,73 +255,51 @@ func (s *State) Validate() error {
 // (Epochs), and a dataset that loads the merge delivers each split's rows
 // from there: the rest of the older epoch's splits first, then every split
 // of the next epoch from where it stands, so no row comes twice or never.
+//
+// Merge reads, and checks, only each state's entries of the splits it
+// speaks for: its cost grows with the splits and the ranks, not with their
+// product (a rank's state holds a cursor for every split of the job).
 func Merge(states ...State) (State, error) {
 	if len(states) == 0 {
 		return State{}, fmt.Errorf("checkpoint: merge of no states")
 	}
-	first := states[0]
-	if err := first.Validate(); err != nil {
-		return State{}, err
-	}
-	if first.Rank < 0 {
+	if first := &states[0]; first.Rank < 0 {
+		if err := first.Validate(); err != nil {
+			return State{}, err
+		}
 		if len(states) != 1 {
 			return State{}, fmt.Errorf("checkpoint: merge of a merged state with others")
 		}
 		return first.Clone(), nil
 	}
-	world := first.WorldSize
-	if len(states) != world {
-		return State{}, fmt.Errorf("%w: merge needs all %d ranks, got %d states", ErrMismatch, world, len(states))
-	}
-	out := first.Clone()
-	out.Rank = -1
-	out.Next = 0
-	// Every rank's cursors are in the merge: a dataset counts from them.
-	out.BatchSize, out.BatchesLeft = 0, 0
-	counted := map[int64]State{} // per epoch, a rank's count of batches left
-	seen := make([]bool, world)
-	byRank := make([][]Cursor, world)
-	epochs := make([]int64, first.NumSplits)
-	for _, st := range states {
-		out.Epoch = min(out.Epoch, st.Epoch)
-	}
-	for _, st := range states {
-		if err := st.Validate(); err != nil {
+	parts := make([]own, len(states))
+	for i := range states {
+		p, err := states[i].own()
+		if err != nil {
 			return State{}, err
 		}
-		if err := SameOrder(&first, &st); err != nil {
-			return State{}, fmt.Errorf("merge rank %d: %w", st.Rank, err)
-		}
-		if st.Incarnation != first.Incarnation {
-			return State{}, fmt.Errorf("%w: field incarnation: rank %d was saved by incarnation %q, rank %d by %q", ErrMismatch, st.Rank, st.Incarnation, first.Rank, first.Incarnation)
-		}
-		if o, ok := counted[st.Epoch]; ok && (st.BatchSize != o.BatchSize || st.BatchesLeft != o.BatchesLeft) {
-			// Ranks with equal batches take them in lockstep: counts that
-			// differ within an epoch are states of different steps.
-			return State{}, fmt.Errorf("%w: field batches_left: rank %d has %d batches of %d rows left, rank %d has %d of %d in the same epoch: not states of one step",
-				ErrMismatch, st.Rank, st.BatchesLeft, st.BatchSize, o.Rank, o.BatchesLeft, o.BatchSize)
-		}
-		counted[st.Epoch] = st
-		if st.Rank < 0 || st.WorldSize != world {
-			return State{}, fmt.Errorf("%w: field world_size: rank %d has world_size %d, expected %d", ErrMismatch, st.Rank, st.WorldSize, world)
-		}
-		if seen[st.Rank] {
-			return State{}, fmt.Errorf("%w: field rank: rank %d appears twice", ErrMismatch, st.Rank)
-		}
-		seen[st.Rank] = true
-		byRank[st.Rank] = st.Cursors
-		for s := st.Rank; s < st.NumSplits; s += world {
-			epochs[s] = st.SplitEpoch(s)
-		}
+		parts[i] = p
 	}
-	cursors, err := split.MergeCursors(world, byRank)
-	if err != nil {
-		return State{}, fmt.Errorf("%w: %w", ErrMismatch, err)
+	return mergeOwn(parts)
+}
+
+// MergeEncoded is Merge of states as Encode wrote them. Each is read as its
+// own splits' entries only (a rank's state of many splits is written so,
+// see Encode), never as a cursor for every split of the job: merging the
+// states of W ranks of S splits then costs in proportion to W plus S,
+// where decoding each state whole would cost W times S (at 8,192
+// DataLoader workers and as many splits, 67 million cursors). An error
+// names the state, by its index, that fails to decode.
+func MergeEncoded(states ...[]byte) (State, error) {
+	parts := make([]own, len(states))
+	for i, b := range states {
+		o, err := decodeOwn(b)
+		if err != nil {
+			return State{}, fmt.Errorf("checkpoint: state %d of %d: %w", i, len(states), trimPrefix(err))
+		}
+		parts[i] = o
 	}
-	out.Cursors = cursors
-	out.SetEpochs(epochs)
-	out.Skipped = mergeSkipped(world, states)
-	return out, nil
+	return mergeOwn(parts)
 }
 
 // SameOrder returns an error naming the first field in which b differs from a

@@ -291,19 +291,49 @@ func (s *store) put(ctx context.Context, verb, run string, step int64, rank, wor
 	if marker == "" {
 		return nil
 	}
-	ranks, _, err := s.listStep(ctx, run, step)
+	all, err := s.allStored(ctx, run, step, world)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %s %s: list step: %w", verb, where, err)
 	}
-	for r := range world {
-		if _, ok := slices.BinarySearch(ranks, r); !ok {
-			return nil // a rank still to come writes the marker
-		}
+	if !all {
+		return nil // a rank still to come writes the marker
 	}
 	if err := s.b.Put(ctx, marker, markerBytes(world, incarnation)); err != nil {
 		return fmt.Errorf("checkpoint: %s %s: write completion marker: %w", verb, where, err)
 	}
 	return nil
+}
+
+// allStored reports whether a state of every rank of world is stored at
+// the step. It walks the step's listing (in ascending byte order, as
+// Backend.List yields it) beside the ranks' keys in the same order, and
+// stops at the first key the listing passes by: every rank lists the step
+// once it has saved, and while many ranks are still to come the first
+// missing one is among the first keys (the bucket backend's first page is
+// small), so that savers spread in time list some W log W keys of a step
+// of W ranks in all rather than W². Savers that all list once every state
+// is there each list the whole step still.
+func (s *store) allStored(ctx context.Context, run string, step int64, world int) (bool, error) {
+	want := make([]string, world)
+	for r := range want {
+		want[r] = s.keys.RankKey(run, step, r)
+	}
+	slices.Sort(want)
+	i := 0
+	for key, err := range s.b.List(ctx, s.keys.StepPrefix(run, step), s.keys.Delim()) {
+		if err != nil {
+			return false, err
+		}
+		if key > want[i] {
+			return false, nil // want[i] would have come before key
+		}
+		if key == want[i] {
+			if i++; i == len(want) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // Load implements Store.
@@ -428,7 +458,7 @@ func (s *store) List(ctx context.Context, run string) ([]StepInfo, error) {
 }
 
 // listKind describes every step of a run, judged as states of kind k.
-func listKind[S any](ctx context.Context, s *store, k kind[S], run string) ([]StepInfo, error) {
+func listKind[S, M any](ctx context.Context, s *store, k kind[S, M], run string) ([]StepInfo, error) {
 	steps, err := s.listSteps(ctx, run)
 	if err != nil {
 		return nil, err
@@ -707,6 +737,23 @@ func decodeStored(run string, step int64, sr storedRank) (State, error) {
 		return State{}, fmt.Errorf("checkpoint: %s: %w", where, corrupt("holds the state of rank %d", st.Rank))
 	}
 	return st, nil
+}
+
+// decodeStoredOwn is decodeStored giving the state's own entries (see
+// own).
+func decodeStoredOwn(run string, step int64, sr storedRank) (own, error) {
+	where := fmt.Sprintf("run %q step %d rank %d", run, step, sr.rank)
+	if sr.err != nil {
+		return own{}, fmt.Errorf("checkpoint: %s: %w", where, sr.err)
+	}
+	o, err := decodeOwn(sr.data)
+	if err != nil {
+		return own{}, fmt.Errorf("checkpoint: %s: %w", where, trimPrefix(err))
+	}
+	if o.head.Rank != sr.rank {
+		return own{}, fmt.Errorf("checkpoint: %s: %w", where, corrupt("holds the state of rank %d", o.head.Rank))
+	}
+	return o, nil
 }
 
 // skippable reports whether Latest may pass over a step that failed with

@@ -17,7 +17,14 @@ func (e *Engine) State() checkpoint.State {
 	st.Epoch = e.ep.Epoch
 	st.WorldSize = e.opts.WorldSize
 	st.Rank = e.opts.Rank
-	st.Cursors = slices.Clone(e.cursors)
+	// Only the rank's own splits' cursors: the engine keeps others' where
+	// every rank's position counts (EqualBatches), but a rank's state
+	// speaks for its own, and with the others zero a state of many splits
+	// is written with its own entries only (checkpoint.Encode).
+	st.Cursors = make([]split.Cursor, e.opts.NumSplits)
+	for s := e.opts.Rank; s < e.opts.NumSplits; s += e.opts.WorldSize {
+		st.Cursors[s] = e.cursors[s]
+	}
 	st.Next = e.next
 	st.Skipped = e.skippedState()
 	if e.ahead != nil {
@@ -26,7 +33,9 @@ func (e *Engine) State() checkpoint.State {
 			epochs[s] = e.ep.Epoch
 		}
 		for s, a := range e.ahead {
-			epochs[s], st.Cursors[s] = a.epoch, a.cursor
+			if st.Owns(s) {
+				epochs[s], st.Cursors[s] = a.epoch, a.cursor
+			}
 		}
 		st.SetEpochs(epochs)
 	}
