@@ -22,8 +22,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/checkpoint"
-	"github.com/sluicedata/sluice/internal/scratch"
-	"github.com/sluicedata/sluice/internal/synth"
+	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/stream"
 )

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/formatstest"
-	"github.com/sluicedata/sluice/internal/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
 )
 
 func TestMain(m *testing.M) {

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/formatstest"
 	"github.com/sluicedata/sluice/formats/orc"
-	"github.com/sluicedata/sluice/internal/orcwrite"
+	"github.com/sluicedata/sluice/internal/testkit/orcwrite"
 )
 
 // writeConformance writes rec in stripes of unitRows rows with a row index

@@ -21,8 +21,8 @@ func (e *Engine) State() checkpoint.State {
 	// every rank's position counts (EqualBatches), but a rank's state
 	// speaks for its own, and with the others zero a state of many splits
 	// is written with its own entries only (checkpoint.Encode).
-	st.Cursors = make([]split.Cursor, e.opts.NumSplits)
-	for s := e.opts.Rank; s < e.opts.NumSplits; s += e.opts.WorldSize {
+	st.Cursors = make([]split.Cursor, e.opts.Order.NumSplits)
+	for s := e.opts.Rank; s < e.opts.Order.NumSplits; s += e.opts.WorldSize {
 		st.Cursors[s] = e.cursors[s]
 	}
 	st.Next = e.next
