@@ -233,21 +233,13 @@ func TestTestKitApart(t *testing.T) {
 	}
 }
 
-// manyParams are the functions over eight parameters that the house knew of
-// when the bound came in, by file and name ("func literal in F" for a
-// function literal in F): the Parquet driver's read path, which a row-group
-// reader value is replacing, and a mix lane's constructor, which the options
-// said once replace (issue 48, items 1 and 3). Each leaves this list when it
-// is fixed; a name listed here that no longer takes more than eight fails
-// the test, so that the list only shrinks.
-var manyParams = map[string]bool{
-	"formats/parquet/fast.go: func literal in chooseRead": true,
-	"formats/parquet/pages.go: readPages":                 true,
-	"formats/parquet/parquet.go: readRows":                true,
-	"formats/parquet/parquet.go: readRowGroup":            true,
-	"formats/parquet/parquet.go: project":                 true,
-	"stream/internal/engine/lane.go: newLane":             true,
-}
+// manyParams are functions allowed over eight parameters, by file and name
+// ("func literal in F" for a function literal in F). None is: the Parquet
+// driver's read path became a row-group reader value and a mix lane's
+// constructor takes its span as one value (issue 48). A name listed here that
+// no longer takes more than eight fails the test, so that the list only
+// shrinks.
+var manyParams = map[string]bool{}
 
 // TestParams: no function outside tests takes more than eight parameters
 // (each name counts, a variadic one once): past eight a call is read by
