@@ -68,7 +68,7 @@ func TestFastDecodeCut(t *testing.T) {
 				delta := usesDelta(t, path) // arrow-go's decoder of them leaks
 				r := rand.New(rand.NewPCG(uint64(fi), uint64(ci*3+nulls)))
 				var cuts [][2]int64
-				for range 3 {
+				for range shortOr(3, 1) {
 					s := starts[1+r.IntN(len(starts)-1)]
 					e := starts[r.IntN(len(starts))]
 					for _, d := range [][2]int64{{0, 0}, {-1, 1}, {1, -1}, {0, 1}} {

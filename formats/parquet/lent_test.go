@@ -120,6 +120,9 @@ func TestFastDecodeLentDictionary(t *testing.T) {
 		{name: "dictionary full, then PLAIN", rows: 30000, groups: 30000, dict: 16 << 10, lends: true},
 	}
 	batches := []int{65536, 4096, 5000, 333}
+	if testing.Short() {
+		batches = []int{4096, 333}
+	}
 	for _, c := range cases {
 		path := filepath.Join(dir, c.name+".parquet")
 		writeDistinct(t, path, cols, c.rows, c.repeat, c.groups, c.null, c.nullable, c.dict, c.v2)
