@@ -52,7 +52,10 @@ type State struct {
 	// every split.
 	WorldSize int `msgpack:"world_size" json:"world_size"`
 	Rank      int `msgpack:"rank" json:"rank"`
-	// Cursors has one entry per split (len NumSplits).
+	// Cursors has one entry per split (len NumSplits). In a rank's state
+	// only those of the splits it speaks for are read (a dataset leaves
+	// the others zero), and a state of many splits is written with those
+	// only (see Encode).
 	Cursors []Cursor `msgpack:"cursors" json:"cursors"`
 	// Next is the rank's round-robin position: the index, among the splits
 	// the rank owns in ascending order, of the split its next batch comes from.
