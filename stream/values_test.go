@@ -62,7 +62,9 @@ func TestValueMatrix(t *testing.T) {
 	start := time.Now()
 	ran := 0
 	for i := range n {
-		if budget > 0 && time.Since(start) > budget {
+		// At least eight cases however slow the machine: a budget alone
+		// failed a loaded CI machine that ran fewer.
+		if budget > 0 && ran >= 8 && time.Since(start) > budget {
 			break
 		}
 		seed := *valueSeed + uint64(i)
@@ -73,9 +75,6 @@ func TestValueMatrix(t *testing.T) {
 		ran++
 	}
 	t.Logf("%d cases in %v", ran, time.Since(start).Round(time.Millisecond))
-	if ran < 8 && n >= 8 {
-		t.Fatalf("only %d cases ran in the budget", ran)
-	}
 }
 
 // FuzzValueOptions is the value matrix driven by a fuzzer: its bytes make

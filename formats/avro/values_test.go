@@ -121,7 +121,9 @@ func TestValueMatrix(t *testing.T) {
 		budget = 3 * time.Second
 	}
 	start, ran := time.Now(), 0
-	for seed := uint64(1); time.Since(start) < budget; seed++ {
+	// At least eight cases however slow the machine, then as many as the
+	// budget holds.
+	for seed := uint64(1); ran < 8 || time.Since(start) < budget; seed++ {
 		c := matrix.Draw(set, matrix.NewSeeded(seed))
 		if err := c.Run(context.Background()); err != nil {
 			t.Fatalf("case seed %d (%s): %v", seed, c, err)
@@ -129,7 +131,4 @@ func TestValueMatrix(t *testing.T) {
 		ran++
 	}
 	t.Logf("%d cases in %v", ran, time.Since(start).Round(time.Millisecond))
-	if ran < 8 {
-		t.Fatalf("only %d cases ran in the budget", ran)
-	}
 }
