@@ -106,7 +106,8 @@ type rowGroupReader struct {
 	// spread lets flatdecode's columns of a batch be decoded on idle
 	// cores (Format.SerialColumns).
 	spread bool
-	yield  func(arrow.RecordBatch) error
+	// yield takes each batch delivered; an error it returns ends the read.
+	yield func(arrow.RecordBatch) error
 }
 
 // rowGroup is one row group of a read: rows [lo, hi) of its rows rows,
