@@ -17,6 +17,7 @@ import (
 	"github.com/sluicedata/sluice/formats/orc"
 	"github.com/sluicedata/sluice/formats/text"
 	"github.com/sluicedata/sluice/internal/testkit/corpus"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 )
 
 // twoEpochs hands each batch of two epochs of batches to each.
@@ -80,7 +81,9 @@ func recycleCorpus(t *testing.T) []Options {
 		}
 		out = append(out, o)
 	}
-	return out
+	// Under -short a spread of the kinds: each file is two or four epochs,
+	// seconds under -race.
+	return sample.Spread(out, 40)
 }
 
 // A shuffled epoch decoded into recycled buffers is exactly the epoch

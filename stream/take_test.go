@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/split"
 )
@@ -77,7 +78,7 @@ func take(t testing.TB, ds *Dataset, epoch int64, split int, pos []int64) []row 
 func TestTakeMatchesBatches(t *testing.T) {
 	plain := writeDataset(t, smallSpec)
 	paged := writeDataset(t, synth.Spec{Files: 3, RowsPerFile: 7000, RowGroupRows: 3500, Seed: 3, PageIndex: true})
-	for _, c := range []struct {
+	cases := []struct {
 		name      string
 		dir       string
 		shuffle   bool
@@ -94,7 +95,8 @@ func TestTakeMatchesBatches(t *testing.T) {
 		{"shuffled-splits5-nocache", plain, true, 5, 3, -1, false},
 		{"paged-shuffled-splits4", paged, true, 4, 1, 0, true},
 		{"paged-unshuffled-splits2-smallcache", paged, false, 2, 1, 64 << 10, false},
-	} {
+	}
+	for _, c := range sample.Spread(cases, 3) {
 		t.Run(c.name, func(t *testing.T) {
 			o := checkedOptions(t, c.dir)
 			o.Columns = nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/text"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/split"
 )
@@ -109,7 +110,7 @@ func TestTextExactlyOnceAndElastic(t *testing.T) {
 		for _, shuffle := range []bool{false, true} {
 			t.Run(fmt.Sprintf("count=%t/shuffle=%t", count, shuffle), func(t *testing.T) {
 				const splits = 8
-				vc.Elastic(t, splits, []int{1, 2, 4, 8}, vc.IDs(total), func(world, rank int) map[int][]int64 {
+				vc.Elastic(t, splits, sample.Spread([]int{1, 2, 4, 8}, 2), vc.IDs(total), func(world, rank int) map[int][]int64 {
 					o := textOptions(t, dir, count)
 					o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = shuffle, splits, world, rank
 					bs, _ := consume(t, open(t, o), -1)
@@ -130,7 +131,7 @@ func TestTextResume(t *testing.T) {
 		o := textOptions(t, dir, count)
 		o.Shuffle, o.NumSplits, o.WorldSize, o.Rank = true, 6, 3, 1
 		full, _ := consume(t, open(t, o), -1)
-		for range 5 {
+		for range sample.Count(5, 2) {
 			k := r.IntN(len(full) + 1)
 			head, st := consume(t, open(t, o), k)
 			second := open(t, o)

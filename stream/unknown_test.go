@@ -16,6 +16,7 @@ import (
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
 	"github.com/sluicedata/sluice/internal/testkit/arrowfile"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/split"
@@ -110,7 +111,7 @@ func TestIPCExactlyOnceAndElastic(t *testing.T) {
 	dir, total := writeIPC(t, files)
 	for _, hide := range []bool{true, false} {
 		for _, shuffle := range []bool{false, true} {
-			for _, splits := range []int{4, 12} {
+			for _, splits := range sample.Spread([]int{4, 12}, 1) {
 				t.Run(fmt.Sprintf("hide=%t/shuffle=%t/splits=%d", hide, shuffle, splits), func(t *testing.T) {
 					reference := vc.Elastic(t, splits, vc.Divisors(splits, 4), vc.IDs(total), func(world, rank int) map[int][]int64 {
 						o := ipcOptions(t, dir, hide)
@@ -184,7 +185,7 @@ func TestIPCResumeAnywhere(t *testing.T) {
 						}
 					}
 				}
-				for range 8 {
+				for range sample.Count(8, 2) {
 					k := r.IntN(len(full) + 1)
 					head, st := consume(t, open(t, o), k)
 					second := open(t, o)
@@ -398,7 +399,7 @@ func (a *peakAllocator) Free(b []byte) {
 // streaming each alone does (ordered as if every window held a batch, it
 // held four times as much).
 func TestIPCUnknownCountsStayBounded(t *testing.T) {
-	many := make([]int, 3000)
+	many := make([]int, sample.Count(3000, 1000))
 	for i := range many {
 		many[i] = 1
 	}

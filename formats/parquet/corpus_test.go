@@ -154,8 +154,13 @@ func usesDelta(t *testing.T, path string) bool {
 
 // withDeadline runs fn on its own goroutine so that a hang fails the test by
 // name instead of stalling the whole run until the test binary times out.
+// d is several times what a quiet machine takes; the deadline is five times
+// d, as a 2-core machine busy with other builds and the race detector ran
+// the 60 s cases past a minute (a hang never ends, so the margin costs
+// only the wait for one).
 func withDeadline(t *testing.T, name string, d time.Duration, fn func(ctx context.Context) error) error {
 	t.Helper()
+	d *= 5
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	done := make(chan error, 1)

@@ -102,14 +102,3 @@ func planParquet(ctx context.Context, urls []string, opts formats.PlanOptions) (
 	}
 	return formats.Plan(ctx, urls, opts)
 }
-
-// shortOr is full, or short under -short: the differential loops run in
-// full without the race detector and a sample of them under it (CI runs
-// both, see docs/testing.md), as the detector makes them ten times slower
-// with one goroutine to watch.
-func shortOr(full, short int) int {
-	if testing.Short() {
-		return short
-	}
-	return full
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 )
 
 // distinctColumn is a column whose row i holds value(i): distinct values
@@ -123,7 +124,7 @@ func TestFastDecodeLentDictionary(t *testing.T) {
 	if testing.Short() {
 		batches = []int{4096, 333}
 	}
-	for _, c := range cases {
+	for _, c := range sample.Spread(cases, 6) {
 		path := filepath.Join(dir, c.name+".parquet")
 		writeDistinct(t, path, cols, c.rows, c.repeat, c.groups, c.null, c.nullable, c.dict, c.v2)
 		before := parquet.LentBatches()

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -135,7 +136,7 @@ func TestPagesOfACutRowGroup(t *testing.T) {
 	listBytes := list.TotalCompressedSize()
 	r := rand.New(rand.NewPCG(5, 6))
 	cases := [][2]int64{{0, 1}, {n - 1, n}, {0, n / 2}, {n / 2, n}, {1234, 1235}, {4000, 4100}}
-	for range 30 {
+	for range sample.Count(30, 8) {
 		lo := r.Int64N(n)
 		cases = append(cases, [2]int64{lo, lo + 1 + r.Int64N(n-lo)})
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -254,7 +255,7 @@ func TestWalkedPagesReadAsWhole(t *testing.T) {
 				}
 			}
 			for i, lo := range points[:len(points)-1] {
-				if i%shortOr(1, 4) != 0 {
+				if i%sample.Count(1, 8) != 0 {
 					continue
 				}
 				his := []int64{lo + 1, points[i+1], points[min(i+3, len(points)-1)], points[i+1+r.IntN(len(points)-1-i)]}
@@ -265,7 +266,7 @@ func TestWalkedPagesReadAsWhole(t *testing.T) {
 				}
 			}
 			// Fresh walks, each from a plan of its own.
-			for range shortOr(40, 10) {
+			for range sample.Count(40, 5) {
 				lo := points[r.IntN(len(points)-1)]
 				hi := lo + 1 + r.Int64N(min(n-lo, 700))
 				fresh, _, _ := countingPlan(t, path, nil)
