@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	vc "github.com/sluicedata/sluice/internal/testkit/valuecheck"
 	"github.com/sluicedata/sluice/internal/testkit/valuecheck/matrix"
 	"github.com/sluicedata/sluice/stream"
@@ -136,7 +137,7 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 	}
 	start := time.Now()
 	cases := 0
-	for seed := uint64(1); cases < 8 || time.Since(start) < budget; seed++ {
+	for seed := uint64(1); cases < sample.Count(8, 3) || time.Since(start) < budget; seed++ {
 		c := matrix.Draw(set, matrix.NewSeeded(seed))
 		if err := c.Run(context.Background()); err != nil {
 			t.Fatalf("case seed %d (%s): %v", seed, c, err)
