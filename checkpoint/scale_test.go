@@ -237,10 +237,12 @@ func (b *requestCounter) listMD5(ctx context.Context, prefix string) iter.Seq2[k
 // rank's state for each rank, W² for a job of W ranks; the step's summary
 // makes it a few requests a rank. Resuming at the world size that saved
 // (a rank's own state) and at another (the step merged) both, each rank
-// through its own store, and the merged state is Merge's.
+// through its own store, and the merged state is Merge's. Rank 0 keeping
+// the newest steps after a save (Checkpointer.Keep) judges them from
+// their summaries too.
 func TestResumeRequestsStayLinear(t *testing.T) {
 	ctx := context.Background()
-	var perJob [2]int64
+	var perJob, retain [2]int64
 	for i, size := range scaleSizes {
 		bucket := memblob.OpenBucket(nil)
 		states := rankStates(size.ranks, size.splits)
@@ -279,8 +281,30 @@ func TestResumeRequestsStayLinear(t *testing.T) {
 		}
 		t.Logf("%d ranks: %d requests for the job to resume at %d and at %d ranks (%.1f a rank)",
 			size.ranks, perJob[i], size.ranks, size.ranks/2, float64(perJob[i])/float64(size.ranks*3/2))
+
+		// Rank 0 keeping the newest step (Checkpointer.Keep) after the
+		// next save: a few requests a step judged, whatever the ranks.
+		for r := range size.ranks {
+			if err := saver.Save(ctx, "run", 2, r, states[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := &requestCounter{bucketBackend: bucketBackend{bucket: bucket}}
+		s := NewStore(b, bucketLayout{"ckpt/"}, "rank 0's")
+		if err := s.Retain(ctx, "run", 1); err != nil {
+			t.Fatal(err)
+		}
+		retain[i] = b.requests.Load()
+		if steps, err := s.listSteps(ctx, "run"); err != nil || !reflect.DeepEqual(steps, []int64{2}) {
+			t.Fatalf("%d ranks: steps %v, %v after keeping 1: want [2]", size.ranks, steps, err)
+		}
+		t.Logf("%d ranks: Retain made %d requests", size.ranks, retain[i])
 	}
 	if ratio := float64(perJob[1]) / float64(perJob[0]); ratio > linearBound {
 		t.Errorf("a job's requests to resume grew %.1f times from %d ranks to %d (at most %d)", ratio, scaleSizes[0].ranks, scaleSizes[1].ranks, linearBound)
+	}
+	// One rank's call: linear in ranks would be a job's quadratic.
+	if ratio := float64(retain[1]) / float64(retain[0]); ratio > 2 {
+		t.Errorf("Retain's requests grew %.1f times from %d ranks to %d: want about none", ratio, scaleSizes[0].ranks, scaleSizes[1].ranks)
 	}
 }

@@ -529,9 +529,31 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	infos, err := listKind(ctx, s, datasetKind, run)
+	steps, err := s.listSteps(ctx, run)
 	if err != nil {
 		return err
+	}
+	// Judged from the newest back, each from its summary where it has one,
+	// until keep are complete: the steps older than those are deleted
+	// unjudged. A rank that keeps the newest few steps of a job of W ranks
+	// then reads a few objects a step, not W.
+	infos := make([]StepInfo, len(steps))
+	kept := 0
+	for i := len(steps) - 1; i >= 0; i-- {
+		infos[i].Step = steps[i]
+		if kept == keep {
+			continue
+		}
+		_, infos[i].Complete = s.summarized(ctx, run, steps[i])
+		if !infos[i].Complete {
+			infos[i], _, _ = s.assess(ctx, run, steps[i])
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if infos[i].Complete {
+			kept++
+		}
 	}
 	return s.retain(ctx, "run", run, infos, keep)
 }
