@@ -210,7 +210,10 @@ func checkScale(t *testing.T, name string, l map[string]any) {
 	fields := []string{"ranks", "splits", "state_bytes", "merge_seconds", "plan_load_median_seconds",
 		"plan_load_max_seconds", "meta_requests_per_rank", "plan_load_cpu_seconds"}
 	if name == "scale_1024" {
-		fields = append(fields, "plan_seconds", "first_batch_all_seconds", "planner_footer_reads", "save_step_seconds", "judge_seconds")
+		fields = append(fields, "plan_seconds", "first_batch_all_seconds", "planner_footer_reads", "save_step_seconds", "judge_seconds", "resume_requests_per_rank")
+		if l["step_summary"] != true {
+			t.Errorf("%s: the step has no summary: each resuming rank read every state", name)
+		}
 		// A difference of heaps, which the tests running beside this one
 		// move either way: a number, not necessarily a positive one.
 		if _, ok := l["rank_plan_bytes"].(float64); !ok {

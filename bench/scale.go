@@ -523,7 +523,9 @@ func (sr *scaleRun) checkpointStep(ctx context.Context, r *record, run string, s
 	r.set("save_requests_max", maxOf(each(wires, func(w *wire) float64 { return float64(w.meta.Load()) })))
 
 	// A rank that resumes judges the newest step: it lists the run, reads
-	// the marker and every rank's state, and merges them.
+	// the marker and the step's summary, and lists the step to see every
+	// state as summarized (else it reads every rank's state and merges
+	// them).
 	judge := wires[0]
 	judge.meta.Store(0)
 	start = time.Now()
@@ -532,6 +534,33 @@ func (sr *scaleRun) checkpointStep(ctx context.Context, r *record, run string, s
 	}
 	r.set("judge_seconds", time.Since(start).Seconds())
 	r.set("judge_requests", judge.meta.Load())
+	_, err := sr.sc.Bucket.Attributes(ctx, sr.ckptKey+run+"/00000000000000000001/COMPLETE.summary")
+	r.set("step_summary", err == nil)
+	// Every rank resumes the step at the world size that saved it, as
+	// Checkpointer.Resume does: Latest, then its own state.
+	for _, w := range wires {
+		w.meta.Store(0)
+	}
+	start = time.Now()
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i, st := range states {
+		g.Go(func() error {
+			if step, err := stores[i].Latest(gctx, run); err != nil || step != 1 {
+				return fmt.Errorf("rank %d: latest step %d, %v: want step 1, complete", st.Rank, step, err)
+			}
+			got, err := stores[i].Load(gctx, run, 1, st.Rank)
+			if err == nil && !reflect.DeepEqual(got, st) {
+				err = fmt.Errorf("rank %d loaded another state than it saved", st.Rank)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return checkpoint.State{}, err
+	}
+	r.set("resume_step_seconds", time.Since(start).Seconds())
+	r.set("resume_requests_per_rank", maxOf(each(wires, func(w *wire) float64 { return float64(w.meta.Load()) })))
 	stored, err := stores[0].LoadStep(ctx, run, 1)
 	if err != nil {
 		return checkpoint.State{}, err

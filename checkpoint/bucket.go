@@ -24,6 +24,8 @@ import (
 //
 //	<run>/<step, 20 digits>/rank-<rank>.state   one rank's encoded state
 //	<run>/<step, 20 digits>/COMPLETE            world size, in decimal
+//	<run>/<step, 20 digits>/COMPLETE.summary    the step judged, for resuming ranks
+//	<run>/<step, 20 digits>/COMPLETE.claim      which saver writes the summary
 //
 // The step is zero-padded so that listings sort numerically. COMPLETE is the
 // commit point of a step: whoever saves the last missing rank writes it,
@@ -33,6 +35,12 @@ import (
 // with its marker and with every rank object decoding and agreeing, so a
 // damaged object makes Latest fall back to an older step. Objects under the
 // prefix that the store does not write are ignored.
+//
+// The summary spares each of a thousand resuming ranks reading every
+// rank's state: the saver that writes the marker first judges the step
+// once and keeps the merged state with every state's MD5; a resuming rank
+// takes it where the step's listing shows every state unchanged, and
+// judges the step from its states otherwise (see summarize).
 type BucketStore struct {
 	store
 }

@@ -53,6 +53,8 @@ func TestBucketLayout(t *testing.T) {
 	}
 	want = []string{
 		"jobs/ckpt/llm-7b/00000000000000001200/COMPLETE",
+		"jobs/ckpt/llm-7b/00000000000000001200/COMPLETE.claim",
+		"jobs/ckpt/llm-7b/00000000000000001200/COMPLETE.summary",
 		"jobs/ckpt/llm-7b/00000000000000001200/rank-0.state",
 		"jobs/ckpt/llm-7b/00000000000000001200/rank-1.state",
 	}

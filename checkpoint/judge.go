@@ -68,25 +68,31 @@ func (s *store) readMarker(ctx context.Context, run string, step int64) (stepMar
 	if err != nil {
 		return stepMarker{}, fmt.Errorf("checkpoint: run %q step %d: read completion marker: %w", run, step, err)
 	}
-	bad := func() (stepMarker, error) {
+	m, ok := parseMarker(b)
+	if !ok {
 		return stepMarker{}, fmt.Errorf("checkpoint: run %q step %d: %w", run, step, corrupt("completion marker holds %q, not a world size and an incarnation", b))
 	}
+	return m, nil
+}
+
+// parseMarker reads what markerBytes wrote; false if b is not a marker.
+func parseMarker(b []byte) (stepMarker, bool) {
 	f := strings.Fields(string(b))
 	if len(f) < 1 || len(f) > 2 {
-		return bad()
+		return stepMarker{}, false
 	}
 	w, err := strconv.Atoi(f[0])
 	if err != nil || w < 1 {
-		return bad()
+		return stepMarker{}, false
 	}
 	m := stepMarker{world: w}
 	if len(f) == 2 {
 		if CheckIncarnation(f[1]) != nil {
-			return bad()
+			return stepMarker{}, false
 		}
 		m.incarnation = f[1]
 	}
-	return m, nil
+	return m, true
 }
 
 // assessKind reads everything stored for a step and judges it as states of

@@ -59,7 +59,7 @@ func (s *store) SaveMix(ctx context.Context, run string, step int64, rank int, s
 	if err != nil {
 		return fmt.Errorf("checkpoint: save mix %s: %w", where, trimPrefix(err))
 	}
-	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, st.Incarnation, b)
+	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, st.Incarnation, b, false)
 }
 
 // LoadMix implements MixStore.
@@ -101,7 +101,7 @@ func (s *store) LatestMix(ctx context.Context, run string) (int64, error) {
 	}
 	defer s.mu.RUnlock()
 	return s.newest(ctx, "mix run", run, func(step int64) error {
-		return s.judgeNewest(ctx, run, step, func() error {
+		return s.judgeNewest(ctx, run, step, func(stepMarker) error {
 			_, _, err := s.assessMix(ctx, run, step)
 			return err
 		})

@@ -186,3 +186,125 @@ func TestSaveListsLittle(t *testing.T) {
 		t.Errorf("keys listed by a step's savers grew %.1f times from %d ranks to %d (at most %d)", ratio, scaleSizes[0].ranks, scaleSizes[1].ranks, linearBound)
 	}
 }
+
+// requestCounter is a bucket backend that counts its requests: a Get is
+// one, a listing one a page of listPage keys.
+type requestCounter struct {
+	bucketBackend
+	requests atomic.Int64
+}
+
+const listPage = 1000 // S3's, GCS's and Azure's most keys a page
+
+func (b *requestCounter) Get(ctx context.Context, key string) ([]byte, error) {
+	b.requests.Add(1)
+	return b.bucketBackend.Get(ctx, key)
+}
+
+func (b *requestCounter) List(ctx context.Context, prefix, delim string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		n := 0
+		for k, err := range b.bucketBackend.List(ctx, prefix, delim) {
+			if n++; n%listPage == 1 {
+				b.requests.Add(1)
+			}
+			if !yield(k, err) {
+				return
+			}
+		}
+		if n == 0 {
+			b.requests.Add(1)
+		}
+	}
+}
+
+func (b *requestCounter) listMD5(ctx context.Context, prefix string) iter.Seq2[keyMD5, error] {
+	return func(yield func(keyMD5, error) bool) {
+		n := 0
+		for k, err := range b.bucketBackend.listMD5(ctx, prefix) {
+			if n++; n%listPage == 1 {
+				b.requests.Add(1)
+			}
+			if !yield(k, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestResumeRequestsStayLinear: every rank of a job that resumes judges
+// the newest step. Judged from its states, that is a read of every
+// rank's state for each rank, W² for a job of W ranks; the step's summary
+// makes it a few requests a rank. Resuming at the world size that saved
+// (a rank's own state) and at another (the step merged) both, each rank
+// through its own store, and the merged state is Merge's. Rank 0 keeping
+// the newest steps after a save (Checkpointer.Keep) judges them from
+// their summaries too.
+func TestResumeRequestsStayLinear(t *testing.T) {
+	ctx := context.Background()
+	var perJob, retain [2]int64
+	for i, size := range scaleSizes {
+		bucket := memblob.OpenBucket(nil)
+		states := rankStates(size.ranks, size.splits)
+		saver := NewStore(&requestCounter{bucketBackend: bucketBackend{bucket: bucket}}, bucketLayout{"ckpt/"}, "saver")
+		for _, r := range rand.New(rand.NewPCG(3, uint64(i))).Perm(size.ranks) {
+			if err := saver.Save(ctx, "run", 1, r, states[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := Merge(states...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The job resumes at its world size and at half of it.
+		for _, world := range []int{size.ranks, size.ranks / 2} {
+			for r := range world {
+				b := &requestCounter{bucketBackend: bucketBackend{bucket: bucket}}
+				s := NewStore(b, bucketLayout{"ckpt/"}, "rank's")
+				step, err := s.Latest(ctx, "run")
+				if err != nil || step != 1 {
+					t.Fatalf("%d ranks: Latest = %d, %v", size.ranks, step, err)
+				}
+				if world == size.ranks {
+					st, err := s.Load(ctx, "run", 1, r)
+					if err != nil || !reflect.DeepEqual(st, states[r]) {
+						t.Fatalf("rank %d loaded %+v, %v", r, st, err)
+					}
+				} else {
+					st, err := s.LoadStep(ctx, "run", 1)
+					if err != nil || !reflect.DeepEqual(st, want) {
+						t.Fatalf("rank %d of %d: the step merged to %+v, %v; Merge to %+v", r, world, st, err, want)
+					}
+				}
+				perJob[i] += b.requests.Load()
+			}
+		}
+		t.Logf("%d ranks: %d requests for the job to resume at %d and at %d ranks (%.1f a rank)",
+			size.ranks, perJob[i], size.ranks, size.ranks/2, float64(perJob[i])/float64(size.ranks*3/2))
+
+		// Rank 0 keeping the newest step (Checkpointer.Keep) after the
+		// next save: a few requests a step judged, whatever the ranks.
+		for r := range size.ranks {
+			if err := saver.Save(ctx, "run", 2, r, states[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := &requestCounter{bucketBackend: bucketBackend{bucket: bucket}}
+		s := NewStore(b, bucketLayout{"ckpt/"}, "rank 0's")
+		if err := s.Retain(ctx, "run", 1); err != nil {
+			t.Fatal(err)
+		}
+		retain[i] = b.requests.Load()
+		if steps, err := s.listSteps(ctx, "run"); err != nil || !reflect.DeepEqual(steps, []int64{2}) {
+			t.Fatalf("%d ranks: steps %v, %v after keeping 1: want [2]", size.ranks, steps, err)
+		}
+		t.Logf("%d ranks: Retain made %d requests", size.ranks, retain[i])
+	}
+	if ratio := float64(perJob[1]) / float64(perJob[0]); ratio > linearBound {
+		t.Errorf("a job's requests to resume grew %.1f times from %d ranks to %d (at most %d)", ratio, scaleSizes[0].ranks, scaleSizes[1].ranks, linearBound)
+	}
+	// One rank's call: linear in ranks would be a job's quadratic.
+	if ratio := float64(retain[1]) / float64(retain[0]); ratio > 2 {
+		t.Errorf("Retain's requests grew %.1f times from %d ranks to %d: want about none", ratio, scaleSizes[0].ranks, scaleSizes[1].ranks)
+	}
+}

@@ -270,7 +270,7 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	if err != nil {
 		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
 	}
-	return s.put(ctx, "save", run, step, rank, st.WorldSize, st.Incarnation, b)
+	return s.put(ctx, "save", run, step, rank, st.WorldSize, st.Incarnation, b, true)
 }
 
 // put stores the encoded state of one rank (of a dataset or a mix, as verb
@@ -280,7 +280,7 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 // the marker is then early, and the step stays incomplete (judgeStep reads
 // each rank's incarnation) until this start saves the last of them, whose
 // saver writes the marker again.
-func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, incarnation string, b []byte) error {
+func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, incarnation string, b []byte, summary bool) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
@@ -299,6 +299,9 @@ func (s *store) put(ctx context.Context, verb, run string, step int64, rank, wor
 	}
 	if !all {
 		return nil // a rank still to come writes the marker
+	}
+	if summary {
+		s.summarize(ctx, run, step, world, incarnation)
 	}
 	if err := s.b.Put(ctx, marker, markerBytes(world, incarnation)); err != nil {
 		return fmt.Errorf("checkpoint: %s %s: write completion marker: %w", verb, where, err)
@@ -365,8 +368,25 @@ func (s *store) LoadStep(ctx context.Context, run string, step int64) (State, er
 		return State{}, err
 	}
 	defer s.mu.RUnlock()
+	if merged, ok := s.summarized(ctx, run, step); ok {
+		return merged, nil
+	}
 	_, merged, err := s.assess(ctx, run, step)
 	return merged, err
+}
+
+// summarized returns the step merged from its summary, where its marker
+// and summary say it is complete (see summarize); false where they do not,
+// and the step is judged from its states.
+func (s *store) summarized(ctx context.Context, run string, step int64) (State, bool) {
+	if key, _ := s.summaryKeys(run, step); key == "" {
+		return State{}, false
+	}
+	m, err := s.readMarker(ctx, run, step)
+	if err != nil {
+		return State{}, false
+	}
+	return s.readSummary(ctx, run, step, m)
 }
 
 // Latest implements Store. It lists the run's steps and reads them from the
@@ -381,7 +401,10 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 	}
 	defer s.mu.RUnlock()
 	return s.newest(ctx, "run", run, func(step int64) error {
-		return s.judgeNewest(ctx, run, step, func() error {
+		return s.judgeNewest(ctx, run, step, func(m stepMarker) error {
+			if _, ok := s.readSummary(ctx, run, step, m); ok {
+				return nil
+			}
 			info, _, err := s.assess(ctx, run, step)
 			if err == nil && !info.Complete {
 				err = ErrIncomplete
@@ -394,17 +417,18 @@ func (s *store) Latest(ctx context.Context, run string) (int64, error) {
 // judgeNewest judges a step for Latest and LatestMix: in a layout with
 // markers, a step without one was never finished, and its states need not
 // be read.
-func (s *store) judgeNewest(ctx context.Context, run string, step int64, judge func() error) error {
+func (s *store) judgeNewest(ctx context.Context, run string, step int64, judge func(stepMarker) error) error {
+	m := stepMarker{world: noMarker}
 	if s.keys.MarkerKey(run, step) != "" {
-		m, err := s.readMarker(ctx, run, step)
-		if err != nil {
+		var err error
+		if m, err = s.readMarker(ctx, run, step); err != nil {
 			return err
 		}
 		if m.world == 0 {
 			return ErrIncomplete
 		}
 	}
-	return judge()
+	return judge(m)
 }
 
 // newest returns the newest step of a run that judge finds complete (nil),
@@ -505,9 +529,31 @@ func (s *store) Retain(ctx context.Context, run string, keep int) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	infos, err := listKind(ctx, s, datasetKind, run)
+	steps, err := s.listSteps(ctx, run)
 	if err != nil {
 		return err
+	}
+	// Judged from the newest back, each from its summary where it has one,
+	// until keep are complete: the steps older than those are deleted
+	// unjudged. A rank that keeps the newest few steps of a job of W ranks
+	// then reads a few objects a step, not W.
+	infos := make([]StepInfo, len(steps))
+	kept := 0
+	for i := len(steps) - 1; i >= 0; i-- {
+		infos[i].Step = steps[i]
+		if kept == keep {
+			continue
+		}
+		_, infos[i].Complete = s.summarized(ctx, run, steps[i])
+		if !infos[i].Complete {
+			infos[i], _, _ = s.assess(ctx, run, steps[i])
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if infos[i].Complete {
+			kept++
+		}
 	}
 	return s.retain(ctx, "run", run, infos, keep)
 }
@@ -562,7 +608,7 @@ func (s *store) Abandon(ctx context.Context, run string, rank int, after int64) 
 	if err != nil {
 		return err
 	}
-	var markers, states []string
+	var markers, summaries, states []string
 	for _, step := range steps {
 		if step <= after {
 			continue
@@ -574,6 +620,11 @@ func (s *store) Abandon(ctx context.Context, run string, rank int, after int64) 
 		if marker {
 			markers = append(markers, s.keys.MarkerKey(run, step))
 		}
+		if summary, claim := s.summaryKeys(run, step); summary != "" {
+			// After the marker, before the states: the step's next states
+			// are judged again.
+			summaries = append(summaries, summary, claim)
+		}
 		if _, ok := slices.BinarySearch(ranks, rank); ok {
 			states = append(states, s.keys.RankKey(run, step, rank))
 		}
@@ -581,7 +632,7 @@ func (s *store) Abandon(ctx context.Context, run string, rank int, after int64) 
 	if len(markers)+len(states) == 0 {
 		return nil
 	}
-	if err := s.b.Delete(ctx, append(markers, states...)); err != nil {
+	if err := s.b.Delete(ctx, slices.Concat(markers, summaries, states)); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -134,6 +134,11 @@ type Fragment struct {
 	// fileStarts[u] is the file row unit u starts at (len(Units)+1
 	// entries), where the driver knows its counts.
 	fileStarts []int64
+	// inspected is what the driver found (Inspected).
+	inspected KnownFile
+	// late, if set, is a fragment planned from a KnownFile, whose driver
+	// inspects it on its first read.
+	late *lateInspect
 }
 
 // CacheKey names what a cache holds for f under a format's purpose: the

@@ -26,6 +26,9 @@ func (d *Scan) FindPages(ctx context.Context, i, unit int) error {
 	if !ok {
 		return nil
 	}
+	if err := f.inspectLate(ctx); err != nil {
+		return err
+	}
 	return guard(f.URL, fmt.Sprintf("unit %d", unit), func() error { return pf.FindPages(ctx, f, unit) })
 }
 
@@ -78,6 +81,15 @@ type PlanOptions struct {
 	Format string
 	// Cache, if set, keeps footers between plans. Default: none.
 	Cache Cache
+	// Known, if set, gives what an earlier plan found of a file (see
+	// KnownFile): the file is then not inspected at plan time, and its
+	// driver parses its footer (from Cache, where it holds it) when the
+	// file is first read, checking that it says what Known said (else
+	// reads of it fail with ErrNotAsKnown). It is asked of every file a
+	// listing found, and answers false for a file it does not know as
+	// listed (another size, modification time or ETag). Ignored for
+	// formats that settle their files together (text). Default: none.
+	Known func(f *Fragment) (KnownFile, bool)
 	// Filter, if set, keeps only the rows it passes. Row counts behind a
 	// filter are unknown until read. A filter with a method
 	// Check(*arrow.Schema) error (package filter's) is checked against the
@@ -208,25 +220,46 @@ func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts 
 			}
 		}
 	}
+	columns := func(f *Fragment) []string {
+		if f.fileCols != nil {
+			return f.fileColumns(inspected)
+		}
+		return inspected
+	}
+	known, late := lateFragments(frags, opts)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
 	for _, f := range frags {
+		if late[f] != nil {
+			continue
+		}
 		g.Go(func() error {
-			cols := inspected
-			if f.fileCols != nil {
-				cols = f.fileColumns(inspected)
+			err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, columns(f)) })
+			if k, ok := known[f]; ok && err == nil {
+				err = k.matches(f.URL, f.Units, f.Rows)
 			}
-			return guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, cols) })
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	for f, of := range late {
+		k := known[f]
+		f.Units, f.Rows, f.Schema = slices.Clone(k.Units), k.Rows, of.Schema
+		f.late = &lateInspect{columns: columns(f), known: k}
+	}
 	if err := settle(ctx, opts.Formats, frags); err != nil {
 		return nil, err
 	}
 	for _, f := range frags {
-		if err := f.planUnits(opts.Filter != nil || f.filter != nil); err != nil {
+		filtered := opts.Filter != nil || f.filter != nil
+		if k, ok := known[f]; ok && late[f] != nil {
+			f.inspected = KnownFile{Units: k.Units, Rows: k.Rows}
+		} else {
+			f.inspected = KnownFile{Units: unitsCopy(f.Units, filtered || f.Mask != nil), Rows: f.Rows}
+		}
+		if err := f.planUnits(filtered); err != nil {
 			return nil, err
 		}
 	}

@@ -151,6 +151,9 @@ func (d *Scan) Fetch(ctx context.Context, i int, r Range) (*Fetched, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.inspectLate(ctx); err != nil {
+		return nil, err
+	}
 	fe := &Fetched{frag: i, rng: r}
 	err = guard(f.URL, r.String(), func() (err error) {
 		fe.data, err = f.format.Fetch(ctx, f, d.request(f, fr, 0, nil))
@@ -194,6 +197,9 @@ func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem 
 	}
 	fr, err := f.fileRange(fe.rng)
 	if err != nil {
+		return err
+	}
+	if err := f.inspectLate(ctx); err != nil {
 		return err
 	}
 	var yieldErr error

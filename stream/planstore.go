@@ -33,8 +33,18 @@ var ErrPlanMismatch = planner.ErrMismatch
 // ErrPlanMismatch naming the first difference; delete the object, or use
 // another key, to plan the changed data.
 //
-// The plan carries what drivers keep in a formats.Cache (Parquet footers);
-// a driver that keeps nothing there reads its footers on every rank still.
+// The plan carries every file's units (row groups, stripes: their rows,
+// bytes and offsets) and what drivers keep in a formats.Cache (Parquet
+// footers), so that a rank plans without parsing footers: it parses one
+// file's of each schema while it opens, and each file's it reads when it
+// first reads it, from the plan (formats.PlanOptions.Known). A footer that
+// then says otherwise than the plan (a plan object changed by hand, or
+// ranks whose drivers are set otherwise) fails that read with
+// formats.ErrNotAsKnown, naming the file. A driver that keeps nothing in
+// the cache reads such footers from storage, and text files, whose types
+// are settled across files, are inspected on every rank still. Since
+// version 2 the object is binary (its header JSON); version 1 objects
+// (JSON) are read, with every footer parsed, as before.
 type PlanStore struct {
 	// Bucket holds the plan. The caller opens and closes it. Required.
 	Bucket *blob.Bucket

@@ -315,16 +315,25 @@ func TestSharedPlanCorrupt(t *testing.T) {
 			t.Fatalf("plan %q: got %v, want ErrCorrupt naming the key", raw, err)
 		}
 	}
-	// A plan that decodes but is for another dataset is a mismatch.
-	ps := planStore(t)
-	bad, _ := json.Marshal(planner.Object{Version: planner.Version, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planner.File{{URL: "file:///elsewhere.parquet"}}})
-	if err := ps.Bucket.WriteAll(ctx, ps.Key, bad, nil); err != nil {
+	// A plan that decodes but is for another dataset is a mismatch, in
+	// the layout of version 1 (JSON) as in this build's.
+	other := planner.Object{Version: 1, Plan: "abc", Columns: []string{"id", "label"}, ChunkBytes: 1 << 20, ShuffleWindow: 2000, Files: []planner.File{{URL: "file:///elsewhere.parquet"}}}
+	v1, _ := json.Marshal(other)
+	other.Version = planner.Version
+	v2, err := other.MarshalBinary()
+	if err != nil {
 		t.Fatal(err)
 	}
 	o := checkedOptions(t, dir)
-	o.PlanStore = ps
-	if _, err := Open(ctx, o); !errors.Is(err, ErrPlanMismatch) {
-		t.Fatalf("got %v, want ErrPlanMismatch", err)
+	for _, bad := range [][]byte{v1, v2} {
+		ps := planStore(t)
+		if err := ps.Bucket.WriteAll(ctx, ps.Key, bad, nil); err != nil {
+			t.Fatal(err)
+		}
+		o.PlanStore = ps
+		if _, err := Open(ctx, o); !errors.Is(err, ErrPlanMismatch) {
+			t.Fatalf("got %v, want ErrPlanMismatch", err)
+		}
 	}
 	o.PlanStore = &PlanStore{Key: "x"}
 	if _, err := Open(ctx, o); err == nil || !strings.Contains(err.Error(), "Bucket") {
@@ -401,4 +410,134 @@ func TestSharedPlanWalksOnce(t *testing.T) {
 			t.Error("without a shared plan no rank walked: the test does not cut a row group without a page index")
 		}
 	}
+}
+
+// A rank planning from a shared plan parses no footer but that of one
+// file of each schema while it opens (the plan carries every file's
+// units), and then the footers of the files it reads, as it reads them.
+func TestSharedPlanParsesOwnFooters(t *testing.T) {
+	dir := writeDataset(t, smallSpec) // 8 files of 3,000 rows
+	ps := planStore(t)
+	const world = 4
+	o := checkedOptions(t, dir)
+	o.WorldSize, o.NumSplits, o.PlanStore = world, world, ps
+	open(t, o) // rank 0 plans
+	parsed := func(ds *Dataset) (files []int) {
+		for i, f := range ds.Files() {
+			if f.Meta != nil {
+				files = append(files, i)
+			}
+		}
+		return files
+	}
+	for rank := 1; rank < world; rank++ {
+		o.Rank = rank
+		var rc readCounter
+		rc.wrap(&o)
+		ds := open(t, o)
+		if got := parsed(ds); !slicesEqualInt(got, []int{0}) {
+			t.Fatalf("rank %d parsed the footers of files %v opening: want only file 0's (the schema's)", rank, got)
+		}
+		got, _ := consume(t, ds, -1)
+		// Unshuffled, rank r's split is files 2r and 2r+1.
+		var want []int64
+		for id := int64(2*rank) * 3000; id < int64(2*rank+2)*3000; id++ {
+			want = append(want, id)
+		}
+		if ids := allIDs(got); !slicesEqual(ids, want) {
+			t.Fatalf("rank %d: %d rows, not ids [%d, %d) in order", rank, len(ids), want[0], want[len(want)-1]+1)
+		}
+		if got := parsed(ds); !slicesEqualInt(got, []int{0, 2 * rank, 2*rank + 1}) {
+			t.Fatalf("rank %d parsed the footers of files %v: want 0 and the two it read", rank, got)
+		}
+		// Its files' 24 row groups, each read once at most, and no footer.
+		if n := rc.reads.Load(); n == 0 || n > 24 {
+			t.Fatalf("rank %d made %d range reads: want at most one for each of its 24 row groups, and none of a footer", rank, n)
+		}
+	}
+}
+
+func slicesEqualInt(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A shared plan whose units were changed is refused: at Open where the
+// change shows in the footer digest or the fingerprint, and else by a
+// read of the changed file, once its footer is parsed, with
+// formats.ErrNotAsKnown, and never with other rows.
+func TestSharedPlanTamperedUnits(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	for _, tc := range []struct {
+		name   string
+		change func(u *formats.Unit)
+		atOpen bool
+	}{
+		{"offset", func(u *formats.Unit) { u.Offset++ }, true},
+		{"rows", func(u *formats.Unit) { u.Rows-- }, true},
+		{"decoded", func(u *formats.Unit) { u.Decoded++ }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := planStore(t)
+			o := checkedOptions(t, dir)
+			o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
+			open(t, o)
+			raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sp planner.Object
+			if err := sp.UnmarshalBinary(raw); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(&sp.Files[3].Units[0]) // read by rank 1
+			if raw, err = sp.MarshalBinary(); err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.Bucket.WriteAll(ctx, ps.Key, raw, nil); err != nil {
+				t.Fatal(err)
+			}
+			o.Rank = 1
+			ds, err := Open(ctx, o)
+			if tc.atOpen {
+				if !errors.Is(err, ErrPlanMismatch) {
+					t.Fatalf("got %v, want ErrPlanMismatch at Open", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			_, err = consumeErr(ds)
+			if !errors.Is(err, formats.ErrNotAsKnown) || !strings.Contains(err.Error(), "part-00003") {
+				t.Fatalf("got %v, want formats.ErrNotAsKnown naming part-00003", err)
+			}
+			o.Rank = 2 // reads files 4 and 5, as planned
+			got, _ := consume(t, open(t, o), -1)
+			if n := len(allIDs(got)); n != 6000 {
+				t.Fatalf("rank 2 got %d rows, want 6000", n)
+			}
+		})
+	}
+}
+
+// consumeErr reads ds's epoch to its end or its first error.
+func consumeErr(ds *Dataset) (rows int64, err error) {
+	for b, err := range ds.Batches(context.Background()) {
+		if err != nil {
+			return rows, err
+		}
+		rows += b.NumRows()
+		b.Release()
+	}
+	return rows, nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/split"
 )
@@ -39,16 +41,32 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 	cut := map[unit]bool{}    // units a piece reads part of
 	passes := map[unitPass]bool{}
 	perPass := map[unit]int{} // distinct passes reading a unit
+	// starts[f][u] is the row unit u of file f starts at: a piece's units
+	// are found by search, not by a walk of its file's units, which at
+	// thousands of splits over files of hundreds of units was most of a
+	// rank's start.
+	starts := make([][]int64, len(files))
 	for s, sp := range ep.Splits {
 		for _, p := range sp.Pieces {
 			if p.Start < 0 {
 				continue // whole units: never cut
 			}
-			var at int64
-			for u, un := range files[p.Fragment].Units {
-				lo, hi := at, at+un.Rows
-				at = hi
-				if hi <= p.Start || lo >= p.End {
+			units := files[p.Fragment].Units
+			if starts[p.Fragment] == nil {
+				at := make([]int64, len(units)+1)
+				for u, un := range units {
+					at[u+1] = at[u] + un.Rows
+				}
+				starts[p.Fragment] = at
+			}
+			at := starts[p.Fragment]
+			first, _ := slices.BinarySearch(at, p.Start+1)
+			for u := max(first-1, 0); u < len(units); u++ {
+				lo, hi := at[u], at[u+1]
+				if lo >= p.End {
+					break
+				}
+				if hi <= p.Start {
 					continue
 				}
 				k := unit{p.Fragment, u}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -159,8 +160,11 @@ func Drivers(format string, fs []formats.Format) ([]formats.Format, error) {
 // 0.3. Smaller chunks only mean more, smaller fetches of small row groups.
 const chunksPerWindow = 256
 
-// Version is the layout of the plan object.
-const Version = 1
+// Version is the layout of the plan object this build writes: 2 carries
+// every file's units, so that a rank plans without parsing footers, in a
+// binary object (see encodeObject). It reads 1 too (JSON, footers only),
+// as a job restarted on a newer build finds it.
+const Version = 2
 
 // Object is the plan object: what a rank needs to plan without reading
 // footers, and what it checks that the plan is its own.
@@ -173,8 +177,16 @@ type Object struct {
 	ShuffleWindow int      `json:"shuffle_window"`
 	Files         []File   `json:"files"`
 	// Cache holds what the drivers kept in their cache while planning,
-	// by cache key.
-	Cache []CacheEntry `json:"cache"`
+	// by cache key (version 2: in the object's binary part).
+	Cache []CacheEntry `json:"cache,omitempty"`
+
+	// Asked is what the files' units depend on beside the files (the
+	// columns as asked, the filter, the format named): a rank asking
+	// otherwise inspects the files itself. From version 2.
+	Asked string `json:"asked,omitempty"`
+
+	// byURL indexes Files, for known; set by decodeSharedPlan.
+	byURL map[string]int
 }
 
 // File is a file of the plan, as the rank that planned found it.
@@ -187,6 +199,16 @@ type File struct {
 	// Footer digests what planning learned of the file: format, units,
 	// counts, sizes and schema.
 	Footer string `json:"footer"`
+	// SchemaOf is the URL of the first file of the plan whose schema
+	// equals this one's (formats.KnownFile), from version 2.
+	SchemaOf string `json:"schema_of,omitempty"`
+	// Units are the units the driver's Inspect gave (version 2: they
+	// travel in the object's binary part), and hasUnits says they did.
+	Units []formats.Unit `json:"-"`
+	// Inspected is the file's rows as its driver found them, before a
+	// mask or a filter (Rows is after), from version 2.
+	Inspected int64 `json:"inspected_rows,omitempty"`
+	hasUnits  bool
 }
 
 // CacheEntry is what a driver kept in its formats.Cache while planning.
@@ -313,12 +335,12 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 		return Planned{}, err
 	}
 	own := describe(o, p, rec.entries())
-	raw, err := json.Marshal(own)
+	raw, err := own.MarshalBinary()
 	if err != nil {
 		p.Data.Close()
 		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
 	}
-	err = ps.Bucket.WriteAll(ctx, ps.Key, raw, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+	err = ps.Bucket.WriteAll(ctx, ps.Key, raw, &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
 	if err == nil {
 		return p, nil
 	}
@@ -374,7 +396,13 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 // the result is that plan.
 func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object) (Planned, error) {
 	po.Cache = &replayCache{got: sp.cacheMap(), next: po.Cache}
+	if sp.Asked == asked(o) {
+		po.Known = sp.known
+	}
 	p, err := planLocal(ctx, o, po)
+	if errors.Is(err, formats.ErrNotAsKnown) {
+		return p, fmt.Errorf("stream: shared plan %q: %w: %w", o.Store.Key, ErrMismatch, err)
+	}
 	if err != nil {
 		return p, err
 	}
@@ -389,20 +417,62 @@ func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object
 func describe(o Options, p Planned, cache []CacheEntry) *Object {
 	// The window as rows, however it was given: the rows are what the
 	// chunks and the order are made of.
-	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache}
+	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache, Asked: asked(o)}
+	var schemas []*formats.Fragment // the first file of each schema
 	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
-		sp.Files = append(sp.Files, File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f)})
+		in := f.Inspected()
+		file := File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f), Units: in.Units, Inspected: in.Rows, hasUnits: true}
+		i := slices.IndexFunc(schemas, func(g *formats.Fragment) bool {
+			return g.Schema.Equal(f.Schema) && g.Schema.Metadata().Equal(f.Schema.Metadata())
+		})
+		if i < 0 {
+			i = len(schemas)
+			schemas = append(schemas, f)
+		}
+		file.SchemaOf = schemas[i].URL
+		sp.Files = append(sp.Files, file)
 	}
 	return sp
+}
+
+// asked is Object.Asked of a rank's options.
+func asked(o Options) string {
+	cols, _ := json.Marshal(o.Plan.Columns) // null (every column) is not []
+	return fmt.Sprintf("columns %s filter %q format %q", cols, o.Filter, o.Plan.Format)
+}
+
+// known is what the plan found of f, where f is the file as the plan saw
+// it (formats.PlanOptions.Known).
+func (sp *Object) known(f *formats.Fragment) (formats.KnownFile, bool) {
+	if sp.byURL == nil {
+		return formats.KnownFile{}, false
+	}
+	i, ok := sp.byURL[f.URL]
+	if !ok {
+		return formats.KnownFile{}, false
+	}
+	file, obj := &sp.Files[i], f.Source.Object
+	if !file.hasUnits || file.Size != f.Size || file.ModTime != obj.ModTime.UnixNano() || file.ETag != obj.ETag {
+		return formats.KnownFile{}, false // changed: inspected, and refused by check
+	}
+	return formats.KnownFile{Units: file.Units, Rows: file.Inspected, SchemaOf: file.SchemaOf}, true
 }
 
 // footerDigest hashes what planning learned of a file.
 func footerDigest(f *formats.Fragment) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %d %d\n", f.Format, f.Size, f.Rows)
+	// The text of "u %d %d %d %v\n" for each unit (a plan object keeps
+	// the digest: it must not change), made without fmt: a rank of a
+	// thousand digests every row group of the plan as it starts.
+	line := make([]byte, 0, 64)
 	for _, u := range f.Units {
-		fmt.Fprintf(h, "u %d %d %d %v\n", u.Rows, u.Bytes, u.Offset, u.Paged)
+		line = strconv.AppendInt(append(line[:0], "u "...), u.Rows, 10)
+		line = strconv.AppendInt(append(line, ' '), u.Bytes, 10)
+		line = strconv.AppendInt(append(line, ' '), u.Offset, 10)
+		line = append(strconv.AppendBool(append(line, ' '), u.Paged), '\n')
+		h.Write(line)
 	}
 	if f.Schema != nil {
 		fmt.Fprintln(h, f.Schema.String())
@@ -470,22 +540,46 @@ func (sp *Object) cacheMap() map[string][]byte {
 // decodeSharedPlan parses a plan object; it comes from a bucket, so it is
 // checked, not trusted.
 func decodeSharedPlan(raw []byte) (*Object, error) {
-	var sp Object
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sp); err != nil {
-		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the plan", formats.ErrCorrupt)
+	var sp *Object
+	switch {
+	case bytes.HasPrefix(raw, []byte(objectMagic)):
+		var err error
+		if sp, err = decodeObject(raw); err != nil {
+			return nil, err
+		}
+		if sp.Version < 2 {
+			return nil, fmt.Errorf("%w: plan version %d in a binary object, which version 2 began", formats.ErrCorrupt, sp.Version)
+		}
+	case bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{")):
+		sp = new(Object)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(sp); err != nil {
+			return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("%w: data after the plan", formats.ErrCorrupt)
+		}
+		if sp.Version != 1 {
+			return nil, fmt.Errorf("%w: plan version %d in JSON, which only version 1 was", formats.ErrCorrupt, sp.Version)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %w", formats.ErrCorrupt, errNoMagic)
 	}
 	switch {
-	case sp.Version != Version:
-		return nil, fmt.Errorf("%w: plan version %d, this build reads %d", formats.ErrCorrupt, sp.Version, Version)
+	case sp.Version > Version:
+		return nil, fmt.Errorf("%w: plan version %d, this build reads %d and older", formats.ErrCorrupt, sp.Version, Version)
 	case sp.Plan == "" || len(sp.Files) == 0:
 		return nil, fmt.Errorf("%w: plan without a fingerprint or files", formats.ErrCorrupt)
 	}
-	return &sp, nil
+	sp.byURL = make(map[string]int, len(sp.Files))
+	for i, f := range sp.Files {
+		if _, ok := sp.byURL[f.URL]; ok {
+			return nil, fmt.Errorf("%w: file %s twice in the plan", formats.ErrCorrupt, f.URL)
+		}
+		sp.byURL[f.URL] = i
+	}
+	return sp, nil
 }
 
 // load reads the plan, or returns nil if there is none.
