@@ -183,7 +183,9 @@ func (a *ahead) admit(ctx context.Context, n int64) error {
 		wake := a.changed
 		var tick *time.Timer
 		var ticked <-chan time.Time
-		if len(a.pending) > 0 {
+		// While fetches are out, or before the first has returned (its
+		// request may not be recorded yet), their age may open the gate.
+		if len(a.pending) > 0 || len(a.latencies) == 0 {
 			tick = time.NewTimer(aheadTick)
 			ticked = tick.C
 		}
