@@ -298,6 +298,10 @@ func nearFull(mean float64, capacity int) bool {
 //
 //	io-bound: 5210 rows/s, stall 41.3%, raw 0.2/8 (0.0 MB), prefetch 0.0/4 (0.0 MB), fetch 7.9s, transform 0.6s, read 96.0 MB in 12 requests, 1200000 rows unscanned
 //
+// It starts with [Snapshot.Advice] (the diagnosis, or "io-bound: raise Limits.FetchAheadBytes"),
+// and where a fetch stage reports its bytes ahead, ends with them, their budget, what the latency
+// and rate call for, and the fetch latency's median and 99th percentile, as in ", ahead
+// 12.0/268.4 MB (wants 40.2 MB), fetch p50 21.5 ms p99 27.1 ms".
 // The diagnosis, the stall and the queue depths are those of the last window (Recent), the
 // figures the diagnosis is read from; where the consumer waited for iterations' first batches,
 // which the stall leaves out, their share of the window follows it, as in "stall 0.2% (+6.1% at

@@ -98,7 +98,9 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 	if !advised {
 		t.Errorf("1-byte budget: advice along the epoch %v, want the budget raised", narrow.waits)
 	}
-	if slices.ContainsFunc(wide.waits, func(a string) bool { return a != metrics.IOBound && a != metrics.Balanced && a != metrics.ConsumerBound }) {
+	if slices.ContainsFunc(wide.waits, func(a string) bool {
+		return a != metrics.IOBound && a != metrics.Balanced && a != metrics.ConsumerBound
+	}) {
 		t.Errorf("default budget: advice along the epoch %v, want none to raise the budget", wide.waits)
 	}
 }
