@@ -23,11 +23,12 @@ import (
 func TestFetchAheadFollowsLatency(t *testing.T) {
 	dir := writeDataset(t, synth.Spec{Files: 4, RowsPerFile: 4000, RowGroupRows: 250, Seed: 3})
 	const rtt = 100 * time.Millisecond
-	opts := func(t *testing.T, budget int64, delay time.Duration) Options {
+	opts := func(t *testing.T, budget int64, delay time.Duration, fetches int) Options {
 		o := checkedOptions(t, dir)
 		o.ShuffleWindow, o.BatchSize = 250, 250 // a window a row group, 64 of them
 		o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 1, 1
 		o.Limits.FetchAheadBytes = budget
+		o.Limits.FetchConcurrency = fetches
 		o.Metrics = metrics.NewWithOptions(metrics.Options{Window: time.Second})
 		// A request a row group: more than the 16 a bucket takes at once
 		// by default, which would bound the requests in flight first.
@@ -37,7 +38,7 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 		}
 		return o
 	}
-	want := epochIDs(t, open(t, opts(t, 0, 0)))
+	want := epochIDs(t, open(t, opts(t, 0, 0, 0)))
 
 	type run struct {
 		ids   []int64
@@ -45,10 +46,10 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 		snap  metrics.Snapshot
 		waits []string
 	}
-	stream := func(t *testing.T, budget int64) run {
+	stream := func(t *testing.T, budget int64, fetches int) run {
 		var r run
 		synctest.Test(t, func(t *testing.T) {
-			ds := open(t, opts(t, budget, rtt))
+			ds := open(t, opts(t, budget, rtt, fetches))
 			start := time.Now()
 			for b, err := range ds.Batches(context.Background()) {
 				if err != nil {
@@ -66,9 +67,11 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 		return r
 	}
 
-	wide := stream(t, 0) // the default budget
-	narrow := stream(t, 1)
-	for name, r := range map[string]run{"default budget": wide, "1-byte budget": narrow} {
+	wide := stream(t, 0, 0) // the default budget
+	narrow := stream(t, 1, 0)
+	// The read-ahead as it was: 8 windows (as many as a fetch joins).
+	pinned := stream(t, 0, 8)
+	for name, r := range map[string]run{"default budget": wide, "1-byte budget": narrow, "8 windows": pinned} {
 		if !slices.Equal(r.ids, want) {
 			t.Fatalf("%s: %d ids, not those of the stream without latency (%d)", name, len(r.ids), len(want))
 		}
@@ -81,7 +84,10 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 	if wide.took > rtt*3/2 {
 		t.Errorf("default budget: an epoch took %v with reads %v away, want one latency", wide.took, rtt)
 	}
-	t.Logf("an epoch with reads %v away: %v with the default budget, %v with 1 byte", rtt, wide.took, narrow.took)
+	if pinned.took < 2*wide.took {
+		t.Errorf("FetchConcurrency 8: an epoch took %v, the default budget %v: a fixed count should not hide the latency", pinned.took, wide.took)
+	}
+	t.Logf("an epoch with reads %v away: %v with the default budget, %v with 1 byte, %v with 8 windows", rtt, wide.took, narrow.took, pinned.took)
 	if narrow.took < 2*wide.took {
 		t.Errorf("1-byte budget: an epoch took %v, the default budget %v: the budget should bound the bytes in flight", narrow.took, wide.took)
 	}
