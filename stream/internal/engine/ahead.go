@@ -12,10 +12,12 @@ import (
 // How far the fetch stage reads ahead follows Little's law: to keep the
 // decoders fed, the stored bytes requested and not yet taken by a decoder
 // must be the rate the stream takes bytes times the time a request takes.
-// A fixed number of windows cannot be right: 8 windows hid 20 ms on the
-// reference machine at the bench's rate and not 100 ms, and at 0 ms they
-// only held memory. So the fetch stage admits a window while the bytes
-// ahead stay under a target that it keeps computing from what it measures:
+// A fixed number of windows cannot be right for every store: 8 windows ran
+// at 0.68 of the 0 ms rate with every read 20 ms away on the reference
+// machine, took 7 round trips for an epoch that needs one 100 ms away
+// (TestFetchAheadFollowsLatency), and at 0 ms only held memory. So the
+// fetch stage admits a window while the bytes ahead stay under a target
+// that it keeps computing from what it measures:
 //
 //	target = aheadHeadroom × rate × latency
 //
@@ -23,8 +25,8 @@ import (
 // to bytes in memory, waits for Storage.MaxRequests included), or the age
 // of the oldest fetch in flight where that is longer (a lower bound on the
 // latency known before any fetch returns, and as soon as requests slow
-// down), and rate is
-// the bytes per second the decoders take from the fetch stage; while they
+// down), and rate is the bytes per second the decoders take from the fetch
+// stage; while they
 // wait for bytes that rate is the fetch stage's own, not the demand, so it
 // is then the rate the decoders decode at (their busy time's), which is
 // what they would take if fed. The consumer's pace reaches the rate through
@@ -34,7 +36,7 @@ import (
 // The target never exceeds Limits.FetchAheadBytes, the budget: a target
 // above it is what the metrics show as the budget holding the stream back
 // (metrics.Snapshot.Advice). The next window in order is always admitted,
-// as are the windows that keep every decoder busy (aheadFloor), whatever
+// as are the windows that keep every decoder busy (ahead.floor), whatever
 // the bytes: the stream never stalls on its bound.
 //
 // What was learned lives on the engine, so that the next epoch's iteration
