@@ -112,7 +112,7 @@ func TestHarnessTiny(t *testing.T) {
 	for _, name := range []string{
 		"floor", "sequential", "sequential_1goroutine", "shuffled", "sequential_2ranks", "shuffled_2ranks",
 		"read_concurrency_1", "read_concurrency_2", "read_concurrency_4", "transform_1", "transform_2", "transform_4",
-		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "memory_1x", "memory_4x",
+		"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "latency_50ms", "latency_100ms", "memory_1x", "memory_4x",
 		"scaling_p1_sequential", "scaling_p1_shuffled",
 		"arrowgo_sequential", "duckdb_sequential", "duckdb_native", "lancedb_sequential", "lancedb_shuffled", "lancedb_shuffled_clump16", "take_random_1024", "mix_3sources",
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
@@ -144,7 +144,10 @@ func TestHarnessTiny(t *testing.T) {
 	for name, fields := range map[string][]string{
 		"transform_2":           {"speedup"},
 		"transform_4":           {"speedup"},
-		"latency_20ms":          {"ratio_vs_0ms"},
+		"latency_0ms":           {"peak_heap_bytes", "first_batch_seconds"},
+		"latency_20ms":          {"ratio_vs_0ms", "whole_run_ratio_vs_0ms", "peak_heap_bytes", "peak_heap_vs_0ms", "fetch_latency_p50_seconds"},
+		"latency_50ms":          {"ratio_vs_0ms", "peak_heap_bytes", "peak_heap_vs_0ms"},
+		"latency_100ms":         {"ratio_vs_0ms", "peak_heap_bytes", "peak_heap_vs_0ms", "unhidden_seconds"},
 		"memory_1x":             {"peak_heap_bytes"},
 		"memory_4x":             {"peak_heap_bytes", "ratio_4x"},
 		"scaling_p1_sequential": {"gomaxprocs", "best_rows_per_s", "ratio_default_vs_best", "arrowgo_rows_per_s", "ratio_vs_arrowgo"},

@@ -25,6 +25,7 @@ import (
 type measurement struct {
 	rows, batches int64
 	seconds       float64 // open (footers) to the last batch, inclusive
+	firstBatch    float64 // open to the first batch: planning and the pipeline's first fill
 	cpuSeconds    float64 // user and system CPU of the process meanwhile
 	readBytes     int64   // every byte read from storage, footers included
 	readRequests  int64
@@ -45,6 +46,16 @@ func (m measurement) rowsPerSec() float64 {
 		return 0
 	}
 	return float64(m.rows) / m.seconds
+}
+
+// rowsPerSecPast is the rows/s with unhidden seconds taken out of the run's
+// time: the latencies no read-ahead can hide, as those of the footers and
+// of the first bytes.
+func (m measurement) rowsPerSecPast(unhidden float64) float64 {
+	if m.seconds <= unhidden {
+		return m.rowsPerSec()
+	}
+	return float64(m.rows) / (m.seconds - unhidden)
 }
 
 // ioAmplification is bytes read over the stored bytes of what was selected.
@@ -215,6 +226,9 @@ func measureStream(ctx context.Context, r streamRun) (measurement, error) {
 			for b, err := range ds.Batches(ctx) {
 				if err != nil {
 					return m, err
+				}
+				if m.batches == 0 {
+					m.firstBatch = time.Since(start).Seconds()
 				}
 				m.rows += b.NumRows()
 				m.batches++

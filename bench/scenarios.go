@@ -37,7 +37,7 @@ var scenarios = []scenario{
 	{name: "read_concurrency", lines: []string{"read_concurrency_1", "read_concurrency_2", "read_concurrency_4"}, run: (*env).readConcurrency},
 	{name: "scaling", lines: scalingLines, run: (*env).scaling},
 	{name: "transform", lines: []string{"transform_1", "transform_2", "transform_4"}, run: (*env).transform},
-	{name: "latency", lines: []string{"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8"}, run: (*env).latency},
+	{name: "latency", lines: []string{"latency_0ms", "latency_20ms", "latency_20ms_read_concurrency_8", "latency_50ms", "latency_100ms"}, run: (*env).latency},
 	{name: "memory", lines: []string{"memory_1x", "memory_4x"}, run: (*env).memory},
 	{name: "peers", lines: peerLines, run: (*env).peersScenario},
 	{name: "text", lines: textLines, run: (*env).textScenario},
@@ -491,57 +491,132 @@ func (e *env) transform(ctx context.Context) error {
 	return nil
 }
 
+// latencyMore are the delays the latency scenario streams at with default
+// options besides cfg.Latency: what object stores answer in to the first
+// byte, 20 to 100 ms.
+var latencyMore = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
+
 // latency streams the dataset through a bucket that delays every range
-// read, and the same without delay, with default options and with 8 read
-// goroutines.
+// read, and the same without delay, with default options (and at
+// cfg.Latency with 8 read goroutines). The fetch stage keeps bytes ahead of
+// the decoders by the latency it measures, so the rate should not depend on
+// the delay, nor the heap much. Each line samples the Go heap as the
+// memory scenario does and keeps the smallest peak of its runs.
 func (e *env) latency(ctx context.Context) error {
 	d := e.cfg.Latency
-	ms := d.Milliseconds()
 	files := e.data.files
 	if n := e.cfg.LatencyFiles; n > 0 && n < len(files) {
 		files = files[:n]
 	}
-	once := func(rc int, delay time.Duration) (measurement, error) {
+	type run struct {
+		m    measurement
+		heap int64
+	}
+	once := func(rc int, delay time.Duration) (run, error) {
 		o := e.opts()
 		o.Limits.ReadConcurrency = rc
+		runtime.GC()
+		h := startHeapSampler(2 * time.Millisecond)
 		m, err := measureStream(ctx, streamRun{urls: files, opts: o, latency: delay, wrap: true})
+		heap, _ := h.finish()
 		if err == nil {
 			err = expectRows(m, int64(len(files))*int64(e.data.spec.RowsPerFile))
 		}
-		return m, err
+		return run{m, heap}, err
 	}
-	zero, err := e.paired(ctx, func() (measurement, error) { return once(0, 0) })
+	zeroHeap := int64(-1)
+	zero, err := e.paired(ctx, func() (measurement, error) {
+		r, err := once(0, 0)
+		if err == nil && (zeroHeap < 0 || r.heap < zeroHeap) {
+			zeroHeap = r.heap
+		}
+		return r.m, err
+	})
 	if err != nil {
 		return err
 	}
 	r := e.result("latency_0ms", zero)
 	r.set("options", "defaults, reads through the latency wrapper at 0 ms")
 	r.set("files", len(files))
+	r.set("peak_heap_bytes", zeroHeap)
+	r.set("first_batch_seconds", zero.m.firstBatch)
 	if err := e.emit(r); err != nil {
 		return err
 	}
-	for _, rc := range []int{0, 8} {
-		runtime.GC()
-		m, err := once(rc, d) // one run: waiting dominates, noise does not
-		if err != nil {
-			return err
+	type line struct {
+		rc    int
+		delay time.Duration
+	}
+	lines := []line{{0, d}, {8, d}}
+	for _, more := range latencyMore {
+		if more != d {
+			lines = append(lines, line{0, more})
 		}
+	}
+	for _, l := range lines {
+		// The fastest of a few runs, each right after a run at 0 ms
+		// that it is compared with: the machine's speed drifts by tens
+		// of percent within a minute when it is shared, so a 0 ms run
+		// from another stretch of time says more of the neighbours.
+		var best run
+		var rates, heaps []float64
+		pairedZero := 0.0
+		for i := range max(e.cfg.Reps, 1) {
+			z, err := once(l.rc, 0)
+			if err != nil {
+				return err
+			}
+			pairedZero = max(pairedZero, z.m.rowsPerSec())
+			got, err := once(l.rc, l.delay)
+			if err != nil {
+				return err
+			}
+			rates = append(rates, got.m.rowsPerSec())
+			heaps = append(heaps, float64(got.heap))
+			if i == 0 || got.m.rowsPerSec() > best.m.rowsPerSec() {
+				best.m = got.m
+			}
+			if i == 0 || got.heap < best.heap {
+				best.heap = got.heap
+			}
+		}
+		ms := l.delay.Milliseconds()
 		name := fmt.Sprintf("latency_%dms", ms)
 		opts := fmt.Sprintf("defaults (%s)", defaultConcurrency(runtime.GOMAXPROCS(0)))
-		if rc != 0 {
-			name = fmt.Sprintf("latency_%dms_read_concurrency_%d", ms, rc)
-			opts = fmt.Sprintf("ReadConcurrency %d", rc)
+		if l.rc != 0 {
+			name = fmt.Sprintf("latency_%dms_read_concurrency_%d", ms, l.rc)
+			opts = fmt.Sprintf("ReadConcurrency %d", l.rc)
 		}
-		s := e.single(m)
-		s.baseline = zero.baseline
+		s := sample{m: best.m, rates: rates, baseline: zero.baseline}
 		r := e.result(name, s)
 		r.set("options", opts)
 		r.set("files", len(files))
 		r.set("latency_ms", ms)
-		r.set("zero_ms_rows_per_s", zero.m.rowsPerSec())
-		r.set("ratio_vs_0ms", m.rowsPerSec()/zero.m.rowsPerSec())
-		if rc == 0 {
-			r.target("ratio_vs_0ms", ">=", 0.8)
+		r.set("zero_ms_rows_per_s", pairedZero)
+		// What the read-ahead can hide: the first batch waits for the
+		// footers (one read each, in parallel) and then for the first
+		// bytes, a latency each that no read-ahead hides and a training
+		// job pays once (first_batch_seconds shows them). On the quick
+		// dataset the 0 ms run is shorter than one 100 ms latency, so the
+		// whole run's ratio (whole_run_ratio_vs_0ms) says more of the
+		// dataset's size than of the stream; ratio_vs_0ms leaves those two
+		// latencies out of the run's time, and everything else, every
+		// later fetch's wait included, in.
+		unhidden := 2 * l.delay.Seconds()
+		r.set("unhidden_seconds", unhidden)
+		r.set("ratio_vs_0ms", best.m.rowsPerSecPast(unhidden)/pairedZero)
+		r.set("whole_run_ratio_vs_0ms", best.m.rowsPerSec()/pairedZero)
+		r.set("first_batch_seconds", best.m.firstBatch)
+		r.set("peak_heap_bytes", best.heap)
+		r.set("peak_heap_runs", heaps)
+		r.set("zero_ms_peak_heap_bytes", zeroHeap)
+		r.set("peak_heap_vs_0ms", float64(best.heap)/float64(zeroHeap))
+		snap := best.m.snap
+		r.set("fetch_latency_p50_seconds", snap.FetchLatencyP50Seconds)
+		r.set("fetch_latency_p99_seconds", snap.FetchLatencyP99Seconds)
+		if l.rc == 0 {
+			r.target("ratio_vs_0ms", ">=", 0.9)
+			r.target("peak_heap_vs_0ms", "<=", 1.5)
 		}
 		if err := e.emit(r); err != nil {
 			return err

@@ -74,6 +74,7 @@ var datasetOptions = map[string]func(o *openOptions) any{
 	"prefetch_batches":      func(o *openOptions) any { return &o.Limits.PrefetchBatches },
 	"prefetch_windows":      func(o *openOptions) any { return &o.Limits.PrefetchWindows },
 	"prefetch_bytes":        func(o *openOptions) any { return &o.Limits.PrefetchBytes },
+	"fetch_ahead_bytes":     func(o *openOptions) any { return &o.Limits.FetchAheadBytes },
 	"read_batch_size":       func(o *openOptions) any { return &o.Limits.ReadBatchSize },
 	"take_cache_bytes":      func(o *openOptions) any { return &o.Limits.TakeCacheBytes },
 	"plan_concurrency":      func(o *openOptions) any { return &o.Limits.PlanConcurrency },

@@ -110,6 +110,10 @@ type Pipeline struct {
 
 	// win holds the queue depths and their integrals over time, under its own lock.
 	win window
+
+	// The fetch stage's bytes ahead of the decoders (fetch.go).
+	aheadBytes, aheadTarget, aheadBudget atomic.Int64
+	latencies                            [latencyBuckets]atomic.Int64
 }
 
 // backendReads are the I/O counters of one storage backend.
@@ -337,6 +341,7 @@ func (p *Pipeline) Snapshot() Snapshot {
 			s.ReadRequests += b.Requests
 		}
 	}
+	p.fetchFigures(&s)
 	s.derive()
 	return s
 }

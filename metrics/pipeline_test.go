@@ -270,6 +270,8 @@ func TestSnapshotJSON(t *testing.T) {
 	p.AddConsumed(100, 1)
 	p.AddRead("gs", 2048, 3)
 	p.SetPrefetchQueue(2, 10)
+	p.SetFetchAhead(1<<20, 3<<20, 4<<20)
+	p.AddFetchLatency(100 * time.Microsecond)
 	advance(4 * time.Second)
 	p.AddConsumerWait(time.Second)
 
@@ -305,6 +307,14 @@ func TestSnapshotJSON(t *testing.T) {
 
 		"raw_queue_item_seconds":      0.0,
 		"prefetch_queue_item_seconds": 8.0,
+
+		"fetch_ahead_bytes":         1048576.0,
+		"fetch_ahead_target_bytes":  3145728.0,
+		"fetch_ahead_budget_bytes":  4194304.0,
+		"fetch_budget_use":          0.25,
+		"fetch_latency_p50_seconds": 0.0001,
+		"fetch_latency_p90_seconds": 0.0001,
+		"fetch_latency_p99_seconds": 0.0001,
 	}
 	for k, v := range want {
 		if fields[k] != v {

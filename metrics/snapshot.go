@@ -82,6 +82,28 @@ type Snapshot struct {
 	// fraction are read.
 	Recent Recent `json:"recent"`
 
+	// FetchAheadBytes is the stored bytes the fetch stage holds ahead of the decoders: requested
+	// and in flight, or fetched and not yet taken by a decoder (gauge).
+	FetchAheadBytes int64 `json:"fetch_ahead_bytes"`
+	// FetchAheadTargetBytes is what the measured latency and rate call for: the rate the
+	// decoders take bytes at (their decode rate while they wait for bytes) times a high quantile
+	// of the recent fetches' latency, with headroom, before the budget caps it (gauge; 0 until a
+	// fetch has returned). Above FetchAheadBudgetBytes, the budget holds the stream back.
+	FetchAheadTargetBytes int64 `json:"fetch_ahead_target_bytes"`
+	// FetchAheadBudgetBytes is the budget the fetch stage holds its bytes ahead within
+	// (stream.Limits.FetchAheadBytes; gauge, 0 if no fetch stage reports to the Pipeline).
+	FetchAheadBudgetBytes int64 `json:"fetch_ahead_budget_bytes"`
+	// FetchBudgetUse is FetchAheadBytes / FetchAheadBudgetBytes: the budget's use now.
+	FetchBudgetUse float64 `json:"fetch_budget_use"`
+	// FetchLatencyP50Seconds, FetchLatencyP90Seconds and FetchLatencyP99Seconds are quantiles of
+	// the fetches' durations in the interval, from request to bytes in memory, in seconds (to
+	// within 19%: they are counted in buckets); 0 when there was none.
+	FetchLatencyP50Seconds float64 `json:"fetch_latency_p50_seconds"`
+	FetchLatencyP90Seconds float64 `json:"fetch_latency_p90_seconds"`
+	FetchLatencyP99Seconds float64 `json:"fetch_latency_p99_seconds"`
+	// fetchLatencies are the counts of the latency buckets, for Since.
+	fetchLatencies []int64
+
 	// RowsPerSecond is ConsumedRows / ElapsedSeconds: the throughput the training loop saw.
 	RowsPerSecond float64 `json:"rows_per_second"`
 	// DataStallFraction is (Recent.ConsumerWaitSeconds - Recent.StartWaitSeconds) /
@@ -139,6 +161,7 @@ func (s *Snapshot) derive() {
 		stalled := s.Recent.ConsumerWaitSeconds - s.Recent.StartWaitSeconds
 		s.DataStallFraction = min(max(stalled/s.Recent.Seconds, 0), 1)
 	}
+	s.deriveFetch()
 }
 
 // Since returns the figures of the interval from prev to s, where prev is an earlier snapshot of
@@ -169,6 +192,15 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 	for name, b := range d.Backends {
 		p := prev.Backends[name]
 		d.Backends[name] = BackendReads{Bytes: b.Bytes - p.Bytes, Requests: b.Requests - p.Requests}
+	}
+	if s.fetchLatencies != nil {
+		d.fetchLatencies = make([]int64, len(s.fetchLatencies))
+		for i, n := range s.fetchLatencies {
+			if i < len(prev.fetchLatencies) {
+				n -= prev.fetchLatencies[i]
+			}
+			d.fetchLatencies[i] = n
+		}
 	}
 	d.derive()
 	return d
@@ -266,6 +298,10 @@ func nearFull(mean float64, capacity int) bool {
 //
 //	io-bound: 5210 rows/s, stall 41.3%, raw 0.2/8 (0.0 MB), prefetch 0.0/4 (0.0 MB), fetch 7.9s, transform 0.6s, read 96.0 MB in 12 requests, 1200000 rows unscanned
 //
+// It starts with [Snapshot.Advice] (the diagnosis, or "io-bound: raise Limits.FetchAheadBytes"),
+// and where a fetch stage reports its bytes ahead, ends with them, their budget, what the latency
+// and rate call for, and the fetch latency's median and 99th percentile, as in ", ahead
+// 12.0/268.4 MB (wants 40.2 MB), fetch p50 21.5 ms p99 27.1 ms".
 // The diagnosis, the stall and the queue depths are those of the last window (Recent), the
 // figures the diagnosis is read from; where the consumer waited for iterations' first batches,
 // which the stall leaves out, their share of the window follows it, as in "stall 0.2% (+6.1% at
@@ -274,10 +310,10 @@ func nearFull(mean float64, capacity int) bool {
 // (10^6 bytes) the queue holds now. Fetch and transform seconds are summed over goroutines.
 func (s Snapshot) String() string {
 	return fmt.Sprintf("%s: %.0f rows/s, stall %.1f%%%s, raw %s, prefetch %s, fetch %.1fs, transform %.1fs, read %.1f MB in %d requests, %d rows unscanned",
-		s.Diagnosis(), s.RowsPerSecond, 100*s.DataStallFraction, s.startNote(),
+		s.Advice(), s.RowsPerSecond, 100*s.DataStallFraction, s.startNote(),
 		queue(s.Recent.RawQueueItems, s.RawQueueCapacity, s.RawQueueBytes),
 		queue(s.Recent.PrefetchQueueItems, s.PrefetchQueueCapacity, s.PrefetchQueueBytes),
-		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows) + skippedNote(s.SkippedRows)
+		s.FetchSeconds, s.TransformSeconds, megabytes(s.ReadBytes), s.ReadRequests, s.UnscannedRows) + skippedNote(s.SkippedRows) + s.fetchNote()
 }
 
 // startNote is the health line's mention of the waits for iterations' first batches, which

@@ -30,7 +30,7 @@ type Estimate struct {
 	// and a shuffled one is permuted into a copy of its decoded rows, so it
 	// peaks at about WindowStoredBytes + 2 × WindowBytes (PeakBytes); the
 	// stream holds up to PrefetchWindows windows decoded and the stored
-	// bytes of up to FetchConcurrency fetched ahead.
+	// stored bytes of windows fetched ahead, up to Limits.FetchAheadBytes.
 	WindowBytes       int64
 	WindowStoredBytes int64
 	// WindowDecodedBytes is the decoded memory of the rows the largest

@@ -242,26 +242,25 @@ type Options struct {
 // more windows at once: see each field, and PrefetchBytes for a cap that
 // does not grow with the cores.
 type Limits struct {
-	// FetchConcurrency is the number of windows whose stored bytes are
-	// fetched at once, ahead of decoding; within a window every column chunk
-	// is fetched at once too. Fetching is I/O, so more than the decoders: the
-	// fetches that must be in flight to keep them fed grow with the rate they
-	// decode at (Little's law), and 4 per decoder hide 20 ms of latency per
-	// request on the reference machine (see docs/performance.md); never
-	// fewer than 8, so that one decoder still overlaps its waits. Requests
-	// to one bucket are bounded further by Options.Storage.MaxRequests. Each fetched
-	// window not yet decoded holds its stored bytes, up to FetchConcurrency
-	// of them when decoding is the bottleneck.
+	// FetchConcurrency, if positive, pins the number of windows whose
+	// stored bytes are fetched at once, ahead of decoding, at most (within a
+	// window every column chunk is fetched at once too); FetchAheadBytes
+	// still bounds their bytes. Left at 0, the windows in flight are as
+	// many as FetchAheadBytes and the measured latency call for, up to 128.
+	// Requests to one bucket are bounded further by
+	// Options.Storage.MaxRequests.
 	// It is also how far a window's fetch looks ahead for neighbours: the
-	// pieces of the next FetchConcurrency-1 windows that are adjacent rows
-	// of one file to its own join its request (up to 8 MiB), and those
-	// windows take them from it; such bytes count toward PrefetchBytes as
-	// their own window's, once that window's fetch has its turn. Where the
-	// request stops inside a row group read a window at a time (see
-	// Options.ShuffleWindow), the rows that follow in it, from the next windows of
-	// the same split too, join it up to four pages of every column, so
-	// that the pages at the cut are fetched once.
-	// Default max(8, 4 × ReadConcurrency): 8 on 1 and 2 cores, 64 on 16.
+	// pieces of the next FetchConcurrency-1 windows (max(8, 4 ×
+	// ReadConcurrency) where it is 0: 8 on 1 and 2 cores, 64 on 16) that
+	// are adjacent rows of one file to its own join its request (up to 8
+	// MiB), and those windows take them from it; such bytes count toward
+	// PrefetchBytes as their own window's, once that window's fetch has its
+	// turn. Where the request stops inside a row group read a window at a
+	// time (see Options.ShuffleWindow), the rows that follow in it, from the
+	// next windows of the same split too, join it up to four pages of every
+	// column, so that the pages at the cut are fetched once. Which requests
+	// are made depends on the options, never on timing.
+	// Default 0: as FetchAheadBytes decides.
 	FetchConcurrency int
 	// ReadConcurrency is the number of goroutines decoding fetched windows
 	// ahead of the consumer. Decoding is CPU work and the bulk of a
@@ -300,6 +299,30 @@ type Limits struct {
 	// PrefetchWindows and FetchConcurrency grow with them.
 	// Default 0: bounded by PrefetchWindows and FetchConcurrency only.
 	PrefetchBytes int64
+	// FetchAheadBytes is the budget of stored bytes the fetch stage may
+	// hold ahead of the decoders: requested and in flight, or fetched and
+	// not yet taken by a decoder. Within it, the bytes ahead follow Little's
+	// law: the rate the stream takes bytes (the consumer's, through the
+	// decoded queue's backpressure; while the decoders wait for bytes, the
+	// rate they decode at) times the latency of recent fetches (their 90th
+	// percentile, request to bytes in memory), doubled for headroom. A fast
+	// local disk so holds about one window per decoder, and a bucket 100 ms
+	// away as many as keep the decoders busy through a request's wait, up
+	// to the budget. The latency a budget hides is about FetchAheadBytes /
+	// (2 × the stored bytes a second the stream takes): the default hides
+	// 100 ms at 1.3 GB/s of stored bytes, some 35M rows/s of the bench's
+	// rows (docs/storage.md has the table). One window is always ahead,
+	// and one per decoder, whatever their bytes, so a budget below a
+	// window's slows the stream but never stops it. When the stream waits
+	// on I/O and the latency and rate call for more than the budget, the
+	// metrics' advice says "io-bound: raise Limits.FetchAheadBytes"
+	// (metrics.Snapshot.Advice); the bytes ahead, what they would be
+	// without the budget, and the fetch latency quantiles are in the
+	// snapshot. Each fetched window is its stored bytes of memory, so this
+	// is the most memory the fetch stage holds (and the Go heap up to about
+	// twice that between collections).
+	// Default 256 MiB, about 1% of a 2-core 24 GiB machine's memory.
+	FetchAheadBytes int64
 	// ReadBatchSize is the number of rows per decode call. Default 65536.
 	ReadBatchSize int
 	// TakeCacheBytes bounds the cache that Take and Locate keep: decoded
@@ -396,13 +419,13 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 	return o, nil
 }
 
+// DefaultFetchAheadBytes is Limits.FetchAheadBytes's default: 256 MiB.
+const DefaultFetchAheadBytes = 256 << 20
+
 // withDefaults fills in l's defaults on procs cores.
 func (l Limits) withDefaults(procs int) Limits {
 	if l.ReadConcurrency == 0 {
 		l.ReadConcurrency = max(2, procs)
-	}
-	if l.FetchConcurrency == 0 && l.ReadConcurrency > 0 {
-		l.FetchConcurrency = max(8, 4*l.ReadConcurrency)
 	}
 	if l.TransformConcurrency == 0 {
 		l.TransformConcurrency = procs
@@ -419,6 +442,9 @@ func (l Limits) withDefaults(procs int) Limits {
 	if l.TakeCacheBytes == 0 {
 		l.TakeCacheBytes = 256 << 20
 	}
+	if l.FetchAheadBytes == 0 {
+		l.FetchAheadBytes = DefaultFetchAheadBytes
+	}
 	return l
 }
 
@@ -426,7 +452,7 @@ func (l Limits) withDefaults(procs int) Limits {
 // TakeCacheBytes (no cache).
 func (l Limits) negative() bool {
 	return l.ReadConcurrency < 0 || l.FetchConcurrency < 0 || l.TransformConcurrency < 0 || l.PrefetchBatches < 0 ||
-		l.PrefetchWindows < 0 || l.PrefetchBytes < 0 || l.ReadBatchSize < 0 || l.PlanConcurrency < 0
+		l.PrefetchWindows < 0 || l.PrefetchBytes < 0 || l.FetchAheadBytes < 0 || l.ReadBatchSize < 0 || l.PlanConcurrency < 0
 }
 
 // order is the order options as package permutation takes them: the one

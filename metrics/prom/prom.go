@@ -41,6 +41,10 @@ import (
 //	raw_queue_item_seconds_total       counter  raw queue depth integrated over time
 //	prefetch_queue_item_seconds_total  counter  prefetch queue depth integrated over time
 //	data_stall_fraction                gauge    share of the Pipeline's window spent waiting
+//	fetch_ahead_bytes                  gauge    stored bytes ahead of the decoders (in flight or fetched)
+//	fetch_ahead_target_bytes           gauge    what latency x rate call for, before the budget
+//	fetch_ahead_budget_bytes           gauge    the budget (Limits.FetchAheadBytes)
+//	fetch_latency_p50_seconds          gauge    fetch durations' median so far (also p90, p99)
 //	read_bytes_total{backend}          counter  bytes read from storage
 //	read_requests_total{backend}       counter  requests made to storage
 //
@@ -101,6 +105,18 @@ func NewCollector(p *metrics.Pipeline, constLabels prometheus.Labels) prometheus
 				func(s *metrics.Snapshot) float64 { return s.PrefetchQueueItemSeconds }),
 			gauge("data_stall_fraction", "Share of the pipeline's recent window the training loop spent waiting for a batch, but for iterations' first batches.",
 				func(s *metrics.Snapshot) float64 { return s.DataStallFraction }),
+			gauge("fetch_ahead_bytes", "Stored bytes the fetch stage holds ahead of the decoders: in flight, or fetched and not yet decoded.",
+				func(s *metrics.Snapshot) float64 { return float64(s.FetchAheadBytes) }),
+			gauge("fetch_ahead_target_bytes", "Bytes ahead the measured fetch latency and rate call for (rate x latency, with headroom), before the budget caps them.",
+				func(s *metrics.Snapshot) float64 { return float64(s.FetchAheadTargetBytes) }),
+			gauge("fetch_ahead_budget_bytes", "The budget of bytes ahead of the decoders (Limits.FetchAheadBytes).",
+				func(s *metrics.Snapshot) float64 { return float64(s.FetchAheadBudgetBytes) }),
+			gauge("fetch_latency_p50_seconds", "Median duration of the stream's fetches so far, request to bytes in memory.",
+				func(s *metrics.Snapshot) float64 { return s.FetchLatencyP50Seconds }),
+			gauge("fetch_latency_p90_seconds", "90th percentile of the durations of the stream's fetches so far.",
+				func(s *metrics.Snapshot) float64 { return s.FetchLatencyP90Seconds }),
+			gauge("fetch_latency_p99_seconds", "99th percentile of the durations of the stream's fetches so far.",
+				func(s *metrics.Snapshot) float64 { return s.FetchLatencyP99Seconds }),
 		},
 		readBytes:    desc("read_bytes_total", "Bytes read from storage, by backend.", "backend"),
 		readRequests: desc("read_requests_total", "Requests made to storage, by backend.", "backend"),

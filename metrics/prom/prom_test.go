@@ -45,6 +45,11 @@ func busyPipeline() (*metrics.Pipeline, string) {
 	p.AddStartWait(500 * time.Millisecond) // waited, but not a stall
 	p.AddRead("s3", 40000000, 5)
 	p.AddRead("file", 1000000, 2)
+	p.SetFetchAhead(6000000, 9000000, 8000000)
+	for range 9 {
+		p.AddFetchLatency(25600 * time.Microsecond) // a bucket's bound
+	}
+	p.AddFetchLatency(409600 * time.Microsecond)
 	return p, `
 # HELP sluice_consumed_batches_total Batches taken by the consumer.
 # TYPE sluice_consumed_batches_total counter
@@ -58,6 +63,24 @@ sluice_consumer_wait_seconds_total{stream="train"} 3
 # HELP sluice_data_stall_fraction Share of the pipeline's recent window the training loop spent waiting for a batch, but for iterations' first batches.
 # TYPE sluice_data_stall_fraction gauge
 sluice_data_stall_fraction{stream="train"} 0.25
+# HELP sluice_fetch_ahead_budget_bytes The budget of bytes ahead of the decoders (Limits.FetchAheadBytes).
+# TYPE sluice_fetch_ahead_budget_bytes gauge
+sluice_fetch_ahead_budget_bytes{stream="train"} 8e+06
+# HELP sluice_fetch_ahead_bytes Stored bytes the fetch stage holds ahead of the decoders: in flight, or fetched and not yet decoded.
+# TYPE sluice_fetch_ahead_bytes gauge
+sluice_fetch_ahead_bytes{stream="train"} 6e+06
+# HELP sluice_fetch_ahead_target_bytes Bytes ahead the measured fetch latency and rate call for (rate x latency, with headroom), before the budget caps them.
+# TYPE sluice_fetch_ahead_target_bytes gauge
+sluice_fetch_ahead_target_bytes{stream="train"} 9e+06
+# HELP sluice_fetch_latency_p50_seconds Median duration of the stream's fetches so far, request to bytes in memory.
+# TYPE sluice_fetch_latency_p50_seconds gauge
+sluice_fetch_latency_p50_seconds{stream="train"} 0.0256
+# HELP sluice_fetch_latency_p90_seconds 90th percentile of the durations of the stream's fetches so far.
+# TYPE sluice_fetch_latency_p90_seconds gauge
+sluice_fetch_latency_p90_seconds{stream="train"} 0.0256
+# HELP sluice_fetch_latency_p99_seconds 99th percentile of the durations of the stream's fetches so far.
+# TYPE sluice_fetch_latency_p99_seconds gauge
+sluice_fetch_latency_p99_seconds{stream="train"} 0.4096
 # HELP sluice_fetch_seconds_total Time spent fetching and decoding windows, summed over their goroutines, in seconds.
 # TYPE sluice_fetch_seconds_total counter
 sluice_fetch_seconds_total{stream="train"} 12
@@ -168,8 +191,8 @@ func TestCollectorBeforeAnyRead(t *testing.T) {
 	// Before the first read there is no backend, so no read series, and the rest are zero.
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(metrics.New(), nil))
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 18 {
-		t.Errorf("gathered %d series (err %v), want the 18 without a backend label", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 24 {
+		t.Errorf("gathered %d series (err %v), want the 24 without a backend label", n, err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
 		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)

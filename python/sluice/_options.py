@@ -120,6 +120,7 @@ DATASET = {
     "prefetch_batches": _int(0),
     "prefetch_windows": _int(0),
     "prefetch_bytes": _int(0),
+    "fetch_ahead_bytes": _size,
     "read_batch_size": _int(0),
     "take_cache_bytes": _int(),
     "plan_concurrency": _int(0),

@@ -69,6 +69,7 @@ type Limits struct {
 	PrefetchBatches      int
 	PrefetchWindows      int
 	PrefetchBytes        int64
+	FetchAheadBytes      int64
 	ReadBatchSize        int
 	TakeCacheBytes       int64
 	PlanConcurrency      int
@@ -85,7 +86,9 @@ func (o Options) sharedOut(part float64) Options {
 	scale := func(n int) int { return max(1, int(float64(n)*part+1e-9)) }
 	co := o
 	l, cl := &o.Limits, &co.Limits
-	cl.FetchConcurrency = scale(l.FetchConcurrency)
+	if l.FetchConcurrency > 0 { // 0: the byte budget decides
+		cl.FetchConcurrency = scale(l.FetchConcurrency)
+	}
 	cl.ReadConcurrency = scale(l.ReadConcurrency)
 	cl.TransformConcurrency = scale(l.TransformConcurrency)
 	cl.PrefetchBatches = scale(l.PrefetchBatches)
@@ -94,6 +97,7 @@ func (o Options) sharedOut(part float64) Options {
 	if l.PrefetchBytes > 0 {
 		cl.PrefetchBytes = max(1, cl.PrefetchBytes)
 	}
+	cl.FetchAheadBytes = max(1, int64(float64(l.FetchAheadBytes)*part+1e-9))
 	co.Metrics = metrics.New()
 	return co
 }
@@ -160,6 +164,9 @@ type Engine struct {
 	// recycled is what shuffled windows are decoded into (recycle.go);
 	// made on first need, unless Options.NoRecycle.
 	recycled atomic.Pointer[recycler]
+	// depth admits windows to the fetch stage by bytes (ahead.go), and
+	// keeps what it learned of latency and rates between iterations.
+	depth *ahead
 }
 
 // New is the engine of a planned dataset, its fragments data (which the
@@ -194,7 +201,8 @@ func passesCounted(o Options, data *formats.Scan, chunks []split.Chunk) error {
 
 // newEngine is an engine without a position: its maker moves it to one.
 func newEngine(data *formats.Scan, p Plan, o Options) *Engine {
-	return &Engine{opts: o, data: data, chunks: p.Chunks, planID: p.ID, counts: p.Counts, placeBytes: p.PlaceBytes}
+	return &Engine{opts: o, data: data, chunks: p.Chunks, planID: p.ID, counts: p.Counts, placeBytes: p.PlaceBytes,
+		depth: newAhead(o.Limits, o.Metrics)}
 }
 
 // Options are the options the engine runs by.

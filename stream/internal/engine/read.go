@@ -24,6 +24,8 @@ type readTask struct {
 	ref   split.WindowRef
 	fetch *Task
 	kept  *window
+	// ahead is the bytes its fetch brings: those of the groups it owns.
+	ahead int64
 }
 
 // groups holds the fetches of one iteration that windows share: a group
@@ -128,6 +130,8 @@ type fetchedWindow struct {
 	pieces []*formats.Fetched // in window order
 	bytes  int64
 	kept   *window
+	// ahead is its readTask's.
+	ahead int64
 }
 
 // release lets the fetched bytes of the window's pieces go to later
@@ -151,7 +155,9 @@ func (e *Engine) fetchWindow(ctx context.Context, ep *split.Epoch, t *Task, shar
 		st := shared.get(pg)
 		g.Go(func() error {
 			defer close(st.done)
+			id := e.depth.request()
 			st.whole, st.err = e.data.Fetch(gctx, pg.Range.Fragment, rangeOf(pg.Range))
+			e.depth.fetched(id, st.err == nil)
 			return st.err
 		})
 	}

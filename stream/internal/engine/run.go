@@ -47,7 +47,7 @@ func Run[T any](ctx context.Context, e *Engine, fn func(context.Context, arrow.R
 		it.m.SetSteady(false)
 		defer it.m.SetSteady(false)
 
-		windows := it.decodeStage(ctx, it.fetchStage(ctx, it.reads))
+		windows := it.decodeStage(ctx, it.taken(it.fetchStage(ctx, it.reads(ctx))))
 		results := transformStage(ctx, it, it.cut(windows), fn, releaseOut)
 		if !deliver(ctx, cancel, it, results, yield, releaseOut) {
 			return
@@ -110,6 +110,7 @@ func (e *Engine) begin() (*iteration, error) {
 	e.running = true
 	it := &iteration{e: e, o: e.opts, m: e.opts.Metrics, ep: e.ep, cursors: slices.Clone(e.cursors), next: e.next, left: e.left, kept: e.kept.refs()}
 	it.rates = newRowRates(it.ep, e.chunks)
+	e.depth.begin()
 	return it, nil
 }
 
@@ -135,9 +136,15 @@ func (it *iteration) schedule() *split.Schedule {
 // planned against the windows read after them, so that neighbouring
 // pieces of a file go out as one request. Once the consumer has stopped
 // it plans no new fetch, but reads what an earlier fetch holds bytes of.
-func (it *iteration) reads(yield func(*readTask, error) bool) {
+// A window goes on to the fetch stage once the bytes its fetch brings fit
+// what the stage may hold ahead of the decoders (ahead.go).
+func (it *iteration) reads(ctx context.Context) iter.Seq2[*readTask, error] {
+	return func(yield func(*readTask, error) bool) { it.walkReads(ctx, yield) }
+}
+
+func (it *iteration) walkReads(ctx context.Context, yield func(*readTask, error) bool) {
 	s := it.schedule()
-	fp := NewFetches(it.ep, it.e.chunks, it.o.Limits.FetchConcurrency)
+	fp := NewFetches(it.ep, it.e.chunks, it.o.Limits.joinAhead())
 	fp.UnitJoinBytes = it.e.placeBytes
 	fp.Ramp = it.o.Limits.ReadConcurrency
 	fp.Skip = func(r split.WindowRef) bool { return it.kept[r] }
@@ -180,6 +187,18 @@ func (it *iteration) reads(yield func(*readTask, error) bool) {
 			t.fetch = fp.Plan(toFetch)
 			toFetch = toFetch[1:]
 		}
+		if t.fetch != nil {
+			for _, g := range t.fetch.Owned {
+				t.ahead += g.Bytes
+			}
+		}
+		if err := it.e.depth.admit(ctx, t.ahead); err != nil {
+			if t.kept != nil {
+				t.kept.release()
+			}
+			yield(nil, err)
+			return
+		}
 		it.fill.read()
 		if !yield(t, nil) {
 			return
@@ -192,8 +211,8 @@ func (it *iteration) reads(yield func(*readTask, error) bool) {
 func (it *iteration) fetchStage(ctx context.Context, reads iter.Seq2[*readTask, error]) iter.Seq2[*fetchedWindow, error] {
 	return prefetch.Map(ctx, reads, prefetch.Stage[*readTask, *fetchedWindow]{
 		Name:        "fetch",
-		Concurrency: it.o.Limits.FetchConcurrency,
-		Ahead:       it.o.Limits.FetchConcurrency,
+		Concurrency: it.o.Limits.fetchWindows(),
+		Ahead:       it.o.Limits.fetchWindows(),
 		MaxBytes:    it.o.Limits.PrefetchBytes,
 		Size:        func(f *fetchedWindow) int64 { return f.bytes },
 		Fn:          it.fetch,
@@ -220,7 +239,29 @@ func (it *iteration) fetch(ctx context.Context, t *readTask) (*fetchedWindow, er
 	if t.kept != nil {
 		return &fetchedWindow{ref: t.ref, kept: t.kept}, nil
 	}
-	return it.e.fetchWindow(ctx, it.ep, t.fetch, &it.shared)
+	f, err := it.e.fetchWindow(ctx, it.ep, t.fetch, &it.shared)
+	if f != nil {
+		f.ahead = t.ahead
+	}
+	return f, err
+}
+
+// taken is the fetched windows as the decode stage takes them: each one
+// leaves the bytes ahead of the decoders, and a decode stage that waited
+// for it was starved of bytes (ahead.go).
+func (it *iteration) taken(fetched iter.Seq2[*fetchedWindow, error]) iter.Seq2[*fetchedWindow, error] {
+	return func(yield func(*fetchedWindow, error) bool) {
+		asked := time.Now()
+		for f, err := range fetched {
+			if f != nil {
+				it.e.depth.took(f.ahead, time.Since(asked))
+			}
+			if !yield(f, err) {
+				return
+			}
+			asked = time.Now()
+		}
+	}
 }
 
 // decodeStage is the decode stage: decoding is CPU, so as many goroutines
@@ -271,9 +312,11 @@ func (it *iteration) decode(ctx context.Context, f *fetchedWindow) (*window, err
 			return nil, ctx.Err()
 		}
 	}
+	start := time.Now()
 	w, err := it.e.decodeWindow(ctx, it.ep, f)
 	if err == nil {
 		it.rates.learn(w)
+		it.e.depth.decoded(f.bytes, time.Since(start))
 	}
 	return w, err
 }

@@ -358,7 +358,7 @@ func (gs *gatherSet) gather(ctx context.Context, schema *arrow.Schema, idx []int
 }
 
 // addUnits brings the units the locations need into gs, reading those not
-// cached (each once, concurrently: FetchConcurrency fetches, ReadConcurrency
+// cached (each once, concurrently: Limits.joinAhead fetches, ReadConcurrency
 // decodes), and returns each location's row in gs.
 func (e *Engine) addUnits(ctx context.Context, locs []Location, gs *gatherSet) ([]int32, error) {
 	// Each row's unit, as an index into the distinct units: one map
@@ -399,7 +399,7 @@ func (e *Engine) addUnits(ctx context.Context, locs []Location, gs *gatherSet) (
 		}
 	}()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(e.opts.Limits.FetchConcurrency, 1))
+	g.SetLimit(e.opts.Limits.joinAhead())
 	decoders := make(chan struct{}, max(e.opts.Limits.ReadConcurrency, 1))
 	for i, k := range missing {
 		g.Go(func() error {

@@ -294,9 +294,9 @@ type Case struct {
 
 func (c *Case) describe() string {
 	o := c.opts
-	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d prefetch b%d w%d bytes %d, drop %v, equal %v",
+	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d ahead %d prefetch b%d w%d bytes %d, drop %v, equal %v",
 		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShuffleMemory, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.Limits.ReadBatchSize,
-		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.PrefetchBytes, o.DropRemainder, o.EqualBatches)
+		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency, o.Limits.FetchAheadBytes, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.PrefetchBytes, o.DropRemainder, o.EqualBatches)
 }
 
 func pick[T any](r Chooser, xs ...T) T { return xs[r.IntN(len(xs))] }
@@ -406,6 +406,10 @@ func Draw(vs Set, r Chooser) *Case {
 	if o.ShuffleWindow >= 2000 && o.Seed%2 == 1 && c.data.Known && c.filter.Expr == "" {
 		o.ShuffleWindow, o.ShuffleMemory = 0, int64(o.ShuffleWindow)*40
 	}
+	// The fetch stage's budget, drawn last so that a seed draws the
+	// cases it drew before there was one: 1 byte leaves only the windows
+	// always admitted (one per decoder and the next), 4 KiB about one.
+	o.Limits.FetchAheadBytes = pick[int64](r, 0, 0, 1, 4<<10, 1<<20)
 	c.opts = o
 	return c
 }

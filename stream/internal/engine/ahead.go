@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicedata/sluice/metrics"
+)
+
+// How far the fetch stage reads ahead follows Little's law: to keep the
+// decoders fed, the stored bytes requested and not yet taken by a decoder
+// must be the rate the stream takes bytes times the time a request takes.
+// A fixed number of windows cannot be right for every store: 8 windows ran
+// at 0.68 of the 0 ms rate with every read 20 ms away on the reference
+// machine, took 7 round trips for an epoch that needs one 100 ms away
+// (TestFetchAheadFollowsLatency), and at 0 ms only held memory. So the
+// fetch stage admits a window while the bytes ahead stay under a target
+// that it keeps computing from what it measures:
+//
+//	target = aheadHeadroom × rate × latency
+//
+// where latency is a high quantile of the recent fetches' durations (request
+// to bytes in memory, waits for Storage.MaxRequests included), or the age
+// of the oldest fetch in flight where that is longer (a lower bound on the
+// latency known before any fetch returns, and as soon as requests slow
+// down), and rate is the bytes per second the decoders take from the fetch
+// stage; while they
+// wait for bytes that rate is the fetch stage's own, not the demand, so it
+// is then the rate the decoders decode at (their busy time's), which is
+// what they would take if fed. The consumer's pace reaches the rate through
+// backpressure: a slow training loop leaves the decoded queue full, the
+// decoders take fewer windows, and the target shrinks with them.
+//
+// The target never exceeds Limits.FetchAheadBytes, the budget: a target
+// above it is what the metrics show as the budget holding the stream back
+// (metrics.Snapshot.Advice). The next window in order is always admitted,
+// as are the windows that keep every decoder busy (ahead.floor), whatever
+// the bytes: the stream never stalls on its bound.
+//
+// What was learned lives on the engine, so that the next epoch's iteration
+// starts with the depth the last one ended at rather than a cold guess.
+const (
+	// aheadHeadroom covers the spread of latencies and decode times the
+	// quantile and the rate leave out: at 1, a request slower than the
+	// quantile would leave a decoder waiting.
+	aheadHeadroom = 2
+	// aheadQuantile is the latency quantile the target is sized for.
+	aheadQuantile = 0.9
+	// aheadSamples is how many recent fetches the latency is taken over.
+	aheadSamples = 64
+	// aheadPrior is the decode rate per decoder assumed, in stored bytes a
+	// second, until one window has been decoded: a first round of fetches
+	// sized by it hides the first latency measured where the decoders turn
+	// out to be that fast, and costs at most the budget where they are
+	// slower (the target follows the measured rate from the first decode).
+	aheadPrior = 256 << 20
+	// maxFetchWindows bounds the windows the fetch stage holds where
+	// Limits.FetchConcurrency does not: the goroutines it starts per
+	// iteration. 128 windows of the default shuffle window of small
+	// numeric columns are some 300 MB, over the default budget.
+	maxFetchWindows = 128
+	// aheadTick is how often a waiting admission looks again while
+	// fetches are in flight: their age raises the latency it sizes for.
+	aheadTick = 2 * time.Millisecond
+	// rateEvery is the least interval a rate is measured over.
+	rateEvery = 50 * time.Millisecond
+	// starvedFor is how long after the decoders last waited for bytes the
+	// target is sized by their decode rate.
+	starvedFor = time.Second
+	// starvedWait is the least wait for a fetched window that counts as
+	// the decoders starved: shorter ones are a goroutine hand-over.
+	starvedWait = 500 * time.Microsecond
+)
+
+// joinAhead is the number of windows whose pieces a fetch may join
+// (Fetches.Ahead): Limits.FetchConcurrency where set, else max(8, 4 ×
+// ReadConcurrency), the count that used to be the read-ahead as well. It is
+// a function of the options alone, so the requests a job makes do not
+// depend on timing.
+func (l Limits) joinAhead() int {
+	if l.FetchConcurrency > 0 {
+		return l.FetchConcurrency
+	}
+	return max(8, 4*l.ReadConcurrency)
+}
+
+// fetchWindows is the most windows the fetch stage holds at once.
+func (l Limits) fetchWindows() int {
+	if l.FetchConcurrency > 0 {
+		return l.FetchConcurrency
+	}
+	return maxFetchWindows
+}
+
+// ahead is the fetch stage's admission of windows by bytes (see above): one
+// per engine, its counts reset at each iteration, its estimates kept.
+type ahead struct {
+	budget   int64
+	floor    int // windows always admitted: one per decoder and one ready
+	first    int // windows admitted before any fetch has returned
+	decoders int
+	m        *metrics.Pipeline
+	now      func() time.Time
+
+	mu sync.Mutex
+	// changed is closed and replaced whenever bytes are released or the
+	// target moves, waking a waiting admission.
+	changed chan struct{}
+	bytes   int64 // admitted, not yet taken by a decoder
+	windows int
+	// latencies are the durations of the last aheadSamples fetches, a ring
+	// at next.
+	latencies []time.Duration
+	next      int
+	// pending holds the start of every fetch in flight, by a number of
+	// its own.
+	pending map[uint64]time.Time
+	ids     uint64
+	// taken and since measure the rate the decoders take bytes at; rate is
+	// the last measurement, in bytes a second.
+	taken int64
+	since time.Time
+	rate  float64
+	// decodedBytes and decodeTime are the decoders' work, for their rate
+	// per decoder while busy (busyRate, bytes a second).
+	decodedBytes int64
+	decodeTime   time.Duration
+	busyRate     float64
+	starved      time.Time
+}
+
+func newAhead(l Limits, m *metrics.Pipeline) *ahead {
+	return &ahead{budget: l.FetchAheadBytes, floor: l.ReadConcurrency + 1, first: l.joinAhead(), decoders: max(l.ReadConcurrency, 1),
+		m: m, now: time.Now, changed: make(chan struct{}), pending: map[uint64]time.Time{}}
+}
+
+// begin starts an iteration: nothing is ahead yet.
+func (a *ahead) begin() {
+	a.mu.Lock()
+	a.bytes, a.windows = 0, 0
+	a.taken, a.since = 0, a.now()
+	a.report()
+	a.mu.Unlock()
+}
+
+// target is the bytes the fetch stage should hold ahead of the decoders,
+// uncapped by the budget. a.mu is held.
+func (a *ahead) target() int64 {
+	var lat time.Duration
+	if len(a.latencies) > 0 {
+		lat = quantile(a.latencies, aheadQuantile)
+	}
+	now := a.now()
+	for _, t := range a.pending {
+		lat = max(lat, now.Sub(t))
+	}
+	if lat == 0 {
+		return -1 // nothing measured yet
+	}
+	rate := a.rate
+	if len(a.latencies) == 0 || !a.starved.IsZero() && now.Sub(a.starved) < starvedFor {
+		busy := a.busyRate
+		if busy <= 0 {
+			busy = aheadPrior
+		}
+		rate = max(rate, busy*float64(a.decoders))
+	}
+	return int64(aheadHeadroom * rate * lat.Seconds())
+}
+
+// admit waits until a window whose fetch brings n new bytes may start, or
+// ctx ends.
+func (a *ahead) admit(ctx context.Context, n int64) error {
+	for {
+		a.mu.Lock()
+		if a.allows(n) {
+			a.bytes += n
+			a.windows++
+			a.report()
+			a.mu.Unlock()
+			return nil
+		}
+		wake := a.changed
+		var tick *time.Timer
+		var ticked <-chan time.Time
+		// While fetches are out, or before the first has returned (its
+		// request may not be recorded yet), their age may open the gate.
+		if len(a.pending) > 0 || len(a.latencies) == 0 {
+			tick = time.NewTimer(aheadTick)
+			ticked = tick.C
+		}
+		a.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ticked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if tick != nil {
+			tick.Stop()
+		}
+	}
+}
+
+// allows reports whether a window of n new bytes may start now. a.mu is
+// held.
+func (a *ahead) allows(n int64) bool {
+	if n <= 0 || a.windows < a.floor || a.bytes == 0 {
+		return true
+	}
+	if a.windows < a.first && len(a.latencies) == 0 {
+		// Before the first fetch returns, little is known of the
+		// latency: the first round is as many windows as a fetch may
+		// join, as it always was, and more as the wait grows.
+		return a.bytes+n <= a.budget
+	}
+	return a.bytes+n <= min(a.budget, a.target())
+}
+
+// request records a fetch going out, for fetched to say it returned.
+func (a *ahead) request() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ids++
+	a.pending[a.ids] = a.now()
+	return a.ids
+}
+
+// fetched records that fetch id returned; ok says whether it brought its
+// bytes (a failed one's time says nothing of the latency).
+func (a *ahead) fetched(id uint64, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start, found := a.pending[id]
+	delete(a.pending, id)
+	if !found || !ok {
+		return
+	}
+	d := a.now().Sub(start)
+	a.m.AddFetchLatency(d)
+	if len(a.latencies) < aheadSamples {
+		a.latencies = append(a.latencies, d)
+	} else {
+		a.latencies[a.next] = d
+	}
+	a.next = (a.next + 1) % aheadSamples
+	a.wake()
+}
+
+// took records a decoder taking a window that brought n bytes, after
+// waiting waited for it.
+func (a *ahead) took(n int64, waited time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	a.bytes -= n
+	a.windows--
+	a.taken += n
+	if el := now.Sub(a.since); el >= rateEvery {
+		r := float64(a.taken) / el.Seconds()
+		if a.rate == 0 {
+			a.rate = r
+		} else {
+			a.rate = (a.rate + r) / 2
+		}
+		a.taken, a.since = 0, now
+	}
+	if waited >= starvedWait {
+		a.starved = now
+	}
+	a.report()
+	a.wake()
+}
+
+// decoded records a decoder's work on a window of n stored bytes.
+func (a *ahead) decoded(n int64, d time.Duration) {
+	a.mu.Lock()
+	a.decodedBytes += n
+	a.decodeTime += d
+	if a.decodeTime > 0 {
+		a.busyRate = float64(a.decodedBytes) / a.decodeTime.Seconds()
+	}
+	// Weigh the recent more: halve the sums once they hold a few
+	// seconds of work, so that a machine that slows down is followed.
+	if a.decodeTime > 4*time.Second {
+		a.decodedBytes, a.decodeTime = a.decodedBytes/2, a.decodeTime/2
+	}
+	a.mu.Unlock()
+}
+
+// wake tells waiting admissions that something changed. a.mu is held.
+func (a *ahead) wake() {
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// report sets the metrics' gauges. a.mu is held.
+func (a *ahead) report() {
+	a.m.SetFetchAhead(a.bytes, max(a.target(), 0), a.budget)
+}
+
+// quantile is the q quantile of ds (nearest rank).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := min(int(q*float64(len(s))), len(s)-1)
+	return s[i]
+}
