@@ -105,6 +105,10 @@ type Set struct {
 	// Other is a dataset of other ids, to mix with Datasets[0]; without
 	// one, no case mixes.
 	Other *Dataset
+	// Tune, if set, changes every drawn case's options last, drawing
+	// nothing: the same seeds run the same cases through another path
+	// (a cache, another bucket).
+	Tune func(o *stream.Options)
 }
 
 func allColumns() []string {
@@ -395,6 +399,9 @@ func Draw(vs Set, r Chooser) *Case {
 	// what they were but for that.
 	if o.ShuffleWindow >= 2000 && o.Seed%2 == 1 && c.data.Known && c.filter.Expr == "" {
 		o.ShuffleWindow, o.ShuffleMemory = 0, int64(o.ShuffleWindow)*40
+	}
+	if vs.Tune != nil {
+		vs.Tune(&o)
 	}
 	c.opts = o
 	return c
