@@ -45,11 +45,7 @@ func TestS3CacheDir(t *testing.T) {
 			counted = append(counted, c)
 			return c
 		}
-		ds, err := stream.Open(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
+		ds := open(t, o)
 		once := vc.NewOnce()
 		for b, err := range ds.Batches(ctx) {
 			if err != nil {
