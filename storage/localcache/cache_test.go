@@ -486,3 +486,28 @@ func TestKilledWriterLeavesNothingValid(t *testing.T) {
 		t.Fatalf("%d bytes fetched, want the block again (%d)", counted.Bytes(), block)
 	}
 }
+
+// TestWaitForLockEndsWithContext: a read waiting for a block another
+// process is fetching (its lock held) ends when its context does, and
+// reads the block once the lock is free.
+func TestWaitForLockEndsWithContext(t *testing.T) {
+	const block = 4096
+	data := content(13, 2*block)
+	c := open(t, Options{Dir: t.TempDir(), BlockBytes: block, MaxBytes: 1 << 20})
+	src, counted := cached(c, object(t, data))
+	held, ok, err := tryLockFile(c.lockPath(src.Bucket.(*bucket).part(src.Object, 1)))
+	if err != nil || !ok {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = src.ReaderAt(ctx).ReadAt(make([]byte, 10), block+5)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read waiting on a held lock: %v, want the context's deadline", err)
+	}
+	unlock(held)
+	readRange(t, src, data, block+5, 10)
+	if counted.Bytes() != block {
+		t.Fatalf("%d bytes fetched, want the block once (%d)", counted.Bytes(), block)
+	}
+}
