@@ -117,7 +117,7 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 	if o.CacheDir != "" {
 		c, err := localcache.Open(localcache.Options{Dir: o.CacheDir, MaxBytes: o.CacheBytes, OnHit: o.OnCacheHit, OnEvict: o.OnCacheEvict})
 		if err != nil {
-			return formats.PlanOptions{}, fmt.Errorf("stream: Options.CacheDir: %w", err)
+			return formats.PlanOptions{}, fmt.Errorf("stream: Options.CacheDir %s (CacheBytes %d): %w", o.CacheDir, o.CacheBytes, err)
 		}
 		po.Storage.Cache = c.Wrap
 	}
