@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +148,35 @@ func TestCacheDirEpochs(t *testing.T) {
 	}
 	if again := epochs(1); again[0] != 0 {
 		t.Fatalf("a dataset opened again on the cache read %d bytes from the bucket", again[0])
+	}
+}
+
+// TestCacheOptionsRefused: a bound that holds fewer than two blocks, a
+// negative one, and CacheDir with Storage.Cache are refused at Open,
+// naming the options.
+func TestCacheOptionsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := vc.WriteParquet(filepath.Join(dir, "part.parquet"), vc.All, 0, 10, vc.Parquet{}); err != nil {
+		t.Fatal(err)
+	}
+	wrap := func(_ string, b storage.Bucket) storage.Bucket { return b }
+	for _, c := range []struct {
+		o    stream.Options
+		want string
+	}{
+		{stream.Options{CacheDir: t.TempDir(), CacheBytes: 1 << 20}, "CacheBytes 1048576"},
+		{stream.Options{CacheDir: t.TempDir(), CacheBytes: -1}, "CacheBytes -1"},
+		{stream.Options{CacheDir: t.TempDir(), Storage: storage.Options{Cache: wrap}}, "CacheDir and Storage.Cache"},
+	} {
+		c.o.URLs = []string{cachedURL(dir)}
+		c.o.Storage.Open = openCachedFiles
+		ds, err := stream.Open(context.Background(), c.o)
+		if err == nil {
+			ds.Close()
+			t.Fatalf("%+v opened", c.o)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %q does not say %q", err, c.want)
+		}
 	}
 }
