@@ -77,10 +77,10 @@ type Options struct {
 	// OnRead, if set, is told the bytes of every read of every bucket the
 	// planner opens: the dataset keeps those buckets for its own reads.
 	OnRead func(scheme string, n int)
-	// CacheDir, if set, is the folder of the node-local cache that every
-	// bucket the planner opens but local files' reads through (package
-	// localcache), bounded by CacheBytes; OnCacheHit and OnCacheEvict, if
-	// set, are told what it serves and evicts.
+	// CacheDir, if set, is the folder of a node-local cache (package
+	// localcache, bounded by CacheBytes) that every bucket the planner
+	// opens, but local files, reads through; OnCacheHit and OnCacheEvict,
+	// if set, are told what it serves and evicts.
 	CacheDir     string
 	CacheBytes   int64
 	OnCacheHit   func(bytes int)
