@@ -36,6 +36,9 @@ import (
 )
 
 func main() {
+	if cachedRankChild() {
+		return
+	}
 	runWarm()
 	if err := cli(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -29,7 +29,7 @@ var objectStoreLines = func() []string {
 			lines = append(lines, objectStoreLine(be, o.name))
 		}
 	}
-	return lines
+	return append(lines, cachedLines...)
 }()
 
 func objectStoreLine(be scratch.Backend, order string) string {
@@ -57,7 +57,7 @@ func (e *env) objectStores(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", be.Name, err)
 		}
 	}
-	return nil
+	return e.cachedS3(ctx)
 }
 
 func (e *env) objectStore(ctx context.Context, be scratch.Backend) (err error) {

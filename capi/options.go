@@ -78,6 +78,8 @@ var datasetOptions = map[string]func(o *openOptions) any{
 	"read_batch_size":       func(o *openOptions) any { return &o.Limits.ReadBatchSize },
 	"take_cache_bytes":      func(o *openOptions) any { return &o.Limits.TakeCacheBytes },
 	"plan_concurrency":      func(o *openOptions) any { return &o.Limits.PlanConcurrency },
+	"cache_dir":             func(o *openOptions) any { return &o.CacheDir },
+	"cache_bytes":           func(o *openOptions) any { return &o.CacheBytes },
 	"format":                func(o *openOptions) any { return &o.Format },
 	"delimiter":             func(o *openOptions) any { return &o.Delimiter },
 	"quote":                 func(o *openOptions) any { return &o.Quote },

@@ -114,6 +114,18 @@ type Pipeline struct {
 	// The fetch stage's bytes ahead of the decoders (fetch.go).
 	aheadBytes, aheadTarget, aheadBudget atomic.Int64
 	latencies                            [latencyBuckets]atomic.Int64
+	// The local cache's figures (stream.Options.CacheDir).
+	cacheHitBytes, cacheEvictions, cacheEvictedBytes atomic.Int64
+	// epochs marks where each epoch began in the bytes from buckets and from the cache, under
+	// epochsMu: an epoch starts once, so it is taken a few times a run.
+	epochsMu sync.Mutex
+	epochs   []epochMark
+}
+
+// epochMark is where an epoch began: the counters at that moment.
+type epochMark struct {
+	epoch             int64
+	bucketBytes, hits int64
 }
 
 // backendReads are the I/O counters of one storage backend.
@@ -296,6 +308,70 @@ func (p *Pipeline) addBackend(name string) *backendReads {
 	return r
 }
 
+// AddCacheHit counts bytes served from the node-local cache of remote bytes instead of the
+// bucket. Negative amounts are ignored.
+func (p *Pipeline) AddCacheHit(bytes int64) {
+	if bytes > 0 {
+		p.cacheHitBytes.Add(bytes)
+	}
+}
+
+// AddCacheEvictions counts blocks removed from the node-local cache to keep its bound, and their
+// bytes. Negative amounts are ignored.
+func (p *Pipeline) AddCacheEvictions(blocks, bytes int64) {
+	if blocks > 0 {
+		p.cacheEvictions.Add(blocks)
+	}
+	if bytes > 0 {
+		p.cacheEvictedBytes.Add(bytes)
+	}
+}
+
+// SetEpoch says that the stream is at epoch e now: the bytes read from buckets and from the cache
+// from here until the next epoch begins are that epoch's ([Snapshot.Epochs]). The first epoch also
+// counts what was read before it (planning). Setting the epoch it is at already does nothing.
+func (p *Pipeline) SetEpoch(e int64) {
+	p.epochsMu.Lock()
+	defer p.epochsMu.Unlock()
+	if n := len(p.epochs); n > 0 && p.epochs[n-1].epoch == e {
+		return
+	}
+	m := epochMark{epoch: e}
+	if len(p.epochs) > 0 {
+		m.bucketBytes, m.hits = p.bucketBytes(), p.cacheHitBytes.Load()
+	}
+	p.epochs = append(p.epochs, m)
+}
+
+// bucketBytes is the bytes read from every backend but the local file system: the egress a
+// cloud bills.
+func (p *Pipeline) bucketBytes() int64 {
+	var n int64
+	for name, r := range *p.reads.Load() {
+		if name != "file" {
+			n += r.bytes.Load()
+		}
+	}
+	return n
+}
+
+// epochReads is every epoch's reads since the first SetEpoch, the last up to now.
+func (p *Pipeline) epochReads() []EpochReads {
+	p.epochsMu.Lock()
+	defer p.epochsMu.Unlock()
+	if len(p.epochs) == 0 {
+		return nil
+	}
+	out := make([]EpochReads, len(p.epochs))
+	next := epochMark{bucketBytes: p.bucketBytes(), hits: p.cacheHitBytes.Load()}
+	for i := len(p.epochs) - 1; i >= 0; i-- {
+		m := p.epochs[i]
+		out[i] = EpochReads{Epoch: m.epoch, BucketBytes: next.bucketBytes - m.bucketBytes, CacheHitBytes: next.hits - m.hits}
+		next = m
+	}
+	return out
+}
+
 // Start returns the time [New] was called: the start of every counter.
 func (p *Pipeline) Start() time.Time { return p.start }
 
@@ -342,6 +418,10 @@ func (p *Pipeline) Snapshot() Snapshot {
 		}
 	}
 	p.fetchFigures(&s)
+	s.CacheHitBytes = p.cacheHitBytes.Load()
+	s.CacheEvictions = p.cacheEvictions.Load()
+	s.CacheEvictedBytes = p.cacheEvictedBytes.Load()
+	s.Epochs = p.epochReads()
 	s.derive()
 	return s
 }

@@ -315,6 +315,9 @@ func TestSnapshotJSON(t *testing.T) {
 		"fetch_latency_p50_seconds": 0.0001,
 		"fetch_latency_p90_seconds": 0.0001,
 		"fetch_latency_p99_seconds": 0.0001,
+		"cache_hit_bytes":           0.0,
+		"cache_evictions":           0.0,
+		"cache_evicted_bytes":       0.0,
 	}
 	for k, v := range want {
 		if fields[k] != v {
@@ -393,5 +396,35 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 	for b.Loop() {
 		_ = p.Snapshot()
+	}
+}
+
+// TestEpochReads: each epoch gets the bytes from buckets (not local files) and from the cache
+// read while the stream was at it, the first its planning's too; a resume in the same epoch
+// starts none, and Since subtracts the cache's counters.
+func TestEpochReads(t *testing.T) {
+	p := New()
+	p.AddRead("s3", 100, 1) // planning
+	p.AddRead("file", 7, 1)
+	p.SetEpoch(3)
+	p.AddRead("s3", 1000, 2)
+	p.AddCacheHit(10)
+	p.SetEpoch(3)
+	p.AddRead("gs", 5, 1)
+	before := p.Snapshot()
+	p.SetEpoch(4)
+	p.AddCacheHit(1105)
+	p.AddCacheEvictions(2, 300)
+	p.AddCacheHit(-4)
+	s := p.Snapshot()
+	want := []EpochReads{{Epoch: 3, BucketBytes: 1105, CacheHitBytes: 10}, {Epoch: 4, BucketBytes: 0, CacheHitBytes: 1105}}
+	if !reflect.DeepEqual(s.Epochs, want) {
+		t.Fatalf("epochs %+v, want %+v", s.Epochs, want)
+	}
+	if s.CacheHitBytes != 1115 || s.CacheEvictions != 2 || s.CacheEvictedBytes != 300 {
+		t.Fatalf("cache figures %d %d %d", s.CacheHitBytes, s.CacheEvictions, s.CacheEvictedBytes)
+	}
+	if d := s.Since(before); d.CacheHitBytes != 1105 || d.CacheEvictions != 2 || !reflect.DeepEqual(d.Epochs, want) {
+		t.Fatalf("since: %d hit bytes, %d evictions, epochs %+v", d.CacheHitBytes, d.CacheEvictions, d.Epochs)
 	}
 }

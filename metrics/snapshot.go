@@ -78,6 +78,17 @@ type Snapshot struct {
 	// nil before the first read.
 	Backends map[string]BackendReads `json:"backends,omitempty"`
 
+	// CacheHitBytes are the bytes read from the node-local cache of remote bytes instead of the
+	// bucket (stream.Options.CacheDir); the bytes the cache fetched from the bucket are in
+	// ReadBytes. CacheEvictions and CacheEvictedBytes count the blocks the cache removed to keep
+	// its bound, by any dataset of this Pipeline, and their bytes.
+	CacheHitBytes     int64 `json:"cache_hit_bytes"`
+	CacheEvictions    int64 `json:"cache_evictions"`
+	CacheEvictedBytes int64 `json:"cache_evicted_bytes"`
+	// Epochs is what each epoch read, in the order the stream was at them: the egress a cloud
+	// bills per epoch, and what the cache saved of it. It is not an interval's: Since keeps s's.
+	Epochs []EpochReads `json:"epochs,omitempty"`
+
 	// Recent is what the stream did in its last window, from which the diagnosis and the stall
 	// fraction are read.
 	Recent Recent `json:"recent"`
@@ -150,6 +161,16 @@ type BackendReads struct {
 	Requests int64 `json:"requests"`
 }
 
+// EpochReads is what one epoch read (see [Snapshot.Epochs]): the bytes read while the stream was
+// at it, the first epoch's including planning's.
+type EpochReads struct {
+	Epoch int64 `json:"epoch"`
+	// BucketBytes are the bytes read from object stores (every backend but local files).
+	BucketBytes int64 `json:"bucket_bytes"`
+	// CacheHitBytes are the bytes the node-local cache served instead.
+	CacheHitBytes int64 `json:"cache_hit_bytes"`
+}
+
 // derive computes the rates from the counters, the interval and the window.
 func (s *Snapshot) derive() {
 	s.RowsPerSecond, s.DataStallFraction = 0, 0
@@ -186,6 +207,9 @@ func (s Snapshot) Since(prev Snapshot) Snapshot {
 	d.RawQueueItemSeconds -= prev.RawQueueItemSeconds
 	d.PrefetchQueueItemSeconds -= prev.PrefetchQueueItemSeconds
 	d.ReadBytes -= prev.ReadBytes
+	d.CacheHitBytes -= prev.CacheHitBytes
+	d.CacheEvictions -= prev.CacheEvictions
+	d.CacheEvictedBytes -= prev.CacheEvictedBytes
 	d.ReadRequests -= prev.ReadRequests
 	// A fresh map, so the result never aliases s.Backends.
 	d.Backends = maps.Clone(s.Backends)

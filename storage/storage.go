@@ -99,6 +99,14 @@ type Options struct {
 	// real store). Default 16, as many footers as Open reads at once;
 	// negative: no bound.
 	MaxRequests int
+	// Cache, if set, wraps every bucket but the local file system's,
+	// outermost, with a cache of the bytes read from it (such as
+	// (*localcache.Cache).Wrap): outside Retry and MaxRequests, so that a
+	// read served from the cache is no request and waits on no slot, and
+	// a fetch it makes is retried. It is handed the bucket's URL without
+	// its query, which names the bucket and carries no credentials.
+	// Default: none.
+	Cache func(bucketURL string, b Bucket) Bucket
 }
 
 const defaultMaxRequests = 16
@@ -343,6 +351,9 @@ func (r *Resolver) bucket(ctx context.Context, loc location) (Bucket, error) {
 		b = &limited{Bucket: b, slots: make(chan struct{}, n)}
 	}
 	b = Retrying(b, r.opts.Retry)
+	if r.opts.Cache != nil && loc.scheme != "file" {
+		b = r.opts.Cache(loc.shown, b)
+	}
 	r.buckets[loc.bucketURL] = b
 	return b, nil
 }

@@ -185,6 +185,23 @@ type Options struct {
 	// Storage configures how URLs are opened and lets a caller wrap every
 	// bucket (for accounting or fault injection).
 	Storage storage.Options
+	// CacheDir, if set, keeps the bytes read from object stores (every
+	// scheme but local files) in this local folder (package
+	// storage/localcache), so that later epochs, restarted jobs and the
+	// other ranks and DataLoader workers on the machine that name the same
+	// folder read them from local disk instead of the bucket. Objects are
+	// kept in blocks of 4 MiB, each fetched once however many processes
+	// want it, checked against a checksum when read, and named by the
+	// object's version as planned, so a rewritten object is never served
+	// from the cache. Metrics count the bytes it served, its evictions,
+	// and each epoch's bytes from buckets (metrics.Snapshot.Epochs).
+	// Default "": no cache. Not with Storage.Cache.
+	CacheDir string
+	// CacheBytes bounds the blocks CacheDir keeps: past it, the least
+	// recently read go, down to 90% of it. Processes sharing the folder
+	// may together overshoot it by an eighth of it each, briefly (see
+	// localcache.Options.MaxBytes). Default 10 GiB; at least 8 MiB.
+	CacheBytes int64
 	// Formats are the file formats tried, in order. Default: Parquet.
 	Formats []formats.Format
 	// Format names the driver that reads every file whatever its name:
@@ -413,6 +430,10 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 		return o, fmt.Errorf("stream: ShufflePasses %d with Filter %q: passes need every row group's exact row count before reading, which a filter leaves unknown", o.ShufflePasses, o.Filter)
 	case o.Epoch < 0:
 		return o, fmt.Errorf("stream: Epoch %d must not be negative", o.Epoch)
+	case o.CacheBytes < 0:
+		return o, fmt.Errorf("stream: CacheBytes %d must be positive", o.CacheBytes)
+	case o.CacheDir != "" && o.Storage.Cache != nil:
+		return o, fmt.Errorf("stream: CacheDir and Storage.Cache both cache the buckets' bytes: set one")
 	case o.Limits.negative():
 		return o, fmt.Errorf("stream: concurrency and prefetch options must not be negative")
 	}

@@ -58,6 +58,8 @@ func (d *datasetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.noProgress, "no-progress", false, "never draw progress on stderr")
 	fs.StringVar(&d.opts.Filter, "filter", "", "keep only the rows for which the SQL-like `condition` holds, such as \"label = 3 AND x > 0.5\" (see README, Row filters); Parquet row groups it rules out are not read")
 	fs.StringVar(&d.opts.Format, "format", "", "read every file as `name`: parquet, orc, avro, csv, tsv, jsonl or json, whatever the file is called (default: by extension; a file named explicitly without a known one by its first bytes: Parquet, ORC or Avro magic, else CSV or JSON where they look like text)")
+	fs.StringVar(&d.opts.CacheDir, "cache-dir", "", "keep the bytes read from object stores in this local `folder`, shared by every process of the machine that names it: later epochs and other ranks read them from there (see docs/storage.md)")
+	fs.Var((*sizeFlag)(&d.opts.CacheBytes), "cache-bytes", "bound of --cache-dir, such as 50G: past it the least recently read blocks go (default 10G)")
 	d.iceberg.register(fs)
 	fs.StringVar(&d.text.delimiter, "delimiter", "", "CSV field `delimiter`, one byte (default: detected from ',', '|', ';' and tab; tab for .tsv)")
 	fs.StringVar(&d.text.quote, "quote", "", "CSV quote `character`, one byte, or none (default: detected: \", ' or none)")
@@ -106,6 +108,8 @@ func (d *datasetFlags) check() error {
 		return usageErrorf("--shuffle-window %d must not be negative", d.opts.ShuffleWindow)
 	case d.opts.ShufflePasses < 0:
 		return usageErrorf("--shuffle-passes %d must not be negative", d.opts.ShufflePasses)
+	case d.opts.CacheBytes < 0:
+		return usageErrorf("--cache-bytes %d must not be negative", d.opts.CacheBytes)
 	case d.opts.ShuffleMemory < 0:
 		return usageErrorf("--shuffle-memory %d must not be negative", d.opts.ShuffleMemory)
 	case d.opts.ShuffleWindow > 0 && d.opts.ShuffleMemory > 0:

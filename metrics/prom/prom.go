@@ -40,6 +40,9 @@ import (
 //	start_wait_seconds_total           counter  the part of it for iterations' first batches (epoch starts)
 //	raw_queue_item_seconds_total       counter  raw queue depth integrated over time
 //	prefetch_queue_item_seconds_total  counter  prefetch queue depth integrated over time
+//	cache_hit_bytes_total              counter  bytes read from the node-local cache instead of the bucket
+//	cache_evictions_total              counter  blocks the node-local cache removed to keep its bound
+//	cache_evicted_bytes_total          counter  their bytes
 //	data_stall_fraction                gauge    share of the Pipeline's window spent waiting
 //	fetch_ahead_bytes                  gauge    stored bytes ahead of the decoders (in flight or fetched)
 //	fetch_ahead_target_bytes           gauge    what latency x rate call for, before the budget
@@ -103,6 +106,12 @@ func NewCollector(p *metrics.Pipeline, constLabels prometheus.Labels) prometheus
 				func(s *metrics.Snapshot) float64 { return s.RawQueueItemSeconds }),
 			counter("prefetch_queue_item_seconds_total", "Depth of the prefetch queue integrated over time, in item-seconds; its rate is the mean depth.",
 				func(s *metrics.Snapshot) float64 { return s.PrefetchQueueItemSeconds }),
+			counter("cache_hit_bytes_total", "Bytes read from the node-local cache of remote bytes instead of the bucket.",
+				func(s *metrics.Snapshot) float64 { return float64(s.CacheHitBytes) }),
+			counter("cache_evictions_total", "Blocks the node-local cache removed to keep its bound.",
+				func(s *metrics.Snapshot) float64 { return float64(s.CacheEvictions) }),
+			counter("cache_evicted_bytes_total", "Bytes of the blocks the node-local cache removed to keep its bound.",
+				func(s *metrics.Snapshot) float64 { return float64(s.CacheEvictedBytes) }),
 			gauge("data_stall_fraction", "Share of the pipeline's recent window the training loop spent waiting for a batch, but for iterations' first batches.",
 				func(s *metrics.Snapshot) float64 { return s.DataStallFraction }),
 			gauge("fetch_ahead_bytes", "Stored bytes the fetch stage holds ahead of the decoders: in flight, or fetched and not yet decoded.",

@@ -50,7 +50,18 @@ func busyPipeline() (*metrics.Pipeline, string) {
 		p.AddFetchLatency(25600 * time.Microsecond) // a bucket's bound
 	}
 	p.AddFetchLatency(409600 * time.Microsecond)
+	p.AddCacheHit(2000000)
+	p.AddCacheEvictions(3, 12000000)
 	return p, `
+# HELP sluice_cache_evicted_bytes_total Bytes of the blocks the node-local cache removed to keep its bound.
+# TYPE sluice_cache_evicted_bytes_total counter
+sluice_cache_evicted_bytes_total{stream="train"} 1.2e+07
+# HELP sluice_cache_evictions_total Blocks the node-local cache removed to keep its bound.
+# TYPE sluice_cache_evictions_total counter
+sluice_cache_evictions_total{stream="train"} 3
+# HELP sluice_cache_hit_bytes_total Bytes read from the node-local cache of remote bytes instead of the bucket.
+# TYPE sluice_cache_hit_bytes_total counter
+sluice_cache_hit_bytes_total{stream="train"} 2e+06
 # HELP sluice_consumed_batches_total Batches taken by the consumer.
 # TYPE sluice_consumed_batches_total counter
 sluice_consumed_batches_total{stream="train"} 10
@@ -191,8 +202,8 @@ func TestCollectorBeforeAnyRead(t *testing.T) {
 	// Before the first read there is no backend, so no read series, and the rest are zero.
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(metrics.New(), nil))
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 24 {
-		t.Errorf("gathered %d series (err %v), want the 24 without a backend label", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 27 {
+		t.Errorf("gathered %d series (err %v), want the 27 without a backend label", n, err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "sluice_read_bytes_total", "sluice_read_requests_total"); err != nil || n != 0 {
 		t.Errorf("gathered %d read series before any read (err %v), want 0", n, err)

@@ -149,6 +149,10 @@ DATASET = {
     "plan_cache": _path,
     "plan_store": _path,
     "plan_store_wait": _seconds,
+    # A node-local cache of the bytes read from object stores, shared by the
+    # ranks and workers on the machine that name the same folder.
+    "cache_dir": _path,
+    "cache_bytes": _size,
 }
 
 MIX = {

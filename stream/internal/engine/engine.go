@@ -352,6 +352,7 @@ func (e *Engine) moveTo(ep *split.Epoch, cursors []split.Cursor, next int) {
 	e.kept.drop()
 	e.skips.reset()
 	e.ep, e.cursors, e.next = ep, cursors, next
+	e.opts.Metrics.SetEpoch(ep.Epoch)
 	e.opts.Metrics.SetUnscannedRows(e.unscanned())
 	e.opts.Metrics.SetRefetchBytes(overlap(e.data.Fragments, ep, e.opts.Rank, e.opts.WorldSize).RankBytes)
 }

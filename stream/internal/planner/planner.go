@@ -37,6 +37,7 @@ import (
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/storage"
+	"github.com/sluicedata/sluice/storage/localcache"
 )
 
 // ErrMismatch is wrapped when the plan in a Store was made for other files
@@ -77,6 +78,14 @@ type Options struct {
 	// OnRead, if set, is told the bytes of every read of every bucket the
 	// planner opens: the dataset keeps those buckets for its own reads.
 	OnRead func(scheme string, n int)
+	// CacheDir, if set, is the folder of a node-local cache (package
+	// localcache, bounded by CacheBytes) that every bucket the planner
+	// opens, but local files, reads through; OnCacheHit and OnCacheEvict,
+	// if set, are told what it serves and evicts.
+	CacheDir     string
+	CacheBytes   int64
+	OnCacheHit   func(bytes int)
+	OnCacheEvict func(blocks int, bytes int64)
 	// ChunkBytes sizes the chunks, with Order.ShuffleWindow.
 	ChunkBytes int64
 	// Order is the dataset's order. Its ShuffleWindow sizes the chunks
@@ -105,6 +114,13 @@ func (o Options) planOptions() (formats.PlanOptions, error) {
 			c.OnRead = func(_ string, _ int64, n int) { o.OnRead(b.Scheme(), n) }
 		}
 		return c
+	}
+	if o.CacheDir != "" {
+		c, err := localcache.Open(localcache.Options{Dir: o.CacheDir, MaxBytes: o.CacheBytes, OnHit: o.OnCacheHit, OnEvict: o.OnCacheEvict})
+		if err != nil {
+			return formats.PlanOptions{}, fmt.Errorf("stream: Options.CacheDir %s (CacheBytes %d): %w", o.CacheDir, o.CacheBytes, err)
+		}
+		po.Storage.Cache = c.Wrap
 	}
 	var err error
 	if po.Formats, err = Drivers(po.Format, po.Formats); err != nil {

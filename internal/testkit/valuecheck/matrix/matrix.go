@@ -105,6 +105,10 @@ type Set struct {
 	// Other is a dataset of other ids, to mix with Datasets[0]; without
 	// one, no case mixes.
 	Other *Dataset
+	// Tune, if set, changes every drawn case's options last, drawing
+	// nothing: the same seeds run the same cases through another path
+	// (a cache, another bucket).
+	Tune func(o *stream.Options)
 }
 
 func allColumns() []string {
@@ -410,6 +414,9 @@ func Draw(vs Set, r Chooser) *Case {
 	// cases it drew before there was one: 1 byte leaves only the windows
 	// always admitted (one per decoder and the next), 4 KiB about one.
 	o.Limits.FetchAheadBytes = pick[int64](r, 0, 0, 1, 4<<10, 1<<20)
+	if vs.Tune != nil {
+		vs.Tune(&o)
+	}
 	c.opts = o
 	return c
 }
