@@ -331,7 +331,11 @@ func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
 		if !ok {
 			return nil
 		}
-		first := fp.pages[0].firstRow
+		// A fetch may hold the pages of several windows' reads: this one
+		// opens those its rows lie in, so that it neither parses the
+		// others' headers nor decodes a dictionary only they need.
+		from, to, end := fp.within(g.lo, g.hi)
+		first := fp.pages[from].firstRow
 		m.firsts[i] = first
 		var pages []flatdecode.Page
 		index := fp.first
@@ -343,14 +347,20 @@ func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
 			pages = append(pages, flatdecode.Page{Offset: fp.head.from, Index: 0, Bytes: b})
 			index++
 		}
-		for k, p := range fp.pages {
+		for k, p := range fp.pages[from:to] {
 			b := src.bytesAt(p.offset, p.offset+p.size)
 			if b == nil {
 				return nil
 			}
-			pages = append(pages, flatdecode.Page{Offset: p.offset, Index: index + k, Bytes: b})
+			page := flatdecode.Page{Offset: p.offset, Index: index + from + k, Bytes: b}
+			if p.firstRow < g.lo || fp.pageEnd(from+k) > g.hi {
+				// The reads of the rows before or after these, if the
+				// same fetch holds them, decode this page too.
+				page.Shared = &d.fe.bodies
+			}
+			pages = append(pages, page)
 		}
-		col.Values, col.Rows = fp.end-first, fp.end-first
+		col.Values, col.Rows = end-first, end-first
 		r, err := flatdecode.OpenPages(pages, col, d.mem)
 		if err != nil {
 			slog.Debug("parquet: paged column chunk left to arrow-go", "row_group", g.index, "reason", err)

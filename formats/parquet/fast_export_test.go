@@ -29,3 +29,9 @@ func LentBatches() int64 { return flatdecode.LentBatches() }
 // LentPagesOut is how many pages lent to the pipeline's batches are not
 // yet back in the pool.
 func LentPagesOut() int64 { return flatdecode.LentPagesOut() }
+
+// PagesDecompressed is how many data pages flatdecode has decompressed.
+func PagesDecompressed() int64 { return flatdecode.PagesDecompressed() }
+
+// DictionariesDecoded is how many dictionary pages flatdecode has decoded.
+func DictionariesDecoded() int64 { return flatdecode.DictionariesDecoded() }

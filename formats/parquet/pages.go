@@ -289,6 +289,26 @@ type fetchedPages struct {
 	end   int64 // the row after the last page's
 }
 
+// within is the fetched pages [from, to) that rows [lo, hi) of the row
+// group lie in, and the row after the last of them; all of them where
+// the rows do not lie in the pages (the read then fails on its rows).
+func (fp fetchedPages) within(lo, hi int64) (from, to int, end int64) {
+	from = max(sort.Search(len(fp.pages), func(i int) bool { return fp.pages[i].firstRow > lo })-1, 0)
+	to = sort.Search(len(fp.pages), func(i int) bool { return fp.pages[i].firstRow >= hi })
+	if lo < fp.pages[0].firstRow || hi > fp.end || from >= to {
+		return 0, len(fp.pages), fp.end
+	}
+	return from, to, fp.pageEnd(to - 1)
+}
+
+// pageEnd is the row after fetched page k's last.
+func (fp fetchedPages) pageEnd(k int) int64 {
+	if k+1 < len(fp.pages) {
+		return fp.pages[k+1].firstRow
+	}
+	return fp.end
+}
+
 // recordPages records the pages of leaf's chunk at start that
 // expectPages fetches for rows [lo, hi) of a row group of rows rows.
 func (fe *parquetFetched) recordPages(start, rows int64, ix *rowGroupIndex, leaf int, lo, hi int64) {

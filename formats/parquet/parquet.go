@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
+	"github.com/sluicedata/sluice/formats/parquet/internal/flatdecode"
 	"github.com/sluicedata/sluice/storage"
 )
 
@@ -415,6 +416,9 @@ type parquetFetched struct {
 	// fetchedBufs are the buffers fetchRanges filled, which Recycle hands
 	// on.
 	fetchedBufs [][]byte
+	// bodies are the decompressed pages that the reads of the fetch's
+	// parts share, which Recycle hands on too.
+	bodies flatdecode.Bodies
 	// md, if set, is the metadata to read with: readMD with the offset
 	// indexes of the row groups whose pages were walked.
 	md *metadata.FileMetaData

@@ -52,6 +52,7 @@ func (fe *parquetFetched) Recycle() {
 		recycledBufs.Add(1)
 	}
 	fe.fetchedBufs = nil
+	fe.bodies.Release(testing.Testing())
 	// A decode that came now anyway would read from storage.
 	fe.spans = nil
 }

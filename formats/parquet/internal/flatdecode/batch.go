@@ -51,13 +51,13 @@ func (r *Reader) setUp(ref pageRef) error {
 	var levels, values []byte
 	if h.Type == thrift.PageDataV2 {
 		levels = raw[:h.DefLen]
-		v, buf, err := r.body(raw[h.DefLen:], h.Uncompressed-h.DefLen, h.CompressedV2)
+		v, buf, err := r.pageBody(ref, raw[h.DefLen:], h.Uncompressed-h.DefLen, h.CompressedV2)
 		if err != nil {
 			return err
 		}
 		values, r.cur.buf = v, buf
 	} else {
-		body, buf, err := r.body(raw, h.Uncompressed, true)
+		body, buf, err := r.pageBody(ref, raw, h.Uncompressed, true)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -155,6 +156,9 @@ type pageRef struct {
 	at    int64  // the header's offset in the file
 	body  []byte // compressed
 	index int    // the page's number in the chunk, dictionary included
+	// shared, if set, holds the page's decompressed body for every
+	// Reader of the fetch (Page.Shared).
+	shared *Bodies
 }
 
 // dictionary is a chunk's decoded dictionary page.
@@ -186,6 +190,9 @@ type Reader struct {
 	// values of the data pages.
 	hasDict bool
 	seen    int64
+	// skipDict: no data page taken on is dictionary-encoded, so the
+	// dictionary page is checked but not decoded.
+	skipDict bool
 
 	cur page
 
@@ -296,6 +303,9 @@ type Page struct {
 	Index  int
 	// Bytes are the page, header and body, no more.
 	Bytes []byte
+	// Shared, if set, is where the page's decompressed body is shared
+	// with other Readers that read part of it (see Bodies).
+	Shared *Bodies
 }
 
 // OpenPages returns a Reader for some pages of a column chunk, fetched one
@@ -303,12 +313,19 @@ type Page struct {
 // follow each other. col.Values and col.Rows are the rows those pages hold,
 // which the Reader reads from the first page's first row. As Open, it
 // refuses (ErrUnsupported) any page not of a shape the decoder reads.
+//
+// The dictionary page is decoded only where one of the data pages is
+// dictionary-encoded. Writers fall back from a dictionary that grew past
+// its bound (pyarrow's and arrow-go's of 1 MiB) to PLAIN pages for the
+// rest of the chunk, so most reads of a few pages of a large row group
+// need none of it, and decoding it for each would cost a page or more.
 func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) {
 	r, err := newReader(col, mem)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range pages {
+	refs := make([]pageRef, len(pages))
+	for i, p := range pages {
 		h, err := parseHeader(p.Bytes)
 		if err != nil {
 			return nil, r.unsupported("page %d: header: %v", p.Index, err)
@@ -316,7 +333,14 @@ func OpenPages(pages []Page, col Column, mem memory.Allocator) (*Reader, error) 
 		if h.Compressed < 0 || h.Compressed != int64(len(p.Bytes)-h.Size) {
 			return nil, r.unsupported("page %d: %d bytes compressed in a page of %d", p.Index, h.Compressed, len(p.Bytes))
 		}
-		if err := r.add(pageRef{h: h, at: p.Offset, body: p.Bytes[h.Size:], index: p.Index}); err != nil {
+		refs[i] = pageRef{h: h, at: p.Offset, body: p.Bytes[h.Size:], index: p.Index, shared: p.Shared}
+	}
+	r.skipDict = !slices.ContainsFunc(refs, func(ref pageRef) bool {
+		data := ref.h.Type == thrift.PageData || ref.h.Type == thrift.PageDataV2
+		return data && (ref.h.Encoding == encPlainDictionary || ref.h.Encoding == encRLEDictionary)
+	})
+	for _, ref := range refs {
+		if err := r.add(ref); err != nil {
 			return nil, err
 		}
 	}
@@ -366,6 +390,9 @@ func (r *Reader) add(ref pageRef) error {
 			return r.unsupported("page %d: a dictionary page of a kind not read", index)
 		}
 		r.hasDict = true
+		if r.skipDict {
+			return nil // no page to read needs it (OpenPages)
+		}
 		if err := r.readDictionary(ref); err != nil {
 			return r.unsupported("page %d: dictionary: %v", index, err)
 		}
@@ -477,10 +504,34 @@ func (r *Reader) body(raw []byte, size int64, compressed bool) ([]byte, []byte, 
 	return buf, buf, nil
 }
 
+// pageBody is body for a data page: from ref.shared where the page's body
+// is shared, a buffer the Reader then does not own (nil, as for a page
+// stored uncompressed).
+func (r *Reader) pageBody(ref pageRef, raw []byte, size int64, compressed bool) ([]byte, []byte, error) {
+	if ref.shared == nil || !compressed || r.col.Codec == Uncompressed {
+		data, buf, err := r.body(raw, size, compressed)
+		if buf != nil {
+			decompressedPages.Add(1)
+		}
+		return data, buf, err
+	}
+	data, err := ref.shared.body(ref.at, func() ([]byte, error) {
+		decompressedPages.Add(1)
+		buf := bufpool.Get(int(size))
+		if err := decompress(r.col.Codec, buf, raw); err != nil {
+			bufpool.Put(buf)
+			return nil, err
+		}
+		return buf, nil
+	})
+	return data, nil, err
+}
+
 // readDictionary decodes the dictionary page ref. Byte arrays are not
 // copied out of the page: entry i is the page's bytes between offs[i]+4 (past
 // its length) and offs[i+1], gathered from there into each batch.
 func (r *Reader) readDictionary(ref pageRef) error {
+	decodedDictionaries.Add(1)
 	h := ref.h
 	data, buf, err := r.body(ref.body, h.Uncompressed, true)
 	if err != nil {
