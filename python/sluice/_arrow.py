@@ -121,8 +121,8 @@ class Owner:
 
     __slots__ = ("array", "pid", "__weakref__")
 
-    def __init__(self):
-        self.array = ArrowArray()
+    def __init__(self, array=None):
+        self.array = ArrowArray() if array is None else array
         self.pid = os.getpid()
 
     def release(self):
@@ -358,6 +358,10 @@ class Strings:
         if not 0 <= i < n:
             raise IndexError("sluice: Strings index %d is outside its %d values" % (i, n))
         return self._value(np.asarray(self.data), int(offs[i]), int(offs[i + 1]))
+
+    def cut(self, a, b):
+        """Values a to b, over the same offsets and bytes (no copy)."""
+        return Strings(self.offsets[a:b + 1], self.data, self.text)
 
     def tolist(self):
         """The values as a list of str (bytes for binaries)."""
