@@ -360,8 +360,12 @@ class Strings:
         return self._value(np.asarray(self.data), int(offs[i]), int(offs[i + 1]))
 
     def cut(self, a, b):
-        """Values a to b, over the same offsets and bytes (no copy)."""
-        return Strings(self.offsets[a:b + 1], self.data, self.text)
+        """Values a to b: their bytes a view of data (no copy), their
+        offsets made to start at 0 (a copy of b - a + 1 numbers), so that
+        what the values hold is all that a DataLoader worker sends."""
+        offs = self.offsets[a:b + 1]
+        lo, hi = int(offs[0]), int(offs[-1])
+        return Strings(offs - lo, self.data[lo:hi], self.text)
 
     def tolist(self):
         """The values as a list of str (bytes for binaries)."""
