@@ -58,12 +58,19 @@ func groupBatches(g *batchGroup) []arrow.RecordBatch {
 	return out
 }
 
-// oneByOne is the ids of the rest of the epoch of a dataset opened with o,
-// a batch a call.
+// oneByOne is the ids of the epoch of a dataset opened with o, a batch a
+// call.
 func oneByOne(t *testing.T, o map[string]any) [][]int64 {
 	id := openJSON(t, o)
 	defer closeHandle(id)
 	h, _ := lookup(id)
+	return restByOne(t, h)
+}
+
+// restByOne is the ids of the rest of h's epoch, a batch a call, every
+// value checked.
+func restByOne(t *testing.T, h *handle) [][]int64 {
+	t.Helper()
 	var out [][]int64
 	for {
 		b, err := h.next(time.Minute)
@@ -233,19 +240,7 @@ func TestReadAheadPosition(t *testing.T) {
 	if err := h2.loadState(mid); err != nil {
 		t.Fatal(err)
 	}
-	var rest [][]int64
-	for {
-		b, err := h2.next(time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b == nil {
-			break
-		}
-		ids, _ := valuecheck.Batch(b, nil)
-		b.Release()
-		rest = append(rest, ids)
-	}
+	rest := restByOne(t, h2)
 	if from := 1 + k - 2; !slices.EqualFunc(rest, want[from:], slices.Equal) {
 		t.Fatalf("resumed from the state with 2 of %d held back: %d batches, want the %d from batch %d", k, len(rest), len(want)-from, from)
 	}
