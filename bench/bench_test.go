@@ -118,7 +118,7 @@ func TestHarnessTiny(t *testing.T) {
 		"s3_sequential", "s3_shuffled", "gcs_sequential", "gcs_shuffled", "azure_sequential", "azure_shuffled",
 		"s3_cached_epoch2", "s3_cached_4ranks",
 		"shared_plan_off", "shared_plan_on", "consumers_1", "consumers_2", "consumers_4", "scale_1024", "scale_1024_workers8",
-		"python_numpy", "python_torch", "python_dataloader_workers",
+		"python_numpy", "python_torch", "python_strings", "python_dataloader_workers",
 		"pyarrow_sequential", "pyarrow_shuffled", "pyarrow_shuffled_mix15", "pyarrow_shuffled_mix05",
 		"table131k_sequential", "table131k_shuffled", "table131k_shuffled_mix15", "table131k_shuffled_mix05",
 		"avro_benchdata",

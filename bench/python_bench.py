@@ -1,11 +1,12 @@
 """The bench's Python side (bench/python.go runs it): rows/s reaching Python
-through the sluice package, as NumPy arrays, as torch tensors, and through a
-DataLoader with workers.
+through the sluice package, as NumPy arrays, as torch tensors, as NumPy
+arrays with strings in their zero-copy form (strings="arrays"), and through
+a DataLoader with workers.
 
     python3 bench/python_bench.py DIR BATCH_SIZE
 
-reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"dataloader"|
-"floor", "columns", "shuffle", "workers", "first_batch"}, measures it once and
+reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"strings"|
+"dataloader"|"floor", "columns", "shuffle", "workers", "first_batch"}, measures it once and
 answers one JSON line {"name", "rows", "rows_per_s", "read_bytes",
 "first_batch_s"} (read_bytes: 0 where the reads happened in workers): the Go
 side alternates its own passes with these, so that both see the same
@@ -36,7 +37,8 @@ def run_direct(cfg, r):
         _warmed.add(r["name"])
         t = time.perf_counter()
         ds = sluice.Dataset(cfg["dir"], columns=r["columns"], batch_size=cfg["batch_size"], shuffle=r["shuffle"],
-                            seed=42, as_torch=r["mode"] == "torch")
+                            seed=42, as_torch=r["mode"] == "torch",
+                            strings="arrays" if r["mode"] == "strings" else "objects")
         rows = 0
         for b in ds:
             rows += b.num_rows

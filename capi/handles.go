@@ -42,8 +42,15 @@ type handle struct {
 	// closed after it.
 	closers []io.Closer
 
-	mu     sync.Mutex // guards it and closed
-	it     *pull
+	mu sync.Mutex // guards it, pos and closed
+	it *pull
+	// pos is the position after each batch of the last call, or the
+	// position an iteration started from before any; nil where no
+	// iteration runs or has batches queued (the dataset's own is it).
+	pos []any
+	// rows is the rows of each batch of the last call (parallel to pos
+	// where it holds a call's).
+	rows   []int64
 	closed bool
 }
 
@@ -80,138 +87,188 @@ func (h *handle) schema() *arrow.Schema {
 	return h.ds.Schema()
 }
 
-// pull turns the push iteration of Batches into calls that each ask for
-// one batch. Its goroutine stays inside the loop body of the batch it last
-// handed out until the next is asked for, so that the dataset's state
-// counts exactly the batches the caller has received. (iter.Pull2 would
-// do the same, but its coroutine must be resumed on the thread that made
-// it, and a C caller may call from any thread.)
-type pull struct {
-	ask    chan struct{} // capacity 1: one request outstanding
-	out    chan pulled
-	cancel context.CancelFunc
-	done   chan struct{}
-	asked  bool // a request is outstanding (guarded by handle.mu)
-}
-
-type pulled struct {
-	b   arrow.RecordBatch
-	err error
-	end bool
-}
-
-func startPull(h *handle) *pull {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &pull{ask: make(chan struct{}, 1), out: make(chan pulled, 1), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		defer func() {
-			if r := recover(); r != nil {
-				p.out <- pulled{err: panicErr(r)}
-			}
-		}()
-		select {
-		case <-p.ask:
-		case <-ctx.Done():
-			return
-		}
-		for b, err := range h.batches(ctx) {
-			if err != nil {
-				p.out <- pulled{err: err}
-				return
-			}
-			b.Retain()
-			p.out <- pulled{b: b} // room: the caller took the last one before asking
-			select {
-			case <-p.ask:
-			case <-ctx.Done():
-				return
-			}
-		}
-		p.out <- pulled{end: true}
-	}()
-	return p
-}
-
-// stop ends the iteration and waits for its goroutine and the pipeline's;
-// a batch handed out but not taken is released. The dataset keeps the
-// position of the batches the caller received.
-func (p *pull) stop() {
-	p.cancel()
-	<-p.done
-	select {
-	case x := <-p.out:
-		if x.b != nil {
-			x.b.Release()
-		}
-	default:
-	}
-}
-
 // errNotReady is next's answer when no batch came within the timeout: the
 // caller gets control back (to see a Ctrl-C) and asks again.
 var errNotReady = errors.New("not ready")
 
 // next returns the next batch (the caller releases it), nil at the end of
-// the epoch, or errNotReady after timeout. The first call starts the
-// iteration; the end or an error finishes it, and the call after starts
-// the next epoch's.
+// the epoch, or errNotReady after timeout: nextGroup of one batch.
 func (h *handle) next(timeout time.Duration) (arrow.RecordBatch, error) {
+	g, err := h.nextGroup(1, timeout)
+	if g == nil {
+		return nil, err
+	}
+	return g.runs[0], nil
+}
+
+// batchGroup is the batches of one call: runs of them that follow one
+// another in memory, each as one record batch (segments), and for each
+// batch in order its run, first row in it and rows.
+type batchGroup struct {
+	runs             []arrow.RecordBatch
+	run, start, rows []int64
+}
+
+func (g *batchGroup) release() {
+	for _, r := range g.runs {
+		r.Release()
+	}
+}
+
+// nextGroup returns the next batches, up to most of them (those ready;
+// the caller releases the group), nil at the end of the epoch, or
+// errNotReady after timeout. The first call starts the iteration; the end
+// or an error finishes it, and the call after starts the next epoch's.
+func (h *handle) nextGroup(most int, timeout time.Duration) (*batchGroup, error) {
+	if most < 1 {
+		return nil, usageErr("%v (asked for %d)", errGroupSize, most)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, errClosed
 	}
-	if h.it == nil {
-		h.it = startPull(h)
-	}
-	p := h.it
-	if !p.asked {
-		p.ask <- struct{}{}
-		p.asked = true
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case x := <-p.out:
-		p.asked = false
-		if x.b != nil {
-			return x.b, nil
+	for {
+		if h.it == nil {
+			h.pos, h.rows = []any{h.position()}, nil
+			h.it = startPull(h)
 		}
-		p.stop()
-		h.it = nil
-		if x.end {
-			return nil, nil
+		got := h.it.take(most, timeout)
+		switch {
+		case len(got) == 0 && h.it.stopped:
+			// A stopped pull drained: the next starts where it left off.
+			h.it = nil
+			continue
+		case len(got) == 0:
+			return nil, errNotReady
+		case got[0].b == nil:
+			h.it.stop()
+			h.it, h.pos = nil, nil
+			if got[0].end {
+				return nil, nil
+			}
+			return nil, got[0].err
 		}
-		return nil, x.err
-	case <-t.C:
-		return nil, errNotReady
+		bs := make([]arrow.RecordBatch, len(got))
+		h.pos = make([]any, len(got))
+		g := &batchGroup{rows: make([]int64, len(got))}
+		h.rows = g.rows
+		for i, x := range got {
+			bs[i], h.pos[i], g.rows[i] = x.b, x.pos, x.b.NumRows()
+		}
+		var runs [][]arrow.RecordBatch
+		runs, g.run, g.start = segments(bs)
+		for _, r := range runs {
+			g.runs = append(g.runs, joined(r))
+		}
+		for _, b := range bs {
+			b.Release()
+		}
+		return g, nil
 	}
 }
 
-// stopIter ends a running iteration, keeping the position.
+// ahead is the rows and batches the dataset counts consumed that the
+// caller has not delivered: those read ahead, and the last undelivered
+// of the last call.
+func (h *handle) ahead(undelivered int) (rows, batches int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.it != nil {
+		h.it.mu.Lock()
+		for _, x := range h.it.queue {
+			if x.b != nil {
+				rows += x.b.NumRows()
+				batches++
+			}
+		}
+		h.it.mu.Unlock()
+	}
+	if h.pos != nil && len(h.rows) == len(h.pos) {
+		for _, n := range h.rows[max(len(h.rows)-undelivered, 0):] {
+			rows += n
+			batches++
+		}
+	}
+	return rows, batches
+}
+
+// position is the dataset's or mix's position now.
+func (h *handle) position() any {
+	if h.mix != nil {
+		return h.mix.StateDict()
+	}
+	return h.ds.StateDict()
+}
+
+// stopIter ends a running iteration, keeping the position: the batches
+// its goroutine pulled and the caller did not take are taken by the next
+// calls.
 func (h *handle) stopIter() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.it != nil {
 		h.it.stop()
-		h.it = nil
 	}
 }
 
-// state returns the position, encoded as checkpoint.Encode (a dataset) or
-// EncodeMix (a mix) writes it.
-func (h *handle) state() ([]byte, error) {
-	if h.mix != nil {
-		return checkpoint.EncodeMix(h.mix.StateDict())
+// dropIter ends a running iteration and lets go of what it pulled ahead:
+// for a caller that replaces the position.
+func (h *handle) dropIter() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.it != nil {
+		h.it.stop()
+		h.it.release()
+		h.it, h.pos = nil, nil
 	}
-	return checkpoint.Encode(h.ds.StateDict())
+}
+
+// state returns the position after the batches taken, encoded as
+// checkpoint.Encode (a dataset) or EncodeMix (a mix) writes it.
+func (h *handle) state() ([]byte, error) { return h.stateAt(0) }
+
+// stateAt returns the position after all but the last undelivered batches
+// of the last call (nextGroup): the caller has handed those on to no one
+// yet.
+func (h *handle) stateAt(undelivered int) ([]byte, error) {
+	h.mu.Lock()
+	pos := h.pos
+	h.mu.Unlock()
+	var p any
+	switch {
+	case undelivered < 0 || (undelivered > 0 && undelivered >= len(pos)):
+		return nil, usageErr("sluice: state of %d batches not delivered: the last call handed over %d", undelivered, len(pos))
+	case pos != nil:
+		p = pos[len(pos)-1-undelivered]
+	default:
+		p = h.position()
+	}
+	if st, ok := p.(checkpoint.MixState); ok {
+		return checkpoint.EncodeMix(st)
+	}
+	return checkpoint.Encode(p.(checkpoint.State))
+}
+
+// epoch is the epoch of the position after the batches taken.
+func (h *handle) epoch() int64 {
+	h.mu.Lock()
+	pos := h.pos
+	h.mu.Unlock()
+	p := h.position()
+	if pos != nil {
+		p = pos[len(pos)-1]
+	}
+	if st, ok := p.(checkpoint.MixState); ok {
+		return st.Epoch
+	}
+	return p.(checkpoint.State).Epoch
 }
 
 // loadState ends a running iteration (its position is replaced anyway)
 // and moves to the encoded state.
 func (h *handle) loadState(b []byte) error {
-	h.stopIter()
+	h.dropIter()
 	if h.mix != nil {
 		st, err := checkpoint.DecodeMix(b)
 		if err != nil {
@@ -248,7 +305,7 @@ func closeHandle(id int64) error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	h.stopIter()
+	h.dropIter()
 	if h.ds != nil {
 		return errors.Join(h.ds.Close(), closeAll(h.closers))
 	}
@@ -323,9 +380,9 @@ type info struct {
 
 func (h *handle) info() info {
 	if h.mix != nil {
-		return info{Epoch: h.mix.Epoch(), Mix: true}
+		return info{Epoch: h.epoch(), Mix: true}
 	}
-	return info{Epoch: h.ds.Epoch(), Fingerprint: h.ds.Fingerprint(), NumSplits: len(h.ds.Splits())}
+	return info{Epoch: h.epoch(), Fingerprint: h.ds.Fingerprint(), NumSplits: len(h.ds.Splits())}
 }
 
 // mergeStates merges encoded states of all ranks of one step

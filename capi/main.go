@@ -41,7 +41,7 @@ func main() {}
 
 // abiVersion changes whenever a signature or the meaning of a value does:
 // the Python package refuses a library of another version.
-const abiVersion = 3
+const abiVersion = 4
 
 //export sluice_abi_version
 func sluice_abi_version() C.int64_t { return abiVersion }
@@ -106,31 +106,43 @@ func sluice_schema(id C.int64_t, schema unsafe.Pointer) (e *C.char) {
 	return nil
 }
 
-// sluice_next waits up to timeout_ms for the next batch. On one it fills
-// array (a zeroed struct ArrowArray) and sets *status to 1; at the end of
-// the epoch it sets 0 (the next call starts the next epoch); when none came
-// in time, 2 (call again: the caller gets control back to handle signals).
+// sluice_next waits up to timeout_ms for the next batches, up to most of
+// them: those ready. Batches that follow one another in memory (the
+// batches cut from one window) cross as one array of all their rows: it
+// fills arrays (room for most zeroed struct ArrowArrays) with *runs such
+// arrays, and batches (room for 3 * most) with three numbers per batch:
+// its array, its first row there and its rows; *count is the batches. At
+// the end of the epoch it sets *count to 0 (the next call starts the next
+// epoch); when none came in time, to -1 (call again: the caller gets
+// control back to handle signals).
 //
 //export sluice_next
-func sluice_next(id C.int64_t, array unsafe.Pointer, timeoutMs C.int64_t, status *C.int) (e *C.char) {
+func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C.int64_t, timeoutMs C.int64_t, count, runs *C.int64_t) (e *C.char) {
 	defer guard(&e)
 	h, err := lookup(int64(id))
 	if err != nil {
 		return cerr(err)
 	}
-	b, err := h.next(time.Duration(timeoutMs) * time.Millisecond)
+	g, err := h.nextGroup(int(most), time.Duration(timeoutMs)*time.Millisecond)
 	switch {
 	case err == errNotReady:
-		*status = 2
+		*count = -1
 		return nil
 	case err != nil:
 		return cerr(err)
-	case b == nil:
-		*status = 0
+	case g == nil:
+		*count = 0
 		return nil
 	}
-	exportBatch(b, array)
-	*status = 1
+	out := unsafe.Slice(batches, 3*len(g.rows))
+	for i := range g.rows {
+		out[3*i], out[3*i+1], out[3*i+2] = C.int64_t(g.run[i]), C.int64_t(g.start[i]), C.int64_t(g.rows[i])
+	}
+	for i, r := range g.runs {
+		exportBatch(r, unsafe.Add(arrays, i*int(unsafe.Sizeof(cdata.CArrowArray{}))))
+	}
+	*runs = C.int64_t(len(g.runs))
+	*count = C.int64_t(len(g.rows))
 	return nil
 }
 
@@ -142,7 +154,8 @@ func exportBatch(b arrow.RecordBatch, array unsafe.Pointer) {
 }
 
 // sluice_stop ends a running iteration and every goroutine of it, keeping
-// the position (the batches received).
+// the position (the batches received): batches it had read ahead come with
+// the next calls.
 //
 //export sluice_stop
 func sluice_stop(id C.int64_t) (e *C.char) {
@@ -156,16 +169,18 @@ func sluice_stop(id C.int64_t) (e *C.char) {
 }
 
 // sluice_state returns the position as encoded bytes (checkpoint.Encode,
-// or EncodeMix for a mix) in *out, *n bytes, freed with sluice_free.
+// or EncodeMix for a mix) in *out, *n bytes, freed with sluice_free: the
+// position after the batches received, less the last undelivered of the
+// last sluice_next (those the caller holds and has handed on to no one).
 //
 //export sluice_state
-func sluice_state(id C.int64_t, out *unsafe.Pointer, n *C.int64_t) (e *C.char) {
+func sluice_state(id C.int64_t, undelivered C.int64_t, out *unsafe.Pointer, n *C.int64_t) (e *C.char) {
 	defer guard(&e)
 	h, err := lookup(int64(id))
 	if err != nil {
 		return cerr(err)
 	}
-	b, err := h.state()
+	b, err := h.stateAt(int(undelivered))
 	if err != nil {
 		return cerr(err)
 	}
@@ -225,10 +240,12 @@ func sluice_info(id C.int64_t, out **C.char) (e *C.char) {
 }
 
 // sluice_metrics returns the dataset's metrics snapshot as JSON in *out,
-// freed with sluice_free.
+// freed with sluice_free. The consumed rows and batches are those
+// delivered: less those read ahead, and the last undelivered of the last
+// sluice_next.
 //
 //export sluice_metrics
-func sluice_metrics(id C.int64_t, out **C.char) (e *C.char) {
+func sluice_metrics(id C.int64_t, undelivered C.int64_t, out **C.char) (e *C.char) {
 	defer guard(&e)
 	h, err := lookup(int64(id))
 	if err != nil {
@@ -237,7 +254,11 @@ func sluice_metrics(id C.int64_t, out **C.char) (e *C.char) {
 	if h.ds == nil {
 		return cerr(usageErr("sluice: a mix has no metrics of its own; ask its sources"))
 	}
-	b, err := json.Marshal(h.ds.Metrics().Snapshot())
+	s := h.ds.Metrics().Snapshot()
+	rows, batches := h.ahead(int(undelivered))
+	s.ConsumedRows -= rows
+	s.ConsumedBatches -= batches
+	b, err := json.Marshal(s)
 	if err != nil {
 		return cerr(err)
 	}
@@ -280,7 +301,7 @@ func sluice_set_epoch(id C.int64_t, epoch C.int64_t) (e *C.char) {
 	if h.ds == nil {
 		return cerr(usageErr("sluice: set_epoch of a mix: load a state instead"))
 	}
-	h.stopIter()
+	h.dropIter()
 	return cerr(h.ds.SetEpoch(int64(epoch)))
 }
 

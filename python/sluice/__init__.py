@@ -11,6 +11,7 @@ Options are Go's stream.Options under Python names (see docs/python.md). The
 library (libsluice.so, built from ../capi) is loaded on first use.
 """
 
+import collections
 import ctypes
 import json
 import os
@@ -37,6 +38,11 @@ __all__ = [
 _POLL_MS = 100
 
 _STATE_FORMAT = 1
+
+# The most batches one call into the library hands over (those it has
+# ready, cut from one window): calls into Go cost about what a batch of
+# numbers does to decode, and a group's columns are made once.
+_GROUP = 32
 
 # VALID ends the name of the entry beside a column that has nulls in a
 # batch: batch["x" + VALID] is a bool array, True where x has a value.
@@ -76,6 +82,15 @@ class Batch(dict):
 
 
 Strings = _arrow.Strings
+
+
+def _cut(v, a, b):
+    """Rows a to b of a group's column, a view."""
+    if isinstance(v, dict):
+        return {k: _cut(x, a, b) for k, x in v.items()}
+    if isinstance(v, Strings):
+        return v.cut(a, b)
+    return v[a:b]
 
 
 def _to_torch(values, pin):
@@ -121,6 +136,12 @@ class _Source:
         self._strings = strings == "arrays"
         self._fields = None
         self._pa_schema = None
+        # _pending: batches of the last group received and not handed on
+        # yet (of iteration kind _pending_kind): the state leaves them out.
+        self._pending = collections.deque()
+        self._pending_kind = None
+        self._arrays = (_arrow.ArrowArray * _GROUP)()
+        self._info = (ctypes.c_int64 * (3 * _GROUP))()
 
     def _init_schema(self):
         s = _arrow.ArrowSchema()
@@ -142,44 +163,113 @@ class _Source:
     def column_names(self):
         return [f.name for f in self._fields]
 
-    def _next_array(self, arr):
-        """Fill arr with the next batch; False at the end of the epoch."""
-        st = ctypes.c_int()
+    def _next_group(self):
+        """The next batches: a list of (array, first row, rows), each
+        array an ArrowArray that the caller owns from here (its batches
+        follow one another in memory), or None at the end of the epoch."""
+        n, runs = ctypes.c_int64(), ctypes.c_int64()
+        arrays, info = self._arrays, self._info
         f = _lib.lib().sluice_next
         h = self._handle()
         while True:
             # A Ctrl-C a finalizer swallowed surfaces here, where the loop
             # over batches sees it.
             _arrow.raise_lost_interrupt()
-            _lib.check(f(h, ctypes.byref(arr), _POLL_MS, ctypes.byref(st)))
-            if st.value != 2:
-                return st.value == 1
+            _lib.check(f(h, arrays, _GROUP, info, _POLL_MS, ctypes.byref(n), ctypes.byref(runs)))
+            if n.value >= 0:
+                break
+        if not n.value:
+            return None
+        # Each array moves out of the shared room into its own struct (the
+        # C data interface lets a consumer move one: the original is marked
+        # released).
+        owned = []
+        for i in range(runs.value):
+            a = _arrow.ArrowArray()
+            ctypes.pointer(a)[0] = arrays[i]
+            arrays[i].release = None
+            owned.append(a)
+        v = info[:3 * n.value]
+        return [(owned[v[i]], v[i + 1], v[i + 2]) for i in range(0, len(v), 3)]
 
-    def _batch(self, owner):
+    def _columns(self, owner):
+        """The columns of the array owner holds, with validity entries for
+        those with nulls."""
         a = owner.array
         cols = {}
         for i, fld in enumerate(self._fields):
             v, ok = _arrow.convert(fld, owner, a.children[i].contents, self._strings)
-            if self._as_torch:
-                v = _to_torch(v, self._pin)
             cols[fld.name] = v
             if ok is not None:
-                cols[fld.name + VALID] = _to_torch(ok, self._pin) if self._as_torch else ok
-        return Batch(cols, a.length)
+                cols[fld.name + VALID] = ok
+        return cols
 
-    def _iterate(self, make):
+    def _torch(self, cols):
+        return {k: _to_torch(v, self._pin) for k, v in cols.items()}
+
+    def _batch(self, owner):
+        cols = self._columns(owner)
+        return Batch(self._torch(cols) if self._as_torch else cols, owner.array.length)
+
+    def _group(self):
+        """The next batches, or None at the end of the epoch. Batches that
+        follow one another in memory (cut from one window) cross as one
+        array: its columns are made once and each batch is a view of its
+        rows."""
+        got = self._next_group()
+        if got is None:
+            return None
+        made = {}
+        out = []
+        for arr, a, n in got:
+            cols = made.get(id(arr))
+            if cols is None:
+                owner = _arrow.Owner(arr)
+                cols = self._columns(owner)
+                if arr.length == n:  # crossed alone
+                    out.append(Batch(self._torch(cols) if self._as_torch else cols, n))
+                    continue
+                # A batch has a validity entry where it has nulls, as one
+                # that crossed alone: the run's is cut, and left out where
+                # all true.
+                valid = {k: v for k, v in cols.items() if k.endswith(VALID) and k[:-len(VALID)] in cols}
+                if self._as_torch:
+                    cols = self._torch(cols)
+                made[id(arr)] = cols = (list(cols.items()), valid)
+            items, valid = cols
+            b = a + n
+            if valid:
+                whole = {k for k, v in valid.items() if v[a:b].all()}
+                out.append(Batch({k: _cut(v, a, b) for k, v in items if k not in whole}, n))
+            else:
+                out.append(Batch({k: _cut(v, a, b) for k, v in items}, n))
+        return out
+
+    def _iterate(self, kind, group):
         self._handle()
+        pending = self._pending
         try:
             while True:
-                out = make()
-                if out is None:
+                if pending and self._pending_kind != kind:
+                    self._drop_pending()
+                while pending:
+                    # A Ctrl-C a finalizer swallowed surfaces here, where
+                    # the loop over batches sees it.
+                    _arrow.raise_lost_interrupt()
+                    # Taken out before it is handed on: the state counts it.
+                    yield pending.popleft()
+                got = group()
+                if got is None:
                     return
-                yield out
+                self._pending_kind = kind
+                pending.extend(got)
         except BaseException:
             # A break, an error or Ctrl-C: end every goroutine of the
-            # iteration; the position stays after the last batch received.
-            # At exit the dataset may be closed already (its finalizer runs
-            # before an unfinished iteration is collected), which ended them.
+            # iteration; the position stays after the last batch received
+            # (batches of a group not handed on yet stay pending here, for
+            # the next iteration). At exit the dataset may be closed
+            # already (its finalizer runs before an unfinished iteration is
+            # collected), which ended them.
             if self._h is not None and self._pid == os.getpid():
                 try:
                     _lib.call("sluice_stop", self._h)
@@ -187,15 +277,17 @@ class _Source:
                     pass
             raise
 
+    def _drop_pending(self):
+        """Give back the batches received and not handed on (of the other
+        kind of iteration): the position moves back before them."""
+        b = self._state_bytes()
+        self._pending.clear()
+        _lib.call("sluice_load_state", self._handle(), b, len(b))
+
     def __iter__(self):
         """The rest of the current epoch, batch by batch; the next iteration
         goes on with the next epoch."""
-        def make():
-            owner = _arrow.Owner()
-            if not self._next_array(owner.array):
-                return None
-            return self._batch(owner)
-        return self._iterate(make)
+        return self._iterate("batch", self._group)
 
     def arrow_batches(self):
         """As iteration, as pyarrow.RecordBatch (needs pyarrow); the batch
@@ -206,33 +298,38 @@ class _Source:
             _lib.call("sluice_schema", self._handle(), ctypes.byref(s))
             self._pa_schema = pa.Schema._import_from_c(ctypes.addressof(s))
 
-        def make():
-            arr = _arrow.ArrowArray()
-            if not self._next_array(arr):
+        def group():
+            got = self._next_group()
+            if got is None:
                 return None
-            return pa.RecordBatch._import_from_c(ctypes.addressof(arr), self._pa_schema)
-        return self._iterate(make)
+            made = {}
+            out = []
+            for arr, a, n in got:
+                rb = made.get(id(arr))
+                if rb is None:
+                    rb = made[id(arr)] = pa.RecordBatch._import_from_c(ctypes.addressof(arr), self._pa_schema)
+                out.append(rb if rb.num_rows == n else rb.slice(a, n))
+            return out
+        return self._iterate("arrow", group)
 
     def state_dict(self):
         """The position, as plain Python values (torch.save stores them):
         the batches received so far, never those read ahead. "epoch" is
         the epoch a dataset that loads it goes on with."""
-        p, n = ctypes.c_void_p(), ctypes.c_int64()
-        _lib.call("sluice_state", self._handle(), ctypes.byref(p), ctypes.byref(n))
-        b = _lib.take_bytes(p, n.value)
-        return {"format": _STATE_FORMAT, "kind": self._kind, "epoch": self.epoch, "state": b}
+        return {"format": _STATE_FORMAT, "kind": self._kind, "epoch": self.epoch, "state": self._state_bytes()}
 
     def _state_bytes(self):
         """The encoded position alone (what a DataLoader worker sends with
         each batch)."""
         p, n = ctypes.c_void_p(), ctypes.c_int64()
-        _lib.call("sluice_state", self._handle(), ctypes.byref(p), ctypes.byref(n))
+        _lib.call("sluice_state", self._handle(), len(self._pending), ctypes.byref(p), ctypes.byref(n))
         return _lib.take_bytes(p, n.value)
 
     def load_state_dict(self, state):
         """Move to a position state_dict returned (or merge_states merged).
         A state of another dataset raises MismatchError naming the field."""
         b = _state_bytes(state, self._kind)
+        self._pending.clear()
         _lib.call("sluice_load_state", self._handle(), b, len(b))
 
     def info(self):
@@ -249,6 +346,7 @@ class _Source:
         """End every goroutine and release the files. A second close raises
         ClosedError."""
         h = self._handle()
+        self._pending.clear()
         _lib.call("sluice_close", h)
         self._h = None
         self._finalizer.detach()
@@ -331,6 +429,7 @@ class Dataset(_Source):
     def set_epoch(self, epoch):
         """Move to the start of an epoch."""
         epoch = _options._int(0)("epoch", epoch)
+        self._pending.clear()
         _lib.call("sluice_set_epoch", self._handle(), epoch)
 
     def take(self, positions, epoch=None):
@@ -365,7 +464,7 @@ class Dataset(_Source):
         """The pipeline's metrics snapshot (queue depths, times, bytes) as a
         dict; see docs/metrics.md."""
         p = ctypes.c_void_p()
-        _lib.call("sluice_metrics", self._handle(), ctypes.byref(p))
+        _lib.call("sluice_metrics", self._handle(), len(self._pending), ctypes.byref(p))
         return json.loads(_lib.take_string(p))
 
 

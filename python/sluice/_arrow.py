@@ -121,8 +121,8 @@ class Owner:
 
     __slots__ = ("array", "pid", "__weakref__")
 
-    def __init__(self):
-        self.array = ArrowArray()
+    def __init__(self, array=None):
+        self.array = ArrowArray() if array is None else array
         self.pid = os.getpid()
 
     def release(self):
@@ -358,6 +358,14 @@ class Strings:
         if not 0 <= i < n:
             raise IndexError("sluice: Strings index %d is outside its %d values" % (i, n))
         return self._value(np.asarray(self.data), int(offs[i]), int(offs[i + 1]))
+
+    def cut(self, a, b):
+        """Values a to b: their bytes a view of data (no copy), their
+        offsets made to start at 0 (a copy of b - a + 1 numbers), so that
+        what the values hold is all that a DataLoader worker sends."""
+        offs = self.offsets[a:b + 1]
+        lo, hi = int(offs[0]), int(offs[-1])
+        return Strings(offs - lo, self.data[lo:hi], self.text)
 
     def tolist(self):
         """The values as a list of str (bytes for binaries)."""

@@ -17,7 +17,7 @@ import threading
 
 from . import errors
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _lock = threading.Lock()
 _lib = None
@@ -157,13 +157,13 @@ def _declare(l):
         "sluice_mix": ([ctypes.c_char_p, i64p], vp),
         "sluice_close": ([i64], vp),
         "sluice_schema": ([i64, vp], vp),
-        "sluice_next": ([i64, vp, i64, ctypes.POINTER(ctypes.c_int)], vp),
+        "sluice_next": ([i64, vp, i64, i64p, i64, i64p, i64p], vp),
         "sluice_stop": ([i64], vp),
-        "sluice_state": ([i64, vpp, i64p], vp),
+        "sluice_state": ([i64, i64, vpp, i64p], vp),
         "sluice_load_state": ([i64, ctypes.c_char_p, i64], vp),
         "sluice_merge_states": ([vpp, i64p, i64, ctypes.c_int, vpp, i64p], vp),
         "sluice_info": ([i64, vpp], vp),
-        "sluice_metrics": ([i64, vpp], vp),
+        "sluice_metrics": ([i64, i64, vpp], vp),
         "sluice_estimate": ([i64, vpp], vp),
         "sluice_set_epoch": ([i64, i64], vp),
         "sluice_take": ([i64, i64, i64p, i64, vp], vp),

@@ -3,6 +3,7 @@ import json
 import math
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -222,3 +223,102 @@ def test_metrics(data):
     m = ds.metrics()
     assert m["consumed_rows"] == 5000 and m["consumed_batches"] == 5
     assert m["read_bytes"] > 0
+
+
+def _rows(b):
+    """The rows of a batch as plain values: None at nulls, NaN as "NaN"."""
+    out = []
+    valid = b.validity
+    for i in range(b.num_rows):
+        row = {}
+        for k, v in b.items():
+            if k.endswith(sluice.VALID):
+                continue
+            if k in valid and not valid[k][i]:
+                row[k] = None
+                continue
+            x = v[i]
+            x = x.item() if hasattr(x, "item") else x
+            row[k] = "NaN" if isinstance(x, float) and math.isnan(x) else x
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_batches_read_ahead_equal_batches_one_at_a_time(data, monkeypatch, shuffle):
+    """Batches the library read ahead cross several to a call, a window's as
+    one array; each batch is views of its rows. Every value, null and
+    validity entry (present where the batch has nulls), and the order, are
+    those of batches taken one a call."""
+    cols = ["id", "i8", "f64", "b", "s", "n", "ts"]
+
+    def read(strings, as_torch=False):
+        ds = sluice.Dataset(str(data / "types"), columns=cols, batch_size=10, shuffle=shuffle, seed=3,
+                            num_splits=2, strings=strings, as_torch=as_torch)
+        it = iter(ds)
+        batches = [next(it)]
+        time.sleep(0.5)  # the library reads ahead meanwhile
+        batches += list(it)
+        ds.close()
+        return batches
+
+    for strings in ("objects", "arrays"):
+        with monkeypatch.context() as m:
+            m.setattr(sluice, "_GROUP", 1)
+            want = read(strings)
+        got = read(strings)
+        assert [list(b) for b in got] == [list(b) for b in want]  # the same entries, validity included
+        for b in got:
+            for k, v in b.validity.items():
+                assert not v.all(), k  # an entry only where the batch has nulls
+        assert [r for b in got for r in _rows(b)] == [r for b in want for r in _rows(b)]
+        assert len(want) == 100
+        bases = set()
+        for b in got:
+            base = b["id"]
+            while isinstance(base, np.ndarray):
+                base = base.base
+            bases.add(id(base))
+        assert len(bases) < len(got) / 2, "batches crossed one a call"
+    torch = pytest.importorskip("torch")
+    got = read("arrays", as_torch=True)
+    with monkeypatch.context() as m:
+        m.setattr(sluice, "_GROUP", 1)
+        want_t = read("arrays", as_torch=True)
+    assert [list(b) for b in got] == [list(b) for b in want_t]
+    for g, w in zip(got, want_t):
+        for k, v in w.items():
+            if isinstance(v, sluice.Strings):
+                assert g[k].tolist() == v.tolist()
+            else:
+                assert torch.equal(g[k], v) or (v.is_floating_point() and torch.equal(g[k].isnan(), v.isnan())
+                                                and torch.equal(g[k].nan_to_num(), v.nan_to_num())), k
+
+
+def test_state_inside_a_group_resumes_exactly(data):
+    """A state taken after any batch of a group counts exactly the batches
+    handed out; a break keeps the rest for the next iteration."""
+    opts = dict(columns=["id"], batch_size=100, shuffle=True, seed=2, num_splits=2)
+    whole = ids_of(sluice.Dataset(str(data / "numbers"), **opts))
+    ds = sluice.Dataset(str(data / "numbers"), **opts)
+    it = iter(ds)
+    taken = [int(i) for i in next(it)["id"]]
+    time.sleep(0.5)  # the library reads ahead meanwhile
+    for _ in range(6):
+        taken += [int(i) for i in next(it)["id"]]
+    assert ds._pending, "the batches did not cross several to a call"
+    st = ds.state_dict()
+    m = ds.metrics()
+    assert m["consumed_rows"] == 700 and m["consumed_batches"] == 7
+    again = sluice.Dataset(str(data / "numbers"), **opts)
+    again.load_state_dict(st)
+    assert taken + ids_of(again) == whole
+    del it  # a break
+    for b in ds:
+        taken += [int(i) for i in b["id"]]
+        break
+    for b in ds:
+        taken += [int(i) for i in b["id"]]
+    assert taken == whole
+    for x in (ds, again):
+        x.close()

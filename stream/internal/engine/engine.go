@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/unzeroed"
 	"github.com/sluicedata/sluice/metrics"
@@ -133,6 +134,11 @@ type Engine struct {
 	// counts are the counting pass's rows of chunks the plan does not know
 	// (EqualBatches), nil where none was needed.
 	counts []int64
+	// order is OrderState, made once: a state is taken after every batch
+	// where a caller reads ahead (the C ABI), and its fingerprint, a hash
+	// of what never changes, cost most of it.
+	orderOnce sync.Once
+	order     checkpoint.State
 
 	mu      sync.Mutex
 	running bool

@@ -48,6 +48,13 @@ func (e *Engine) State() checkpoint.State {
 // OrderState is a state with only the fields that say which rows come in
 // which order filled in: what a state must match to load.
 func (e *Engine) OrderState() checkpoint.State {
+	e.orderOnce.Do(func() { e.order = e.orderState() })
+	st := e.order
+	st.Columns = slices.Clone(st.Columns)
+	return st
+}
+
+func (e *Engine) orderState() checkpoint.State {
 	st := checkpoint.State{
 		Version:       checkpoint.StateVersion,
 		Plan:          e.planID,

@@ -1,0 +1,265 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// readAhead is the most batches a pull holds that the caller has not taken:
+// what one call can hand over at once. A call into Go from C, and the wake
+// of the thread that makes it, cost about as much as decoding a batch of
+// 1024 numbers does; a caller that takes many batches per call pays them
+// once for all (the batches of a window are slices of its buffers, so they
+// cross as one array, see segments). The batches held are slices of windows
+// the pipeline holds anyway.
+const readAhead = 32
+
+// pull turns the push iteration of Batches into calls that each take the
+// batches ready. Its goroutine runs ahead of the caller by up to readAhead
+// batches, noting the position after each (the dataset's state inside the
+// loop body of that batch): the dataset itself counts the batches pulled,
+// the caller's position is the one after the last batch it took. (iter.Pull2
+// would need no goroutine, but its coroutine must be resumed on the thread
+// that made it, and a C caller may call from any thread.)
+type pull struct {
+	mu      sync.Mutex
+	queue   []pulled // pulled, not taken, in order
+	stopped bool     // the goroutine has ended: queue is all there is
+	// ready (capacity 1) says an item was queued; room (capacity 1) that
+	// one was taken.
+	ready, room chan struct{}
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+// pulled is one item of a pull: a batch and the position after it, or the
+// end of the epoch, or the error that ended the iteration.
+type pulled struct {
+	b   arrow.RecordBatch
+	pos any // checkpoint.State of a dataset, checkpoint.MixState of a mix
+	err error
+	end bool
+}
+
+func startPull(h *handle) *pull {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pull{ready: make(chan struct{}, 1), room: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer func() {
+			if r := recover(); r != nil {
+				p.put(pulled{err: panicErr(r)})
+			}
+		}()
+		for b, err := range h.batches(ctx) {
+			if err != nil {
+				if ctx.Err() == nil {
+					p.put(pulled{err: err})
+				}
+				return
+			}
+			// The dataset counts b taken from here on: it is queued even
+			// when the pull is being stopped, and so taken by a later call.
+			b.Retain()
+			p.put(pulled{b: b, pos: h.position()})
+			if !p.waitRoom(ctx) {
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			p.put(pulled{end: true})
+		}
+	}()
+	return p
+}
+
+func (p *pull) put(x pulled) {
+	p.mu.Lock()
+	p.queue = append(p.queue, x)
+	p.mu.Unlock()
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom waits, inside the loop body of the batch last queued, until
+// fewer than readAhead batches are queued; false when the pull is stopped.
+func (p *pull) waitRoom(ctx context.Context) bool {
+	for {
+		p.mu.Lock()
+		n := len(p.queue)
+		p.mu.Unlock()
+		if n < readAhead {
+			return true
+		}
+		select {
+		case <-p.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// take returns the items at the front of the queue that one call hands
+// over: an end or an error alone, else up to most batches. It waits up to
+// timeout for the first; none, where none came or the pull is stopped and
+// drained.
+func (p *pull) take(most int, timeout time.Duration) []pulled {
+	var t *time.Timer
+	for {
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			n := 1
+			if p.queue[0].b != nil {
+				for n < len(p.queue) && n < most && p.queue[n].b != nil {
+					n++
+				}
+			}
+			got := append([]pulled(nil), p.queue[:n]...)
+			p.queue = append(p.queue[:0], p.queue[n:]...)
+			p.mu.Unlock()
+			select {
+			case p.room <- struct{}{}:
+			default:
+			}
+			return got
+		}
+		stopped := p.stopped
+		p.mu.Unlock()
+		if stopped {
+			return nil
+		}
+		// The timer is made only when a call has to wait: most calls find
+		// their batches queued.
+		if t == nil {
+			t = time.NewTimer(timeout)
+			defer t.Stop()
+		}
+		select {
+		case <-p.ready:
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// stop ends the goroutine and the pipeline's. What it had queued stays, to
+// be taken by the next calls: the dataset counted it.
+func (p *pull) stop() {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+}
+
+// release lets go of the queued batches (the position they stand for is
+// being replaced, or the dataset closed).
+func (p *pull) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range p.queue {
+		if x.b != nil {
+			x.b.Release()
+		}
+	}
+	p.queue = nil
+}
+
+// follows reports whether b continues a in memory: every column of b is
+// the next rows of the same buffers as a's, as the batches cut from one
+// window are. Such batches cross as one array of their rows (joined).
+func follows(a, b arrow.RecordBatch) bool {
+	if a.NumCols() != b.NumCols() || !a.Schema().Equal(b.Schema()) {
+		return false
+	}
+	for i := range int(a.NumCols()) {
+		da, db := a.Column(i).Data(), b.Column(i).Data()
+		// Dictionaries and nested arrays cross batch by batch: their
+		// children have offsets of their own.
+		if da.DataType().ID() == arrow.DICTIONARY || len(da.Children()) > 0 || len(db.Children()) > 0 {
+			return false
+		}
+		if da.Offset()+da.Len() != db.Offset() {
+			return false
+		}
+		ba, bb := da.Buffers(), db.Buffers()
+		if len(ba) != len(bb) {
+			return false
+		}
+		for k := range ba {
+			if ba[k] != bb[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// segments sorts the batches of one call into runs that follow one
+// another in memory (a window's batches, which other splits' may
+// interleave): each run crosses as one array of its rows (joined). It
+// returns the runs and, for each batch, its run and first row in it.
+func segments(bs []arrow.RecordBatch) (runs [][]arrow.RecordBatch, seg, start []int64) {
+	seg, start = make([]int64, len(bs)), make([]int64, len(bs))
+	rows := []int64{}
+	for i, b := range bs {
+		s := -1
+		for r, run := range runs {
+			if follows(run[len(run)-1], b) {
+				s = r
+				break
+			}
+		}
+		if s < 0 {
+			s = len(runs)
+			runs = append(runs, nil)
+			rows = append(rows, 0)
+		}
+		runs[s] = append(runs[s], b)
+		seg[i], start[i] = int64(s), rows[s]
+		rows[s] += b.NumRows()
+	}
+	return runs, seg, start
+}
+
+// joined is a run of batches that follow one another as one record batch
+// of all their rows, over the same buffers.
+func joined(bs []arrow.RecordBatch) arrow.RecordBatch {
+	if len(bs) == 1 {
+		bs[0].Retain()
+		return bs[0]
+	}
+	var rows int64
+	for _, b := range bs {
+		rows += b.NumRows()
+	}
+	first := bs[0]
+	cols := make([]arrow.Array, first.NumCols())
+	for i := range cols {
+		d := first.Column(i).Data()
+		nulls := 0
+		for _, b := range bs {
+			nulls += b.Column(i).NullN()
+		}
+		whole := array.NewData(d.DataType(), int(rows), d.Buffers(), nil, nulls, d.Offset())
+		cols[i] = array.MakeFromData(whole)
+		whole.Release()
+	}
+	rec := array.NewRecordBatch(first.Schema(), cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// errGroupSize is the error of a call that asks for fewer than one batch.
+var errGroupSize = errors.New("sluice: a call takes at least one batch")

@@ -1,0 +1,247 @@
+//go:build cgo
+
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/sluicedata/sluice/checkpoint"
+	"github.com/sluicedata/sluice/internal/testkit/valuecheck"
+)
+
+// valueData writes 6,000 rows of cols (every value a function of its id,
+// nulls among them) in row groups of 1,000 rows.
+func valueData(t *testing.T, cols []valuecheck.Column) string {
+	dir := t.TempDir()
+	for i := range 3 {
+		if err := valuecheck.WriteParquet(filepath.Join(dir, "part-"+string(rune('a'+i))+".parquet"), cols, int64(i)*2000, 2000, valuecheck.Parquet{RowGroupRows: 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// waitQueued waits until the pull of h holds n batches read ahead.
+func waitQueued(t *testing.T, h *handle, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h.mu.Lock()
+		p := h.it
+		h.mu.Unlock()
+		if p != nil {
+			p.mu.Lock()
+			q := len(p.queue)
+			p.mu.Unlock()
+			if q >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pull read fewer than %d batches ahead in a minute", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupBatches cuts a group into its batches, in order.
+func groupBatches(g *batchGroup) []arrow.RecordBatch {
+	out := make([]arrow.RecordBatch, len(g.rows))
+	for i := range g.rows {
+		out[i] = g.runs[g.run[i]].NewSlice(g.start[i], g.start[i]+g.rows[i])
+	}
+	return out
+}
+
+// oneByOne is the ids of the epoch of a dataset opened with o, a batch a
+// call.
+func oneByOne(t *testing.T, o map[string]any) [][]int64 {
+	id := openJSON(t, o)
+	defer closeHandle(id)
+	h, _ := lookup(id)
+	return restByOne(t, h)
+}
+
+// restByOne is the ids of the rest of h's epoch, a batch a call, every
+// value checked.
+func restByOne(t *testing.T, h *handle) [][]int64 {
+	t.Helper()
+	var out [][]int64
+	for {
+		b, err := h.next(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			return out
+		}
+		ids, err := valuecheck.Batch(b, nil)
+		b.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ids)
+	}
+}
+
+// TestGroupsJoinWindows: batches read ahead cross several to a call, those
+// of one window as one array of their rows (over the window's buffers);
+// every value, null and the order are those of batches taken one a call.
+// Dictionaries cross batch by batch.
+func TestGroupsJoinWindows(t *testing.T) {
+	for _, names := range [][]string{
+		{"id", "i8", "i32", "u32", "f32", "b", "text", "bin"},
+		{"id", "i32", "dict"},
+	} {
+		dir := valueData(t, valuecheck.Pick(names...))
+		for _, shuffle := range []bool{false, true} {
+			o := map[string]any{"urls": []string{dir}, "batch_size": 100, "shuffle": shuffle, "seed": 3, "num_splits": 3}
+			want := oneByOne(t, o)
+			id := openJSON(t, o)
+			h, _ := lookup(id)
+			var got [][]int64
+			joined := 0
+			for {
+				if len(got) > 0 && len(got) < len(want)-8 {
+					waitQueued(t, h, 8) // a caller slower than the reads
+				}
+				g, err := h.nextGroup(32, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g == nil {
+					break
+				}
+				for _, r := range g.runs {
+					if r.NumRows() > 100 {
+						joined++
+					}
+				}
+				for _, b := range groupBatches(g) {
+					ids, err := valuecheck.Batch(b, names)
+					b.Release()
+					if err != nil {
+						t.Fatalf("%v shuffle %t: %v", names, shuffle, err)
+					}
+					got = append(got, ids)
+				}
+				g.release()
+			}
+			if err := closeHandle(id); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("%v shuffle %t: %d batches in groups differ from %d taken one a call", names, shuffle, len(got), len(want))
+			}
+			if dict := slices.Contains(names, "dict"); (joined > 0) == dict {
+				t.Fatalf("%v shuffle %t: %d arrays joined several batches", names, shuffle, joined)
+			}
+		}
+	}
+}
+
+// rowsAt is the rows a dataset's state counts delivered.
+func rowsAt(t *testing.T, b []byte) int64 {
+	t.Helper()
+	st, err := checkpoint.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range st.Cursors {
+		n += c.Rows
+	}
+	return n
+}
+
+// TestReadAheadPosition: the state counts the batches a caller delivered
+// (a group less those it holds back), never those read ahead; a stop keeps
+// what was read ahead for the next calls, and a state taken inside a
+// group resumes exactly there.
+func TestReadAheadPosition(t *testing.T) {
+	dir := writeData(t)
+	o := map[string]any{"urls": []string{dir}, "columns": []string{"id"}, "batch_size": 100, "shuffle": true, "num_splits": 2}
+	want := oneByOne(t, o)
+	id := openJSON(t, o)
+	defer closeHandle(id)
+	h, _ := lookup(id)
+	var got [][]int64
+	take := func(most int) int {
+		g, err := h.nextGroup(most, time.Minute)
+		if err != nil || g == nil {
+			t.Fatal(g, err)
+		}
+		defer g.release()
+		for _, b := range groupBatches(g) {
+			ids, err := valuecheck.Batch(b, nil)
+			b.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids)
+		}
+		return len(g.rows)
+	}
+	take(1)
+	waitQueued(t, h, 6)
+	k := take(32)
+	if k < 6 {
+		t.Fatalf("a call took %d batches of 6 read ahead", k)
+	}
+	var mid []byte
+	for u := range k {
+		st, err := h.stateAt(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := rowsAt(t, st); n != int64(1+k-u)*100 {
+			t.Fatalf("state with %d of %d held back counts %d rows, want %d", u, k, n, (1+k-u)*100)
+		}
+		if u == 2 {
+			mid = st
+		}
+	}
+	if _, err := h.stateAt(k); kindOf(err) != "usage" {
+		t.Fatalf("state with more held back than taken: %v", err)
+	}
+	waitQueued(t, h, 3)
+	h.stopIter()
+	st, _ := h.stateAt(0)
+	if n := rowsAt(t, st); n != int64(1+k)*100 {
+		t.Fatalf("after a stop the state counts %d rows, want %d", n, (1+k)*100)
+	}
+	for {
+		g, err := h.nextGroup(32, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g == nil {
+			break
+		}
+		for _, b := range groupBatches(g) {
+			ids, _ := valuecheck.Batch(b, nil)
+			b.Release()
+			got = append(got, ids)
+		}
+		g.release()
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("with a stop after reading ahead: %d batches, differing from the %d of one a call", len(got), len(want))
+	}
+	// The state inside the group resumes after its batch, in a new dataset.
+	id2 := openJSON(t, o)
+	defer closeHandle(id2)
+	h2, _ := lookup(id2)
+	if err := h2.loadState(mid); err != nil {
+		t.Fatal(err)
+	}
+	rest := restByOne(t, h2)
+	if from := 1 + k - 2; !slices.EqualFunc(rest, want[from:], slices.Equal) {
+		t.Fatalf("resumed from the state with 2 of %d held back: %d batches, want the %d from batch %d", k, len(rest), len(want)-from, from)
+	}
+}
