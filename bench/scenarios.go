@@ -596,16 +596,17 @@ func (e *env) latency(ctx context.Context) error {
 		// What the read-ahead can hide: the first batch waits for the
 		// footers (one read each, in parallel) and then for the first
 		// bytes, a latency each that no read-ahead hides and a training
-		// job pays once (first_batch_seconds shows them). On the quick
-		// dataset the 0 ms run is shorter than one 100 ms latency, so the
-		// whole run's ratio (whole_run_ratio_vs_0ms) says more of the
-		// dataset's size than of the stream; ratio_vs_0ms leaves those two
-		// latencies out of the run's time, and everything else, every
-		// later fetch's wait included, in.
+		// job pays once (first_batch_seconds shows them). ratio_vs_0ms
+		// is the whole run's, as the issue that set its target measured
+		// it; on the quick dataset the 0 ms run is shorter than one 100 ms
+		// latency, so it says more of the dataset's size than of the
+		// stream there. steady_ratio_vs_0ms leaves those two latencies out
+		// of the run's time, and everything else, every later fetch's
+		// wait included, in.
 		unhidden := 2 * l.delay.Seconds()
 		r.set("unhidden_seconds", unhidden)
-		r.set("ratio_vs_0ms", best.m.rowsPerSecPast(unhidden)/pairedZero)
-		r.set("whole_run_ratio_vs_0ms", best.m.rowsPerSec()/pairedZero)
+		r.set("ratio_vs_0ms", best.m.rowsPerSec()/pairedZero)
+		r.set("steady_ratio_vs_0ms", best.m.rowsPerSecPast(unhidden)/pairedZero)
 		r.set("first_batch_seconds", best.m.firstBatch)
 		r.set("peak_heap_bytes", best.heap)
 		r.set("peak_heap_runs", heaps)
