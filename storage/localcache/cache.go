@@ -404,44 +404,47 @@ var bufs = sync.Pool{New: func() any { return new([]byte) }}
 
 func (c *Cache) readOpen(f *os.File, pt *part) bool {
 	hs := headerSize(pt.length, pageSize)
-	first := int(pt.at) / pageSize
-	last := (int(pt.at) + len(pt.dst) - 1) / pageSize
-	from, to := first*pageSize, min(pt.length, (last+1)*pageSize)
-	// One read of the header and the pages where they are near each other,
-	// as a block's first pages are; two reads otherwise.
-	near := from <= 64<<10
-	need := hs + (to - from)
-	if near {
-		need = hs + to
-	}
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
-	if cap(*bp) < need {
-		*bp = make([]byte, need)
+	if cap(*bp) < hs+pageSize {
+		*bp = make([]byte, hs+pageSize)
 	}
-	buf := (*bp)[:need]
-	if near {
-		if _, err := f.ReadAt(buf, 0); err != nil {
-			return false
-		}
-	} else {
-		if _, err := f.ReadAt(buf[:hs], 0); err != nil {
-			return false
-		}
-		if _, err := f.ReadAt(buf[hs:], int64(hs+from)); err != nil {
-			return false
-		}
+	head, scratch := (*bp)[:hs], (*bp)[hs:hs+pageSize]
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return false
 	}
-	h, n, err := parseHeader(buf[:hs])
+	h, n, err := parseHeader(head)
 	if err != nil || n != hs || h.id != pt.id || h.length != pt.length || h.pageSize != pageSize || h.offset != pt.i*c.block {
 		return false
 	}
-	data := buf[need-(to-from):]
-	if h.checkPages(first, data) != nil {
-		return false
+	// The pages wholly inside [a, b) are read into dst and checked there,
+	// so the bulk of a read is copied once; the pages it covers in part,
+	// at either end, through scratch.
+	a, b := int(pt.at), int(pt.at)+len(pt.dst)
+	lo, hi := (a+pageSize-1)/pageSize*pageSize, b/pageSize*pageSize
+	if b == pt.length {
+		hi = b // the block's short last page, covered to its end
 	}
-	copy(pt.dst, data[int(pt.at)-from:])
-	return true
+	edge := func(p int) bool {
+		ps, pe := p*pageSize, min((p+1)*pageSize, pt.length)
+		page := scratch[:pe-ps]
+		if _, err := f.ReadAt(page, int64(hs+ps)); err != nil || h.checkPages(p, page) != nil {
+			return false
+		}
+		from, to := max(ps, a), min(pe, b)
+		copy(pt.dst[from-a:to-a], page[from-ps:to-ps])
+		return true
+	}
+	if lo > hi { // within one page
+		return edge(a / pageSize)
+	}
+	if lo < hi {
+		whole := pt.dst[lo-a : hi-a]
+		if _, err := f.ReadAt(whole, int64(hs+lo)); err != nil || h.checkPages(lo/pageSize, whole) != nil {
+			return false
+		}
+	}
+	return (a == lo || edge(a/pageSize)) && (hi == b || edge(hi/pageSize))
 }
 
 // testHookMidWrite, if set, is called when a block file is half written,

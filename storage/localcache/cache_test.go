@@ -112,10 +112,17 @@ func readRange(tb testing.TB, src storage.Source, want []byte, off, n int) {
 // folder with the bytes the object holds, also by a cache opened on the
 // folder afterwards (a restarted process); misses fetch whole blocks once.
 func TestHitsAndRestart(t *testing.T) {
-	const block = 10_000
+	// Blocks of a part of a page, and of pages and a part (reads then
+	// check whole pages in place and partial ones at their ends).
+	for _, block := range []int{10_000, 3*pageSize + 5000} {
+		t.Run(strconv.Itoa(block), func(t *testing.T) { testHitsAndRestart(t, block) })
+	}
+}
+
+func testHitsAndRestart(t *testing.T, block int) {
 	data := content(1, 9*block+1234)
 	dir := t.TempDir()
-	c := open(t, Options{Dir: dir, BlockBytes: block, MaxBytes: 1 << 20})
+	c := open(t, Options{Dir: dir, BlockBytes: int64(block), MaxBytes: 1 << 30})
 	obj := object(t, data)
 	src, counted := cached(c, obj)
 	r := rand.New(rand.NewPCG(2, 2))
@@ -130,7 +137,7 @@ func TestHitsAndRestart(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 
-	again := open(t, Options{Dir: dir, BlockBytes: block, MaxBytes: 1 << 20})
+	again := open(t, Options{Dir: dir, BlockBytes: int64(block), MaxBytes: 1 << 30})
 	src2, counted2 := cached(again, obj)
 	readRange(t, src2, data, 0, len(data))
 	if got := counted2.Bytes(); got != 0 {
