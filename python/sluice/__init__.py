@@ -192,13 +192,16 @@ class _Source:
         v = info[:3 * n.value]
         return [(owned[v[i]], v[i + 1], v[i + 2]) for i in range(0, len(v), 3)]
 
-    def _columns(self, owner):
+    def _columns(self, owner, strings=None):
         """The columns of the array owner holds, with validity entries for
-        those with nulls."""
+        those with nulls (strings as Strings where strings is true; by
+        default as the dataset was asked)."""
         a = owner.array
         cols = {}
+        if strings is None:
+            strings = self._strings
         for i, fld in enumerate(self._fields):
-            v, ok = _arrow.convert(fld, owner, a.children[i].contents, self._strings)
+            v, ok = _arrow.convert(fld, owner, a.children[i].contents, strings)
             cols[fld.name] = v
             if ok is not None:
                 cols[fld.name + VALID] = ok
@@ -222,27 +225,38 @@ class _Source:
         made = {}
         out = []
         for arr, a, n in got:
-            cols = made.get(id(arr))
-            if cols is None:
+            run = made.get(id(arr))
+            if run is None:
                 owner = _arrow.Owner(arr)
-                cols = self._columns(owner)
                 if arr.length == n:  # crossed alone
+                    cols = self._columns(owner)
                     out.append(Batch(self._torch(cols) if self._as_torch else cols, n))
                     continue
+                # Strings become Python objects batch by batch, from the
+                # run's bytes: made for the whole run at once, the objects
+                # of many batches would live at once, to no one's gain.
+                cols = self._columns(owner, strings=True)
+                objects = set() if self._strings else {k for k, v in cols.items() if isinstance(v, Strings)}
                 # A batch has a validity entry where it has nulls, as one
                 # that crossed alone: the run's is cut, and left out where
                 # all true.
                 valid = {k: v for k, v in cols.items() if k.endswith(VALID) and k[:-len(VALID)] in cols}
                 if self._as_torch:
-                    cols = self._torch(cols)
-                made[id(arr)] = cols = (list(cols.items()), valid)
-            items, valid = cols
+                    cols = {k: v if k in objects else _to_torch(v, self._pin) for k, v in cols.items()}
+                made[id(arr)] = run = (list(cols.items()), valid, objects)
+            items, valid, objects = run
             b = a + n
-            if valid:
-                whole = {k for k, v in valid.items() if v[a:b].all()}
-                out.append(Batch({k: _cut(v, a, b) for k, v in items if k not in whole}, n))
-            else:
-                out.append(Batch({k: _cut(v, a, b) for k, v in items}, n))
+            whole = {k for k, v in valid.items() if v[a:b].all()} if valid else ()
+            bc = {}
+            for k, v in items:
+                if k in whole:
+                    continue
+                if k in objects:
+                    ok = valid.get(k + VALID)
+                    bc[k] = _arrow.objects(v.cut(a, b), None if ok is None or k + VALID in whole else ok[a:b])
+                else:
+                    bc[k] = _cut(v, a, b)
+            out.append(Batch(bc, n))
         return out
 
     def _iterate(self, kind, group):

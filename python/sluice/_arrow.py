@@ -310,23 +310,32 @@ class _index_field:
 def _binary(owner, a, fmt, valid):
     n, off = a.length, a.offset
     odt = np.dtype("<i4" if fmt in ("u", "z") else "<i8")
-    out = np.empty(n, object)
     if n == 0:
-        return out
+        return np.empty(0, object)
     offs = np.array(_wrap(owner, a.buffers[1] + off * odt.itemsize, n + 1, odt))
     lo, hi = int(offs[0]), int(offs[-1])
     data = ctypes.string_at(a.buffers[2] + lo, hi - lo) if hi > lo else b""
-    offs -= lo
-    text = fmt in ("u", "U")
+    return _objects(offs - lo, data, fmt in ("u", "U"), valid)
+
+
+def _objects(offs, data, text, valid):
+    """Values as an object array: str (text) or bytes, None where valid is
+    False; value i is data[offs[i]:offs[i+1]]."""
+    out = np.empty(len(offs) - 1, object)
     starts, ends = offs[:-1].tolist(), offs[1:].tolist()
     if text:
-        vals = [data[s:e].decode("utf-8") for s, e in zip(starts, ends)]
+        out[:] = [data[s:e].decode("utf-8") for s, e in zip(starts, ends)]
     else:
-        vals = [data[s:e] for s, e in zip(starts, ends)]
-    out[:] = vals
+        out[:] = [data[s:e] for s, e in zip(starts, ends)]
     if valid is not None:
         out[~valid] = None
     return out
+
+
+def objects(s, valid=None):
+    """A Strings over NumPy arrays as an object array (a copy): what a
+    batch of strings="objects" holds."""
+    return _objects(np.asarray(s.offsets) - int(s.offsets[0]), s.data.tobytes(), s.text, valid)
 
 
 class Strings:
