@@ -59,7 +59,7 @@ func (s *store) SaveMix(ctx context.Context, run string, step int64, rank int, s
 	if err != nil {
 		return fmt.Errorf("checkpoint: save mix %s: %w", where, trimPrefix(err))
 	}
-	return s.put(ctx, "save mix", run, step, rank, st.WorldSize, st.Incarnation, b, false)
+	return s.put(ctx, "save mix", run, step, rank, stepMarker{st.WorldSize, st.Incarnation}, b, false)
 }
 
 // LoadMix implements MixStore.

@@ -270,17 +270,18 @@ func (s *store) Save(ctx context.Context, run string, step int64, rank int, st S
 	if err != nil {
 		return fmt.Errorf("checkpoint: save run %q step %d rank %d: %w", run, step, rank, trimPrefix(err))
 	}
-	return s.put(ctx, "save", run, step, rank, st.WorldSize, st.Incarnation, b, true)
+	return s.put(ctx, "save", run, step, rank, stepMarker{st.WorldSize, st.Incarnation}, b, true)
 }
 
 // put stores the encoded state of one rank (of a dataset or a mix, as verb
 // says in errors) and, in a layout with markers, writes the step's marker,
-// naming world and the state's incarnation, if every rank of world is now
-// there. Some of them may be a dead start's, which the listing cannot tell:
+// naming m's world and incarnation (the state's), if every rank of that
+// world is now there. Some of them may be a dead start's, which the listing cannot tell:
 // the marker is then early, and the step stays incomplete (judgeStep reads
 // each rank's incarnation) until this start saves the last of them, whose
 // saver writes the marker again.
-func (s *store) put(ctx context.Context, verb, run string, step int64, rank, world int, incarnation string, b []byte, summary bool) error {
+func (s *store) put(ctx context.Context, verb, run string, step int64, rank int, m stepMarker, b []byte, summary bool) error {
+	world, incarnation := m.world, m.incarnation
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
