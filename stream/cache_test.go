@@ -55,7 +55,7 @@ func TestValueMatrixCached(t *testing.T) {
 	}
 	budget, least := 15*time.Second, 8
 	if testing.Short() {
-		budget, least = 4*time.Second, 4
+		budget, least = 4*time.Second, 3
 	}
 	start := time.Now()
 	ran := 0
