@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestShuffleMemoryIsRows(t *testing.T) {
 	}
 	b, _ := consume(t, ds, 4)
 	for i := range b {
-		if !equalInts(a[3+i].ids, b[i].ids) {
+		if !slices.Equal(a[3+i].ids, b[i].ids) {
 			t.Fatalf("batch %d after the resume differs", 3+i)
 		}
 	}
@@ -137,18 +138,6 @@ func TestShuffleMemoryIsRows(t *testing.T) {
 	if _, err := Open(context.Background(), o); err == nil {
 		t.Errorf("negative ShuffleMemory accepted")
 	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ShuffleMemory needs a row's bytes: a plan that knows no row count before

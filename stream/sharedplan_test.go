@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,21 +73,9 @@ func TestSharedPlanOneRankReadsFooters(t *testing.T) {
 	plain, _ := consume(t, open(t, o), -1)
 	o.PlanStore = ps
 	shared, _ := consume(t, open(t, o), -1)
-	if a, b := allIDs(plain), allIDs(shared); !slicesEqual(a, b) {
+	if a, b := allIDs(plain), allIDs(shared); !slices.Equal(a, b) {
 		t.Fatal("rank 2 streams other rows with the shared plan")
 	}
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSharedPlanRanksWait starts the other ranks before rank 0: they wait
@@ -435,7 +424,7 @@ func TestSharedPlanParsesOwnFooters(t *testing.T) {
 		var rc readCounter
 		rc.wrap(&o)
 		ds := open(t, o)
-		if got := parsed(ds); !slicesEqualInt(got, []int{0}) {
+		if got := parsed(ds); !slices.Equal(got, []int{0}) {
 			t.Fatalf("rank %d parsed the footers of files %v opening: want only file 0's (the schema's)", rank, got)
 		}
 		got, _ := consume(t, ds, -1)
@@ -444,10 +433,10 @@ func TestSharedPlanParsesOwnFooters(t *testing.T) {
 		for id := int64(2*rank) * 3000; id < int64(2*rank+2)*3000; id++ {
 			want = append(want, id)
 		}
-		if ids := allIDs(got); !slicesEqual(ids, want) {
+		if ids := allIDs(got); !slices.Equal(ids, want) {
 			t.Fatalf("rank %d: %d rows, not ids [%d, %d) in order", rank, len(ids), want[0], want[len(want)-1]+1)
 		}
-		if got := parsed(ds); !slicesEqualInt(got, []int{0, 2 * rank, 2*rank + 1}) {
+		if got := parsed(ds); !slices.Equal(got, []int{0, 2 * rank, 2*rank + 1}) {
 			t.Fatalf("rank %d parsed the footers of files %v: want 0 and the two it read", rank, got)
 		}
 		// Its files' 24 row groups, each read once at most, and no footer.
@@ -455,18 +444,6 @@ func TestSharedPlanParsesOwnFooters(t *testing.T) {
 			t.Fatalf("rank %d made %d range reads: want at most one for each of its 24 row groups, and none of a footer", rank, n)
 		}
 	}
-}
-
-func slicesEqualInt(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A shared plan whose units were changed is refused: at Open where the
