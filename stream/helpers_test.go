@@ -21,7 +21,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
-	goleak.VerifyTestMain(m)
+	// The value matrix's datasets are written once for the package's tests
+	// (matrix.Write) and removed when they end.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		vc.RemoveShared()
+		os.Exit(code)
+	}))
 }
 
 // smallSpec is a dataset of many small row groups, so that splits, chunks

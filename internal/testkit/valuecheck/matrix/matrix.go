@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -133,19 +134,74 @@ func flatColumns() []string {
 // orcColumns are the columns the ORC writer writes.
 var orcColumns = []string{"id", "i32", "i64", "f32", "f64", "unit", "b", "text", "tag", "bin"}
 
-// valueData writes the matrix's datasets into a temporary directory.
+// written holds the one writing of the datasets a test process makes:
+// the value matrix, its cached twin and the fuzzer's seeds read the same
+// files, and writing them was most of each test's time under the race
+// detector.
+var written struct {
+	once sync.Once
+	set  Set
+	err  error
+}
+
+// Write returns the matrix's datasets, written on the first call of the
+// test process into valuecheck's shared directory and shared by later
+// calls: each gets its own copy of the Set to change, and the files are
+// only read. The package's TestMain removes them (valuecheck.RemoveShared).
 func Write(t testing.TB) Set {
 	t.Helper()
-	dir := t.TempDir()
+	written.once.Do(func() {
+		dir, err := vc.SharedDir()
+		if err == nil {
+			dir = filepath.Join(dir, "matrix")
+			if err = mkdir(dir); err == nil {
+				written.set, err = write(dir)
+			}
+		}
+		written.err = err
+	})
+	if written.err != nil {
+		t.Fatal(written.err)
+	}
+	return written.set.clone()
+}
+
+// clone copies what a test may change: the datasets' slices and Other.
+func (s Set) clone() Set {
+	out := s
+	out.Datasets = slices.Clone(s.Datasets)
+	for i := range out.Datasets {
+		d := &out.Datasets[i]
+		d.URLs = slices.Clone(d.URLs)
+		d.Formats = slices.Clone(d.Formats)
+		d.Columns = slices.Clone(d.Columns)
+	}
+	if s.Other != nil {
+		o := *s.Other
+		o.URLs = slices.Clone(o.URLs)
+		o.Columns = slices.Clone(o.Columns)
+		out.Other = &o
+	}
+	return out
+}
+
+// write writes the matrix's datasets into dir.
+func write(dir string) (Set, error) {
+	var failed error
 	all := allColumns()
 	var vs Set
 	add := func(d Dataset, write func(dir string) error) {
+		if failed != nil {
+			return
+		}
 		sub := filepath.Join(dir, d.Name)
 		if err := mkdir(sub); err != nil {
-			t.Fatal(err)
+			failed = err
+			return
 		}
 		if err := write(sub); err != nil {
-			t.Fatalf("%s: %v", d.Name, err)
+			failed = fmt.Errorf("value matrix dataset %s: %w", d.Name, err)
+			return
 		}
 		d.URLs = []string{sub}
 		vs.Datasets = append(vs.Datasets, d)
@@ -241,15 +297,18 @@ func Write(t testing.TB) Set {
 		})
 	}
 	// The mix's second source: other ids, other row groups.
+	if failed != nil {
+		return Set{}, failed
+	}
 	other := filepath.Join(dir, "parquet-other")
 	if err := mkdir(other); err != nil {
-		t.Fatal(err)
+		return Set{}, err
 	}
 	if err := vc.WriteParquet(filepath.Join(other, "part.parquet"), vc.All, 100_000, 2500, vc.Parquet{RowGroupRows: 400}); err != nil {
-		t.Fatal(err)
+		return Set{}, fmt.Errorf("value matrix dataset parquet-other: %w", err)
 	}
 	vs.Other = &Dataset{Name: "parquet-other", URLs: []string{other}, Columns: all, From: 100_000, Rows: 2500, Known: true}
-	return vs
+	return vs, nil
 }
 
 // Filter is a filter and which ids pass it.
