@@ -44,7 +44,7 @@ func (s *suite) testSchema(t *testing.T) {
 // delivers the same.
 func (s *suite) testExactlyOnce(t *testing.T) {
 	ctx := context.Background()
-	ds, scan := s.write(t, fileRows, formats.PlanOptions{})
+	ds, scan := s.write(t, fileRows(), formats.PlanOptions{})
 	mem := checkedMem(t)
 	s.checkCounts(t, scan)
 	for _, f := range scan.Fragments {
@@ -185,7 +185,7 @@ func (s *suite) checkOnce(t *testing.T, ds *dataset, got [][]row) {
 // all, before and after FindPages; so do parts of one fetch, decoded after
 // it is released.
 func (s *suite) testCuts(t *testing.T) {
-	ds, scan := s.write(t, fileRows, formats.PlanOptions{})
+	ds, scan := s.write(t, fileRows(), formats.PlanOptions{})
 	mem := checkedMem(t)
 	for i := range scan.Fragments {
 		full := s.mustRead(t, scan, i, whole(scan, i), 8192, mem)
@@ -327,7 +327,7 @@ func (s *suite) testMasks(t *testing.T) {
 	if s.d.Dataset != nil {
 		t.Skip("a Dataset driver plans its own masks (its deletes are checked by ExactlyOnce)")
 	}
-	ds, scan := s.write(t, fileRows, formats.PlanOptions{})
+	ds, scan := s.write(t, fileRows(), formats.PlanOptions{})
 	masks := map[string]*formats.RowMask{}
 	for _, f := range scan.Fragments {
 		if f.Rows < 0 {
@@ -376,7 +376,7 @@ func (s *suite) testFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := s.files(t, fileRows, nil)
+	ds := s.files(t, fileRows(), nil)
 	for _, rows := range ds.ids {
 		for _, id := range rows {
 			if !keep(id) {

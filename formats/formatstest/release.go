@@ -154,7 +154,7 @@ var errStop = errors.New("formatstest: the consumer stops")
 // allocator ends empty), whether it read by rows or by units.
 func (s *suite) testStopped(t *testing.T) {
 	ctx := context.Background()
-	_, scan := s.write(t, fileRows, formats.PlanOptions{})
+	_, scan := s.write(t, fileRows(), formats.PlanOptions{})
 	mem := checkedMem(t)
 	for i, f := range scan.Fragments {
 		for _, r := range []formats.Range{whole(scan, i), units(0, len(f.Units))} {

@@ -17,7 +17,7 @@ func (s *suite) testSkips(t *testing.T) {
 		t.Skip("the driver leaves no rows out (ExactlyOnce checks that it reports none)")
 	}
 	bad := func(id int64) bool { return id%9 == 4 || id == 701 }
-	ds := s.files(t, fileRows, bad)
+	ds := s.files(t, fileRows(), bad)
 	scan := s.plan(t, ds, formats.PlanOptions{Formats: s.d.Skips.Formats})
 	mem := checkedMem(t)
 	ctx := context.Background()
