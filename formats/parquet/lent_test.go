@@ -124,7 +124,7 @@ func TestFastDecodeLentDictionary(t *testing.T) {
 	if testing.Short() {
 		batches = []int{4096, 333}
 	}
-	for _, c := range sample.Spread(cases, 6) {
+	for _, c := range sample.Spread(cases, 4) {
 		path := filepath.Join(dir, c.name+".parquet")
 		writeDistinct(t, path, cols, c.rows, c.repeat, c.groups, c.null, c.nullable, c.dict, c.v2)
 		before := parquet.LentBatches()
