@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/internal/testkit/sample"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 	"github.com/sluicedata/sluice/permutation"
 	"github.com/sluicedata/sluice/storage"
@@ -383,7 +384,7 @@ func TestIOAmplificationCutRowGroups(t *testing.T) {
 	for _, paged := range []bool{true, false} {
 		spec := synth.Spec{Files: 2, RowsPerFile: 100000, RowGroupRows: 100000, Seed: 5, PageIndex: paged}
 		dir := writeDataset(t, spec)
-		for _, world := range []int{1, 2, 4, 8} {
+		for _, world := range sample.Spread([]int{1, 2, 4, 8}, 2) {
 			var read, stored, refetch, want int64
 			var ids []int64
 			for rank := range world {

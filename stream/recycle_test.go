@@ -83,7 +83,7 @@ func recycleCorpus(t *testing.T) []Options {
 	}
 	// Under -short a spread of the kinds: each file is two or four epochs,
 	// seconds under -race.
-	return sample.Spread(out, 40)
+	return sample.Spread(out, 24)
 }
 
 // A shuffled epoch decoded into recycled buffers is exactly the epoch
