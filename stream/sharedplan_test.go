@@ -518,3 +518,60 @@ func consumeErr(ds *Dataset) (rows int64, err error) {
 	}
 	return rows, nil
 }
+
+// A plan object of version 1 (JSON, footers in its cache entries, no
+// units), as a job started on an older build left it, is still read: a
+// rank plans from its footers, reading none from storage, and streams the
+// plan's rows.
+func TestSharedPlanVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	o := checkedOptions(t, dir)
+	o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
+	fp := open(t, o).Fingerprint() // rank 0 plans (version 2)
+	raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp planner.Object
+	if err := sp.UnmarshalBinary(raw); err != nil {
+		t.Fatal(err)
+	}
+	if sp.Version != 2 || len(sp.Cache) == 0 {
+		t.Fatalf("rank 0 wrote version %d with %d cache entries", sp.Version, len(sp.Cache))
+	}
+	// What version 1 held: no units, no schema links, no options asked.
+	sp.Version, sp.Asked = 1, ""
+	for i := range sp.Files {
+		f := &sp.Files[i]
+		f.SchemaOf, f.Inspected, f.Units = "", 0, nil
+	}
+	v1, err := json.Marshal(&sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(v1), `{"version":1,`) || !strings.Contains(string(v1), `"cache":[{"k":`) {
+		t.Fatalf("not a version 1 object: %.80s", v1)
+	}
+	old := planStore(t)
+	if err := old.Bucket.WriteAll(ctx, old.Key, v1, nil); err != nil {
+		t.Fatal(err)
+	}
+	o.Rank = 1
+	want, _ := consume(t, open(t, o), -1)
+	o.PlanStore = old
+	var rc readCounter
+	rc.wrap(&o)
+	ds := open(t, o)
+	if n := rc.reads.Load(); n != 0 {
+		t.Fatalf("rank 1 made %d reads planning from a version 1 plan: its footers are in the plan", n)
+	}
+	if ds.Fingerprint() != fp {
+		t.Fatalf("fingerprint %s from the version 1 plan, %s from version 2", ds.Fingerprint(), fp)
+	}
+	got, _ := consume(t, ds, -1)
+	if a, b := allIDs(got), allIDs(want); len(a) == 0 || !slices.Equal(a, b) {
+		t.Fatalf("rank 1 streams %d rows from the version 1 plan, %d from version 2, or others", len(a), len(b))
+	}
+}

@@ -554,10 +554,19 @@ func describe(o Options, p Planned, cache []CacheEntry) *Object {
 	// chunks and the order are made of.
 	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache, Asked: asked(o)}
 	var schemas []*formats.Fragment // the first file of each schema
+	// Files planned from a plan share their schema's value: its text is
+	// made once, not once a file.
+	texts := map[*arrow.Schema]string{}
+	sp.Files = make([]File, 0, len(p.Data.Fragments))
 	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
 		in := f.Inspected()
-		file := File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f), Units: in.Units, Inspected: in.Rows, hasUnits: true}
+		text, ok := texts[f.Schema]
+		if !ok && f.Schema != nil {
+			text = f.Schema.String()
+			texts[f.Schema] = text
+		}
+		file := File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f, text), Units: in.Units, Inspected: in.Rows, hasUnits: true}
 		i := slices.IndexFunc(schemas, func(g *formats.Fragment) bool {
 			return g.Schema.Equal(f.Schema) && g.Schema.Metadata().Equal(f.Schema.Metadata())
 		})
@@ -594,8 +603,9 @@ func (sp *Object) known(f *formats.Fragment) (formats.KnownFile, bool) {
 	return formats.KnownFile{Units: file.Units, Rows: file.Inspected, SchemaOf: file.SchemaOf}, true
 }
 
-// footerDigest hashes what planning learned of a file.
-func footerDigest(f *formats.Fragment) string {
+// footerDigest hashes what planning learned of a file; schema is the
+// text of its schema (f.Schema.String(), "" where it has none).
+func footerDigest(f *formats.Fragment, schema string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %d %d\n", f.Format, f.Size, f.Rows)
 	// The text of "u %d %d %d %v\n" for each unit (a plan object keeps
@@ -610,7 +620,7 @@ func footerDigest(f *formats.Fragment) string {
 		h.Write(line)
 	}
 	if f.Schema != nil {
-		fmt.Fprintln(h, f.Schema.String())
+		h.Write(append([]byte(schema), '\n'))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -909,21 +919,30 @@ func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, rena
 	for _, r := range renamed {
 		fmt.Fprintf(h, "driver %s\n", r)
 	}
+	// The lines are made without fmt (the text of "f %q %d %d\n" and of
+	// "%c %d %d %d\n"): a rank of a thousand hashes every chunk of the
+	// plan as it starts.
+	line := make([]byte, 0, 128)
 	for _, f := range data.Fragments {
-		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
+		line = strconv.AppendQuote(append(line[:0], "f "...), f.Rel)
+		line = strconv.AppendInt(append(line, ' '), f.Size, 10)
+		line = strconv.AppendInt(append(line, ' '), f.Rows, 10)
+		h.Write(append(line, '\n'))
 	}
 	for _, c := range chunks {
-		if c.Start < 0 {
-			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
-			continue
-		}
-		if c.Paged {
+		kind, a, b := byte('c'), c.Start, c.End
+		switch {
+		case c.Start < 0:
+			kind, a, b = 'u', int64(c.FirstUnit), int64(c.EndUnit)
+		case c.Paged:
 			// Windows take such a chunk a window at a time: another
 			// order than where it is read whole.
-			fmt.Fprintf(h, "p %d %d %d\n", c.Fragment, c.Start, c.End)
-			continue
+			kind = 'p'
 		}
-		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
+		line = strconv.AppendInt(append(line[:0], kind, ' '), int64(c.Fragment), 10)
+		line = strconv.AppendInt(append(line, ' '), a, 10)
+		line = strconv.AppendInt(append(line, ' '), b, 10)
+		h.Write(append(line, '\n'))
 	}
 	if data.Version != "" {
 		// The version leads, so that a state of another (a resume against
