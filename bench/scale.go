@@ -101,6 +101,9 @@ type wire struct {
 	// reads are range reads of data objects (footers or rows); meta is
 	// every other request: lists, stats, the plan, checkpoint objects.
 	reads, meta atomic.Int64
+	// spans are when each request was sent and answered, for roundTrips.
+	mu    sync.Mutex
+	spans [][2]time.Time
 }
 
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -109,6 +112,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		w.meta.Add(1)
 	}
+	start := time.Now()
 	t := time.NewTimer(w.delay)
 	select {
 	case <-req.Context().Done():
@@ -116,7 +120,33 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	case <-t.C:
 	}
-	return w.base.RoundTrip(req)
+	resp, err := w.base.RoundTrip(req)
+	w.mu.Lock()
+	w.spans = append(w.spans, [2]time.Time{start, time.Now()})
+	w.mu.Unlock()
+	return resp, err
+}
+
+// roundTrips is the longest chain of the requests made so far each sent
+// after the one before it was answered: the round trips they waited,
+// whatever the latency and the machine's load.
+func (w *wire) roundTrips() int {
+	w.mu.Lock()
+	spans := slices.Clone(w.spans)
+	w.mu.Unlock()
+	slices.SortFunc(spans, func(a, b [2]time.Time) int { return a[1].Compare(b[1]) })
+	chain := make([]int, len(spans))
+	most := 0
+	for i, s := range spans {
+		chain[i] = 1
+		for j := range i {
+			if !spans[j][1].After(s[0]) {
+				chain[i] = max(chain[i], chain[j]+1)
+			}
+		}
+		most = max(most, chain[i])
+	}
+	return most
 }
 
 // open opens a bucket URL of the local S3 server over w.
@@ -146,7 +176,9 @@ func (sr *scaleRun) wire() *wire {
 // process meanwhile, and its state after the first batch.
 type rankResult struct {
 	open, first        time.Duration
-	meta, reads, plan  int64 // plan: data reads during Open, i.e. footers
+	openCPU            time.Duration // the process's during Open: a figure where the rank runs alone
+	openTrips          int           // round trips during Open
+	meta, reads, plan  int64         // plan: data reads during Open, i.e. footers
 	state              checkpoint.State
 	exactSplits, wrong int // resumed ranks: splits checked, and those wrong
 }
@@ -170,13 +202,13 @@ func (sr *scaleRun) startRank(ctx context.Context, rank, world int, st *checkpoi
 		return res, err
 	}
 	defer plan.Close()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	ds, err := stream.Open(ctx, sr.rankOpts(w, plan, rank, world))
 	if err != nil {
 		return res, fmt.Errorf("rank %d of %d: %w", rank, world, err)
 	}
 	defer ds.Close()
-	res.open = time.Since(start)
+	res.open, res.openCPU, res.openTrips = time.Since(start), processCPU()-cpu, w.roundTrips()
 	res.plan = w.reads.Load()
 	if st != nil {
 		if err := ds.LoadStateDict(*st); err != nil {
@@ -452,6 +484,8 @@ func (sr *scaleRun) aloneFigures(ctx context.Context, r *record, ranks []int, wo
 		}
 	}
 	r.set("plan_load_cpu_seconds", (processCPU()-cpu).Seconds()/float64(len(ranks)))
+	r.set("open_cpu_seconds_median", median(each(results, func(x rankResult) float64 { return x.openCPU.Seconds() })))
+	r.set("open_round_trips", maxOf(each(results, func(x rankResult) float64 { return float64(x.openTrips) })))
 	r.set("plan_load_sampled_ranks", len(ranks))
 	r.set("plan_load_median_seconds", median(each(results, func(x rankResult) float64 { return x.open.Seconds() })))
 	r.set("plan_load_max_seconds", maxOf(each(results, func(x rankResult) float64 { return x.open.Seconds() })))
