@@ -24,6 +24,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/testkit/scratch"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
+	"github.com/sluicedata/sluice/internal/testkit/trips"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -103,7 +104,7 @@ type wire struct {
 	reads, meta atomic.Int64
 	// spans are when each request was sent and answered, for roundTrips.
 	mu    sync.Mutex
-	spans [][2]time.Time
+	spans []trips.Span
 }
 
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -122,31 +123,16 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := w.base.RoundTrip(req)
 	w.mu.Lock()
-	w.spans = append(w.spans, [2]time.Time{start, time.Now()})
+	w.spans = append(w.spans, trips.Span{Sent: start, Answered: time.Now()})
 	w.mu.Unlock()
 	return resp, err
 }
 
-// roundTrips is the longest chain of the requests made so far each sent
-// after the one before it was answered: the round trips they waited,
-// whatever the latency and the machine's load.
+// roundTrips is the round trips the requests made so far waited.
 func (w *wire) roundTrips() int {
 	w.mu.Lock()
-	spans := slices.Clone(w.spans)
-	w.mu.Unlock()
-	slices.SortFunc(spans, func(a, b [2]time.Time) int { return a[1].Compare(b[1]) })
-	chain := make([]int, len(spans))
-	most := 0
-	for i, s := range spans {
-		chain[i] = 1
-		for j := range i {
-			if !spans[j][1].After(s[0]) {
-				chain[i] = max(chain[i], chain[j]+1)
-			}
-		}
-		most = max(most, chain[i])
-	}
-	return most
+	defer w.mu.Unlock()
+	return trips.Count(w.spans)
 }
 
 // open opens a bucket URL of the local S3 server over w.

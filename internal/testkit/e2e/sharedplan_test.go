@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicedata/sluice/internal/testkit/scratch"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
+	"github.com/sluicedata/sluice/internal/testkit/trips"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -56,23 +57,12 @@ func (t *timedTransport) take() []timedRequest {
 	return out
 }
 
-// roundTrips is the longest chain of requests each sent after the one
-// before it was answered: the round trips a start waits, whatever the
-// latency.
 func roundTrips(reqs []timedRequest) int {
-	slices.SortFunc(reqs, func(a, b timedRequest) int { return a.end.Compare(b.end) })
-	chain := make([]int, len(reqs))
-	most := 0
+	spans := make([]trips.Span, len(reqs))
 	for i, r := range reqs {
-		chain[i] = 1
-		for j := range i {
-			if !reqs[j].end.After(r.start) {
-				chain[i] = max(chain[i], chain[j]+1)
-			}
-		}
-		most = max(most, chain[i])
+		spans[i] = trips.Span{Sent: r.start, Answered: r.end}
 	}
-	return most
+	return trips.Count(spans)
 }
 
 // A rank that plans from a shared plan starts in one round trip: the
