@@ -75,7 +75,10 @@ func TestSharedPlanOneRoundTrip(t *testing.T) {
 	if err := synth.WriteBucket(ctx, sc.Bucket, sc.Key+"data/", spec); err != nil {
 		t.Fatal(err)
 	}
-	const delay = 150 * time.Millisecond
+	// Long beside the time a rank takes to open its data's bucket before
+	// it lists (up to a quarter of a second under the race detector on a
+	// loaded machine), so that one round trip is not taken for two.
+	const delay = 600 * time.Millisecond
 	tr := &timedTransport{base: http.DefaultTransport, delay: delay}
 	planKey := sc.Key + "plan"
 	options := func(rank int, rt http.RoundTripper) stream.Options {
