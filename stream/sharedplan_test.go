@@ -467,16 +467,10 @@ func TestSharedPlanTamperedUnits(t *testing.T) {
 			o := checkedOptions(t, dir)
 			o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
 			open(t, o)
-			raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sp planner.Object
-			if err := sp.UnmarshalBinary(raw); err != nil {
-				t.Fatal(err)
-			}
+			sp := storedObject(t, ps)
 			tc.change(&sp.Files[3].Units[0]) // read by rank 1
-			if raw, err = sp.MarshalBinary(); err != nil {
+			raw, err := sp.MarshalBinary()
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := ps.Bucket.WriteAll(ctx, ps.Key, raw, nil); err != nil {
@@ -530,14 +524,7 @@ func TestSharedPlanVersion1(t *testing.T) {
 	o := checkedOptions(t, dir)
 	o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
 	fp := open(t, o).Fingerprint() // rank 0 plans (version 2)
-	raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sp planner.Object
-	if err := sp.UnmarshalBinary(raw); err != nil {
-		t.Fatal(err)
-	}
+	sp := storedObject(t, ps)
 	if sp.Version != 2 || len(sp.Cache) == 0 {
 		t.Fatalf("rank 0 wrote version %d with %d cache entries", sp.Version, len(sp.Cache))
 	}
@@ -574,4 +561,18 @@ func TestSharedPlanVersion1(t *testing.T) {
 	if a, b := allIDs(got), allIDs(want); len(a) == 0 || !slices.Equal(a, b) {
 		t.Fatalf("rank 1 streams %d rows from the version 1 plan, %d from version 2, or others", len(a), len(b))
 	}
+}
+
+// storedObject is the plan object in ps, decoded.
+func storedObject(t *testing.T, ps *PlanStore) planner.Object {
+	t.Helper()
+	raw, err := ps.Bucket.ReadAll(context.Background(), ps.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp planner.Object
+	if err := sp.UnmarshalBinary(raw); err != nil {
+		t.Fatal(err)
+	}
+	return sp
 }
