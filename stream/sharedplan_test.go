@@ -576,3 +576,23 @@ func storedObject(t *testing.T, ps *PlanStore) planner.Object {
 	}
 	return sp
 }
+
+// A plan store that cannot be read fails Open with its own error, naming
+// the key, not with the cancelled planning that went on beside the read.
+func TestSharedPlanStoreUnreadable(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	b := memblob.OpenBucket(nil)
+	b.Close() // every call on it fails
+	for _, rank := range []int{0, 1} {
+		o := checkedOptions(t, dir)
+		o.Rank, o.WorldSize, o.PlanStore = rank, 2, &PlanStore{Bucket: b, Key: "run-1/plan"}
+		ds, err := Open(context.Background(), o)
+		if err == nil {
+			ds.Close()
+			t.Fatalf("rank %d opened without its plan store", rank)
+		}
+		if !strings.Contains(err.Error(), `read shared plan "run-1/plan"`) || errors.Is(err, context.Canceled) {
+			t.Fatalf("rank %d: got %v, want the plan store's error naming its key", rank, err)
+		}
+	}
+}
