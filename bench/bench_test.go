@@ -246,6 +246,10 @@ func checkScale(t *testing.T, name string, l map[string]any) {
 	if v, ok := l["footer_reads_per_rank"].(float64); !ok || v != 0 {
 		t.Errorf("%s: a rank that read the shared plan read %v footers", name, l["footer_reads_per_rank"])
 	}
+	// The listing and the plan read go out at once.
+	if v, ok := l["open_round_trips"].(float64); !ok || v != 1 {
+		t.Errorf("%s: a rank's Open waited %v round trips, want 1", name, l["open_round_trips"])
+	}
 }
 
 // checkMixCost checks the mixcost scenario's mix and sweep lines: every

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/testkit/scratch"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
+	"github.com/sluicedata/sluice/internal/testkit/trips"
 	"github.com/sluicedata/sluice/split"
 	"github.com/sluicedata/sluice/stream"
 )
@@ -101,6 +102,9 @@ type wire struct {
 	// reads are range reads of data objects (footers or rows); meta is
 	// every other request: lists, stats, the plan, checkpoint objects.
 	reads, meta atomic.Int64
+	// spans are when each request was sent and answered, for roundTrips.
+	mu    sync.Mutex
+	spans []trips.Span
 }
 
 func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -109,6 +113,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		w.meta.Add(1)
 	}
+	start := time.Now()
 	t := time.NewTimer(w.delay)
 	select {
 	case <-req.Context().Done():
@@ -116,7 +121,18 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	case <-t.C:
 	}
-	return w.base.RoundTrip(req)
+	resp, err := w.base.RoundTrip(req)
+	w.mu.Lock()
+	w.spans = append(w.spans, trips.Span{Sent: start, Answered: time.Now()})
+	w.mu.Unlock()
+	return resp, err
+}
+
+// roundTrips is the round trips the requests made so far waited.
+func (w *wire) roundTrips() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return trips.Count(w.spans)
 }
 
 // open opens a bucket URL of the local S3 server over w.
@@ -146,7 +162,9 @@ func (sr *scaleRun) wire() *wire {
 // process meanwhile, and its state after the first batch.
 type rankResult struct {
 	open, first        time.Duration
-	meta, reads, plan  int64 // plan: data reads during Open, i.e. footers
+	openCPU            time.Duration // the process's during Open: a figure where the rank runs alone
+	openTrips          int           // round trips during Open
+	meta, reads, plan  int64         // plan: data reads during Open, i.e. footers
 	state              checkpoint.State
 	exactSplits, wrong int // resumed ranks: splits checked, and those wrong
 }
@@ -170,13 +188,13 @@ func (sr *scaleRun) startRank(ctx context.Context, rank, world int, st *checkpoi
 		return res, err
 	}
 	defer plan.Close()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	ds, err := stream.Open(ctx, sr.rankOpts(w, plan, rank, world))
 	if err != nil {
 		return res, fmt.Errorf("rank %d of %d: %w", rank, world, err)
 	}
 	defer ds.Close()
-	res.open = time.Since(start)
+	res.open, res.openCPU, res.openTrips = time.Since(start), processCPU()-cpu, w.roundTrips()
 	res.plan = w.reads.Load()
 	if st != nil {
 		if err := ds.LoadStateDict(*st); err != nil {
@@ -452,6 +470,8 @@ func (sr *scaleRun) aloneFigures(ctx context.Context, r *record, ranks []int, wo
 		}
 	}
 	r.set("plan_load_cpu_seconds", (processCPU()-cpu).Seconds()/float64(len(ranks)))
+	r.set("open_cpu_seconds_median", median(each(results, func(x rankResult) float64 { return x.openCPU.Seconds() })))
+	r.set("open_round_trips", maxOf(each(results, func(x rankResult) float64 { return float64(x.openTrips) })))
 	r.set("plan_load_sampled_ranks", len(ranks))
 	r.set("plan_load_median_seconds", median(each(results, func(x rankResult) float64 { return x.open.Seconds() })))
 	r.set("plan_load_max_seconds", maxOf(each(results, func(x rankResult) float64 { return x.open.Seconds() })))

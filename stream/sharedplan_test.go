@@ -467,16 +467,10 @@ func TestSharedPlanTamperedUnits(t *testing.T) {
 			o := checkedOptions(t, dir)
 			o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
 			open(t, o)
-			raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sp planner.Object
-			if err := sp.UnmarshalBinary(raw); err != nil {
-				t.Fatal(err)
-			}
+			sp := storedObject(t, ps)
 			tc.change(&sp.Files[3].Units[0]) // read by rank 1
-			if raw, err = sp.MarshalBinary(); err != nil {
+			raw, err := sp.MarshalBinary()
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := ps.Bucket.WriteAll(ctx, ps.Key, raw, nil); err != nil {
@@ -517,4 +511,88 @@ func consumeErr(ds *Dataset) (rows int64, err error) {
 		b.Release()
 	}
 	return rows, nil
+}
+
+// A plan object of version 1 (JSON, footers in its cache entries, no
+// units), as a job started on an older build left it, is still read: a
+// rank plans from its footers, reading none from storage, and streams the
+// plan's rows.
+func TestSharedPlanVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := writeDataset(t, smallSpec)
+	ps := planStore(t)
+	o := checkedOptions(t, dir)
+	o.WorldSize, o.NumSplits, o.PlanStore = 4, 4, ps
+	fp := open(t, o).Fingerprint() // rank 0 plans (version 2)
+	sp := storedObject(t, ps)
+	if sp.Version != 2 || len(sp.Cache) == 0 {
+		t.Fatalf("rank 0 wrote version %d with %d cache entries", sp.Version, len(sp.Cache))
+	}
+	// What version 1 held: no units, no schema links, no options asked.
+	sp.Version, sp.Asked = 1, ""
+	for i := range sp.Files {
+		f := &sp.Files[i]
+		f.SchemaOf, f.Inspected, f.Units = "", 0, nil
+	}
+	v1, err := json.Marshal(&sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(v1), `{"version":1,`) || !strings.Contains(string(v1), `"cache":[{"k":`) {
+		t.Fatalf("not a version 1 object: %.80s", v1)
+	}
+	old := planStore(t)
+	if err := old.Bucket.WriteAll(ctx, old.Key, v1, nil); err != nil {
+		t.Fatal(err)
+	}
+	o.Rank = 1
+	want, _ := consume(t, open(t, o), -1)
+	o.PlanStore = old
+	var rc readCounter
+	rc.wrap(&o)
+	ds := open(t, o)
+	if n := rc.reads.Load(); n != 0 {
+		t.Fatalf("rank 1 made %d reads planning from a version 1 plan: its footers are in the plan", n)
+	}
+	if ds.Fingerprint() != fp {
+		t.Fatalf("fingerprint %s from the version 1 plan, %s from version 2", ds.Fingerprint(), fp)
+	}
+	got, _ := consume(t, ds, -1)
+	if a, b := allIDs(got), allIDs(want); len(a) == 0 || !slices.Equal(a, b) {
+		t.Fatalf("rank 1 streams %d rows from the version 1 plan, %d from version 2, or others", len(a), len(b))
+	}
+}
+
+// storedObject is the plan object in ps, decoded.
+func storedObject(t *testing.T, ps *PlanStore) planner.Object {
+	t.Helper()
+	raw, err := ps.Bucket.ReadAll(context.Background(), ps.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp planner.Object
+	if err := sp.UnmarshalBinary(raw); err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// A plan store that cannot be read fails Open with its own error, naming
+// the key, not with the cancelled planning that went on beside the read.
+func TestSharedPlanStoreUnreadable(t *testing.T) {
+	dir := writeDataset(t, smallSpec)
+	b := memblob.OpenBucket(nil)
+	b.Close() // every call on it fails
+	for _, rank := range []int{0, 1} {
+		o := checkedOptions(t, dir)
+		o.Rank, o.WorldSize, o.PlanStore = rank, 2, &PlanStore{Bucket: b, Key: "run-1/plan"}
+		ds, err := Open(context.Background(), o)
+		if err == nil {
+			ds.Close()
+			t.Fatalf("rank %d opened without its plan store", rank)
+		}
+		if !strings.Contains(err.Error(), `read shared plan "run-1/plan"`) || errors.Is(err, context.Canceled) {
+			t.Fatalf("rank %d: got %v, want the plan store's error naming its key", rank, err)
+		}
+	}
 }

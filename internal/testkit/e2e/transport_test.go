@@ -59,8 +59,9 @@ func TestOwnTransport(t *testing.T) {
 	goleak.VerifyNone(t, before)
 }
 
-// s3Opener opens the test server's s3:// bucket URLs over tr.
-func s3Opener(tr *http.Transport) storage.Opener {
+// s3Opener opens the test server's s3:// bucket URLs over tr (nil: Go's
+// default transport).
+func s3Opener(tr http.RoundTripper) storage.Opener {
 	return func(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 		u, err := url.Parse(bucketURL)
 		if err != nil {

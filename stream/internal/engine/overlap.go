@@ -31,16 +31,23 @@ func (e *Engine) Overlap() Overlap {
 // passes only, where it has a page index and a piece reads only its
 // pages), and with passes every unit is read once per pass.
 func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overlap {
-	type unit struct{ file, index int }
-	type unitPass struct {
-		unit
-		pass int
+	// Units are numbered across files (base[f] is file f's first), and
+	// counted in slices, not maps: every rank counts every unit of the
+	// epoch as it opens, 8,192 of them at a thousand ranks.
+	base := make([]int, len(files)+1)
+	for f, fr := range files {
+		base[f+1] = base[f] + len(fr.Units)
 	}
-	readers := map[unit]int{} // pieces reading some of a unit
-	mine := map[unit]int{}    // of them, this rank's
-	cut := map[unit]bool{}    // units a piece reads part of
-	passes := map[unitPass]bool{}
-	perPass := map[unit]int{} // distinct passes reading a unit
+	n := base[len(files)]
+	readers := make([]int32, n) // pieces reading some of a unit
+	mine := make([]int32, n)    // of them, this rank's
+	cut := make([]bool, n)      // units a piece reads part of
+	// The distinct passes reading a unit: the first seen, and any other
+	// in a map (a unit read by several passes is rare).
+	firstPass := make([]int32, n) // pass index + 1
+	perPass := make([]int32, n)
+	type unitPass struct{ unit, pass int }
+	otherPasses := map[unitPass]bool{}
 	// starts[f][u] is the row unit u of file f starts at: a piece's units
 	// are found by search, not by a walk of its file's units, which at
 	// thousands of splits over files of hundreds of units was most of a
@@ -69,7 +76,7 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 				if hi <= p.Start {
 					continue
 				}
-				k := unit{p.Fragment, u}
+				k := base[p.Fragment] + u
 				readers[k]++
 				if s%world == rank {
 					mine[k]++
@@ -77,31 +84,39 @@ func overlap(files []*formats.Fragment, ep *split.Epoch, rank, world int) Overla
 				if p.Start > lo || p.End < hi {
 					cut[k] = true
 				}
-				if kp := (unitPass{k, p.Pass.Index}); !passes[kp] {
-					passes[kp] = true
+				switch pass := int32(p.Pass.Index) + 1; {
+				case firstPass[k] == 0:
+					firstPass[k], perPass[k] = pass, 1
+				case firstPass[k] != pass && !otherPasses[unitPass{k, int(pass)}]:
+					otherPasses[unitPass{k, int(pass)}] = true
 					perPass[k]++
 				}
 			}
 		}
 	}
 	var o Overlap
-	for k, n := range readers {
-		u := files[k.file].Units[k.index]
-		if cut[k] {
-			o.CutUnits++
-			if u.Paged {
-				o.PagedUnits++
+	for f, fr := range files {
+		for i, u := range fr.Units {
+			k := base[f] + i
+			if readers[k] == 0 {
+				continue
 			}
+			if cut[k] {
+				o.CutUnits++
+				if u.Paged {
+					o.PagedUnits++
+				}
+			}
+			again := int64(readers[k] - 1)
+			if u.Paged {
+				again = int64(perPass[k] - 1)
+			}
+			if again <= 0 {
+				continue
+			}
+			o.Bytes += u.Bytes * again
+			o.RankBytes += u.Bytes * again * int64(mine[k]) / int64(readers[k])
 		}
-		again := int64(n - 1)
-		if u.Paged {
-			again = int64(perPass[k] - 1)
-		}
-		if again <= 0 {
-			continue
-		}
-		o.Bytes += u.Bytes * again
-		o.RankBytes += u.Bytes * again * int64(mine[k]) / int64(n)
 	}
 	return o
 }

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -333,16 +334,33 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 	if ps.Bucket == nil || ps.Key == "" {
 		return Planned{}, errors.New("stream: Options.PlanStore needs a Bucket and a Key")
 	}
-	sp, err := ps.await(ctx, o.Rank == 0)
-	if err != nil {
-		return Planned{}, err
+	// The stored plan is read while the rank lists its files: a rank
+	// starts in one round trip, not two. Planning asks for the plan only
+	// once it has its listing (Known, the cache), and the read is
+	// usually back by then.
+	pctx, cancel := context.WithCancel(ctx)
+	src := newStoredPlan(pctx, cancel, o, po.Cache)
+	defer func() {
+		cancel()
+		<-src.first
+	}()
+	po.Cache, po.Known = src, src.known
+	p, err := planLocal(pctx, o, po)
+	if err != nil && !src.asked.Load() {
+		// Planning failed before it needed the plan (the listing, say): a
+		// rank need not wait for a plan to report that.
+		return p, err
+	}
+	sp, serr := src.resolve()
+	if serr != nil {
+		if err == nil {
+			p.Data.Close()
+		}
+		return Planned{}, serr
 	}
 	if sp != nil {
-		return planFrom(ctx, o, po, sp)
+		return checkAgainst(o, sp, p, err)
 	}
-	rec := &recordingCache{next: po.Cache, got: map[string][]byte{}}
-	po.Cache = rec
-	p, err := planLocal(ctx, o, po)
 	if err != nil {
 		return p, err
 	}
@@ -350,7 +368,7 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 		p.Data.Close()
 		return Planned{}, err
 	}
-	own := describe(o, p, rec.entries())
+	own := describe(o, p, src.entries())
 	raw, err := own.MarshalBinary()
 	if err != nil {
 		p.Data.Close()
@@ -376,6 +394,128 @@ func plan(ctx context.Context, o Options, po formats.PlanOptions) (Planned, erro
 	if err := theirs.check(own); err != nil {
 		p.Data.Close()
 		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", ps.Key, err)
+	}
+	return p, nil
+}
+
+// storedPlan is the Store's plan as a rank's planning sees it: read once
+// from the moment planning starts, and waited for where planning first
+// needs it (Known, the cache). It decides then, once, whether the rank
+// plans from it (the cache replays its entries) or plans itself (the
+// cache records what the drivers keep, for the plan this rank writes).
+type storedPlan struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ps      *Store
+	planner bool
+	options string // asked(o)
+	next    formats.Cache
+	// asked is set once planning asks for the plan.
+	asked atomic.Bool
+
+	// first is closed when the first read is back, with its result.
+	first    chan struct{}
+	firstSP  *Object
+	firstErr error
+
+	once sync.Once
+	sp   *Object
+	err  error
+	// Where sp is nil, rec records; else replay answers.
+	rec    *recordingCache
+	replay *replayCache
+}
+
+func newStoredPlan(ctx context.Context, cancel context.CancelFunc, o Options, next formats.Cache) *storedPlan {
+	s := &storedPlan{ctx: ctx, cancel: cancel, ps: o.Store, planner: o.Rank == 0, options: asked(o), next: next, first: make(chan struct{})}
+	go func() {
+		defer close(s.first)
+		s.firstSP, s.firstErr = s.ps.load(ctx)
+	}()
+	return s
+}
+
+// resolve returns the stored plan, nil where this rank plans itself: the
+// first read's, or, on a rank other than the planner that found none, the
+// one it waits for (Store.await). An error cancels the planning that asked.
+func (s *storedPlan) resolve() (*Object, error) {
+	s.asked.Store(true)
+	s.once.Do(func() {
+		<-s.first // the read ends with the context, if before
+		s.sp, s.err = s.firstSP, s.firstErr
+		if s.err == nil && s.sp == nil && !s.planner {
+			s.sp, s.err = s.ps.await(s.ctx)
+		}
+		if s.err != nil {
+			s.cancel()
+			return
+		}
+		if s.sp == nil {
+			s.rec = &recordingCache{next: s.next, got: map[string][]byte{}}
+		} else {
+			s.replay = &replayCache{got: s.sp.cacheMap(), next: s.next}
+		}
+	})
+	return s.sp, s.err
+}
+
+// known is formats.PlanOptions.Known: what the stored plan found of f,
+// where the rank plans from it with the options it was made with.
+func (s *storedPlan) known(f *formats.Fragment) (formats.KnownFile, bool) {
+	sp, err := s.resolve()
+	if err != nil || sp == nil || sp.Asked != s.options {
+		return formats.KnownFile{}, false
+	}
+	return sp.known(f)
+}
+
+func (s *storedPlan) cache() (formats.Cache, error) {
+	sp, err := s.resolve()
+	switch {
+	case err != nil:
+		return nil, err
+	case sp == nil:
+		return s.rec, nil
+	}
+	return s.replay, nil
+}
+
+func (s *storedPlan) Get(ctx context.Context, key []byte) ([]byte, error) {
+	c, err := s.cache()
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(ctx, key)
+}
+
+func (s *storedPlan) Set(ctx context.Context, key, value []byte) error {
+	c, err := s.cache()
+	if err != nil {
+		return err
+	}
+	return c.Set(ctx, key, value)
+}
+
+// entries are what the rank recorded planning itself.
+func (s *storedPlan) entries() []CacheEntry {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.entries()
+}
+
+// checkAgainst checks that p, planned from the stored plan sp (err is the
+// planning's error), is that plan.
+func checkAgainst(o Options, sp *Object, p Planned, err error) (Planned, error) {
+	if errors.Is(err, formats.ErrNotAsKnown) {
+		return p, fmt.Errorf("stream: shared plan %q: %w: %w", o.Store.Key, ErrMismatch, err)
+	}
+	if err != nil {
+		return p, err
+	}
+	if err := sp.check(describe(o, p, nil)); err != nil {
+		p.Data.Close()
+		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", o.Store.Key, err)
 	}
 	return p, nil
 }
@@ -408,37 +548,25 @@ func planLocal(ctx context.Context, o Options, po formats.PlanOptions) (Planned,
 	return Planned{Data: data, Chunks: chunks, ID: planHash(data, chunks, po.Filter, renamed(o, data)), ShuffleWindow: window, PlaceBytes: cut}, nil
 }
 
-// planFrom plans with the footers the shared plan carries and checks that
-// the result is that plan.
-func planFrom(ctx context.Context, o Options, po formats.PlanOptions, sp *Object) (Planned, error) {
-	po.Cache = &replayCache{got: sp.cacheMap(), next: po.Cache}
-	if sp.Asked == asked(o) {
-		po.Known = sp.known
-	}
-	p, err := planLocal(ctx, o, po)
-	if errors.Is(err, formats.ErrNotAsKnown) {
-		return p, fmt.Errorf("stream: shared plan %q: %w: %w", o.Store.Key, ErrMismatch, err)
-	}
-	if err != nil {
-		return p, err
-	}
-	if err := sp.check(describe(o, p, nil)); err != nil {
-		p.Data.Close()
-		return Planned{}, fmt.Errorf("stream: shared plan %q: %w", o.Store.Key, err)
-	}
-	return p, nil
-}
-
 // describe is the shared plan of p, with the cache entries given.
 func describe(o Options, p Planned, cache []CacheEntry) *Object {
 	// The window as rows, however it was given: the rows are what the
 	// chunks and the order are made of.
 	sp := &Object{Version: Version, Plan: p.ID, Columns: p.Data.Columns, ChunkBytes: o.ChunkBytes, ShuffleWindow: p.ShuffleWindow, Cache: cache, Asked: asked(o)}
 	var schemas []*formats.Fragment // the first file of each schema
+	// Files planned from a plan share their schema's value: its text is
+	// made once, not once a file.
+	texts := map[*arrow.Schema]string{}
+	sp.Files = make([]File, 0, len(p.Data.Fragments))
 	for _, f := range p.Data.Fragments {
 		obj := f.Source.Object
 		in := f.Inspected()
-		file := File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f), Units: in.Units, Inspected: in.Rows, hasUnits: true}
+		text, ok := texts[f.Schema]
+		if !ok && f.Schema != nil {
+			text = f.Schema.String()
+			texts[f.Schema] = text
+		}
+		file := File{URL: f.URL, Size: f.Size, ModTime: obj.ModTime.UnixNano(), ETag: obj.ETag, Rows: f.Rows, Footer: footerDigest(f, text), Units: in.Units, Inspected: in.Rows, hasUnits: true}
 		i := slices.IndexFunc(schemas, func(g *formats.Fragment) bool {
 			return g.Schema.Equal(f.Schema) && g.Schema.Metadata().Equal(f.Schema.Metadata())
 		})
@@ -475,8 +603,9 @@ func (sp *Object) known(f *formats.Fragment) (formats.KnownFile, bool) {
 	return formats.KnownFile{Units: file.Units, Rows: file.Inspected, SchemaOf: file.SchemaOf}, true
 }
 
-// footerDigest hashes what planning learned of a file.
-func footerDigest(f *formats.Fragment) string {
+// footerDigest hashes what planning learned of a file; schema is the
+// text of its schema (f.Schema.String(), "" where it has none).
+func footerDigest(f *formats.Fragment, schema string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %d %d\n", f.Format, f.Size, f.Rows)
 	// The text of "u %d %d %d %v\n" for each unit (a plan object keeps
@@ -491,7 +620,7 @@ func footerDigest(f *formats.Fragment) string {
 		h.Write(line)
 	}
 	if f.Schema != nil {
-		fmt.Fprintln(h, f.Schema.String())
+		h.Write(append([]byte(schema), '\n'))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -600,7 +729,7 @@ func decodeSharedPlan(raw []byte) (*Object, error) {
 
 // load reads the plan, or returns nil if there is none.
 func (ps *Store) load(ctx context.Context) (*Object, error) {
-	raw, err := ps.Bucket.ReadAll(ctx, ps.Key)
+	raw, err := ps.read(ctx)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, nil
 	}
@@ -614,10 +743,30 @@ func (ps *Store) load(ctx context.Context) (*Object, error) {
 	return sp, nil
 }
 
-// await returns the stored plan. If there is none, the planner (rank 0)
-// gets nil at once; another rank polls for it, backing off from 50 ms to
-// 1 s, and gets nil once Wait has passed.
-func (ps *Store) await(ctx context.Context, planner bool) (*Object, error) {
+// read reads the plan object into a buffer of its size: read into one
+// that grows from small, as Bucket.ReadAll does, a plan of megabytes cost
+// a rank of a thousand as much CPU in copies and clearing as the rest of
+// its start.
+func (ps *Store) read(ctx context.Context) ([]byte, error) {
+	r, err := ps.Bucket.NewReader(ctx, ps.Key, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	// The size is the server's word: a buffer is made of it up to a bound,
+	// and grows past it only as bytes come.
+	const most = 1 << 30
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.Size(), 0), most)+bytes.MinRead))
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// await waits for the stored plan on a rank other than the planner whose
+// first read found none: it polls, backing off from 50 ms to 1 s, and
+// gets nil once Wait has passed.
+func (ps *Store) await(ctx context.Context) (*Object, error) {
 	wait := ps.Wait
 	if wait <= 0 {
 		wait = 5 * time.Minute
@@ -625,10 +774,6 @@ func (ps *Store) await(ctx context.Context, planner bool) (*Object, error) {
 	deadline := time.Now().Add(wait)
 	pause := 50 * time.Millisecond
 	for {
-		sp, err := ps.load(ctx)
-		if err != nil || sp != nil || planner || time.Now().After(deadline) {
-			return sp, err
-		}
 		t := time.NewTimer(min(pause, time.Until(deadline)+time.Millisecond))
 		select {
 		case <-ctx.Done():
@@ -637,6 +782,10 @@ func (ps *Store) await(ctx context.Context, planner bool) (*Object, error) {
 		case <-t.C:
 		}
 		pause = min(2*pause, time.Second)
+		sp, err := ps.load(ctx)
+		if err != nil || sp != nil || time.Now().After(deadline) {
+			return sp, err
+		}
 	}
 }
 
@@ -770,21 +919,30 @@ func planHash(data *formats.Scan, chunks []split.Chunk, flt formats.Filter, rena
 	for _, r := range renamed {
 		fmt.Fprintf(h, "driver %s\n", r)
 	}
+	// The lines are made without fmt (the text of "f %q %d %d\n" and of
+	// "%c %d %d %d\n"): a rank of a thousand hashes every chunk of the
+	// plan as it starts.
+	line := make([]byte, 0, 128)
 	for _, f := range data.Fragments {
-		fmt.Fprintf(h, "f %q %d %d\n", f.Rel, f.Size, f.Rows)
+		line = strconv.AppendQuote(append(line[:0], "f "...), f.Rel)
+		line = strconv.AppendInt(append(line, ' '), f.Size, 10)
+		line = strconv.AppendInt(append(line, ' '), f.Rows, 10)
+		h.Write(append(line, '\n'))
 	}
 	for _, c := range chunks {
-		if c.Start < 0 {
-			fmt.Fprintf(h, "u %d %d %d\n", c.Fragment, c.FirstUnit, c.EndUnit)
-			continue
-		}
-		if c.Paged {
+		kind, a, b := byte('c'), c.Start, c.End
+		switch {
+		case c.Start < 0:
+			kind, a, b = 'u', int64(c.FirstUnit), int64(c.EndUnit)
+		case c.Paged:
 			// Windows take such a chunk a window at a time: another
 			// order than where it is read whole.
-			fmt.Fprintf(h, "p %d %d %d\n", c.Fragment, c.Start, c.End)
-			continue
+			kind = 'p'
 		}
-		fmt.Fprintf(h, "c %d %d %d\n", c.Fragment, c.Start, c.End)
+		line = strconv.AppendInt(append(line[:0], kind, ' '), int64(c.Fragment), 10)
+		line = strconv.AppendInt(append(line, ' '), a, 10)
+		line = strconv.AppendInt(append(line, ' '), b, 10)
+		h.Write(append(line, '\n'))
 	}
 	if data.Version != "" {
 		// The version leads, so that a state of another (a resume against
