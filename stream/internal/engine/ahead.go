@@ -55,7 +55,14 @@ const (
 	// sized by it hides the first latency measured where the decoders turn
 	// out to be that fast, and costs at most the budget where they are
 	// slower (the target follows the measured rate from the first decode).
-	aheadPrior = 256 << 20
+	// It errs high, as erring low costs a round trip and erring high only
+	// memory, and that only while the first fetches are out (their age
+	// sizes the round): a local disk answers before the target passes the
+	// first round's windows. The bench's rows decode at some 0.9 GB/s a
+	// core on a quiet 2-core machine; sized for 256 MiB/s, its first round
+	// at 20 ms left half the epoch for a second round trip, and at 50 and
+	// 100 ms went out over 34 ms (TestFetchAheadHidesFirstRoundTrip).
+	aheadPrior = 1 << 30
 	// maxFetchWindows bounds the windows the fetch stage holds where
 	// Limits.FetchConcurrency does not: the goroutines it starts per
 	// iteration. 128 windows of the default shuffle window of small
