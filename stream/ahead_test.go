@@ -172,10 +172,9 @@ func epochIDs(t *testing.T, ds *Dataset) []int64 {
 // that rate (decoding takes no time in the bubble) streams 36 MB with every
 // read 20, 50 and 100 ms away: after Open, the epoch takes one latency (the
 // first bytes') and then as long as at 0 ms, within 10%. Sized by a
-// decoder rate of 256 MiB/s until the first decode, the first fetches left
-// part of the epoch to a second round trip at 20 ms and went out over 30 ms
-// at 50 and 100 ms: past the first latency, the epoch ran at 0.65 and 0.48
-// of the 0 ms rate.
+// decoder rate of 256 MiB/s, the first round left part of the epoch to a
+// second round trip at 20 ms and went out over 30 ms at 50 and 100 ms:
+// past the first latency, the epoch ran at 0.65 and 0.48 of the 0 ms rate.
 func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
 	// 100,000 rows of 360-byte strings in row groups of 3,125 rows: about
 	// the bench's 36 MB, its 32 row groups and its windows of two.
