@@ -164,3 +164,67 @@ func epochIDs(t *testing.T, ds *Dataset) []int64 {
 	}
 	return out
 }
+
+// On a quiet 2-core machine the bench's rows stream at some 1.8 GB/s of
+// stored bytes, and an epoch of its four latency files (36 MB) lasts 20 ms:
+// the read-ahead must put the whole epoch in flight within the first round
+// trip, before any decode has measured the rate. Here a consumer paced at
+// that rate (decoding takes no time in the bubble) streams 36 MB with every
+// read 20, 50 and 100 ms away: after Open, the epoch takes one latency (the
+// first bytes') and then as long as at 0 ms, within 10%. Sized by a
+// decoder rate of 256 MiB/s, the first round left part of the epoch to a
+// second round trip at 20 ms and went out over 30 ms at 50 and 100 ms:
+// past the first latency, the epoch ran at 0.65 and 0.48 of the 0 ms rate.
+func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
+	// 100,000 rows of 360-byte strings in row groups of 3,125 rows: about
+	// the bench's 36 MB, its 32 row groups and its windows of two.
+	dir := writeDataset(t, synth.Spec{Files: 4, RowsPerFile: 25_000, RowGroupRows: 3_125, StringBytes: 360, Seed: 9})
+	const batch = 1024
+	// 36 MB at 1.8 GB/s over 98 batches: 200 µs a batch.
+	const pace = 200 * time.Microsecond
+	epoch := func(t *testing.T, delay time.Duration) (ids []int64, took time.Duration, requests int64) {
+		synctest.Test(t, func(t *testing.T) {
+			o := checkedOptions(t, dir)
+			o.Columns = nil
+			o.BatchSize, o.ShuffleWindow = batch, 2*3_125
+			o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
+			if delay > 0 {
+				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
+			}
+			ds := open(t, o)
+			start := time.Now()
+			for b, err := range ds.Batches(context.Background()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := idsOf(context.Background(), b)
+				ids = append(ids, got...)
+				time.Sleep(pace) // the training step
+			}
+			took = time.Since(start)
+			for _, b := range ds.Metrics().Snapshot().Backends {
+				requests += b.Requests
+			}
+		})
+		return ids, took, requests
+	}
+	want, zero, _ := epoch(t, 0)
+	if len(want) != 100_000 {
+		t.Fatalf("%d rows at 0 ms, want 100000", len(want))
+	}
+	for _, d := range []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond} {
+		ids, took, requests := epoch(t, d)
+		if !slices.Equal(ids, want) {
+			t.Fatalf("%v away: %d ids, not those of the stream without latency", d, len(ids))
+		}
+		// MaxRequests (16) is no bound here: the epoch is fewer requests.
+		if requests > 16+4 {
+			t.Fatalf("%v away: %d requests, want the epoch in at most 16 (and the 4 footers)", d, requests)
+		}
+		steady := zero.Seconds() / (took - d).Seconds()
+		t.Logf("%v away: epoch %v, %v at 0 ms: %.3f of the 0 ms rate past the first bytes' latency, %d requests", d, took, zero, steady, requests)
+		if steady < 0.9 {
+			t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.9", d, took, zero, steady)
+		}
+	}
+}

@@ -51,11 +51,26 @@ const (
 	// aheadSamples is how many recent fetches the latency is taken over.
 	aheadSamples = 64
 	// aheadPrior is the decode rate per decoder assumed, in stored bytes a
-	// second, until one window has been decoded: a first round of fetches
-	// sized by it hides the first latency measured where the decoders turn
-	// out to be that fast, and costs at most the budget where they are
-	// slower (the target follows the measured rate from the first decode).
+	// second, from the first fetch's return until one window has been
+	// decoded: the rounds sized by it then hide the latency measured where
+	// the decoders turn out to be that fast, and cost at most the budget
+	// where they are slower (the target follows the measured rate from
+	// the first decode).
 	aheadPrior = 256 << 20
+	// aheadFirstRound is the decode rate per decoder the first round is
+	// sized for, before any fetch has returned (the age of the oldest
+	// then being the latency known). It errs high, as erring low costs a
+	// round trip and erring high only memory, and that only while no fetch
+	// has returned: a local disk answers before the round passes its
+	// first windows (0.4 ms into a shuffled read of the bench's files on a
+	// loaded 2-core machine). The bench's rows decode at some 0.9 GB/s a
+	// core on a quiet one; sized for 256 MiB/s, its first round at 20 ms
+	// left half the epoch to a second round trip, and at 50 and 100 ms
+	// went out over 34 ms (TestFetchAheadHidesFirstRoundTrip). Once a
+	// fetch has returned aheadPrior takes over: a loaded machine's first
+	// decodes take long, and sized for 1 GiB/s meanwhile the rounds held
+	// the bench's memory_4x heap at 1.5 times memory_1x's.
+	aheadFirstRound = 1 << 30
 	// maxFetchWindows bounds the windows the fetch stage holds where
 	// Limits.FetchConcurrency does not: the goroutines it starts per
 	// iteration. 128 windows of the default shuffle window of small
@@ -160,9 +175,13 @@ func (a *ahead) target() int64 {
 		return -1 // nothing measured yet
 	}
 	rate := a.rate
-	if len(a.latencies) == 0 || !a.starved.IsZero() && now.Sub(a.starved) < starvedFor {
+	if first := len(a.latencies) == 0; first || !a.starved.IsZero() && now.Sub(a.starved) < starvedFor {
 		busy := a.busyRate
-		if busy <= 0 {
+		switch {
+		case busy > 0:
+		case first:
+			busy = aheadFirstRound
+		default:
 			busy = aheadPrior
 		}
 		rate = max(rate, busy*float64(a.decoders))

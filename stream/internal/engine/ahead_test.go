@@ -34,11 +34,11 @@ func TestAheadTarget(t *testing.T) {
 	if a.allows(10 * mib) {
 		t.Fatal("a ninth window admitted before any fetch was out")
 	}
-	// A fetch out for 10 ms: the decoders' prior rate (2 × 256 MiB/s)
-	// over 10 ms, doubled, is 10 MiB: with 80 MiB ahead, nothing more.
+	// A fetch out for 10 ms: the first round's rate (2 × 1 GiB/s)
+	// over 10 ms, doubled, is 41 MiB: with 80 MiB ahead, nothing more.
 	id := a.request()
 	clock = clock.Add(10 * time.Millisecond)
-	if got, want := a.target(), int64(2*2*aheadPrior/100); got != want {
+	if got, want := a.target(), int64(2*2*aheadFirstRound/100); got != want {
 		t.Errorf("10 ms into the first fetch: target %d, want %d", got, want)
 	}
 	a.fetched(id, true)
