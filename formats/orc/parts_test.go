@@ -1,0 +1,224 @@
+package orc_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/orc"
+)
+
+// decodeParts fetches rows [lo, hi) of fragment 0 once and decodes them in
+// parts cut at cuts, as the stream's windows decode their pieces of one
+// fetch, calling check with each batch and the row it starts at.
+func decodeParts(t testing.TB, ds *formats.Scan, lo, hi int64, cuts []int64, batchRows int, mem memory.Allocator, check func(b arrow.RecordBatch, at int64) error) {
+	t.Helper()
+	ctx := context.Background()
+	whole, err := ds.Fetch(ctx, 0, ds.RowRange(0, lo, hi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Release()
+	bounds := append(append([]int64{lo}, cuts...), hi)
+	for i := range len(bounds) - 1 {
+		part, err := whole.Part(ds.RowRange(0, bounds[i], bounds[i+1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bounds[i]
+		_, err = ds.Decode(ctx, part, batchRows, mem, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			err := check(b, at)
+			at += b.NumRows()
+			return err
+		})
+		part.Release()
+		if err != nil {
+			t.Fatalf("part [%d, %d): %v", bounds[i], bounds[i+1], err)
+		}
+		if at != bounds[i+1] {
+			t.Fatalf("part [%d, %d) read %d rows", bounds[i], bounds[i+1], at-bounds[i])
+		}
+	}
+}
+
+// randomCuts cuts [lo, hi) at n sorted distinct rows inside it.
+func randomCuts(rng *rand.Rand, lo, hi int64, n int) []int64 {
+	seen := map[int64]bool{}
+	var cuts []int64
+	for range n {
+		if hi-lo < 2 {
+			break
+		}
+		c := lo + 1 + rng.Int64N(hi-lo-1)
+		if !seen[c] {
+			seen[c] = true
+			cuts = append(cuts, c)
+		}
+	}
+	slicesSort(cuts)
+	return cuts
+}
+
+func slicesSort(s []int64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TestPartsMatchWholeRead: a fetch decoded in parts cut anywhere (each
+// part started at its row group from the fetched streams) gives, value by
+// value, the rows of a whole read, for files of every codec, nulls,
+// direct and dictionary strings, timestamps, decimals and unions.
+func TestPartsMatchWholeRead(t *testing.T) {
+	examples := orcExamples(t)
+	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
+		"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
+		"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12",
+		"TestOrcFile.testMemoryManagementV12", "decimal", "orc_index_int_string", "TestOrcFile.testPredicatePushdown"}
+	if testing.Short() {
+		files = files[:4]
+	}
+	seeks0 := orc.PartSeeks()
+	_, reseeks0 := orc.SeekCounts()
+	for _, name := range files {
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ds := plan(t, []string{filepath.Join(examples, name+".orc")}, nil)
+			rows := ds.Fragments[0].Rows
+			whole := readRange(t, ds, 0, rows, 4096, mem)
+			defer release(whole)
+			rng := rand.New(rand.NewPCG(uint64(rows), 46))
+			for round := range 4 {
+				lo, hi := int64(0), rows
+				if round > 0 {
+					lo = rng.Int64N(rows)
+					hi = lo + 1 + rng.Int64N(rows-lo)
+				}
+				cuts := randomCuts(rng, lo, hi, 3+rng.IntN(12))
+				decodeParts(t, ds, lo, hi, cuts, 1+rng.IntN(5000), mem, func(b arrow.RecordBatch, at int64) error {
+					for c, col := range b.Columns() {
+						if _, ok := col.DataType().(arrow.UnionType); ok {
+							// readRange keeps unions as their text.
+							text := whole[c].(*array.String)
+							for i := range col.Len() {
+								if got := fmt.Sprint(col.GetOneForMarshal(i)); got != text.Value(int(at)+i) {
+									return fmt.Errorf("row %d column %q: %s, the whole read has %s", at+int64(i), ds.Schema.Field(c).Name, got, text.Value(int(at)+i))
+								}
+							}
+							continue
+						}
+						want := array.NewSlice(whole[c], at, at+b.NumRows())
+						same := array.Equal(want, col)
+						want.Release()
+						if !same {
+							return fmt.Errorf("rows [%d, %d) column %q differ from the whole read's", at, at+b.NumRows(), ds.Schema.Field(c).Name)
+						}
+					}
+					return nil
+				})
+			}
+		})
+	}
+	if orc.PartSeeks() == seeks0 {
+		t.Error("no part started at its row group")
+	}
+	if _, reseeks := orc.SeekCounts(); reseeks != reseeks0 {
+		t.Errorf("%d parts could not be decoded from their row group and were read again whole", reseeks-reseeks0)
+	}
+}
+
+// demo12Row is row n of demo-12 (TPC-DS's customer_demographics): the
+// cross product of its eight attributes, the first varying fastest.
+func demo12Row(n int64) [9]any {
+	k := n
+	next := func(m int64) int64 {
+		v := k % m
+		k /= m
+		return v
+	}
+	gender := []string{"M", "F"}[next(2)]
+	marital := []string{"M", "S", "D", "W", "U"}[next(5)]
+	education := []string{"Primary", "Secondary", "College", "2 yr Degree", "4 yr Degree", "Advanced Degree", "Unknown"}[next(7)]
+	purchase := int32(next(20)+1) * 500
+	credit := []string{"Good", "Low Risk", "High Risk", "Unknown"}[next(4)]
+	dep, employed, college := int32(next(7)), int32(next(7)), int32(next(7))
+	return [9]any{int32(n + 1), gender, marital, education, purchase, credit, dep, employed, college}
+}
+
+// checkDemo12 compares every value of b, whose first row is row at, with
+// demo12Row.
+func checkDemo12(b arrow.RecordBatch, at int64) error {
+	for i := range int(b.NumRows()) {
+		want := demo12Row(at + int64(i))
+		for c := range 9 {
+			col := b.Column(c)
+			if col.IsNull(i) {
+				return fmt.Errorf("row %d column %d: null, want %v", at+int64(i), c, want[c])
+			}
+			var got any
+			switch a := col.(type) {
+			case *array.Int32:
+				got = a.Value(i)
+			case *array.String:
+				got = a.Value(i)
+			default:
+				return fmt.Errorf("column %d is %s", c, col.DataType())
+			}
+			if got != want[c] {
+				return fmt.Errorf("row %d column %d: %v, want %v", at+int64(i), c, got, want[c])
+			}
+		}
+	}
+	return nil
+}
+
+// TestDemo12EveryValue reads ORC's demo-12 (Hive, zlib, one stripe of
+// 1.9M rows in streams of one to four 256 KiB blocks, RLE v1 and v2,
+// dictionary strings) whole and as a fetch decoded in parts, and checks
+// every value against the table it holds.
+func TestDemo12EveryValue(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ds := plan(t, []string{filepath.Join(orcExamples(t), "demo-12-zlib.orc")}, nil)
+	rows := ds.Fragments[0].Rows
+	if rows != 1920800 {
+		t.Fatalf("%d rows, want 1920800", rows)
+	}
+	at := int64(0)
+	err := readAll(ds, 65536, mem, func(b arrow.RecordBatch) error {
+		err := checkDemo12(b, at)
+		at += b.NumRows()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at != rows {
+		t.Fatalf("read %d rows", at)
+	}
+	seeks0 := orc.PartSeeks()
+	_, reseeks0 := orc.SeekCounts()
+	rng := rand.New(rand.NewPCG(12, 46))
+	cuts := randomCuts(rng, 0, rows, 29)
+	if raceEnabled {
+		cuts = cuts[:5]
+	}
+	decodeParts(t, ds, 0, rows, cuts, 1+rng.IntN(60000), mem, checkDemo12)
+	if orc.PartSeeks() == seeks0 {
+		t.Error("no part started at its row group")
+	}
+	if _, reseeks := orc.SeekCounts(); reseeks != reseeks0 {
+		t.Errorf("%d parts could not be decoded from their row group and were read again whole", reseeks-reseeks0)
+	}
+}
