@@ -222,3 +222,21 @@ func TestDemo12EveryValue(t *testing.T) {
 		t.Errorf("%d parts could not be decoded from their row group and were read again whole", reseeks-reseeks0)
 	}
 }
+
+// BenchmarkDemo12 reads demo-12 as the stream does: one fetch of the
+// stripe, decoded in 30 parts of 64,027 rows.
+//
+//	go test ./formats/orc -run '^$' -bench Demo12 -cpuprofile cpu.out
+func BenchmarkDemo12(b *testing.B) {
+	ds := plan(b, []string{filepath.Join(orcExamples(b), "demo-12-zlib.orc")}, nil)
+	rows := ds.Fragments[0].Rows
+	var cuts []int64
+	for c := int64(64027); c < rows; c += 64027 {
+		cuts = append(cuts, c)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		decodeParts(b, ds, 0, rows, cuts, 65536, memory.DefaultAllocator, func(arrow.RecordBatch, int64) error { return nil })
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
