@@ -67,6 +67,11 @@ type meta struct {
 	mu      sync.Mutex
 	footers map[int]*stripeFooter
 	indexes map[indexKey][][]uint64
+	// small stripes' streams, fetched once (see sharedStripe), oldest
+	// first in sharedOrder.
+	shared      map[sharedKey]*sharedFetch
+	sharedOrder []*sharedFetch
+	sharedBytes int64
 }
 
 type indexKey struct{ stripe, column int }
@@ -571,12 +576,23 @@ func (o Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	fe := &fetched{}
 	var ranges []byteRange
 	var indexes []stripeIndexes
+	var shared []span
 	for i := range m.ft.stripes {
 		first, last := m.starts[i], m.starts[i+1]
 		if last <= r.Range.Start || first >= r.Range.End || first == last {
 			continue
 		}
-		sr, err := m.planStripe(ctx, f, i, ids, max(r.Range.Start, first)-first, min(r.Range.End, last)-first)
+		lo, hi := max(r.Range.Start, first)-first, min(r.Range.End, last)-first
+		if (lo > 0 || hi < last-first) && m.smallStripe(i) {
+			sr, spans, err := m.sharedStripe(ctx, f, i, ids, lo, hi, o.FetchConcurrency)
+			if err != nil {
+				return nil, err
+			}
+			fe.stripes = append(fe.stripes, sr)
+			shared = append(shared, spans...)
+			continue
+		}
+		sr, err := m.planStripe(ctx, f, i, ids, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -600,6 +616,7 @@ func (o Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	if fe.spans, err = fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges), o.FetchConcurrency); err != nil {
 		return nil, err
 	}
+	fe.spans = append(fe.spans, shared...)
 	for _, sp := range fe.spans {
 		fe.bytes += int64(len(sp.data))
 	}
@@ -609,6 +626,128 @@ func (o Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		_ = m.keepIndexes(si.stripe, si.where, fe)
 	}
 	return fe, nil
+}
+
+// A small stripe (its streams a compression block or so each) gains
+// little from a read of part of it: a part fetches whole blocks, about
+// the stripe, and each read that cuts it (a rank's splits, the windows of
+// a split) would fetch it again. Such a stripe is fetched whole, with its
+// row index, once per plan, and the reads of its parts share that fetch
+// while it is among the plan's last maxShared bytes of them.
+const (
+	smallStripeBytes = 256 << 10
+	maxShared        = 8 << 20
+)
+
+func (m *meta) smallStripe(i int) bool {
+	s := m.ft.stripes[i]
+	return m.ft.rowIndexStride > 0 && s.indexLength+s.dataLength <= smallStripeBytes
+}
+
+// sharedFetch is a small stripe's streams, fetched once for the plan's
+// reads of columns ids.
+type sharedFetch struct {
+	key   sharedKey
+	done  chan struct{} // closed once spans or err is set
+	spans []span
+	bytes int64
+	err   error
+}
+
+type sharedKey struct {
+	stripe int
+	ids    string
+}
+
+// sharedStripe returns the read of rows [lo, hi) of small stripe i from
+// its whole streams, and their bytes: fetched by the first read of the
+// stripe's columns ids, which the others wait for.
+func (m *meta) sharedStripe(ctx context.Context, f *formats.Fragment, i int, ids []int, lo, hi int64, concurrency int) (*stripeRead, []span, error) {
+	sf, err := m.stripeFooter(ctx, f, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	sr := m.wholeStreams(i, sf, ids, lo, hi)
+	key := sharedKey{i, fmt.Sprint(ids)}
+	m.mu.Lock()
+	sh := m.shared[key]
+	owner := sh == nil
+	if owner {
+		sh = &sharedFetch{key: key, done: make(chan struct{})}
+		if m.shared == nil {
+			m.shared = map[sharedKey]*sharedFetch{}
+		}
+		m.shared[key] = sh
+		m.sharedOrder = append(m.sharedOrder, sh)
+	}
+	m.mu.Unlock()
+	if owner {
+		sh.spans, sh.err = m.fetchShared(ctx, f, sr, ids, concurrency)
+		m.mu.Lock()
+		if sh.err != nil {
+			delete(m.shared, key) // a later read tries again
+		}
+		for _, sp := range sh.spans {
+			sh.bytes += int64(len(sp.data))
+		}
+		m.sharedBytes += sh.bytes
+		// The oldest go first; a read that holds their spans keeps them.
+		for m.sharedBytes > maxShared && len(m.sharedOrder) > 1 {
+			old := m.sharedOrder[0]
+			m.sharedOrder = m.sharedOrder[1:]
+			if m.shared[old.key] == old {
+				delete(m.shared, old.key)
+			}
+			m.sharedBytes -= old.bytes
+		}
+		m.mu.Unlock()
+		close(sh.done)
+	} else {
+		select {
+		case <-sh.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	if sh.err != nil {
+		if !owner && ctx.Err() == nil && !errors.Is(sh.err, context.Canceled) {
+			return nil, nil, sh.err
+		}
+		if !owner && ctx.Err() == nil {
+			// The read that fetched for all was cancelled, not this one.
+			return m.sharedStripe(ctx, f, i, ids, lo, hi, concurrency)
+		}
+		return nil, nil, sh.err
+	}
+	return sr, sh.spans, nil
+}
+
+// fetchShared fetches the streams of sr, a whole stripe's, and the
+// stripe's row index where the plan has not parsed it.
+func (m *meta) fetchShared(ctx context.Context, f *formats.Fragment, sr *stripeRead, ids []int, concurrency int) ([]span, error) {
+	var ranges []byteRange
+	for _, p := range sr.parts {
+		ranges = append(ranges, byteRange{p.from, p.to})
+	}
+	var where map[int]byteRange
+	if missing := m.missingIndexes(sr.stripe, ids); len(missing) > 0 {
+		if where = m.indexStreams(sr.stripe, sr.sf, missing); len(where) == len(missing) {
+			for _, br := range where {
+				ranges = append(ranges, br)
+			}
+		} else {
+			where = nil
+		}
+	}
+	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges), concurrency)
+	if err != nil {
+		return nil, err
+	}
+	if where != nil {
+		// See Fetch: an index that does not parse is not used.
+		_ = m.keepIndexes(sr.stripe, where, &fetched{spans: spans})
+	}
+	return spans, nil
 }
 
 // stripeIndexes places the row index streams of a stripe that a fetch
@@ -624,20 +763,8 @@ func (m *meta) planStripe(ctx context.Context, f *formats.Fragment, i int, ids [
 	if err != nil {
 		return nil, err
 	}
-	sr := &stripeRead{stripe: i, lo: lo, hi: hi, sf: sf}
+	sr := m.wholeStreams(i, sf, ids, lo, hi)
 	s := m.ft.stripes[i]
-	at := int64(s.offset)
-	want := map[uint64]bool{}
-	for _, id := range ids {
-		want[uint64(id)] = true
-	}
-	for _, st := range sf.streams {
-		if want[st.column] && dataStream(st.kind) && st.length > 0 {
-			k := streamKey{uint32(st.column), st.kind}
-			sr.parts = append(sr.parts, streamPart{key: k, from: at, to: at + int64(st.length), full: true})
-		}
-		at += int64(st.length)
-	}
 	stride := int64(m.ft.rowIndexStride)
 	if stride <= 0 || (lo < stride && hi > int64(s.rows)-stride) {
 		return sr, nil // no index, or no row group to leave out
@@ -649,6 +776,21 @@ func (m *meta) planStripe(ctx context.Context, f *formats.Fragment, i int, ids [
 		return nil, err
 	}
 	return sr, nil
+}
+
+// wholeStreams is the read of rows [lo, hi) of stripe i from the whole
+// streams of columns ids.
+func (m *meta) wholeStreams(i int, sf *stripeFooter, ids []int, lo, hi int64) *stripeRead {
+	sr := &stripeRead{stripe: i, lo: lo, hi: hi, sf: sf}
+	at := int64(m.ft.stripes[i].offset)
+	for _, st := range sf.streams {
+		if slices.Contains(ids, int(st.column)) && dataStream(st.kind) && st.length > 0 {
+			k := streamKey{uint32(st.column), st.kind}
+			sr.parts = append(sr.parts, streamPart{key: k, from: at, to: at + int64(st.length), full: true})
+		}
+		at += int64(st.length)
+	}
+	return sr
 }
 
 var errNoIndex = errors.New("no row index")

@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/orc"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // decodeParts fetches rows [lo, hi) of fragment 0 once and decodes them in
@@ -239,4 +242,61 @@ func BenchmarkDemo12(b *testing.B) {
 		decodeParts(b, ds, 0, rows, cuts, 65536, memory.DefaultAllocator, func(arrow.RecordBatch, int64) error { return nil })
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestSmallStripeFetchedOncePerPlan reads demo-12 as rank 0 of 2 with 8
+// splits does (splits 0, 2, 4 and 6, at once, each in windows), checking
+// every value: its one stripe of 45 KB, a block or few per stream, is
+// fetched once for all of them, where each split fetched whole blocks of
+// every stream before.
+func TestSmallStripeFetchedOncePerPlan(t *testing.T) {
+	var counter *storage.Counting
+	opts := formats.PlanOptions{Formats: []formats.Format{orc.Format{}}}
+	opts.Storage.Wrap = func(b storage.Bucket) storage.Bucket {
+		counter = storage.NewCounting(b)
+		return counter
+	}
+	path := filepath.Join(orcExamples(t), "demo-12-zlib.orc")
+	ds, err := formats.Plan(context.Background(), []string{path}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := counter.Bytes()
+	rows := ds.Fragments[0].Rows
+	split := rows / 8
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var g errgroup.Group
+	for _, s := range []int64{0, 2, 4, 6} {
+		g.Go(func() error {
+			lo, hi := s*split, (s+1)*split
+			for w := lo; w < hi; w += 60025 {
+				at := w
+				err := ds.Read(context.Background(), 0, ds.RowRange(0, w, min(w+60025, hi)), 8192, mem, func(b arrow.RecordBatch) error {
+					defer b.Release()
+					err := checkDemo12(b, at)
+					at += b.NumRows()
+					return err
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The stripe ends where the file's tail, read by planning, begins.
+	read := counter.Bytes() - planned
+	if limit := st.Size() - 3; read > limit {
+		t.Errorf("the reads of 4 splits fetched %d bytes of a file of %d", read, st.Size())
+	}
+	t.Logf("planning read %d bytes, the 4 splits %d, of a file of %d", planned, read, st.Size())
 }
