@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -66,16 +67,8 @@ func randomCuts(rng *rand.Rand, lo, hi int64, n int) []int64 {
 			cuts = append(cuts, c)
 		}
 	}
-	slicesSort(cuts)
+	slices.Sort(cuts)
 	return cuts
-}
-
-func slicesSort(s []int64) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // TestPartsMatchWholeRead: a fetch decoded in parts cut anywhere (each
@@ -83,62 +76,53 @@ func slicesSort(s []int64) {
 // value, the rows of a whole read, for files of every codec, nulls,
 // direct and dictionary strings, timestamps, decimals and unions.
 func TestPartsMatchWholeRead(t *testing.T) {
-	examples := orcExamples(t)
-	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
-		"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
-		"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12",
-		"TestOrcFile.testMemoryManagementV12", "decimal", "orc_index_int_string", "TestOrcFile.testPredicatePushdown"}
-	if testing.Short() {
-		files = files[:4]
-	}
 	seeks0 := orc.PartSeeks()
 	_, reseeks0 := orc.SeekCounts()
-	for _, name := range files {
-		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			ds := plan(t, []string{filepath.Join(examples, name+".orc")}, nil)
-			rows := ds.Fragments[0].Rows
-			whole := readRange(t, ds, 0, rows, 4096, mem)
-			defer release(whole)
-			rng := rand.New(rand.NewPCG(uint64(rows), 46))
-			for round := range 4 {
-				lo, hi := int64(0), rows
-				if round > 0 {
-					lo = rng.Int64N(rows)
-					hi = lo + 1 + rng.Int64N(rows-lo)
-				}
-				cuts := randomCuts(rng, lo, hi, 3+rng.IntN(12))
-				decodeParts(t, ds, lo, hi, cuts, 1+rng.IntN(5000), mem, func(b arrow.RecordBatch, at int64) error {
-					for c, col := range b.Columns() {
-						if _, ok := col.DataType().(arrow.UnionType); ok {
-							// readRange keeps unions as their text.
-							text := whole[c].(*array.String)
-							for i := range col.Len() {
-								if got := fmt.Sprint(col.GetOneForMarshal(i)); got != text.Value(int(at)+i) {
-									return fmt.Errorf("row %d column %q: %s, the whole read has %s", at+int64(i), ds.Schema.Field(c).Name, got, text.Value(int(at)+i))
-								}
-							}
-							continue
-						}
-						want := array.NewSlice(whole[c], at, at+b.NumRows())
-						same := array.Equal(want, col)
-						want.Release()
-						if !same {
-							return fmt.Errorf("rows [%d, %d) column %q differ from the whole read's", at, at+b.NumRows(), ds.Schema.Field(c).Name)
-						}
-					}
-					return nil
-				})
+	files := slices.Concat(seekFiles, []string{"TestOrcFile.testMemoryManagementV12", "decimal", "orc_index_int_string", "TestOrcFile.testPredicatePushdown"})
+	againstWholeRead(t, files, 46, func(t *testing.T, ds *formats.Scan, whole []arrow.Array, rng *rand.Rand, mem memory.Allocator) {
+		rows := ds.Fragments[0].Rows
+		for round := range 4 {
+			lo, hi := int64(0), rows
+			if round > 0 {
+				lo = rng.Int64N(rows)
+				hi = lo + 1 + rng.Int64N(rows-lo)
 			}
-		})
-	}
+			cuts := randomCuts(rng, lo, hi, 3+rng.IntN(12))
+			decodeParts(t, ds, lo, hi, cuts, 1+rng.IntN(5000), mem, func(b arrow.RecordBatch, at int64) error {
+				return sameAsWhole(ds, whole, b, at)
+			})
+		}
+	})
 	if orc.PartSeeks() == seeks0 {
 		t.Error("no part started at its row group")
 	}
 	if _, reseeks := orc.SeekCounts(); reseeks != reseeks0 {
 		t.Errorf("%d parts could not be decoded from their row group and were read again whole", reseeks-reseeks0)
 	}
+}
+
+// sameAsWhole compares every value of b, whose first row is row at, with
+// the whole read's.
+func sameAsWhole(ds *formats.Scan, whole []arrow.Array, b arrow.RecordBatch, at int64) error {
+	for c, col := range b.Columns() {
+		if _, ok := col.DataType().(arrow.UnionType); ok {
+			// readRange keeps unions as their text.
+			text := whole[c].(*array.String)
+			for i := range col.Len() {
+				if got := fmt.Sprint(col.GetOneForMarshal(i)); got != text.Value(int(at)+i) {
+					return fmt.Errorf("row %d column %q: %s, the whole read has %s", at+int64(i), ds.Schema.Field(c).Name, got, text.Value(int(at)+i))
+				}
+			}
+			continue
+		}
+		want := array.NewSlice(whole[c], at, at+b.NumRows())
+		same := array.Equal(want, col)
+		want.Release()
+		if !same {
+			return fmt.Errorf("rows [%d, %d) column %q differ from the whole read's", at, at+b.NumRows(), ds.Schema.Field(c).Name)
+		}
+	}
+	return nil
 }
 
 // demo12Row is row n of demo-12 (TPC-DS's customer_demographics): the
