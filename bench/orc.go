@@ -158,10 +158,13 @@ func (e *env) orcCompare(ctx context.Context, name, data string, pq, oc orcPair,
 	r.target("ratio_vs_parquet", ">=", 0.5)
 	if world > 1 {
 		if name == "orc_demo12_2ranks" {
-			// Hive wrote demo-12 as one stripe of a few compression
-			// blocks per column: every split reads whole blocks, so a cut
-			// costs a block per stream, a large share of a 46 KB file.
-			r.set("note", "demo-12 is one stripe of 1.9M rows in 46 KB, a compression block or two per stream: each of the 8 splits fetches whole blocks, so io_amplification has no target here")
+			// Hive wrote demo-12 as one stripe of 1 to 4 zlib blocks a
+			// stream, and each rank's splits (0, 2, 4, 6 and 1, 3, 5, 7)
+			// hold rows of every block: each rank fetches the stripe, once
+			// (formats/orc shares a small stripe's fetch among a plan's
+			// reads), and that is the least the layout allows.
+			r.set("note", "demo-12 is one stripe of 1.9M rows: 31,388 bytes of data in 15 streams of 1 to 4 zlib blocks (256 KiB decompressed, 240K to 790K rows a block), 14,035 bytes of row index, a 166-byte stripe footer. A rank's 4 splits interleave with the other rank's, so every block holds rows of both ranks and each rank must fetch all of them: per rank, the 16,384-byte tail read by planning + 166 + 31,388 + 14,035 (the row index, so that each window starts at its row group) = 61,973 bytes, each fetched once; 2 ranks = 123,946 of 31,554 stored, io_amplification 3.93 at best (data alone 2 x 31,388, 1.99). The issue's <= 1.1 is out of reach for this layout; the target guards the once-per-rank fetch")
+			r.target("io_amplification", "<=", 4.0)
 		} else {
 			r.target("io_amplification", "<=", 1.05)
 		}

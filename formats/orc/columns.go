@@ -1,12 +1,14 @@
 package orc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -630,7 +632,6 @@ type intColumn struct {
 	base
 	data intReader
 	kind uint64
-	vals []int64
 }
 
 func (c *intColumn) next(n int, parentNull []bool) (arrow.Array, error) {
@@ -654,11 +655,12 @@ func (c *intColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	default:
 		buf = newBuffer(c.mem, 4*n)
 	}
-	vals, err := nextInts(c.data, &c.vals, count, "DATA")
+	scratch, vals, err := nextInts(c.data, count, "DATA")
 	if err != nil {
 		buf.Release()
 		return nil, err
 	}
+	defer intScratch.Put(scratch)
 	if c.kind == kShort {
 		out := arrow.GetData[int16](buf.Bytes())
 		for i, v := range vals {
@@ -713,17 +715,24 @@ func (c *floatColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	return fixedArray(c.mem, c.dt, n, valid, buf), nil
 }
 
-// nextInts decodes count integers of r into *buf, grown where it is too
-// small; an error names the stream, what.
-func nextInts(r intReader, buf *[]int64, count int, what string) ([]int64, error) {
+// intScratch holds the integers a batch decodes before they become its
+// values: a stripe's readers are made for each part of a fetch the stream
+// decodes, and a buffer of their own would be made again for each.
+var intScratch = sync.Pool{New: func() any { return new([]int64) }}
+
+// nextInts decodes count integers of r into a scratch buffer, which the
+// caller gives back with putInts; an error names the stream, what.
+func nextInts(r intReader, count int, what string) (*[]int64, []int64, error) {
+	buf := intScratch.Get().(*[]int64)
 	if cap(*buf) < count {
 		*buf = make([]int64, count)
 	}
 	vals := (*buf)[:count]
 	if err := r.next(vals); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		intScratch.Put(buf)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return vals, nil
+	return buf, vals, nil
 }
 
 // maxBatchBytes bounds the string bytes of one batch: Arrow's offsets are
@@ -735,7 +744,6 @@ type bytesColumn struct {
 	data    []byte
 	pos     int
 	lengths intReader
-	lens    []int64
 }
 
 func (c *bytesColumn) next(n int, parentNull []bool) (arrow.Array, error) {
@@ -743,10 +751,11 @@ func (c *bytesColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	lens, err := nextInts(c.lengths, &c.lens, count, "LENGTH")
+	scratch, lens, err := nextInts(c.lengths, count, "LENGTH")
 	if err != nil {
 		return nil, err
 	}
+	defer intScratch.Put(scratch)
 	var total int64
 	for _, l := range lens {
 		if l < 0 || l > int64(len(c.data)) {
@@ -827,15 +836,34 @@ func (s *schema) dictColumn(b base, st columnStreams, enc encoding) (column, err
 	if err != nil {
 		return nil, err
 	}
-	return &dictColumn{base: b, dict: dictData, offs: offs, idx: idx}, nil
+	c := &dictColumn{base: b, dict: dictData, offs: offs, idx: idx}
+	if len(lens) <= maxWordEntries {
+		c.words = make([][2]uint64, len(lens))
+		for i, l := range lens {
+			if l > 16 {
+				c.words = nil
+				break
+			}
+			var w [16]byte
+			copy(w[:], dictData[offs[i]:offs[i+1]])
+			c.words[i] = [2]uint64{binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:])}
+		}
+	}
+	return c, nil
 }
+
+// maxWordEntries bounds the dictionaries kept as words (see dictColumn).
+const maxWordEntries = 1 << 16
 
 type dictColumn struct {
 	base
 	dict []byte
 	offs []int64
 	idx  intReader
-	ids  []int64
+	// words holds each entry, where all are of 16 bytes or less, padded
+	// with zeros to two words: a value is then two stores rather than a
+	// copy of a few bytes each (Hive's dictionaries of short codes).
+	words [][2]uint64
 }
 
 func (c *dictColumn) next(n int, parentNull []bool) (arrow.Array, error) {
@@ -843,10 +871,11 @@ func (c *dictColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := nextInts(c.idx, &c.ids, count, "DATA")
+	scratch, ids, err := nextInts(c.idx, count, "DATA")
 	if err != nil {
 		return nil, err
 	}
+	defer intScratch.Put(scratch)
 	var total int64
 	entries := int64(len(c.offs) - 1)
 	for _, x := range ids {
@@ -860,6 +889,23 @@ func (c *dictColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	}
 	offs := newBuffer(c.mem, 4*(n+1))
 	o := arrow.GetData[int32](offs.Bytes())
+	if c.words != nil && valid == nil {
+		// Each value is stored as its two padded words; the next value
+		// overwrites the padding, and the buffer has 16 bytes to spare.
+		vals := newBuffer(c.mem, int(total)+16)
+		vb := vals.Bytes()
+		at := 0
+		for i, x := range ids {
+			o[i] = int32(at)
+			w := &c.words[x]
+			binary.LittleEndian.PutUint64(vb[at:], w[0])
+			binary.LittleEndian.PutUint64(vb[at+8:], w[1])
+			at += int(c.offs[x+1] - c.offs[x])
+		}
+		o[n] = int32(at)
+		vals.ResizeNoShrink(int(total))
+		return varArray(c.mem, c.dt, n, valid, offs, vals), nil
+	}
 	vals := newBuffer(c.mem, int(total))
 	vb := vals.Bytes()
 	at, j := int32(0), 0
@@ -970,7 +1016,6 @@ type decimalColumn struct {
 	data   []byte
 	pos    int
 	scales intReader
-	sc     []int64
 }
 
 var (
@@ -1000,10 +1045,11 @@ func (c *decimalColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 		scatter(out, valid, count)
 		return fixedArray(c.mem, c.dt, n, valid, buf), nil
 	}
-	scales, err := nextInts(c.scales, &c.sc, count, "SECONDARY")
+	scratch, scales, err := nextInts(c.scales, count, "SECONDARY")
 	if err != nil {
 		return fail(err)
 	}
+	defer intScratch.Put(scratch)
 	var v big.Int
 	for i := range count {
 		num, err := c.varint(&v)
@@ -1085,7 +1131,6 @@ type listColumn struct {
 	base
 	lengths  intReader
 	children []column
-	lens     []int64
 }
 
 func (c *listColumn) next(n int, parentNull []bool) (arrow.Array, error) {
@@ -1093,10 +1138,11 @@ func (c *listColumn) next(n int, parentNull []bool) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	lens, err := nextInts(c.lengths, &c.lens, count, "LENGTH")
+	scratch, lens, err := nextInts(c.lengths, count, "LENGTH")
 	if err != nil {
 		return nil, err
 	}
+	defer intScratch.Put(scratch)
 	offs := newBuffer(c.mem, 4*(n+1))
 	o := arrow.GetData[int32](offs.Bytes())
 	var at int64

@@ -42,11 +42,24 @@ var (
 // of chunks, each with a 3-byte header giving its length and whether it is
 // stored as is. dst is reused.
 func (c codec) decompress(dst, src []byte) ([]byte, error) {
+	return c.decompressChunks(dst, src, nil)
+}
+
+// chunkStart places a compression chunk: at its stored offset in the
+// stream's bytes, raw its offset in their decompressed bytes.
+type chunkStart struct{ at, raw int }
+
+// decompressChunks is decompress that also lists, where starts is set,
+// where each chunk starts in src and in the output.
+func (c codec) decompressChunks(dst, src []byte, starts *[]chunkStart) ([]byte, error) {
 	if c.kind == compNone {
 		return append(dst[:0], src...), nil
 	}
 	out := dst[:0]
 	for at := 0; at < len(src); {
+		if starts != nil {
+			*starts = append(*starts, chunkStart{at, len(out)})
+		}
 		if len(src)-at < 3 {
 			return nil, fmt.Errorf("compression chunk header at byte %d: %d bytes left", at, len(src)-at)
 		}
@@ -167,6 +180,11 @@ func (c codec) decompressPrefix(src []byte) ([]byte, error) {
 	if c.kind == compNone {
 		return src, nil
 	}
+	return c.decompress(nil, src[:c.wholeChunks(src)])
+}
+
+// wholeChunks is the length of the whole chunks at the start of src.
+func (c codec) wholeChunks(src []byte) int {
 	end := 0
 	for end+3 <= len(src) {
 		n := (int(src[end]) | int(src[end+1])<<8 | int(src[end+2])<<16) >> 1
@@ -175,5 +193,5 @@ func (c codec) decompressPrefix(src []byte) ([]byte, error) {
 		}
 		end += 3 + n
 	}
-	return c.decompress(nil, src[:end])
+	return end
 }

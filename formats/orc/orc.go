@@ -67,6 +67,11 @@ type meta struct {
 	mu      sync.Mutex
 	footers map[int]*stripeFooter
 	indexes map[indexKey][][]uint64
+	// small stripes' streams, fetched once (see sharedStripe), oldest
+	// first in sharedOrder.
+	shared      map[sharedKey]*sharedFetch
+	sharedOrder []*sharedFetch
+	sharedBytes int64
 }
 
 type indexKey struct{ stripe, column int }
@@ -415,6 +420,115 @@ type fetched struct {
 	stripes []*stripeRead
 	spans   []span
 	bytes   int64
+	// The engine decodes a fetch in parts (its windows' pieces), each
+	// from the row group it starts in: the streams are decompressed once,
+	// for all of them, and kept while the fetch is (up to maxDecoded
+	// bytes).
+	mu      sync.Mutex
+	decoded map[partKey]*decodedPart
+	held    int64
+}
+
+// maxDecoded bounds the decompressed streams one fetch keeps.
+const maxDecoded = 64 << 20
+
+type partKey struct {
+	stripe int
+	key    streamKey
+}
+
+// decodedPart is a fetched stream part decompressed, and where each of its
+// compression chunks starts.
+type decodedPart struct {
+	from   int64
+	raw    []byte
+	starts []chunkStart
+}
+
+// streamBytes is the decoded bytes of part p of a stream of stripe, from
+// p's start to the end of what was fetched of the stream: decompressed
+// once per fetch where p lies in a part Fetch fetched (at a chunk start,
+// as the row index places it), else on their own.
+func (fe *fetched) streamBytes(c codec, stripe int, p streamPart) ([]byte, error) {
+	var base *streamPart
+	for _, fsr := range fe.stripes {
+		if fsr.stripe != stripe {
+			continue
+		}
+		for i := range fsr.parts {
+			if fsr.parts[i].key == p.key {
+				base = &fsr.parts[i]
+			}
+		}
+	}
+	if base == nil || p.from < base.from || p.to > base.to {
+		return decodeOwn(c, fe, p)
+	}
+	k := partKey{stripe, p.key}
+	fe.mu.Lock()
+	d := fe.decoded[k]
+	fe.mu.Unlock()
+	if d == nil {
+		stored := fe.bytesAt(base.from, base.to)
+		if stored == nil {
+			return nil, fmt.Errorf("bytes [%d, %d) were not fetched", base.from, base.to)
+		}
+		d = &decodedPart{from: base.from}
+		var err error
+		switch {
+		case c.kind == compNone:
+			d.raw = stored // decoders only read it
+		case base.full:
+			d.raw, err = c.decompressChunks(nil, stored, &d.starts)
+		default:
+			d.raw, err = c.decompressChunks(nil, stored[:c.wholeChunks(stored)], &d.starts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bytes %d to %d: %w", base.from, base.to, err)
+		}
+		fe.mu.Lock()
+		if c.kind != compNone && fe.held+int64(len(d.raw)) <= maxDecoded {
+			if fe.decoded == nil {
+				fe.decoded = map[partKey]*decodedPart{}
+			}
+			if fe.decoded[k] == nil {
+				fe.decoded[k] = d
+				fe.held += int64(len(d.raw))
+			}
+		}
+		fe.mu.Unlock()
+	}
+	if p.from == d.from {
+		return d.raw, nil
+	}
+	at := p.from - d.from
+	if c.kind == compNone {
+		return d.raw[at:], nil
+	}
+	i, ok := slices.BinarySearchFunc(d.starts, int(at), func(s chunkStart, at int) int { return cmp.Compare(s.at, at) })
+	if !ok {
+		return nil, fmt.Errorf("row index offset %d is not the start of a compression chunk", at)
+	}
+	return d.raw[d.starts[i].raw:], nil
+}
+
+// decodeOwn decompresses part p alone.
+func decodeOwn(c codec, fe *fetched, p streamPart) ([]byte, error) {
+	stored := fe.bytesAt(p.from, p.to)
+	if stored == nil {
+		return nil, fmt.Errorf("bytes [%d, %d) were not fetched", p.from, p.to)
+	}
+	var raw []byte
+	var err error
+	if p.full {
+		raw, err = c.decompress(nil, stored)
+	} else {
+		raw, err = c.decompressPrefix(stored)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bytes %d to %d: %w", p.from, p.to, err)
+	}
+	return raw, nil
 }
 
 type span struct {
@@ -461,12 +575,24 @@ func (o Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	}
 	fe := &fetched{}
 	var ranges []byteRange
+	var indexes []stripeIndexes
+	var shared []span
 	for i := range m.ft.stripes {
 		first, last := m.starts[i], m.starts[i+1]
 		if last <= r.Range.Start || first >= r.Range.End || first == last {
 			continue
 		}
-		sr, err := m.planStripe(ctx, f, i, ids, max(r.Range.Start, first)-first, min(r.Range.End, last)-first)
+		lo, hi := max(r.Range.Start, first)-first, min(r.Range.End, last)-first
+		if (lo > 0 || hi < last-first) && m.smallStripe(i) {
+			sr, spans, err := m.sharedStripe(ctx, f, i, ids, lo, hi, o.FetchConcurrency)
+			if err != nil {
+				return nil, err
+			}
+			fe.stripes = append(fe.stripes, sr)
+			shared = append(shared, spans...)
+			continue
+		}
+		sr, err := m.planStripe(ctx, f, i, ids, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -474,14 +600,161 @@ func (o Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		for _, p := range sr.parts {
 			ranges = append(ranges, byteRange{p.from, p.to})
 		}
+		// Streams of several row groups are decoded in parts, each from
+		// its row group (see seekFetched): their row index comes with them.
+		if stride := int64(m.ft.rowIndexStride); stride > 0 && sr.hi-sr.first > stride {
+			if missing := m.missingIndexes(i, ids); len(missing) > 0 {
+				if where := m.indexStreams(i, sr.sf, missing); len(where) == len(missing) {
+					indexes = append(indexes, stripeIndexes{i, where})
+					for _, br := range where {
+						ranges = append(ranges, br)
+					}
+				}
+			}
+		}
 	}
 	if fe.spans, err = fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges), o.FetchConcurrency); err != nil {
 		return nil, err
 	}
+	fe.spans = append(fe.spans, shared...)
 	for _, sp := range fe.spans {
 		fe.bytes += int64(len(sp.data))
 	}
+	for _, si := range indexes {
+		// An index that does not parse leaves the parts to be decoded
+		// from the fetch's start, as a read without one is.
+		_ = m.keepIndexes(si.stripe, si.where, fe)
+	}
 	return fe, nil
+}
+
+// A small stripe (its streams a compression block or so each) gains
+// little from a read of part of it: a part fetches whole blocks, about
+// the stripe, and each read that cuts it (a rank's splits, the windows of
+// a split) would fetch it again. Such a stripe is fetched whole, with its
+// row index, once per plan, and the reads of its parts share that fetch
+// while it is among the plan's last maxShared bytes of them.
+const (
+	smallStripeBytes = 256 << 10
+	maxShared        = 8 << 20
+)
+
+func (m *meta) smallStripe(i int) bool {
+	s := m.ft.stripes[i]
+	return m.ft.rowIndexStride > 0 && s.indexLength+s.dataLength <= smallStripeBytes
+}
+
+// sharedFetch is a small stripe's streams, fetched once for the plan's
+// reads of columns ids.
+type sharedFetch struct {
+	key   sharedKey
+	done  chan struct{} // closed once spans or err is set
+	spans []span
+	bytes int64
+	err   error
+}
+
+type sharedKey struct {
+	stripe int
+	ids    string
+}
+
+// sharedStripe returns the read of rows [lo, hi) of small stripe i from
+// its whole streams, and their bytes: fetched by the first read of the
+// stripe's columns ids, which the others wait for.
+func (m *meta) sharedStripe(ctx context.Context, f *formats.Fragment, i int, ids []int, lo, hi int64, concurrency int) (*stripeRead, []span, error) {
+	sf, err := m.stripeFooter(ctx, f, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	sr := m.wholeStreams(i, sf, ids, lo, hi)
+	key := sharedKey{i, fmt.Sprint(ids)}
+	m.mu.Lock()
+	sh := m.shared[key]
+	owner := sh == nil
+	if owner {
+		sh = &sharedFetch{key: key, done: make(chan struct{})}
+		if m.shared == nil {
+			m.shared = map[sharedKey]*sharedFetch{}
+		}
+		m.shared[key] = sh
+		m.sharedOrder = append(m.sharedOrder, sh)
+	}
+	m.mu.Unlock()
+	if owner {
+		sh.spans, sh.err = m.fetchShared(ctx, f, sr, ids, concurrency)
+		m.mu.Lock()
+		if sh.err != nil {
+			delete(m.shared, key) // a later read tries again
+		}
+		for _, sp := range sh.spans {
+			sh.bytes += int64(len(sp.data))
+		}
+		m.sharedBytes += sh.bytes
+		// The oldest go first; a read that holds their spans keeps them.
+		for m.sharedBytes > maxShared && len(m.sharedOrder) > 1 {
+			old := m.sharedOrder[0]
+			m.sharedOrder = m.sharedOrder[1:]
+			if m.shared[old.key] == old {
+				delete(m.shared, old.key)
+			}
+			m.sharedBytes -= old.bytes
+		}
+		m.mu.Unlock()
+		close(sh.done)
+	} else {
+		select {
+		case <-sh.done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	if sh.err != nil {
+		if !owner && ctx.Err() == nil && !errors.Is(sh.err, context.Canceled) {
+			return nil, nil, sh.err
+		}
+		if !owner && ctx.Err() == nil {
+			// The read that fetched for all was cancelled, not this one.
+			return m.sharedStripe(ctx, f, i, ids, lo, hi, concurrency)
+		}
+		return nil, nil, sh.err
+	}
+	return sr, sh.spans, nil
+}
+
+// fetchShared fetches the streams of sr, a whole stripe's, and the
+// stripe's row index where the plan has not parsed it.
+func (m *meta) fetchShared(ctx context.Context, f *formats.Fragment, sr *stripeRead, ids []int, concurrency int) ([]span, error) {
+	var ranges []byteRange
+	for _, p := range sr.parts {
+		ranges = append(ranges, byteRange{p.from, p.to})
+	}
+	var where map[int]byteRange
+	if missing := m.missingIndexes(sr.stripe, ids); len(missing) > 0 {
+		if where = m.indexStreams(sr.stripe, sr.sf, missing); len(where) == len(missing) {
+			for _, br := range where {
+				ranges = append(ranges, br)
+			}
+		} else {
+			where = nil
+		}
+	}
+	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges), concurrency)
+	if err != nil {
+		return nil, err
+	}
+	if where != nil {
+		// See Fetch: an index that does not parse is not used.
+		_ = m.keepIndexes(sr.stripe, where, &fetched{spans: spans})
+	}
+	return spans, nil
+}
+
+// stripeIndexes places the row index streams of a stripe that a fetch
+// brings.
+type stripeIndexes struct {
+	stripe int
+	where  map[int]byteRange
 }
 
 // planStripe works out which bytes of stripe i rows [lo, hi) need.
@@ -490,20 +763,8 @@ func (m *meta) planStripe(ctx context.Context, f *formats.Fragment, i int, ids [
 	if err != nil {
 		return nil, err
 	}
-	sr := &stripeRead{stripe: i, lo: lo, hi: hi, sf: sf}
+	sr := m.wholeStreams(i, sf, ids, lo, hi)
 	s := m.ft.stripes[i]
-	at := int64(s.offset)
-	want := map[uint64]bool{}
-	for _, id := range ids {
-		want[uint64(id)] = true
-	}
-	for _, st := range sf.streams {
-		if want[st.column] && dataStream(st.kind) && st.length > 0 {
-			k := streamKey{uint32(st.column), st.kind}
-			sr.parts = append(sr.parts, streamPart{key: k, from: at, to: at + int64(st.length), full: true})
-		}
-		at += int64(st.length)
-	}
 	stride := int64(m.ft.rowIndexStride)
 	if stride <= 0 || (lo < stride && hi > int64(s.rows)-stride) {
 		return sr, nil // no index, or no row group to leave out
@@ -517,7 +778,73 @@ func (m *meta) planStripe(ctx context.Context, f *formats.Fragment, i int, ids [
 	return sr, nil
 }
 
+// wholeStreams is the read of rows [lo, hi) of stripe i from the whole
+// streams of columns ids.
+func (m *meta) wholeStreams(i int, sf *stripeFooter, ids []int, lo, hi int64) *stripeRead {
+	sr := &stripeRead{stripe: i, lo: lo, hi: hi, sf: sf}
+	at := int64(m.ft.stripes[i].offset)
+	for _, st := range sf.streams {
+		if slices.Contains(ids, int(st.column)) && dataStream(st.kind) && st.length > 0 {
+			k := streamKey{uint32(st.column), st.kind}
+			sr.parts = append(sr.parts, streamPart{key: k, from: at, to: at + int64(st.length), full: true})
+		}
+		at += int64(st.length)
+	}
+	return sr
+}
+
 var errNoIndex = errors.New("no row index")
+
+// seekFetched narrows sr, a read of fetched streams, to start at the row
+// group that holds sr.lo where rows before it would otherwise be decoded
+// and dropped: the engine decodes a fetch in parts, and each part would
+// decode the stripe from the fetch's start. It needs the stripe's row
+// index already parsed (Fetch reads it with a stripe's streams when they
+// hold several row groups); nil where it cannot narrow.
+func (m *meta) seekFetched(sr *stripeRead, ids []int) *stripeRead {
+	stride := int64(m.ft.rowIndexStride)
+	if stride <= 0 || sr.lo-sr.first < stride {
+		return nil
+	}
+	idx := map[int][][]uint64{}
+	m.mu.Lock()
+	for _, id := range ids {
+		idx[id] = m.indexes[indexKey{sr.stripe, id}]
+	}
+	m.mu.Unlock()
+	for _, e := range idx {
+		if e == nil {
+			return nil
+		}
+	}
+	n := &stripeRead{stripe: sr.stripe, lo: sr.lo, hi: sr.hi, sf: sr.sf}
+	read := map[streamKey]bool{}
+	for _, p := range sr.parts {
+		read[p.key] = true
+	}
+	at := int64(m.ft.stripes[sr.stripe].offset)
+	for _, st := range sr.sf.streams {
+		k := streamKey{uint32(st.column), st.kind}
+		if read[k] && dataStream(st.kind) && st.length > 0 {
+			n.parts = append(n.parts, streamPart{key: k, from: at, to: at + int64(st.length), full: true})
+		}
+		at += int64(st.length)
+	}
+	if len(n.parts) != len(sr.parts) || m.narrow(n, ids, idx) != nil || n.first <= sr.first {
+		return nil
+	}
+	for i, p := range n.parts {
+		if q := sr.parts[i]; q.key != p.key || p.from < q.from {
+			return nil // not within what was fetched
+		}
+		n.parts[i].to = min(p.to, sr.parts[i].to)
+	}
+	partSeeks.Add(1)
+	return n
+}
+
+// partSeeks counts, for tests, the parts of fetches seekFetched narrowed.
+var partSeeks atomic.Int64
 
 // Counts for tests: stripes read from a row group, and those of them that
 // had to be read again whole.
@@ -526,15 +853,26 @@ var seeks, reseeks atomic.Int64
 // seekStripe narrows sr's streams to the row groups that hold rows
 // [sr.lo, sr.hi), with the positions the row index gives.
 func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRead, ids []int) error {
+	idx, err := m.rowIndex(ctx, f, sr.stripe, sr.sf, ids)
+	if err != nil {
+		return err
+	}
+	if err := m.narrow(sr, ids, idx); err != nil {
+		return err
+	}
+	seeks.Add(1)
+	return nil
+}
+
+// narrow narrows sr's streams, whole streams of its stripe, to the row
+// groups that hold rows [sr.lo, sr.hi), with the positions of idx, the
+// row index entries of columns ids.
+func (m *meta) narrow(sr *stripeRead, ids []int, idx map[int][][]uint64) error {
 	stride := int64(m.ft.rowIndexStride)
 	rows := int64(m.ft.stripes[sr.stripe].rows)
 	g0 := sr.lo / stride
 	g1 := (sr.hi + stride - 1) / stride // first group not needed
 	groups := (rows + stride - 1) / stride
-	idx, err := m.rowIndex(ctx, f, sr.stripe, sr.sf, ids)
-	if err != nil {
-		return err
-	}
 	seek := map[streamKey][]uint64{}
 	starts := map[streamKey][2]int64{} // stream-relative [from, to)
 	compressed := m.codec.kind != compNone
@@ -644,7 +982,6 @@ func (m *meta) seekStripe(ctx context.Context, f *formats.Fragment, sr *stripeRe
 	}
 	sr.first = g0 * stride
 	sr.seek = seek
-	seeks.Add(1)
 	return nil
 }
 
@@ -712,43 +1049,75 @@ func (m *meta) rowIndex(ctx context.Context, f *formats.Fragment, i int, sf *str
 	if len(missing) == 0 {
 		return out, nil
 	}
-	at := int64(m.ft.stripes[i].offset)
-	where := map[int]byteRange{}
-	var ranges []byteRange
-	for _, st := range sf.streams {
-		if st.kind == sRowIndex && slices.Contains(missing, int(st.column)) {
-			br := byteRange{at, at + int64(st.length)}
-			where[int(st.column)] = br
-			ranges = append(ranges, br)
-		}
-		at += int64(st.length)
-	}
+	where := m.indexStreams(i, sf, missing)
 	if len(where) != len(missing) {
 		return nil, errNoIndex
+	}
+	var ranges []byteRange
+	for _, br := range where {
+		ranges = append(ranges, br)
 	}
 	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges), 8)
 	if err != nil {
 		return nil, err
 	}
-	fe := &fetched{spans: spans}
+	if err := m.keepIndexes(i, where, &fetched{spans: spans}); err != nil {
+		return nil, err
+	}
 	for _, id := range missing {
-		br := where[id]
+		out[id] = m.indexes[indexKey{i, id}]
+	}
+	return out, nil
+}
+
+// indexStreams places the ROW_INDEX streams of columns ids of stripe i.
+func (m *meta) indexStreams(i int, sf *stripeFooter, ids []int) map[int]byteRange {
+	at := int64(m.ft.stripes[i].offset)
+	where := map[int]byteRange{}
+	for _, st := range sf.streams {
+		if st.kind == sRowIndex && slices.Contains(ids, int(st.column)) {
+			where[int(st.column)] = byteRange{at, at + int64(st.length)}
+		}
+		at += int64(st.length)
+	}
+	return where
+}
+
+// keepIndexes parses the row index streams where places, from fe, and
+// keeps them for the plan.
+func (m *meta) keepIndexes(i int, where map[int]byteRange, fe *fetched) error {
+	out := map[int][][]uint64{}
+	for id, br := range where {
 		raw, err := m.codec.decompress(nil, fe.bytesAt(br.from, br.to))
 		if err != nil {
-			return nil, fmt.Errorf("%w: stripe %d column %d: row index: %w", formats.ErrCorrupt, i, id, err)
+			return fmt.Errorf("%w: stripe %d column %d: row index: %w", formats.ErrCorrupt, i, id, err)
 		}
 		e, err := parseRowIndex(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: stripe %d column %d: row index: %w", formats.ErrCorrupt, i, id, err)
+			return fmt.Errorf("%w: stripe %d column %d: row index: %w", formats.ErrCorrupt, i, id, err)
 		}
 		out[id] = e
 	}
 	m.mu.Lock()
-	for _, id := range missing {
-		m.indexes[indexKey{i, id}] = out[id]
+	defer m.mu.Unlock()
+	for id, e := range out {
+		m.indexes[indexKey{i, id}] = e
 	}
-	m.mu.Unlock()
-	return out, nil
+	return nil
+}
+
+// missingIndexes are the columns of ids whose row index of stripe i the
+// plan does not hold yet.
+func (m *meta) missingIndexes(i int, ids []int) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int
+	for _, id := range ids {
+		if _, ok := m.indexes[indexKey{i, id}]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // coalesce sorts ranges and joins those that overlap or touch.
@@ -805,6 +1174,11 @@ func (o Format) Decode(ctx context.Context, f *formats.Fragment, buf formats.Buf
 			fe = b.(*fetched)
 		}
 		m := f.Meta.(*meta)
+		ids, err := m.selectedIDs(r.Schema)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		stopped := errors.New("stopped")
 		for _, fsr := range fe.stripes {
 			// The fetch may hold more than this read (a reader fetches
@@ -816,6 +1190,9 @@ func (o Format) Decode(ctx context.Context, f *formats.Fragment, buf formats.Buf
 			}
 			sr := *fsr
 			sr.lo, sr.hi = lo, hi
+			if n := m.seekFetched(&sr, ids); n != nil {
+				sr = *n
+			}
 			err := m.decodeStripe(ctx, &sr, fe, r, func(b arrow.RecordBatch) error {
 				if !yield(b, nil) {
 					return stopped
@@ -886,19 +1263,9 @@ func (m *meta) decodeStripe(ctx context.Context, sr *stripeRead, fe *fetched, r 
 		st.tz = loc
 	}
 	for _, p := range sr.parts {
-		stored := fe.bytesAt(p.from, p.to)
-		if stored == nil {
-			return fmt.Errorf("column %d stream %d: bytes [%d, %d) were not fetched", p.key.column, p.key.kind, p.from, p.to)
-		}
-		var raw []byte
-		var err error
-		if p.full {
-			raw, err = m.codec.decompress(nil, stored)
-		} else {
-			raw, err = m.codec.decompressPrefix(stored)
-		}
+		raw, err := fe.streamBytes(m.codec, sr.stripe, p)
 		if err != nil {
-			return fmt.Errorf("%w: column %d stream %d (bytes %d to %d): %w", formats.ErrCorrupt, p.key.column, p.key.kind, p.from, p.to, err)
+			return fmt.Errorf("%w: column %d stream %d: %w", formats.ErrCorrupt, p.key.column, p.key.kind, err)
 		}
 		if sk := st.seek[p.key]; len(sk) > 0 {
 			// The first position is the value's offset in the decompressed

@@ -69,14 +69,40 @@ func release(as []arrow.Array) {
 // so started at a row group by the row index, reads the same rows as the
 // same range of a whole read.
 func TestRangesMatchWholeRead(t *testing.T) {
+	defer seeksHeld(t)()
+	againstWholeRead(t, seekFiles, 12, func(t *testing.T, ds *formats.Scan, whole []arrow.Array, rng *rand.Rand, mem memory.Allocator) {
+		rows := ds.Fragments[0].Rows
+		for range 6 {
+			lo := rng.Int64N(rows)
+			hi := lo + 1 + rng.Int64N(min(rows-lo, 30000))
+			got := readRange(t, ds, lo, hi, 1+rng.IntN(3000), mem)
+			for c := range got {
+				want := array.NewSlice(whole[c], lo, hi)
+				if !array.Equal(want, got[c]) {
+					t.Errorf("rows [%d, %d) column %q differ from the whole read's", lo, hi, ds.Schema.Field(c).Name)
+				}
+				want.Release()
+			}
+			release(got)
+		}
+	})
+}
+
+// seekFiles are example files with stripes of several row groups, of
+// every codec, nulls, strings, timestamps and unions (and one without a
+// row index).
+var seekFiles = []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
+	"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
+	"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12"}
+
+// againstWholeRead calls check for each example file of files (the first
+// three under -short), planned and read whole into one array per column,
+// with a generator seeded by seed and the file's rows.
+func againstWholeRead(t *testing.T, files []string, seed uint64, check func(t *testing.T, ds *formats.Scan, whole []arrow.Array, rng *rand.Rand, mem memory.Allocator)) {
 	examples := orcExamples(t)
-	files := []string{"TestOrcFile.testSeek", "TestStringDictionary.testRowIndex", "over1k_bloom",
-		"nulls-at-end-snappy", "TestOrcFile.testDate1900", "TestVectorOrcFile.testLz4", "TestVectorOrcFile.testLzo",
-		"TestOrcFile.testUnionAndTimestamp", "orc_split_elim", "TestOrcFile.testWithoutIndex", "TestVectorOrcFile.testZstd.0.12"}
 	if testing.Short() {
 		files = files[:3]
 	}
-	defer seeksHeld(t)()
 	for _, name := range files {
 		t.Run(name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -85,20 +111,7 @@ func TestRangesMatchWholeRead(t *testing.T) {
 			rows := ds.Fragments[0].Rows
 			whole := readRange(t, ds, 0, rows, 4096, mem)
 			defer release(whole)
-			rng := rand.New(rand.NewPCG(uint64(rows), 12))
-			for range 6 {
-				lo := rng.Int64N(rows)
-				hi := lo + 1 + rng.Int64N(min(rows-lo, 30000))
-				got := readRange(t, ds, lo, hi, 1+rng.IntN(3000), mem)
-				for c := range got {
-					want := array.NewSlice(whole[c], lo, hi)
-					if !array.Equal(want, got[c]) {
-						t.Errorf("rows [%d, %d) column %q differ from the whole read's", lo, hi, ds.Schema.Field(c).Name)
-					}
-					want.Release()
-				}
-				release(got)
-			}
+			check(t, ds, whole, rand.New(rand.NewPCG(uint64(rows), seed)), mem)
 		})
 	}
 }

@@ -239,8 +239,9 @@ type intRLEv2 struct {
 	b      []byte
 	pos    int
 	buf    [512]int64
-	have   int // values in buf
-	at     int // next value of buf
+	u      [512]uint64 // a run's values as stored, before they are decoded
+	have   int         // values in buf
+	at     int         // next value of buf
 	patch  []uint64
 }
 
@@ -354,6 +355,22 @@ func (r *intRLEv2) unpack(dst []uint64, w int) error {
 		}
 		return nil
 	}
+	if w <= 56 {
+		// The bits not yet used are the low nacc of acc: at most w+7.
+		var acc uint64
+		nacc, at := 0, 0
+		mask := uint64(1)<<w - 1
+		for i := range dst {
+			for nacc < w {
+				acc = acc<<8 | uint64(src[at])
+				at++
+				nacc += 8
+			}
+			nacc -= w
+			dst[i] = acc >> nacc & mask
+		}
+		return nil
+	}
 	var acc uint64 // bits not yet used, right-aligned
 	nacc := 0
 	at := 0
@@ -388,7 +405,7 @@ func (r *intRLEv2) run() error {
 		return err
 	}
 	r.at = 0
-	var u [512]uint64
+	u := &r.u
 	switch h >> 6 {
 	case 0: // short repeat
 		w := int(h>>3&7) + 1
