@@ -414,9 +414,12 @@ type reader struct {
 	// skip every one.
 	ops, skips []dec
 	names      []string
-	builders   []array.Builder
-	rows       int
-	batchRows  int
+	// builders or directs (one of the two at each index) collect the
+	// read's columns.
+	builders  []array.Builder
+	directs   []*direct
+	rows      int
+	batchRows int
 	// left is the rows still to decode; dataBytes the bytes of each
 	// string or binary builder's values in the batch before, so that a
 	// batch's buffers are sized once, not grown by doubling (a tenth of
@@ -431,17 +434,25 @@ type reader struct {
 
 // reserve sizes the builders for the next batch.
 func (d *reader) reserve() {
-	n := int(min(int64(d.batchRows), d.left))
-	if n <= 0 {
-		return
-	}
+	n := int(max(min(int64(d.batchRows), d.left), 0))
 	for i, b := range d.builders {
-		b.Reserve(n)
-		if bb, ok := b.(*array.BinaryBuilder); ok && d.dataBytes[i] > 0 {
-			bb.ReserveData(d.dataBytes[i] / d.batchRows * n)
+		// The batch before's bytes a row, and an eighth more: lengths
+		// vary, and a buffer one byte short is copied whole to grow.
+		data := d.dataBytes[i] * n / d.batchRows
+		data += data / 8
+		if dc := d.directs[i]; dc != nil {
+			dc.start(n, data)
+			continue
 		}
-		if sb, ok := b.(*array.StringBuilder); ok && d.dataBytes[i] > 0 {
-			sb.ReserveData(d.dataBytes[i] / d.batchRows * n)
+		if n == 0 {
+			continue
+		}
+		b.Reserve(n)
+		if bb, ok := b.(*array.BinaryBuilder); ok && data > 0 {
+			bb.ReserveData(data)
+		}
+		if sb, ok := b.(*array.StringBuilder); ok && data > 0 {
+			sb.ReserveData(data)
 		}
 	}
 }
@@ -462,9 +473,14 @@ func (m *meta) newReader(r *formats.Read) (*reader, error) {
 			d.release()
 			return nil, fmt.Errorf("%w: column %q is not in the file", formats.ErrSchema, fl.Name)
 		}
-		b := array.NewBuilder(r.Mem, m.cols[i].typ.arrow)
-		d.builders = append(d.builders, b)
 		d.dataBytes = append(d.dataBytes, 0)
+		if dc := directOf(m.cols[i].typ); dc != nil && unzeroed.RuntimeMemory(r.Mem) {
+			d.builders, d.directs = append(d.builders, nil), append(d.directs, dc)
+			d.ops[i] = dc.decode
+			continue
+		}
+		b := array.NewBuilder(r.Mem, m.cols[i].typ.arrow)
+		d.builders, d.directs = append(d.builders, b), append(d.directs, nil)
 		d.ops[i] = decoder(m.cols[i].typ, b)
 	}
 	return d, nil
@@ -472,7 +488,9 @@ func (m *meta) newReader(r *formats.Read) (*reader, error) {
 
 func (d *reader) release() {
 	for _, b := range d.builders {
-		b.Release()
+		if b != nil {
+			b.Release()
+		}
 	}
 	d.builders = nil
 }
@@ -511,13 +529,23 @@ func (d *reader) flush(ctx context.Context, emit func(arrow.RecordBatch) error) 
 		}
 	}()
 	for i, b := range d.builders {
+		var col arrow.Array
 		switch bb := b.(type) {
+		case nil:
+			dc := d.directs[i]
+			d.dataBytes[i] = len(dc.data) * d.batchRows / d.rows
+			data := dc.array()
+			col = array.MakeFromData(data)
+			data.Release()
 		case *array.BinaryBuilder:
 			d.dataBytes[i] = bb.DataLen() * d.batchRows / d.rows
 		case *array.StringBuilder:
 			d.dataBytes[i] = bb.DataLen() * d.batchRows / d.rows
 		}
-		a, err := formats.Widen(ctx, b.NewArray(), d.schema.Field(i), d.mem)
+		if col == nil {
+			col = b.NewArray()
+		}
+		a, err := formats.Widen(ctx, col, d.schema.Field(i), d.mem)
 		if err != nil {
 			return err
 		}
