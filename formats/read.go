@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats/internal/panics"
@@ -240,57 +239,65 @@ func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem 
 // b.
 func (d *Scan) deliver(ctx context.Context, f *Fragment, b arrow.RecordBatch, at int64, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if f.Mask == nil || at < 0 {
-		return d.pass(ctx, f, b, mem, yield)
+		return d.pass(ctx, f, b, nil, mem, yield)
 	}
 	del := f.Mask.Deleted
 	lo, _ := slices.BinarySearch(del, at)
 	hi, _ := slices.BinarySearch(del, at+b.NumRows())
-	if lo == hi {
-		return d.pass(ctx, f, b, mem, yield)
+	switch {
+	case lo == hi:
+		return d.pass(ctx, f, b, nil, mem, yield)
+	case int64(hi-lo) == b.NumRows():
+		b.Release()
+		return nil
 	}
-	defer b.Release()
-	// The runs between masked rows go on as slices: no copy.
-	start := at
-	for _, row := range append(del[lo:hi:hi], at+b.NumRows()) {
-		if row > start {
-			if err := d.pass(ctx, f, b.NewSlice(start-at, row-at), mem, yield); err != nil {
-				return err
-			}
-		}
-		start = row + 1
+	keep := allKept(int(b.NumRows()))
+	for _, row := range del[lo:hi] {
+		bitutil.ClearBit(keep, int(row-at))
 	}
-	return nil
+	return d.pass(ctx, f, b, keep, mem, yield)
 }
 
 // pass applies the filters to b and projects it onto the dataset's schema,
-// dropping the columns only the filters read. It takes b.
-func (d *Scan) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
+// dropping the columns only the filters read. keep, where not nil, is the
+// rows the mask leaves; the filters' answers are joined to it, and the
+// rows left are copied out once (compact), or not at all where every row
+// stays. It takes b.
+func (d *Scan) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, keep []byte, mem memory.Allocator, yield func(arrow.RecordBatch) error) error {
 	if f.readSchema != nil {
 		var err error
 		if b, err = d.rename(f, b, mem); err != nil {
 			return err
 		}
 	}
+	n := b.NumRows()
 	for _, flt := range []Filter{f.filter, d.filter} {
 		if flt == nil {
 			continue
 		}
-		keep, err := flt.Keep(ctx, b)
+		k, err := flt.Keep(ctx, b)
 		if err != nil {
 			b.Release()
 			return fmt.Errorf("filter %s: %w", flt, err)
 		}
-		if keepsAll(keep, b.NumRows()) {
-			keep.Release() // the batch goes on as it is: no copy
-			continue
+		if int64(k.Len()) != n {
+			k.Release()
+			b.Release()
+			return fmt.Errorf("filter %s: %d answers for a batch of %d rows", flt, k.Len(), n)
 		}
-		filtered, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, mem), b, keep, compute.DefaultFilterOptions())
-		keep.Release()
-		b.Release()
-		if err != nil {
-			return fmt.Errorf("filter %s: %w", flt, err)
+		if !keepsAll(k, n) {
+			if keep == nil {
+				keep = allKept(int(n))
+			}
+			and(keep, k)
 		}
-		b = filtered
+		k.Release()
+	}
+	if keep != nil {
+		var err error
+		if b, err = compact(ctx, b, keep, mem); err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
 	}
 	if d.read.NumFields() > d.Schema.NumFields() {
 		out := array.NewRecordBatch(d.Schema, b.Columns()[:d.Schema.NumFields()], b.NumRows())
@@ -304,8 +311,7 @@ func (d *Scan) pass(ctx context.Context, f *Fragment, b arrow.RecordBatch, mem m
 	return yield(b)
 }
 
-// keepsAll reports whether a filter's answer keeps every one of n rows (a
-// wrong length is left to the filter kernel's error).
+// keepsAll reports whether a filter's answer keeps every one of n rows.
 func keepsAll(keep *array.Boolean, n int64) bool {
 	if keep.NullN() > 0 || int64(keep.Len()) != n {
 		return false

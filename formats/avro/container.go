@@ -15,6 +15,8 @@ import (
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // magic opens every Avro object container file.
@@ -135,9 +137,10 @@ func (w *window) get(off int64, n, want int) ([]byte, error) {
 	if want <= 0 {
 		return nil, nil
 	}
-	buf := make([]byte, want)
+	// The read fills buf or fails: it needs no zeroing first.
+	buf := unzeroed.Bytes(want)
 	w.reads++
-	if _, err := w.r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && len(buf) == want) {
+	if n, err := w.r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && n == want) {
 		return nil, &readError{err}
 	}
 	w.buf, w.at = buf, off
@@ -221,8 +224,8 @@ func walk(ctx context.Context, w *window, off int64, sync [syncSize]byte, minRow
 const maxZeroWidth = 1 << 24
 
 // decompress returns a block's objects from its stored bytes, refusing
-// more than limit bytes of them.
-func decompress(codec string, stored []byte, limit int64) ([]byte, error) {
+// more than limit bytes of them; snappy decodes into buf where it has room.
+func decompress(codec string, stored []byte, limit int64, buf []byte) ([]byte, error) {
 	switch codec {
 	case "", "null":
 		return stored, nil
@@ -244,7 +247,7 @@ func decompress(codec string, stored []byte, limit int64) ([]byte, error) {
 		if int64(n) > limit {
 			return nil, fmt.Errorf("snappy: the block decompresses to %d bytes, more than the limit of %d (Format.MaxBlockBytes)", n, limit)
 		}
-		out, err := snappy.Decode(nil, body)
+		out, err := snappy.Decode(buf[:cap(buf)], body)
 		if err != nil {
 			return nil, fmt.Errorf("snappy: %w", err)
 		}

@@ -39,10 +39,31 @@ func plan(t testing.TB, drv avro.Format, opts formats.PlanOptions, paths ...stri
 // readAll reads fragment i's rows [lo, hi) as rows of Go values, in the
 // shapes twmb/avro decodes into an any (see goValue), checking the batch
 // bounds and that no Arrow memory is left outstanding.
+//
+// It reads twice: through a checked allocator, and through one that says
+// its memory is the Go runtime's, which the driver's direct columns take
+// (see direct): the two must give the same rows.
 func readRows(t testing.TB, ds *formats.Scan, i int, lo, hi int64, batchRows int) []map[string]any {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer checked.AssertSize(t, 0)
+	out := readRowsWith(t, ds, i, lo, hi, batchRows, checked)
+	runtime := runtimeMemory{memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	defer runtime.AssertSize(t, 0)
+	if again := readRowsWith(t, ds, i, lo, hi, batchRows, runtime); !reflect.DeepEqual(again, out) {
+		t.Fatalf("rows [%d, %d): the direct columns read\n%v\nwhere the builders read\n%v", lo, hi, again, out)
+	}
+	return out
+}
+
+// runtimeMemory is a checked allocator that says its buffers are the Go
+// runtime's (unzeroed.RuntimeMemory), as the default allocator's are.
+type runtimeMemory struct{ *memory.CheckedAllocator }
+
+func (runtimeMemory) RuntimeMemory() bool { return true }
+
+func readRowsWith(t testing.TB, ds *formats.Scan, i int, lo, hi int64, batchRows int, mem memory.Allocator) []map[string]any {
+	t.Helper()
 	var out []map[string]any
 	err := ds.Read(context.Background(), i, ds.RowRange(i, lo, hi), batchRows, mem, func(b arrow.RecordBatch) error {
 		defer b.Release()

@@ -26,6 +26,23 @@ import (
 // by position and ids ≡ 13 (mod 50) by equality, and returns the table.
 func valuesTable(t *testing.T, n int64) *iceberg.Table {
 	t.Helper()
+	cat, ident, tbl := valuesData(t, n)
+	var byPos, byEq []int64
+	for id := range n {
+		switch id % 50 {
+		case 7:
+			byPos = append(byPos, id)
+		case 13:
+			byEq = append(byEq, id)
+		}
+	}
+	return deleteAndOpen(t, cat, tbl, ident, byPos, byEq)
+}
+
+// valuesData creates the table of valuesTable, its rows written and none
+// deleted.
+func valuesData(t *testing.T, n int64) (catalog.Catalog, table.Identifier, *table.Table) {
+	t.Helper()
 	ctx := context.Background()
 	cat := sqliteNamespace(t)
 	ident := table.Identifier{"ns", "values"}
@@ -72,16 +89,7 @@ func valuesTable(t *testing.T, n int64) *iceberg.Table {
 			t.Fatal(err)
 		}
 	}
-	var byPos, byEq []int64
-	for id := range n {
-		switch id % 50 {
-		case 7:
-			byPos = append(byPos, id)
-		case 13:
-			byEq = append(byEq, id)
-		}
-	}
-	return deleteAndOpen(t, cat, tbl, ident, byPos, byEq)
+	return cat, ident, tbl
 }
 
 // TestValueMatrixWithDeletes runs the value matrix (internal/testkit/valuecheck)
