@@ -3,6 +3,7 @@ package formats
 import (
 	"context"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -124,9 +125,9 @@ func compactColumn(a arrow.ArrayData, runs [][2]int, kept int, mem memory.Alloca
 		copyBitRuns(vals.Bytes(), a.Buffers()[1].Bytes(), off, runs)
 		return newData(dt, kept, nulls, validity, vals)
 	case arrow.STRING, arrow.BINARY:
-		return compactVar(dt, a, runs, kept, validity, nulls, mem, arrow.Int32Traits.CastFromBytes, arrow.Int32Traits.CastToBytes)
+		return compactVar[int32](dt, a, runs, kept, validity, nulls, mem)
 	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		return compactVar(dt, a, runs, kept, validity, nulls, mem, arrow.Int64Traits.CastFromBytes, arrow.Int64Traits.CastToBytes)
+		return compactVar[int64](dt, a, runs, kept, validity, nulls, mem)
 	}
 	w := byteWidth(dt)
 	if w == 0 {
@@ -206,15 +207,15 @@ func copyBitRuns(dst, src []byte, off int, runs [][2]int) {
 
 // compactVar copies the runs of a string or binary column: each run's
 // bytes in one move, its offsets shifted by one difference.
-func compactVar[O int32 | int64](dt arrow.DataType, a arrow.ArrayData, runs [][2]int, kept int, validity *memory.Buffer, nulls int, mem memory.Allocator, cast func([]byte) []O, back func([]O) []byte) arrow.ArrayData {
+func compactVar[O int32 | int64](dt arrow.DataType, a arrow.ArrayData, runs [][2]int, kept int, validity *memory.Buffer, nulls int, mem memory.Allocator) arrow.ArrayData {
 	off := a.Offset()
-	offs := cast(a.Buffers()[1].Bytes())[off : off+a.Len()+1]
+	offs := arrow.GetData[O](a.Buffers()[1].Bytes())[off : off+a.Len()+1]
 	var size O
 	for _, r := range runs {
 		size += offs[r[1]] - offs[r[0]]
 	}
-	offBuf := newBuffer(mem, len(back(make([]O, kept+1))))
-	out := cast(offBuf.Bytes())
+	offBuf := newBuffer(mem, (kept+1)*int(unsafe.Sizeof(O(0))))
+	out := arrow.GetData[O](offBuf.Bytes())
 	valBuf := newBuffer(mem, int(size))
 	var src []byte
 	if len(a.Buffers()) > 2 && a.Buffers()[2] != nil {
