@@ -94,7 +94,7 @@ def _pieces(v, bounds, sizes):
         ks = list(v)
         return [dict(zip(ks, p)) for p in zip(*[_pieces(v[k], bounds, sizes) for k in ks])]
     if isinstance(v, Strings):
-        return [v.cut(a, b) for a, b in bounds]
+        return v.cuts(bounds)
     if hasattr(v, "split"):  # a tensor: views made in one call
         return v.split(sizes)
     return [v[a:b] for a, b in bounds]
