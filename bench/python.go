@@ -193,11 +193,23 @@ type pyResults struct {
 	goRate map[string]float64
 	stored map[string]int64
 	best   map[string]pyRun
+	// goCPU and cpu are the least CPU seconds of a pass (Go's by pass
+	// suffix, Python's by name): on a loaded machine they say what a pass
+	// costs where rows/s says mostly how the machine was shared.
+	goCPU, cpu map[string]float64
 }
 
 func (r *pyResults) keep(name string, x pyRun) {
 	if x.RowsPerS > r.best[name].RowsPerS {
 		r.best[name] = x
+	}
+	keepLeast(r.cpu, name, x.CPUS)
+}
+
+// keepLeast keeps the least positive v of name in m.
+func keepLeast(m map[string]float64, name string, v float64) {
+	if old, ok := m[name]; v > 0 && (!ok || v < old) {
+		m[name] = v
 	}
 }
 
@@ -205,7 +217,8 @@ func (r *pyResults) keep(name string, x pyRun) {
 // after a Go pass of the same options, the fastest of each kept: the
 // machine's speed drifts within a minute.
 func (e *env) pythonPasses(ctx context.Context, b *pyBench, hasTorch bool) (*pyResults, error) {
-	res := &pyResults{goRate: map[string]float64{}, stored: map[string]int64{}, best: map[string]pyRun{}}
+	res := &pyResults{goRate: map[string]float64{}, stored: map[string]int64{}, best: map[string]pyRun{},
+		goCPU: map[string]float64{}, cpu: map[string]float64{}}
 	for _, p := range pythonPasses {
 		o := e.opts()
 		o.Columns, o.Shuffle, o.Seed = p.columns, p.shuffle, 42
@@ -219,6 +232,7 @@ func (e *env) pythonPasses(ctx context.Context, b *pyBench, hasTorch bool) (*pyR
 				return nil, fmt.Errorf("go %s: %w", p.suffix, err)
 			}
 			res.goRate[p.suffix] = max(res.goRate[p.suffix], m.rowsPerSec())
+			keepLeast(res.goCPU, p.suffix, m.cpuSeconds)
 			res.stored[p.suffix] = m.storedBytes
 			for _, mode := range []string{"numpy", "torch", "strings"} {
 				if mode == "torch" && !hasTorch || mode == "strings" && !slices.Contains(p.columns, "s") {
@@ -292,9 +306,11 @@ func (e *env) emitPython(res *pyResults, py string, hasTorch bool) error {
 		r := line(name, x, stored[first])
 		r.set("go_rows_per_s", goRate[first])
 		r.set("ratio_vs_go", x.RowsPerS/goRate[first])
+		res.setCPU(r, "", mode+"/"+first, first)
 		for _, p := range pythonPasses[1:] {
 			r.set(p.suffix+"_rows_per_s", pyBest[mode+"/"+p.suffix].RowsPerS)
 			r.set(p.suffix+"_ratio_vs_go", pyBest[mode+"/"+p.suffix].RowsPerS/goRate[p.suffix])
+			res.setCPU(r, p.suffix+"_", mode+"/"+p.suffix, p.suffix)
 		}
 		r.set("options", fmt.Sprintf("BatchSize %d; numeric: id, label, x; all: and s (strings); shuffled: Seed 42; rows_per_s, ratio_vs_go: sequential numeric", e.cfg.BatchSize))
 		r.target("ratio_vs_go", ">=", 0.9).target("shuffled_numeric_ratio_vs_go", ">=", 0.9)
@@ -335,11 +351,26 @@ func (e *env) emitStrings(res *pyResults, line func(string, pyRun, int64) *recor
 	r := line("python_strings", res.best["strings/"+seq], res.stored[seq])
 	r.set("go_rows_per_s", res.goRate[seq])
 	r.set("ratio_vs_go", res.best["strings/"+seq].RowsPerS/res.goRate[seq])
+	res.setCPU(r, "", "strings/"+seq, seq)
 	r.set("shuffled_rows_per_s", res.best["strings/"+shuf].RowsPerS)
 	r.set("shuffled_ratio_vs_go", res.best["strings/"+shuf].RowsPerS/res.goRate[shuf])
+	res.setCPU(r, "shuffled_", "strings/"+shuf, shuf)
 	r.set("options", fmt.Sprintf("BatchSize %d; id, label, x, s with strings=\"arrays\" (s as offsets and bytes, no copy); rows_per_s, ratio_vs_go: sequential; shuffled: Seed 42", e.cfg.BatchSize))
 	r.target("ratio_vs_go", ">=", 0.8)
 	return e.emit(r)
+}
+
+// setCPU sets on r, its names prefixed, the least CPU seconds of the
+// Python pass name and of the Go pass suffix, and Go's as a fraction of
+// Python's (1: the hand-off costs no CPU).
+func (res *pyResults) setCPU(r *record, prefix, name, suffix string) {
+	py, gocpu := res.cpu[name], res.goCPU[suffix]
+	if py == 0 || gocpu == 0 {
+		return
+	}
+	r.set(prefix+"cpu_seconds", py)
+	r.set(prefix+"go_cpu_seconds", gocpu)
+	r.set(prefix+"cpu_ratio_vs_go", gocpu/py)
 }
 
 // pyRun is one pass's answer from bench/python_bench.py.
@@ -350,6 +381,9 @@ type pyRun struct {
 	// FirstBatchS is the seconds from iter() to the first batch, of a
 	// request with FirstBatch.
 	FirstBatchS float64 `json:"first_batch_s"`
+	// CPUS is the CPU seconds of a pass without a DataLoader (0 for
+	// those), the whole process's: Go's threads and Python's.
+	CPUS float64 `json:"cpu_s"`
 }
 
 // repoRoot is the module's root: the working directory's or the one this

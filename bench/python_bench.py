@@ -8,7 +8,9 @@ a DataLoader with workers.
 reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"strings"|
 "dataloader"|"floor", "columns", "shuffle", "workers", "first_batch"}, measures it once and
 answers one JSON line {"name", "rows", "rows_per_s", "read_bytes",
-"first_batch_s"} (read_bytes: 0 where the reads happened in workers): the Go
+"first_batch_s", "cpu_s"} (read_bytes: 0 where the reads happened in
+workers; cpu_s: the CPU seconds the process used in a pass without a
+DataLoader, Go's threads included, else 0): the Go
 side alternates its own passes with these, so that both see the same
 machine. A pass is timed from opening the dataset to its last batch, like the
 Go lines. A DataLoader run (sluice.torch.DataLoader) times its second epoch
@@ -35,17 +37,17 @@ def run_direct(cfg, r):
         import torch  # noqa: F401  (imported before the clock starts)
     for i in range(1 if r["name"] in _warmed else 2):  # a first pass warms up (library, page cache)
         _warmed.add(r["name"])
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         ds = sluice.Dataset(cfg["dir"], columns=r["columns"], batch_size=cfg["batch_size"], shuffle=r["shuffle"],
                             seed=42, as_torch=r["mode"] == "torch",
                             strings="arrays" if r["mode"] == "strings" else "objects")
         rows = 0
         for b in ds:
             rows += b.num_rows
-        secs = time.perf_counter() - t
+        secs, cpu = time.perf_counter() - t, time.process_time() - cpu
         read = ds.metrics()["read_bytes"]
         ds.close()
-    return rows, rows / secs, read
+    return rows, rows / secs, read, cpu
 
 
 try:  # the floor's base; the lines that need torch are skipped without it
@@ -145,10 +147,11 @@ def main():
         r = json.loads(line)
         if r["mode"] in ("dataloader", "floor"):
             rows, rate, read, first = (run_loader if r["mode"] == "dataloader" else run_floor)(cfg, r)
+            cpu = 0
         else:
-            (rows, rate, read), first = run_direct(cfg, r), 0
+            (rows, rate, read, cpu), first = run_direct(cfg, r), 0
         print(json.dumps({"name": r["name"], "rows": rows, "rows_per_s": rate, "read_bytes": read,
-                          "first_batch_s": first}), flush=True)
+                          "first_batch_s": first, "cpu_s": cpu}), flush=True)
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ func (p *pull) release() {
 // the next rows of the same buffers as a's, as the batches cut from one
 // window are. Such batches cross as one array of their rows (joined).
 func follows(a, b arrow.RecordBatch) bool {
-	if a.NumCols() != b.NumCols() || !a.Schema().Equal(b.Schema()) {
+	if a.NumCols() != b.NumCols() || a.Schema() != b.Schema() && !a.Schema().Equal(b.Schema()) {
 		return false
 	}
 	for i := range int(a.NumCols()) {

@@ -13,6 +13,7 @@ library (libsluice.so, built from ../capi) is loaded on first use.
 
 import collections
 import ctypes
+import itertools
 import json
 import os
 import time
@@ -63,7 +64,7 @@ class Batch(dict):
     def __init__(self, cols=(), num_rows=None):
         # One argument, a mapping, as torch's default_convert rebuilds a
         # mapping of its type.
-        super().__init__(cols)
+        dict.__init__(self, cols)
         self._num_rows = num_rows
 
     @property
@@ -84,13 +85,19 @@ class Batch(dict):
 Strings = _arrow.Strings
 
 
-def _cut(v, a, b):
-    """Rows a to b of a group's column, a view."""
+def _pieces(v, bounds, sizes):
+    """A run's column cut into its batches' rows (bounds: each batch's
+    first and end row; sizes: its rows), views."""
+    if isinstance(v, np.ndarray):
+        return [v[a:b] for a, b in bounds]
     if isinstance(v, dict):
-        return {k: _cut(x, a, b) for k, x in v.items()}
+        ks = list(v)
+        return [dict(zip(ks, p)) for p in zip(*[_pieces(v[k], bounds, sizes) for k in ks])]
     if isinstance(v, Strings):
-        return v.cut(a, b)
-    return v[a:b]
+        return v.cuts(bounds)
+    if hasattr(v, "split"):  # a tensor: views made in one call
+        return v.split(sizes)
+    return [v[a:b] for a, b in bounds]
 
 
 def _to_torch(values, pin):
@@ -140,7 +147,6 @@ class _Source:
         # yet (of iteration kind _pending_kind): the state leaves them out.
         self._pending = collections.deque()
         self._pending_kind = None
-        self._arrays = (_arrow.ArrowArray * _GROUP)()
         self._info = (ctypes.c_int64 * (3 * _GROUP))()
 
     def _init_schema(self):
@@ -153,7 +159,7 @@ class _Source:
         _arrow.check_names(self._fields)
 
     def _handle(self):
-        if self._pid != os.getpid():
+        if self._pid != _lib.pid():
             raise ForkError(_lib.fork_message(self._kind) % (self._pid, os.getpid()))
         if self._h is None:
             raise ClosedError("sluice: the %s is closed; open a new one to read on" % self._kind)
@@ -168,7 +174,10 @@ class _Source:
         array an ArrowArray that the caller owns from here (its batches
         follow one another in memory), or None at the end of the epoch."""
         n, runs = ctypes.c_int64(), ctypes.c_int64()
-        arrays, info = self._arrays, self._info
+        # A room of its own for each group: its arrays stay where Go wrote
+        # them, each owned by the Owner made over it (no copy of the
+        # structs out of a shared room).
+        arrays, info = (_arrow.ArrowArray * _GROUP)(), self._info
         f = _lib.lib().sluice_next
         h = self._handle()
         while True:
@@ -180,15 +189,7 @@ class _Source:
                 break
         if not n.value:
             return None
-        # Each array moves out of the shared room into its own struct (the
-        # C data interface lets a consumer move one: the original is marked
-        # released).
-        owned = []
-        for i in range(runs.value):
-            a = _arrow.ArrowArray()
-            ctypes.pointer(a)[0] = arrays[i]
-            arrays[i].release = None
-            owned.append(a)
+        owned = [arrays[i] for i in range(runs.value)]
         v = info[:3 * n.value]
         return [(owned[v[i]], v[i + 1], v[i + 2]) for i in range(0, len(v), 3)]
 
@@ -217,46 +218,55 @@ class _Source:
     def _group(self):
         """The next batches, or None at the end of the epoch. Batches that
         follow one another in memory (cut from one window) cross as one
-        array: its columns are made once and each batch is a view of its
-        rows."""
+        array (a run): its columns are made once and each batch is a view
+        of its rows."""
         got = self._next_group()
         if got is None:
             return None
-        made = {}
+        # The batches of a run come in order and cover its rows end to end.
+        runs = {}
+        for arr, _, n in got:
+            r = runs.get(id(arr))
+            if r is None:
+                runs[id(arr)] = (arr, [n])
+            else:
+                r[1].append(n)
+        made = {k: iter(self._run_batches(arr, sizes)) for k, (arr, sizes) in runs.items()}
+        return [next(made[id(arr)]) for arr, _, _ in got]
+
+    def _run_batches(self, arr, sizes):
+        """The batches of one run of the given sizes, in order."""
+        owner = _arrow.Owner(arr)
+        if len(sizes) == 1:  # crossed alone
+            cols = self._columns(owner)
+            return [Batch(self._torch(cols) if self._as_torch else cols, sizes[0])]
+        # Strings become Python objects batch by batch, from the run's
+        # bytes: made for the whole run at once, the objects of many
+        # batches would live at once, to no one's gain.
+        cols = self._columns(owner, strings=True)
+        objects = () if self._strings else [k for k, v in cols.items() if isinstance(v, Strings)]
+        ends = list(itertools.accumulate(sizes))
+        bounds = list(zip([0] + ends[:-1], ends))
+        # A batch has a validity entry where it has nulls, as one that
+        # crossed alone: the run's is cut, and left out where all true.
+        valid = {k: [v[a:b] for a, b in bounds] for k, v in cols.items()
+                 if k.endswith(VALID) and k[:-len(VALID)] in cols}
+        if self._as_torch:
+            cols = {k: v if k in objects else _to_torch(v, self._pin) for k, v in cols.items()}
+        keys = list(cols)
+        parts = [_pieces(cols[k], bounds, sizes) for k in keys]
+        if not valid and not objects:
+            return [Batch(zip(keys, p), n) for p, n in zip(zip(*parts), sizes)]
         out = []
-        for arr, a, n in got:
-            run = made.get(id(arr))
-            if run is None:
-                owner = _arrow.Owner(arr)
-                if arr.length == n:  # crossed alone
-                    cols = self._columns(owner)
-                    out.append(Batch(self._torch(cols) if self._as_torch else cols, n))
-                    continue
-                # Strings become Python objects batch by batch, from the
-                # run's bytes: made for the whole run at once, the objects
-                # of many batches would live at once, to no one's gain.
-                cols = self._columns(owner, strings=True)
-                objects = set() if self._strings else {k for k, v in cols.items() if isinstance(v, Strings)}
-                # A batch has a validity entry where it has nulls, as one
-                # that crossed alone: the run's is cut, and left out where
-                # all true.
-                valid = {k: v for k, v in cols.items() if k.endswith(VALID) and k[:-len(VALID)] in cols}
-                if self._as_torch:
-                    cols = {k: v if k in objects else _to_torch(v, self._pin) for k, v in cols.items()}
-                made[id(arr)] = run = (list(cols.items()), valid, objects)
-            items, valid, objects = run
-            b = a + n
-            whole = {k for k, v in valid.items() if v[a:b].all()} if valid else ()
-            bc = {}
-            for k, v in items:
-                if k in whole:
-                    continue
-                if k in objects:
-                    ok = valid.get(k + VALID)
-                    bc[k] = _arrow.objects(v.cut(a, b), None if ok is None or k + VALID in whole else ok[a:b])
-                else:
-                    bc[k] = _cut(v, a, b)
-            out.append(Batch(bc, n))
+        for i, n in enumerate(sizes):
+            b = dict(zip(keys, [p[i] for p in parts]))
+            for k, v in valid.items():
+                if v[i].all():
+                    del b[k]
+            for k in objects:
+                ok = valid.get(k + VALID)
+                b[k] = _arrow.objects(b[k], None if ok is None or k + VALID not in b else ok[i])
+            out.append(Batch(b, n))
         return out
 
     def _iterate(self, kind, group):
@@ -269,7 +279,8 @@ class _Source:
                 while pending:
                     # A Ctrl-C a finalizer swallowed surfaces here, where
                     # the loop over batches sees it.
-                    _arrow.raise_lost_interrupt()
+                    if _arrow.lost_interrupt:
+                        _arrow.raise_lost_interrupt()
                     # Taken out before it is handed on: the state counts it.
                     yield pending.popleft()
                 got = group()

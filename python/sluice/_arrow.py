@@ -15,12 +15,11 @@ nulls (a copy of that column), others what Arrow leaves there (zeros).
 
 import ctypes
 import decimal
-import os
 import sys
 
 import numpy as np
 
-from . import errors
+from . import _lib, errors
 
 
 class ArrowSchema(ctypes.Structure):
@@ -70,7 +69,7 @@ def _owned(pid):
     """Whether memory exported in process pid may be released here: not in
     a process forked from it, whose copy of the Go runtime is dead (the
     parent still owns the memory)."""
-    return pid == os.getpid()
+    return pid == _lib.pid()
 
 
 def check_names(fields):
@@ -99,7 +98,7 @@ def rows_of(cols):
 class Field:
     """One field of an exported schema, parsed once per dataset."""
 
-    __slots__ = ("name", "format", "nullable", "children", "dictionary")
+    __slots__ = ("name", "format", "nullable", "children", "dictionary", "dtype")
 
     def __init__(self, s):
         self.format = s.format.decode()
@@ -107,6 +106,9 @@ class Field:
         self.nullable = bool(s.flags & _NULLABLE)
         self.children = [Field(s.children[i].contents) for i in range(s.n_children)]
         self.dictionary = Field(s.dictionary.contents) if s.dictionary else None
+        # The NumPy dtype of a fixed-width column, else None: found once
+        # here, not for every batch.
+        self.dtype = _fixed_dtype(self.format)
 
 
 def release_schema(s):
@@ -123,7 +125,7 @@ class Owner:
 
     def __init__(self, array=None):
         self.array = ArrowArray() if array is None else array
-        self.pid = os.getpid()
+        self.pid = _lib.pid()
 
     def release(self):
         a = self.array
@@ -139,17 +141,17 @@ class Owner:
         # has set a.release to NULL, as the C data interface requires, so
         # trying again is safe) and keep the interrupt for the iteration,
         # which raises it where the loop sees it (raise_lost_interrupt).
-        global _lost_interrupt
+        global lost_interrupt
         while True:
             try:
                 self.release()
                 break
             except KeyboardInterrupt:
-                _lost_interrupt = True
+                lost_interrupt = True
 
 
-# _lost_interrupt is set when a Ctrl-C landed in a finalizer (Owner.__del__).
-_lost_interrupt = False
+# lost_interrupt is set when a Ctrl-C landed in a finalizer (Owner.__del__).
+lost_interrupt = False
 
 # A Ctrl-C can also land on the finalizer's first line, before its try:
 # Python then hands the KeyboardInterrupt to sys.unraisablehook, which
@@ -159,9 +161,9 @@ _prev_unraisablehook = sys.unraisablehook
 
 
 def _unraisable(u):
-    global _lost_interrupt
+    global lost_interrupt
     if isinstance(u.exc_value, KeyboardInterrupt) and u.object is Owner.__del__:
-        _lost_interrupt = True
+        lost_interrupt = True
         return
     _prev_unraisablehook(u)
 
@@ -171,9 +173,9 @@ sys.unraisablehook = _unraisable
 
 def raise_lost_interrupt():
     """Raise the KeyboardInterrupt a finalizer could not, if there is one."""
-    global _lost_interrupt
-    if _lost_interrupt:
-        _lost_interrupt = False
+    global lost_interrupt
+    if lost_interrupt:
+        lost_interrupt = False
         raise KeyboardInterrupt
 
 
@@ -201,7 +203,7 @@ def _fixed_dtype(fmt):
     t = _FIXED.get(fmt)
     if t is not None:
         return np.dtype(t)
-    if fmt.startswith("ts") and len(fmt) >= 4 and fmt[3] == ":":
+    if fmt.startswith("ts") and len(fmt) >= 4 and fmt[3] == ":" and fmt[2] in _TS_UNITS:
         return np.dtype("<M8[%s]" % _TS_UNITS[fmt[2]])
     return None
 
@@ -209,8 +211,7 @@ def _fixed_dtype(fmt):
 def _wrap(owner, ptr, n, dtype):
     if n == 0 or not ptr:
         return np.zeros(0, dtype)
-    v = np.asarray(_View(owner, ptr, n * dtype.itemsize, "|u1"))
-    return v.view(dtype)
+    return np.asarray(_View(owner, ptr, n, dtype.str))
 
 
 def _bits(owner, ptr, offset, n):
@@ -244,6 +245,14 @@ def convert(field, owner, a, strings=False):
     fixed-width types, object arrays for strings (Strings where strings is
     true), lists and decimals, a dict of columns for a struct. Returns
     (values, validity)."""
+    dt = field.dtype
+    if dt is not None and field.dictionary is None:  # the common case first
+        ptr = a.buffers[1]
+        vals = _wrap(owner, (ptr + a.offset * dt.itemsize) if ptr else 0, a.length, dt)
+        if not a.null_count:
+            return vals, None
+        valid = validity(owner, a)
+        return _fill_nulls(vals, valid), valid
     fmt = field.format
     n, off = a.length, a.offset
     valid = validity(owner, a)
@@ -256,10 +265,6 @@ def convert(field, owner, a, strings=False):
         if valid is not None and vals.dtype == object:
             vals[~valid] = None
         return _fill_nulls(vals, valid), valid
-    dt = _fixed_dtype(fmt)
-    if dt is not None:
-        ptr = a.buffers[1]
-        return _fill_nulls(_wrap(owner, (ptr + off * dt.itemsize) if ptr else 0, n, dt), valid), valid
     if fmt == "b":
         return (_bits(owner, a.buffers[1], off, n) if a.buffers[1] else np.zeros(n, bool)), valid
     if fmt == "tdD":
@@ -305,6 +310,7 @@ class _index_field:
 
     def __init__(self, fmt):
         self.format, self.name, self.dictionary, self.children = fmt, "", None, []
+        self.dtype = _fixed_dtype(fmt)
 
 
 def _binary(owner, a, fmt, valid):
@@ -375,6 +381,34 @@ class Strings:
         offs = self.offsets[a:b + 1]
         lo, hi = int(offs[0]), int(offs[-1])
         return Strings(offs - lo, self.data[lo:hi], self.text)
+
+    def cuts(self, bounds):
+        """cut(a, b) of each (a, b) of bounds, which follow one another
+        (b of one is a of the next). The leading cuts of equal size, a
+        window's batches, have their offsets made to start at 0 in one
+        NumPy operation over all of them, not one for each."""
+        offs = self.offsets
+        k = len(bounds)
+        if k < 2 or not isinstance(offs, np.ndarray):
+            return [self.cut(a, b) for a, b in bounds]
+        a0, b0 = bounds[0]
+        m = b0 - a0
+        e = 1
+        while e < k and bounds[e][1] - bounds[e][0] == m:
+            e += 1
+        if e < 2 or m == 0:
+            return [self.cut(a, b) for a, b in bounds]
+        step = offs.strides[0]
+        # Row i is the offsets of cut i (overlapping windows of offs, one
+        # shared at each edge): the subtraction copies them apart.
+        win = np.lib.stride_tricks.as_strided(offs[a0:], shape=(e, m + 1), strides=(m * step, step),
+                                              writeable=False)
+        rows = win - win[:, :1]
+        lo = offs[a0:a0 + e * m + 1:m].tolist()
+        data, text = self.data, self.text
+        out = [Strings(rows[i], data[lo[i]:lo[i + 1]], text) for i in range(e)]
+        out += [self.cut(a, b) for a, b in bounds[e:]]
+        return out
 
     def tolist(self):
         """The values as a list of str (bytes for binaries)."""

@@ -33,10 +33,22 @@ _mapped = set()
 _spare = None
 
 
+# _pid is this process's id, kept by the fork hook below: the hot paths
+# (every call for batches, every array released) ask it rather than make a
+# system call each time (a getpid costs about a microsecond in a VM).
+_pid = os.getpid()
+
+
+def pid():
+    """This process's id (os.getpid, without the system call)."""
+    return _pid
+
+
 def _after_fork_in_child():
-    global _lock
+    global _lock, _pid
     # A thread of the parent may have held the lock at the fork.
     _lock = threading.Lock()
+    _pid = os.getpid()
 
 
 def _before_fork():
@@ -121,7 +133,7 @@ def loaded_here():
 def lib():
     """The library, loading it on the first call in this process."""
     global _lib, _lib_pid
-    if _lib is not None and _lib_pid == os.getpid():
+    if _lib is not None and _lib_pid == _pid:
         return _lib
     with _lock:
         if _lib is not None and _lib_pid == os.getpid():
