@@ -125,3 +125,32 @@ func writeAvro(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlanErrorNamesThePart: a file that planning cannot read is an error
+// naming the file and the part planning reads of its format: the footer
+// of Parquet, the first bytes a text format sniffs; never "footer" for a
+// format that has none.
+func TestPlanErrorNamesThePart(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"bad.csv.gz":   "not gzip at all",
+		"bad.parquet":  "PAR1 not a footer PAR1",
+		"bad.avro":     "Obj\x01 not an avro header",
+		"bad.jsonl.gz": "\x1f\x8b broken",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, part := range map[string]string{"bad.csv.gz": "head", "bad.parquet": "footer", "bad.avro": "header", "bad.jsonl.gz": "head"} {
+		path := filepath.Join(dir, name)
+		_, err := formats.Plan(context.Background(), []string{path}, formats.PlanOptions{Formats: drivers.All(text.Options{})})
+		if err == nil {
+			t.Fatalf("%s planned", name)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, path) || !strings.Contains(msg, part) || (part != "footer" && strings.Contains(msg, "footer")) {
+			t.Errorf("%s: %q, want the file and %q", name, msg, part)
+		}
+	}
+}

@@ -96,7 +96,7 @@ func (f *Fragment) inspectLate(ctx context.Context) error {
 	// A copy, so that the fragment's units and schema, which reads use
 	// meanwhile, stay as planned.
 	g := &Fragment{URL: f.URL, Rel: f.Rel, Format: f.Format, Size: f.Size, Source: f.Source, format: f.format, cache: f.cache}
-	if err := guard(f.URL, "footer", func() error { return f.format.Inspect(ctx, g, l.columns) }); err != nil {
+	if err := guard(f.URL, inspectedPart(f.format), func() error { return f.format.Inspect(ctx, g, l.columns) }); err != nil {
 		return err
 	}
 	if err := l.known.matches(f.URL, g.Units, g.Rows); err != nil {

@@ -234,7 +234,7 @@ func finish(ctx context.Context, res *storage.Resolver, frags []*Fragment, opts 
 			continue
 		}
 		g.Go(func() error {
-			err := guard(f.URL, "footer", func() error { return f.format.Inspect(gctx, f, columns(f)) })
+			err := guard(f.URL, inspectedPart(f.format), func() error { return f.format.Inspect(gctx, f, columns(f)) })
 			if k, ok := known[f]; ok && err == nil {
 				err = k.matches(f.URL, f.Units, f.Rows)
 			}
@@ -455,4 +455,19 @@ func firstDuplicate(names []string) string {
 		seen[n] = true
 	}
 	return ""
+}
+
+// inspectedPart names, in an error, the part of a file that planning
+// reads: the footer of Parquet and ORC, the header of Avro, the first
+// bytes a text format sniffs; "metadata" for a driver outside the module.
+func inspectedPart(f Format) string {
+	switch f.Name() {
+	case "parquet", "orc":
+		return "footer"
+	case "avro":
+		return "header"
+	case "csv", "tsv", "json", "jsonl":
+		return "head"
+	}
+	return "metadata"
 }
