@@ -318,6 +318,14 @@ func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
 		return nil
 	}
 	m := d.newMixed(len(fields))
+	opened := false
+	defer func() {
+		if !opened {
+			// A later field refused: the readers of the fields before it
+			// hand their buffers back, as the row group goes to readPages.
+			m.release()
+		}
+	}()
 	out := make([]arrow.Field, len(fields))
 	m.firsts = make([]int64, len(fields))
 	for i, fidx := range fields {
@@ -373,6 +381,7 @@ func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
 	m.batch = max(fr.Props.BatchSize, 1)
 	fastChunks.Add(int64(len(fields)))
 	pagedChunks.Add(int64(len(fields)))
+	opened = true
 	return m
 }
 
