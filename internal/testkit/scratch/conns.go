@@ -49,39 +49,11 @@ func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 		t.Fatal(err)
 	}
 
-	u, err := url.Parse(sc.URL("obj"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	var target string
-	switch be.Name {
-	case "S3":
-		target = q.Get("endpoint")
-	case "Azure":
-		target = q.Get("protocol") + "://" + q.Get("domain")
-	case "GCS":
-		target = "http://" + os.Getenv("STORAGE_EMULATOR_HOST")
-	}
-	answer := faults.Answer{SignedHost: be.Name == "S3"}
-	proxy, err := faults.NewProxy(target, answer, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	switch be.Name {
-	case "S3":
-		q.Set("endpoint", "http://"+proxy.Addr)
-	case "Azure":
-		q.Set("domain", proxy.Addr)
-	case "GCS":
-		t.Setenv("STORAGE_EMULATOR_HOST", proxy.Addr)
-	}
-	u.RawQuery = q.Encode()
+	proxy, objURL := sc.Proxied(t, "obj", faults.Answer{SignedHost: be.Name == "S3"})
 
 	r := storage.NewResolver(storage.Options{MaxRequests: inFlight})
 	t.Cleanup(func() { r.Close() })
-	srcs, err := r.Resolve(ctx, u.String(), nil)
+	srcs, err := r.Resolve(ctx, objURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,4 +83,39 @@ func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 		}
 	}
 	return proxy.Conns() - opened
+}
+
+// Proxied starts a proxy to the backend's server that throttles with answer
+// (none yet), and returns it with key's URL through it.
+func (p *Prefix) Proxied(t *testing.T, key string, answer faults.Answer) (*faults.Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(p.URL(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	var target string
+	switch p.backend.Name {
+	case "S3":
+		target = q.Get("endpoint")
+	case "Azure":
+		target = q.Get("protocol") + "://" + q.Get("domain")
+	case "GCS":
+		target = "http://" + os.Getenv("STORAGE_EMULATOR_HOST")
+	}
+	proxy, err := faults.NewProxy(target, answer, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	switch p.backend.Name {
+	case "S3":
+		q.Set("endpoint", "http://"+proxy.Addr)
+	case "Azure":
+		q.Set("domain", proxy.Addr)
+	case "GCS":
+		t.Setenv("STORAGE_EMULATOR_HOST", proxy.Addr) // the GCS driver's only way to an emulator
+	}
+	u.RawQuery = q.Encode()
+	return proxy, u.String()
 }
