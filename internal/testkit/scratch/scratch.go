@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 
@@ -122,8 +121,6 @@ func (p *Prefix) Close(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, p.Bucket.Close())
-	// The GCS driver talks to an emulator through http.DefaultClient.
-	http.DefaultClient.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
