@@ -27,12 +27,15 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 
 	gstorage "cloud.google.com/go/storage"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/gcp"
+	"golang.org/x/oauth2/google"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
 
 	"github.com/sluicedata/sluice/storage"
 )
@@ -91,28 +94,106 @@ func httpHeader(err error) http.Header {
 	return nil
 }
 
-// open goes around gocloud's default GCS opener where that one would look
-// for Google credentials and not find them: it prints a warning to standard
-// output (into the rows `sluice cat` writes there) and then fails at the
-// first request with an error about parsing a private key. A URL with
-// anonymous=true gets an unauthenticated client without the search; a URL
-// without finds no credentials and fails here, saying what to do. An
-// emulator needs no credentials, so gocloud's opener serves it as it is.
+// idleConnsPerHost bounds the connections a bucket's client keeps open
+// between requests. It must hold at least the requests sluice keeps in flight
+// to a bucket (Storage.MaxRequests, default 16): Go's default keeps 2, so the
+// other requests of each round closed their connections and the next ones
+// opened new ones, a TCP and TLS handshake (one or two round trips) each. 64
+// leaves room for a raised MaxRequests and for several buckets on one host
+// (storage.googleapis.com) sharing the pool, at the cost of idle sockets only.
+const idleConnsPerHost = 64
+
+// transport is shared by every gs:// bucket, so that they share one pool per
+// host. It is a clone of http.DefaultTransport (proxy settings, timeouts,
+// HTTP/2), which belongs to the user's program and is left as it is; a
+// program that replaced it with a RoundTripper of its own keeps that.
+var transport = sync.OnceValue(func() http.RoundTripper {
+	def, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t := def.Clone()
+	t.MaxIdleConnsPerHost = idleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, 4*idleConnsPerHost)
+	return t
+})
+
+// open builds the client itself rather than through gocloud's default
+// opener, which uses http.DefaultTransport's small idle pool (see
+// idleConnsPerHost) and, where it finds no Google credentials, prints a
+// warning to standard output (into the rows `sluice cat` writes there) and
+// then fails at the first request with an error about parsing a private key.
+// A URL with anonymous=true (or access_id=-) gets an unauthenticated client
+// without the search; a URL without finds no credentials and fails here,
+// saying what to do. An emulator needs no credentials. gocloud's opener also
+// reads a signing identity (private key or the GCE service account) for
+// SignedURL, which sluice never calls: that is left out. grpc=true and
+// zonal=true go to gocloud's opener, as their gRPC clients use no HTTP
+// transport.
 func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(bucketURL)
-	if err != nil || os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
+	if err != nil {
 		return blob.OpenBucket(ctx, bucketURL)
 	}
 	q := u.Query()
-	if anon, _ := strconv.ParseBool(q.Get("anonymous")); anon || q.Get("access_id") == "-" {
-		opener := &gcsblob.URLOpener{Client: gcp.NewAnonymousHTTPClient(gcp.DefaultTransport())}
+	grpc, _ := strconv.ParseBool(q.Get("grpc"))
+	zonal, _ := strconv.ParseBool(q.Get("zonal"))
+	emulator := os.Getenv("STORAGE_EMULATOR_HOST")
+	if grpc || zonal || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" && emulator == "" {
+		return blob.OpenBucket(ctx, bucketURL)
+	}
+	anon, _ := strconv.ParseBool(q.Get("anonymous"))
+	anon = anon || q.Get("access_id") == "-"
+	if anon || emulator != "" {
+		// gocloud's URLOpener swaps the client for one over
+		// http.DefaultTransport when it sees these; the client below is
+		// already unauthenticated.
+		q.Del("anonymous")
+		if q.Get("access_id") == "-" {
+			q.Del("access_id")
+		}
+		u.RawQuery = q.Encode()
+	}
+	switch {
+	case emulator != "":
+		// gocloud's bucket talks to an emulator through http.DefaultClient
+		// whatever client it is given, so the storage client is built here.
+		// Closing the bucket leaves it open; over HTTP it holds nothing but
+		// the shared transport.
+		c, err := gstorage.NewClient(ctx, option.WithoutAuthentication(),
+			option.WithEndpoint("http://"+emulator+"/storage/v1/"),
+			option.WithHTTPClient(&http.Client{Transport: transport()}))
+		if err != nil {
+			return nil, err
+		}
+		opener := &gcsblob.URLOpener{Options: gcsblob.Options{Client: c}}
+		return opener.OpenBucketURL(ctx, u)
+	case anon:
+		opener := &gcsblob.URLOpener{Client: gcp.NewAnonymousHTTPClient(transport())}
 		return opener.OpenBucketURL(ctx, u)
 	}
-	if _, err := gcp.DefaultCredentials(ctx); err != nil {
+	var creds *google.Credentials
+	if ud := q.Get("universe_domain"); ud != "" {
+		creds, err = gcp.DefaultCredentialsWithParams(ctx, google.CredentialsParams{UniverseDomain: ud})
+	} else {
+		creds, err = gcp.DefaultCredentials(ctx)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("no Google credentials: set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, "+
 			"or add anonymous=true to the URL's query to read a public bucket: %w", err)
 	}
-	return blob.OpenBucket(ctx, bucketURL)
+	var opts gcsblob.Options
+	// As gocloud's opener does, a universe domain the credentials cannot
+	// tell leaves the client's default (googleapis.com).
+	if ud, err := creds.GetUniverseDomain(); err == nil && ud != "" {
+		opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
+	}
+	client, err := gcp.NewHTTPClient(transport(), creds.TokenSource)
+	if err != nil {
+		return nil, err
+	}
+	opener := &gcsblob.URLOpener{Client: client, Options: opts}
+	return opener.OpenBucketURL(ctx, u)
 }
 
 func httpStatus(err error) int {

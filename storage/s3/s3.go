@@ -25,6 +25,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
+	"sync"
+	"weak"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -74,10 +77,52 @@ func prepareRead(ctx context.Context, etag string) (context.Context, func(as fun
 		}
 		var opts *[]func(*s3.Options)
 		if as(&opts) {
-			*opts = append(*opts, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+			*opts = append(*opts, func(o *s3.Options) {
+				o.Retryer = aws.NopRetryer{}
+				o.HTTPClient = readClient(o.HTTPClient)
+			})
 		}
 		return nil
 	}
+}
+
+// idleConnsPerHost bounds the connections a bucket's reads keep open
+// between requests. It must hold at least the requests sluice keeps in flight
+// to a bucket (Storage.MaxRequests, default 16): the SDK keeps 10, so a round
+// of 16 reads closed 6 connections and the next round opened 6 new ones, a
+// TCP and TLS handshake (one or two round trips) each. 64 leaves room for a
+// raised MaxRequests at the cost of idle sockets only.
+const idleConnsPerHost = 64
+
+// readClients holds each S3 client's HTTP client for reads, keyed weakly by
+// the SDK's client it was derived from, so that a closed bucket's entry goes
+// with it.
+var readClients sync.Map // weak.Pointer[awshttp.BuildableClient] -> *awshttp.BuildableClient
+
+// readClient is the SDK's HTTP client with an idle pool of idleConnsPerHost.
+// gocloud's s3:// opener builds the SDK's client from the URL and the
+// environment with no way to pass a transport, so reads swap it per request,
+// for a copy of the same settings (dialer, TLS, timeouts, proxy) with a
+// larger pool; one copy per client, so that its reads share the pool. Lists
+// and HEADs keep the SDK's client. A client that is not the SDK's buildable
+// one is the user's choice and is kept.
+func readClient(c s3.HTTPClient) s3.HTTPClient {
+	bc, ok := c.(*awshttp.BuildableClient)
+	if !ok {
+		return c
+	}
+	key := weak.Make(bc)
+	if rc, ok := readClients.Load(key); ok {
+		return rc.(*awshttp.BuildableClient)
+	}
+	rc, loaded := readClients.LoadOrStore(key, bc.WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, idleConnsPerHost)
+		t.MaxIdleConns = max(t.MaxIdleConns, 4*idleConnsPerHost)
+	}))
+	if !loaded {
+		runtime.AddCleanup(bc, func(k weak.Pointer[awshttp.BuildableClient]) { readClients.Delete(k) }, key)
+	}
+	return rc.(*awshttp.BuildableClient)
 }
 
 func httpHeader(err error) http.Header {

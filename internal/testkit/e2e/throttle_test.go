@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -43,7 +41,7 @@ func testThrottled(t *testing.T, be scratch.Backend, answer faults.Answer, says 
 	}
 	want := epochRows(t, e2eOptions(t, writeLocal(t, e2eSpec), 0))
 
-	proxy, dataURL := throttledURL(t, be, sc, answer)
+	proxy, dataURL := sc.Proxied(t, "data/", answer)
 	proxy.ThrottleFirst(40)
 	defer func() {
 		if t.Failed() {
@@ -115,41 +113,6 @@ func checkOneRetryLayer(t *testing.T, be scratch.Backend, err error, log []fault
 	if seen != attempts {
 		t.Errorf("%s: the store saw %d requests for %s %s, the error says %d attempts", be.Name, seen, m[1], want, attempts)
 	}
-}
-
-// throttledURL starts a proxy to the backend's server that throttles with
-// answer (none yet), and returns it with the dataset's URL through it.
-func throttledURL(t *testing.T, be scratch.Backend, sc *scratch.Prefix, answer faults.Answer) (*faults.Proxy, string) {
-	t.Helper()
-	u, err := url.Parse(sc.URL("data/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	var target string
-	switch be.Name {
-	case "S3":
-		target = q.Get("endpoint")
-	case "Azure":
-		target = q.Get("protocol") + "://" + q.Get("domain")
-	case "GCS":
-		target = "http://" + os.Getenv("STORAGE_EMULATOR_HOST")
-	}
-	proxy, err := faults.NewProxy(target, answer, 0, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	switch be.Name {
-	case "S3":
-		q.Set("endpoint", "http://"+proxy.Addr)
-	case "Azure":
-		q.Set("domain", proxy.Addr)
-	case "GCS":
-		t.Setenv("STORAGE_EMULATOR_HOST", proxy.Addr) // the GCS driver's only way to an emulator
-	}
-	u.RawQuery = q.Encode()
-	return proxy, u.String()
 }
 
 // epochRows is the epoch of rank 0 as id and label pairs, in order, with

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,6 +75,7 @@ type Proxy struct {
 	log        []Request
 	srv        *http.Server
 	ln         net.Listener
+	conns      atomic.Int64
 }
 
 // Request is one request the proxy saw.
@@ -128,6 +130,11 @@ func NewProxy(target string, answer Answer, rate float64, seed uint64) (*Proxy, 
 		}
 		rp.ServeHTTP(w, r)
 	})}
+	p.srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			p.conns.Add(1)
+		}
+	}
 	go p.srv.Serve(ln)
 	return p, nil
 }
@@ -194,6 +201,10 @@ func (p *Proxy) Requests() []Request {
 	defer p.mu.Unlock()
 	return append([]Request(nil), p.log...)
 }
+
+// Conns is how many connections clients opened to the proxy so far: what a
+// client's idle pool saves shows here.
+func (p *Proxy) Conns() int { return int(p.conns.Load()) }
 
 // Close stops the proxy and its connections.
 func (p *Proxy) Close() error { return p.srv.Close() }

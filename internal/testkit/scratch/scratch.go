@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 
@@ -67,6 +66,7 @@ type Prefix struct {
 	// Key is the prefix, ending in a slash: PURPOSE/RANDOM/.
 	Key       string
 	bucketURL string
+	backend   Backend
 }
 
 // New opens the backend's bucket (creating it if it does not exist) and
@@ -92,7 +92,7 @@ func New(ctx context.Context, be Backend, purpose string) (*Prefix, error) {
 	}
 	var r [6]byte
 	rand.Read(r[:])
-	return &Prefix{Bucket: b, Key: purpose + "/" + hex.EncodeToString(r[:]) + "/", bucketURL: raw}, nil
+	return &Prefix{Bucket: b, Key: purpose + "/" + hex.EncodeToString(r[:]) + "/", bucketURL: raw, backend: be}, nil
 }
 
 // URL names key under the prefix, keeping the bucket URL's query (the
@@ -121,8 +121,6 @@ func (p *Prefix) Close(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, p.Bucket.Close())
-	// The GCS driver talks to an emulator through http.DefaultClient.
-	http.DefaultClient.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
