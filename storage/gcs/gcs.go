@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	gstorage "cloud.google.com/go/storage"
@@ -160,8 +161,12 @@ func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 		// whatever client it is given, so the storage client is built here.
 		// Closing the bucket leaves it open; over HTTP it holds nothing but
 		// the shared transport.
+		endpoint := emulator
+		if !strings.Contains(endpoint, "://") {
+			endpoint = "http://" + endpoint
+		}
 		c, err := gstorage.NewClient(ctx, option.WithoutAuthentication(),
-			option.WithEndpoint("http://"+emulator+"/storage/v1/"),
+			option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"),
 			option.WithHTTPClient(&http.Client{Transport: transport()}))
 		if err != nil {
 			return nil, err
