@@ -42,7 +42,7 @@ const (
 // s3_cached_4ranks runs four processes, ranks of one job, on one empty
 // cache at once, and compares the bytes they fetched from the bucket
 // between them with the dataset's.
-func (e *env) cachedS3(ctx context.Context) (err error) {
+func (e *env) cachedS3(ctx context.Context) error {
 	if scratch.S3.URL() == "" {
 		for _, l := range cachedLines {
 			if err := e.emit(newRecord("scenario").set("scenario", l).set("skipped", "run "+scratch.Setup)); err != nil {
@@ -51,28 +51,14 @@ func (e *env) cachedS3(ctx context.Context) (err error) {
 		}
 		return nil
 	}
-	sc, err := scratch.New(ctx, scratch.S3, "sluice-bench-cached")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if cerr := sc.Close(cctx); err == nil {
-			err = cerr
-		}
-	}()
-	var datasetBytes int64
-	for _, path := range e.data.files {
-		if err := upload(ctx, sc, path); err != nil {
-			return err
-		}
-		st, err := os.Stat(path)
-		if err != nil {
-			return err
-		}
-		datasetBytes += st.Size()
-	}
+	return e.withUploaded(ctx, scratch.S3, "sluice-bench-cached", func(sc *scratch.Prefix, datasetBytes int64) error {
+		return e.cachedEpochs(ctx, sc, datasetBytes)
+	})
+}
+
+// cachedEpochs runs s3_cached_epoch2 and then s3_cached_4ranks on the
+// uploaded files.
+func (e *env) cachedEpochs(ctx context.Context, sc *scratch.Prefix, datasetBytes int64) error {
 	cacheDir, err := os.MkdirTemp("", "sluice-bench-cache-")
 	if err != nil {
 		return err

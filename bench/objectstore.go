@@ -60,8 +60,11 @@ func (e *env) objectStores(ctx context.Context) error {
 	return e.cachedS3(ctx)
 }
 
-func (e *env) objectStore(ctx context.Context, be scratch.Backend) (err error) {
-	sc, err := scratch.New(ctx, be, "sluice-bench")
+// withUploaded copies the bench's files to a fresh scratch prefix of be,
+// runs f on it with the files' total size, and deletes the prefix, whatever
+// f returned.
+func (e *env) withUploaded(ctx context.Context, be scratch.Backend, purpose string, f func(sc *scratch.Prefix, bytes int64) error) (err error) {
+	sc, err := scratch.New(ctx, be, purpose)
 	if err != nil {
 		return err
 	}
@@ -73,13 +76,28 @@ func (e *env) objectStore(ctx context.Context, be scratch.Backend) (err error) {
 		}
 	}()
 	start := time.Now()
+	var total int64
 	for _, path := range e.data.files {
 		if err := upload(ctx, sc, path); err != nil {
 			return err
 		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		total += st.Size()
 	}
 	e.cfg.Log.Info("uploaded", "backend", be.Name, "files", len(e.data.files), "seconds", time.Since(start).Seconds())
+	return f(sc, total)
+}
 
+func (e *env) objectStore(ctx context.Context, be scratch.Backend) error {
+	return e.withUploaded(ctx, be, "sluice-bench", func(sc *scratch.Prefix, _ int64) error { return e.objectStoreOrders(ctx, be, sc) })
+}
+
+// objectStoreOrders streams the uploaded files in each order, alternating
+// with the local files.
+func (e *env) objectStoreOrders(ctx context.Context, be scratch.Backend, sc *scratch.Prefix) error {
 	for _, order := range objectStoreOrders {
 		o := e.opts()
 		if order.shuffle {

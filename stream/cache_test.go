@@ -108,18 +108,7 @@ func TestCacheDirEpochs(t *testing.T) {
 			names[i] = f.Name
 		}
 		for range n {
-			once := vc.NewOnce()
-			for b, err := range ds.Batches(context.Background()) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids, err := vc.Batch(b, names)
-				if err != nil {
-					t.Fatal(err)
-				}
-				once.Add(ids)
-			}
-			if err := once.Exactly(want); err != nil {
+			if err := vc.Exactly(ds.Batches(context.Background()), names, want); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -235,19 +235,8 @@ func probeEpoch(t *testing.T, ctx context.Context, o stream.Options, n int64) {
 		}
 	}
 	for range 2 {
-		once := vc.NewOnce()
-		for b, err := range ds.Batches(ctx) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids, err := vc.Batch(b, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", strings.Join(o.URLs, ","), err)
-			}
-			once.Add(ids)
-		}
-		if err := once.Exactly(want); err != nil {
-			t.Fatal(err)
+		if err := vc.Exactly(ds.Batches(ctx), nil, want); err != nil {
+			t.Fatalf("%s: %v", strings.Join(o.URLs, ","), err)
 		}
 	}
 }

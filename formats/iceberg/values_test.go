@@ -166,18 +166,7 @@ func streamChecked(t *testing.T, o stream.Options, want []int64) {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	once := vc.NewOnce()
-	for b, err := range ds.Batches(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := vc.Batch(b, o.Columns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		once.Add(ids)
-	}
-	if err := once.Exactly(want); err != nil {
+	if err := vc.Exactly(ds.Batches(ctx), o.Columns, want); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,22 +46,11 @@ func TestS3CacheDir(t *testing.T) {
 			return c
 		}
 		ds := open(t, o)
-		once := vc.NewOnce()
-		for b, err := range ds.Batches(ctx) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids, err := vc.Batch(b, o.Columns)
-			if err != nil {
-				t.Fatal(err)
-			}
-			once.Add(ids)
-		}
 		var want []int64
 		for id := first; id < first+pinnedRows; id++ {
 			want = append(want, id)
 		}
-		if err := once.Exactly(want); err != nil {
+		if err := vc.Exactly(ds.Batches(ctx), o.Columns, want); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range counted {

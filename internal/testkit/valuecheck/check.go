@@ -3,6 +3,7 @@ package valuecheck
 import (
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -299,6 +300,24 @@ func (o *Once) Exactly(want []int64) error {
 		}
 	}
 	return nil
+}
+
+// Exactly reads every batch of batches, checks every value of every row
+// (Batch, with want naming the columns) and that the ids delivered are ids,
+// each once: the loop of most end-to-end checks.
+func Exactly(batches iter.Seq2[arrow.RecordBatch, error], want []string, ids []int64) error {
+	once := NewOnce()
+	for b, err := range batches {
+		if err != nil {
+			return err
+		}
+		got, err := Batch(b, want)
+		if err != nil {
+			return err
+		}
+		once.Add(got)
+	}
+	return once.Exactly(ids)
 }
 
 // Count is how many times id was counted.
