@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluicedata/sluice/internal/testkit/faults"
 	"github.com/sluicedata/sluice/storage"
@@ -22,24 +21,8 @@ import (
 // where the server is not running.
 func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 	t.Helper()
-	if be.URL() == "" {
-		if os.Getenv("SLUICE_REQUIRE_OBJECTSTORES") == "1" {
-			t.Fatal(be.Missing() + " (SLUICE_REQUIRE_OBJECTSTORES=1 makes this an error)")
-		}
-		t.Skip(be.Missing())
-	}
 	ctx := context.Background()
-	sc, err := New(ctx, be, "sluice-conns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := sc.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	sc := ForTest(t, be, "sluice-conns")
 	data := make([]byte, inFlight*part)
 	rnd := rand.New(rand.NewPCG(uint64(inFlight), uint64(part)))
 	for i := range data {
