@@ -182,31 +182,11 @@ func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
 	const batch = 1024
 	// 36 MB at 1.8 GB/s over 98 batches: 200 µs a batch.
 	const pace = 200 * time.Microsecond
-	epoch := func(t *testing.T, delay time.Duration) (ids []int64, took time.Duration, requests int64) {
-		synctest.Test(t, func(t *testing.T) {
-			o := checkedOptions(t, dir)
+	epoch := func(t *testing.T, delay time.Duration) ([]int64, time.Duration, int64) {
+		return pacedEpoch(t, dir, delay, pace, func(o *Options) {
 			o.Columns = nil
 			o.BatchSize, o.ShuffleWindow = batch, 2*3_125
-			o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
-			if delay > 0 {
-				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
-			}
-			ds := open(t, o)
-			start := time.Now()
-			for b, err := range ds.Batches(context.Background()) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, _ := idsOf(context.Background(), b)
-				ids = append(ids, got...)
-				time.Sleep(pace) // the training step
-			}
-			took = time.Since(start)
-			for _, b := range ds.Metrics().Snapshot().Backends {
-				requests += b.Requests
-			}
 		})
-		return ids, took, requests
 	}
 	want, zero, _ := epoch(t, 0)
 	if len(want) != 100_000 {
@@ -242,30 +222,8 @@ func TestFetchAheadLongRunNotBoundByRequests(t *testing.T) {
 	dir := writeDataset(t, synth.Spec{Files: 4, RowsPerFile: 25_000, RowGroupRows: 250, Seed: 11})
 	const pace = 2500 * time.Microsecond // a batch, a row group
 	const delay = 100 * time.Millisecond
-	epoch := func(t *testing.T, delay time.Duration) (ids []int64, took time.Duration, requests int64) {
-		synctest.Test(t, func(t *testing.T) {
-			o := checkedOptions(t, dir)
-			o.BatchSize, o.ShuffleWindow = 250, 250
-			o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
-			if delay > 0 {
-				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
-			}
-			ds := open(t, o)
-			start := time.Now()
-			for b, err := range ds.Batches(context.Background()) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, _ := idsOf(context.Background(), b)
-				ids = append(ids, got...)
-				time.Sleep(pace) // the training step
-			}
-			took = time.Since(start)
-			for _, b := range ds.Metrics().Snapshot().Backends {
-				requests += b.Requests
-			}
-		})
-		return ids, took, requests
+	epoch := func(t *testing.T, delay time.Duration) ([]int64, time.Duration, int64) {
+		return pacedEpoch(t, dir, delay, pace, func(o *Options) { o.BatchSize, o.ShuffleWindow = 250, 250 })
 	}
 	want, zero, _ := epoch(t, 0)
 	if len(want) != 100_000 {
@@ -280,4 +238,35 @@ func TestFetchAheadLongRunNotBoundByRequests(t *testing.T) {
 	if steady < 0.9 {
 		t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.9", delay, took, zero, steady)
 	}
+}
+
+// pacedEpoch streams an epoch of dir in a synctest bubble, with set's
+// options on checkedOptions' and two decoders, every read delay away, and
+// sleeping pace after each batch (the training step; decoding takes no time
+// in the bubble). It returns the ids in order, the epoch's time from Open's
+// return, and the requests it made.
+func pacedEpoch(t *testing.T, dir string, delay, pace time.Duration, set func(*Options)) (ids []int64, took time.Duration, requests int64) {
+	synctest.Test(t, func(t *testing.T) {
+		o := checkedOptions(t, dir)
+		o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
+		set(&o)
+		if delay > 0 {
+			o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
+		}
+		ds := open(t, o)
+		start := time.Now()
+		for b, err := range ds.Batches(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := idsOf(context.Background(), b)
+			ids = append(ids, got...)
+			time.Sleep(pace)
+		}
+		took = time.Since(start)
+		for _, b := range ds.Metrics().Snapshot().Backends {
+			requests += b.Requests
+		}
+	})
+	return ids, took, requests
 }

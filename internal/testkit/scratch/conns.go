@@ -68,6 +68,22 @@ func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 	return proxy.Conns() - opened
 }
 
+// CheckConnsReused fails the test where 10 rounds of 16 concurrent range
+// reads of a backend's object (as many as sluice kept in flight to a bucket
+// before Storage.MaxRequests went to 64) open more than a few connections
+// more than 16: a client whose idle pool is smaller than a round closes the
+// surplus after each round and opens as many anew in the next.
+func CheckConnsReused(t *testing.T, be Backend) {
+	t.Helper()
+	const inFlight, rounds = 16, 10
+	n := ReadConns(t, be, inFlight, rounds, 64<<10)
+	t.Logf("%d rounds of %d concurrent reads opened %d connections", rounds, inFlight, n)
+	// A few more than the reads in flight is slack for timing.
+	if n > inFlight+4 {
+		t.Errorf("%d rounds of %d concurrent reads opened %d connections, want at most %d", rounds, inFlight, n, inFlight+4)
+	}
+}
+
 // Proxied starts a proxy to the backend's server that throttles with answer
 // (none yet), and returns it with key's URL through it.
 func (p *Prefix) Proxied(t *testing.T, key string, answer faults.Answer) (*faults.Proxy, string) {
