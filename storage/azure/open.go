@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,10 +37,11 @@ func newOpener() *azureblob.URLOpener {
 }
 
 // open opens an azblob:// URL with a container client that reads through
-// httppool.Transport. gocloud's default opener builds its client with the
-// SDK's transport, which keeps 10 idle connections per host: of each round
-// of sluice's requests in flight, the rest closed their connections and the
-// next round opened new ones, a TCP and TLS handshake each.
+// httppool's pool (transport). gocloud's default opener builds its client
+// with the SDK's transport, which keeps 10 idle connections per host: of
+// each round of sluice's requests in flight, the rest closed their
+// connections and the next round opened new ones, a TCP and TLS handshake
+// each.
 func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(bucketURL)
 	if err != nil {
@@ -47,6 +49,23 @@ func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 	}
 	return opener().OpenBucketURL(ctx, u)
 }
+
+// transport is httppool's, with the TLS settings of the Azure SDK's own
+// transport kept: TLS 1.2 at least, and renegotiation when the server asks,
+// as Azure front ends have (Go's default refuses it).
+var transport = sync.OnceValue(func() http.RoundTripper {
+	t, ok := httppool.Transport().(*http.Transport)
+	if !ok {
+		return httppool.Transport() // the program's own RoundTripper
+	}
+	t = t.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{}
+	}
+	t.TLSClientConfig.MinVersion = max(t.TLSClientConfig.MinVersion, tls.VersionTLS12)
+	t.TLSClientConfig.Renegotiation = tls.RenegotiateFreelyAsClient
+	return t
+})
 
 // credentialKind is how requests are authorized, chosen from the
 // environment in the order gocloud's default opener chooses.
@@ -95,8 +114,20 @@ func credentialFromEnv(svc azureblob.ServiceURLOptions) *credential {
 // opener made from the environment and the bucket URL's query.
 func (c *credential) client(svcURL azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
 	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Transport: &http.Client{Transport: httppool.Transport()},
+		Transport: &http.Client{Transport: transport()},
 	}}
+	if c.envService.SASToken != "" {
+		// Whatever the credential, the token is in the service URL.
+		envURL, err := azureblob.NewServiceURL(&c.envService)
+		if err != nil {
+			return nil, err
+		}
+		if !sameOrigin(string(envURL), string(svcURL)) {
+			return nil, errors.New("with AZURE_STORAGE_SAS_TOKEN set, a bucket URL cannot change the service endpoint " +
+				"(domain, protocol, cdn, localemu, storage_account): set AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL, " +
+				"AZURE_STORAGE_IS_CDN, AZURE_STORAGE_IS_LOCAL_EMULATOR or AZURE_STORAGE_ACCOUNT instead")
+		}
+	}
 	containerURL, err := url.JoinPath(string(svcURL), string(name))
 	if err != nil {
 		return nil, err
@@ -109,15 +140,6 @@ func (c *credential) client(svcURL azureblob.ServiceURL, name azureblob.Containe
 		}
 		return container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
 	case sasToken:
-		envURL, err := azureblob.NewServiceURL(&c.envService)
-		if err != nil {
-			return nil, err
-		}
-		if !sameOrigin(string(envURL), string(svcURL)) {
-			return nil, errors.New("with AZURE_STORAGE_SAS_TOKEN set, a bucket URL cannot change the service endpoint " +
-				"(domain, protocol, cdn, localemu, storage_account): set AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL, " +
-				"AZURE_STORAGE_IS_CDN, AZURE_STORAGE_IS_LOCAL_EMULATOR or AZURE_STORAGE_ACCOUNT instead")
-		}
 		return container.NewClientWithNoCredential(containerURL, opts)
 	case connectionString:
 		// The connection string names the endpoint itself.

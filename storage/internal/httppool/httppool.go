@@ -17,9 +17,9 @@ import (
 // the Azure and AWS SDKs 10. Larger pools cost idle sockets only.
 const IdleConnsPerHost = 64
 
-// Transport is shared by every bucket of the drivers that use it, so that
-// buckets on one host (storage.googleapis.com, ACCOUNT.blob.core.windows.net)
-// share one pool. It is a clone of http.DefaultTransport (proxy settings,
+// Transport is shared by every bucket of a driver, so that buckets on one
+// host (storage.googleapis.com) share one pool; the Azure driver reads
+// through a clone with its SDK's TLS settings. It is a clone of http.DefaultTransport (proxy settings,
 // timeouts, HTTP/2), which belongs to the user's program and is left as it
 // is; a program that replaced it with a RoundTripper of its own keeps that.
 var Transport = sync.OnceValue(func() http.RoundTripper {
