@@ -470,7 +470,7 @@ func TestMaxRequests(t *testing.T) { synctest.Test(t, testMaxRequests) }
 
 func testMaxRequests(t *testing.T) {
 	dir := tree(t, "a.parquet")
-	for _, c := range []struct{ max, want int }{{3, 3}, {0, 16}, {-1, 40}} {
+	for _, c := range []struct{ max, want int }{{3, 3}, {0, 64}, {-1, 80}} {
 		var f *inFlight
 		r := storage.NewResolver(storage.Options{MaxRequests: c.max, Wrap: func(b storage.Bucket) storage.Bucket {
 			f = &inFlight{Bucket: b}
@@ -485,11 +485,11 @@ func testMaxRequests(t *testing.T) {
 			_, err := srcs[0].ReaderAt(ctx).ReadAt(make([]byte, 4), 0)
 			return err
 		}
-		// 40 reads at once, held in the wrapper: the bound's worth enter,
+		// 80 reads at once, held in the wrapper: the bound's worth enter,
 		// and no more while they are held.
-		f.gate, f.entered = make(chan struct{}), make(chan struct{}, 40)
+		f.gate, f.entered = make(chan struct{}), make(chan struct{}, 80)
 		var g errgroup.Group
-		for range 40 {
+		for range 80 {
 			g.Go(func() error { return read(context.Background()) })
 		}
 		for range c.want {

@@ -30,7 +30,7 @@ func TestFetchAheadFollowsLatency(t *testing.T) {
 		o.Limits.FetchAheadBytes = budget
 		o.Limits.FetchConcurrency = fetches
 		o.Metrics = metrics.NewWithOptions(metrics.Options{Window: time.Second})
-		// A request a row group: more than the 16 a bucket takes at once
+		// A request a row group: as many as the 64 a bucket takes at once
 		// by default, which would bound the requests in flight first.
 		o.Storage.MaxRequests = 128
 		if delay > 0 {
@@ -182,31 +182,11 @@ func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
 	const batch = 1024
 	// 36 MB at 1.8 GB/s over 98 batches: 200 µs a batch.
 	const pace = 200 * time.Microsecond
-	epoch := func(t *testing.T, delay time.Duration) (ids []int64, took time.Duration, requests int64) {
-		synctest.Test(t, func(t *testing.T) {
-			o := checkedOptions(t, dir)
+	epoch := func(t *testing.T, delay time.Duration) ([]int64, time.Duration, int64) {
+		return pacedEpoch(t, dir, delay, pace, func(o *Options) {
 			o.Columns = nil
 			o.BatchSize, o.ShuffleWindow = batch, 2*3_125
-			o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
-			if delay > 0 {
-				o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
-			}
-			ds := open(t, o)
-			start := time.Now()
-			for b, err := range ds.Batches(context.Background()) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, _ := idsOf(context.Background(), b)
-				ids = append(ids, got...)
-				time.Sleep(pace) // the training step
-			}
-			took = time.Since(start)
-			for _, b := range ds.Metrics().Snapshot().Backends {
-				requests += b.Requests
-			}
 		})
-		return ids, took, requests
 	}
 	want, zero, _ := epoch(t, 0)
 	if len(want) != 100_000 {
@@ -217,7 +197,8 @@ func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
 		if !slices.Equal(ids, want) {
 			t.Fatalf("%v away: %d ids, not those of the stream without latency", d, len(ids))
 		}
-		// MaxRequests (16) is no bound here: the epoch is fewer requests.
+		// MaxRequests was no bound here even at 16: the epoch is fewer
+		// requests.
 		if requests > 16+4 {
 			t.Fatalf("%v away: %d requests, want the epoch in at most 16 (and the 4 footers)", d, requests)
 		}
@@ -227,4 +208,65 @@ func TestFetchAheadHidesFirstRoundTrip(t *testing.T) {
 			t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.9", d, took, zero, steady)
 		}
 	}
+}
+
+// Over a run many latencies long, the default options keep enough requests
+// in flight to a bucket that the latency is hidden, not only the first
+// round's: a consumer paced at 2.5 ms a row group, with every read 100 ms
+// away, needs some 40 row groups requested at once, where
+// Storage.MaxRequests at 16 let 16 go and the stream ran at 0.4 of its 0 ms
+// rate past the first bytes' latency.
+func TestFetchAheadLongRunNotBoundByRequests(t *testing.T) {
+	// 400 row groups in 4 files; a window a row group, shuffled, so that
+	// each is a request of its own.
+	dir := writeDataset(t, synth.Spec{Files: 4, RowsPerFile: 25_000, RowGroupRows: 250, Seed: 11})
+	const pace = 2500 * time.Microsecond // a batch, a row group
+	const delay = 100 * time.Millisecond
+	epoch := func(t *testing.T, delay time.Duration) ([]int64, time.Duration, int64) {
+		return pacedEpoch(t, dir, delay, pace, func(o *Options) { o.BatchSize, o.ShuffleWindow = 250, 250 })
+	}
+	want, zero, _ := epoch(t, 0)
+	if len(want) != 100_000 {
+		t.Fatalf("%d rows at 0 ms, want 100000", len(want))
+	}
+	ids, took, requests := epoch(t, delay)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("%v away: %d ids, not those of the stream without latency", delay, len(ids))
+	}
+	steady := zero.Seconds() / (took - delay).Seconds()
+	t.Logf("%v away: epoch %v, %v at 0 ms: %.3f of the 0 ms rate past the first bytes' latency, %d requests", delay, took, zero, steady, requests)
+	if steady < 0.9 {
+		t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.9", delay, took, zero, steady)
+	}
+}
+
+// pacedEpoch streams an epoch of dir in a synctest bubble, with set's
+// options on checkedOptions' and two decoders, every read delay away, and
+// sleeping pace after each batch (the training step; decoding takes no time
+// in the bubble). It returns the ids in order, the epoch's time from Open's
+// return, and the requests it made.
+func pacedEpoch(t *testing.T, dir string, delay, pace time.Duration, set func(*Options)) (ids []int64, took time.Duration, requests int64) {
+	synctest.Test(t, func(t *testing.T) {
+		o := checkedOptions(t, dir)
+		o.Limits.ReadConcurrency, o.Limits.TransformConcurrency = 2, 2
+		set(&o)
+		if delay > 0 {
+			o.Storage.Wrap = func(b storage.Bucket) storage.Bucket { return slowBucket{b, delay} }
+		}
+		ds := open(t, o)
+		start := time.Now()
+		for b, err := range ds.Batches(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := idsOf(context.Background(), b)
+			ids = append(ids, got...)
+			time.Sleep(pace)
+		}
+		took = time.Since(start)
+		for _, b := range ds.Metrics().Snapshot().Backends {
+			requests += b.Requests
+		}
+	})
+	return ids, took, requests
 }

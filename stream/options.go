@@ -352,7 +352,7 @@ type Limits struct {
 	// (and, on the rank that writes a PlanStore's plan, of cut row groups
 	// whose page headers are walked at once). Footers are small reads, so
 	// planning waits on latency, not the cores, and
-	// Options.Storage.MaxRequests (16) bounds requests to a bucket anyway.
+	// Options.Storage.MaxRequests (64) bounds requests to a bucket anyway.
 	// Default 16, whatever the cores.
 	PlanConcurrency int
 }

@@ -17,8 +17,12 @@
 // cdn or localemu (or AZURE_STORAGE_IS_LOCAL_EMULATOR) say otherwise; a domain
 // of 127.0.0.1:PORT or localhost:PORT, as Azurite serves, puts the account in
 // the path. The first azblob URL a process opens fixes the credential read
-// from the environment. The query reaches gocloud's opener as it is; sluice
-// never shows it in an error.
+// from the environment. The query reaches gocloud's opener as it is (it
+// takes domain, protocol, cdn, localemu and storage_account, and refuses
+// others); sluice never shows it in an error. The container client is
+// sluice's own, the credentials chosen as gocloud's opener chooses them, so
+// that reads keep a pool of idle connections as large as the requests
+// sluice keeps in flight (the SDK's default keeps 10 per host).
 package azure
 
 import (
@@ -39,6 +43,7 @@ import (
 func init() {
 	storage.Register(storage.Driver{
 		Scheme:      azureblob.Scheme,
+		Open:        open,
 		HTTPStatus:  httpStatus,
 		HTTPHeader:  httpHeader,
 		Version:     version,

@@ -28,7 +28,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	gstorage "cloud.google.com/go/storage"
 	"gocloud.dev/blob"
@@ -39,6 +38,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/sluicedata/sluice/storage"
+	"github.com/sluicedata/sluice/storage/internal/httppool"
 )
 
 func init() {
@@ -95,33 +95,9 @@ func httpHeader(err error) http.Header {
 	return nil
 }
 
-// idleConnsPerHost bounds the connections a bucket's client keeps open
-// between requests. It must hold at least the requests sluice keeps in flight
-// to a bucket (Storage.MaxRequests, default 16): Go's default keeps 2, so the
-// other requests of each round closed their connections and the next ones
-// opened new ones, a TCP and TLS handshake (one or two round trips) each. 64
-// leaves room for a raised MaxRequests and for several buckets on one host
-// (storage.googleapis.com) sharing the pool, at the cost of idle sockets only.
-const idleConnsPerHost = 64
-
-// transport is shared by every gs:// bucket, so that they share one pool per
-// host. It is a clone of http.DefaultTransport (proxy settings, timeouts,
-// HTTP/2), which belongs to the user's program and is left as it is; a
-// program that replaced it with a RoundTripper of its own keeps that.
-var transport = sync.OnceValue(func() http.RoundTripper {
-	def, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t := def.Clone()
-	t.MaxIdleConnsPerHost = idleConnsPerHost
-	t.MaxIdleConns = max(t.MaxIdleConns, 4*idleConnsPerHost)
-	return t
-})
-
 // open builds the client itself rather than through gocloud's default
 // opener, which uses http.DefaultTransport's small idle pool (see
-// idleConnsPerHost) and, where it finds no Google credentials, prints a
+// httppool.IdleConnsPerHost) and, where it finds no Google credentials, prints a
 // warning to standard output (into the rows `sluice cat` writes there) and
 // then fails at the first request with an error about parsing a private key.
 // A URL with anonymous=true (or access_id=-) gets an unauthenticated client
@@ -167,14 +143,14 @@ func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 		}
 		c, err := gstorage.NewClient(ctx, option.WithoutAuthentication(),
 			option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"),
-			option.WithHTTPClient(&http.Client{Transport: transport()}))
+			option.WithHTTPClient(&http.Client{Transport: httppool.Transport()}))
 		if err != nil {
 			return nil, err
 		}
 		opener := &gcsblob.URLOpener{Options: gcsblob.Options{Client: c}}
 		return opener.OpenBucketURL(ctx, u)
 	case anon:
-		opener := &gcsblob.URLOpener{Client: gcp.NewAnonymousHTTPClient(transport())}
+		opener := &gcsblob.URLOpener{Client: gcp.NewAnonymousHTTPClient(httppool.Transport())}
 		return opener.OpenBucketURL(ctx, u)
 	}
 	var creds *google.Credentials
@@ -193,7 +169,7 @@ func open(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 	if ud, err := creds.GetUniverseDomain(); err == nil && ud != "" {
 		opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
 	}
-	client, err := gcp.NewHTTPClient(transport(), creds.TokenSource)
+	client, err := gcp.NewHTTPClient(httppool.Transport(), creds.TokenSource)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/sluicedata/sluice/storage"
+	"github.com/sluicedata/sluice/storage/internal/httppool"
 )
 
 func init() {
@@ -86,20 +87,13 @@ func prepareRead(ctx context.Context, etag string) (context.Context, func(as fun
 	}
 }
 
-// idleConnsPerHost bounds the connections a bucket's reads keep open
-// between requests. It must hold at least the requests sluice keeps in flight
-// to a bucket (Storage.MaxRequests, default 16): the SDK keeps 10, so a round
-// of 16 reads closed 6 connections and the next round opened 6 new ones, a
-// TCP and TLS handshake (one or two round trips) each. 64 leaves room for a
-// raised MaxRequests at the cost of idle sockets only.
-const idleConnsPerHost = 64
-
 // readClients holds each S3 client's HTTP client for reads, keyed weakly by
 // the SDK's client it was derived from, so that a closed bucket's entry goes
 // with it.
 var readClients sync.Map // weak.Pointer[awshttp.BuildableClient] -> *awshttp.BuildableClient
 
-// readClient is the SDK's HTTP client with an idle pool of idleConnsPerHost.
+// readClient is the SDK's HTTP client with an idle pool of
+// httppool.IdleConnsPerHost (the SDK keeps 10).
 // gocloud's s3:// opener builds the SDK's client from the URL and the
 // environment with no way to pass a transport, so reads swap it per request,
 // for a copy of the same settings (dialer, TLS, timeouts, proxy) with a
@@ -116,8 +110,8 @@ func readClient(c s3.HTTPClient) s3.HTTPClient {
 		return rc.(*awshttp.BuildableClient)
 	}
 	rc, loaded := readClients.LoadOrStore(key, bc.WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, idleConnsPerHost)
-		t.MaxIdleConns = max(t.MaxIdleConns, 4*idleConnsPerHost)
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, httppool.IdleConnsPerHost)
+		t.MaxIdleConns = max(t.MaxIdleConns, 4*httppool.IdleConnsPerHost)
 	}))
 	if !loaded {
 		runtime.AddCleanup(bc, func(k weak.Pointer[awshttp.BuildableClient]) { readClients.Delete(k) }, key)

@@ -22,11 +22,9 @@ import (
 // The tests below run against object-store servers named by bucket URLs in
 // the environment (see internal/testkit/scratch). scripts/objectstores.sh starts
 // local ones (versitygw, fake-gcs-server, Azurite) and prints the variables;
-// .ci/run does that and sets requireEnv, so that CI fails rather than skips
+// .ci/run does that and sets SLUICE_REQUIRE_OBJECTSTORES=1, so that CI fails rather than skips
 // when a server is missing. The same variables may name real buckets: the
 // tests work under a fresh prefix and delete it afterwards.
-
-const requireEnv = "SLUICE_REQUIRE_OBJECTSTORES"
 
 // secretEnv lists the variables whose values must never show in an error.
 var secretEnv = []string{"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CONNECTION_STRING"}
@@ -40,24 +38,7 @@ func TestAzure(t *testing.T) { testEndToEnd(t, scratch.Azure) }
 // how to start the server.
 func newScratch(tb testing.TB, be scratch.Backend) *scratch.Prefix {
 	tb.Helper()
-	if be.URL() == "" {
-		if os.Getenv(requireEnv) == "1" {
-			tb.Fatal(be.Missing() + " (" + requireEnv + "=1 makes this an error)")
-		}
-		tb.Skip(be.Missing())
-	}
-	sc, err := scratch.New(context.Background(), be, "sluice-e2e")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := sc.Close(ctx); err != nil {
-			tb.Errorf("%s: %v", be.Name, err)
-		}
-	})
-	return sc
+	return scratch.ForTest(tb, be, "sluice-e2e")
 }
 
 func writeLocal(tb testing.TB, spec synth.Spec) string {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluicedata/sluice/internal/testkit/faults"
 	"github.com/sluicedata/sluice/storage"
@@ -22,24 +21,8 @@ import (
 // where the server is not running.
 func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 	t.Helper()
-	if be.URL() == "" {
-		if os.Getenv("SLUICE_REQUIRE_OBJECTSTORES") == "1" {
-			t.Fatal(be.Missing() + " (SLUICE_REQUIRE_OBJECTSTORES=1 makes this an error)")
-		}
-		t.Skip(be.Missing())
-	}
 	ctx := context.Background()
-	sc, err := New(ctx, be, "sluice-conns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := sc.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	sc := ForTest(t, be, "sluice-conns")
 	data := make([]byte, inFlight*part)
 	rnd := rand.New(rand.NewPCG(uint64(inFlight), uint64(part)))
 	for i := range data {
@@ -83,6 +66,22 @@ func ReadConns(t *testing.T, be Backend, inFlight, rounds, part int) int {
 		}
 	}
 	return proxy.Conns() - opened
+}
+
+// CheckConnsReused fails the test where 10 rounds of 16 concurrent range
+// reads of a backend's object (as many as sluice kept in flight to a bucket
+// before Storage.MaxRequests went to 64) open more than a few connections
+// more than 16: a client whose idle pool is smaller than a round closes the
+// surplus after each round and opens as many anew in the next.
+func CheckConnsReused(t *testing.T, be Backend) {
+	t.Helper()
+	const inFlight, rounds = 16, 10
+	n := ReadConns(t, be, inFlight, rounds, 64<<10)
+	t.Logf("%d rounds of %d concurrent reads opened %d connections", rounds, inFlight, n)
+	// A few more than the reads in flight is slack for timing.
+	if n > inFlight+4 {
+		t.Errorf("%d rounds of %d concurrent reads opened %d connections, want at most %d", rounds, inFlight, n, inFlight+4)
+	}
 }
 
 // Proxied starts a proxy to the backend's server that throttles with answer

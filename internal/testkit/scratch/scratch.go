@@ -14,6 +14,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"testing"
+	"time"
 
 	gcs "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -93,6 +95,31 @@ func New(ctx context.Context, be Backend, purpose string) (*Prefix, error) {
 	var r [6]byte
 	rand.Read(r[:])
 	return &Prefix{Bucket: b, Key: purpose + "/" + hex.EncodeToString(r[:]) + "/", bucketURL: raw, backend: be}, nil
+}
+
+// ForTest is New for a test, which it skips where the backend's server is
+// not running (fails under SLUICE_REQUIRE_OBJECTSTORES=1); the prefix is
+// closed when the test ends.
+func ForTest(tb testing.TB, be Backend, purpose string) *Prefix {
+	tb.Helper()
+	if be.URL() == "" {
+		if os.Getenv("SLUICE_REQUIRE_OBJECTSTORES") == "1" {
+			tb.Fatal(be.Missing() + " (SLUICE_REQUIRE_OBJECTSTORES=1 makes this an error)")
+		}
+		tb.Skip(be.Missing())
+	}
+	sc, err := New(context.Background(), be, purpose)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := sc.Close(ctx); err != nil {
+			tb.Errorf("%s: %v", be.Name, err)
+		}
+	})
+	return sc
 }
 
 // URL names key under the prefix, keeping the bucket URL's query (the
