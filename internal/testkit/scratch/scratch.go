@@ -108,9 +108,14 @@ func ForTest(tb testing.TB, be Backend, purpose string) *Prefix {
 		}
 		tb.Skip(be.Missing())
 	}
-	sc, err := New(context.Background(), be, purpose)
+	// A server named but not answering is retried by its SDK without end
+	// (GCS's client backs off forever on a refused connection): bound it,
+	// so that the test fails by name rather than at the test timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc, err := New(ctx, be, purpose)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%v (is the server at %s running? %s)", err, be.Env, Setup)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
