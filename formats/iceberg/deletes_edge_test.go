@@ -63,6 +63,12 @@ func TestDeletesAtBatchEdges(t *testing.T) {
 	for _, batch := range []int{0, 1, 77, 200, 4096} {
 		streamChecked(t, stream.Options{Plan: it.Plan, Columns: cols, BatchSize: batch}, want)
 	}
+	// The batches decoded to be compacted, and the copies, are in memory
+	// the scan reuses once released: held past the loop while the
+	// stream goes on, every one keeps its values.
+	for _, batch := range []int{0, 77} {
+		streamHeld(t, stream.Options{Plan: it.Plan, Columns: cols, BatchSize: batch, Limits: stream.Limits{ReadBatchSize: 150}}, want)
+	}
 	// The filter's answer joins the deletes': one copy of what both leave.
 	var filtered []int64
 	for _, id := range want {
@@ -101,6 +107,42 @@ func commitEqualityOn(t *testing.T, tbl *table.Table, id int, field arrow.Field,
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// streamHeld is streamChecked with every batch retained until the stream
+// ends and checked after.
+func streamHeld(t *testing.T, o stream.Options, want []int64) {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := stream.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var held []arrow.RecordBatch
+	defer func() {
+		for _, b := range held {
+			b.Release()
+		}
+	}()
+	for b, err := range ds.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Retain()
+		held = append(held, b)
+	}
+	once := vc.NewOnce()
+	for _, b := range held {
+		ids, err := vc.Batch(b, o.Columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		once.Add(ids)
+	}
+	if err := once.Exactly(want); err != nil {
 		t.Fatal(err)
 	}
 }
