@@ -110,39 +110,3 @@ func commitEqualityOn(t *testing.T, tbl *table.Table, id int, field arrow.Field,
 		t.Fatal(err)
 	}
 }
-
-// streamHeld is streamChecked with every batch retained until the stream
-// ends and checked after.
-func streamHeld(t *testing.T, o stream.Options, want []int64) {
-	t.Helper()
-	ctx := context.Background()
-	ds, err := stream.Open(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ds.Close()
-	var held []arrow.RecordBatch
-	defer func() {
-		for _, b := range held {
-			b.Release()
-		}
-	}()
-	for b, err := range ds.Batches(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Retain()
-		held = append(held, b)
-	}
-	once := vc.NewOnce()
-	for _, b := range held {
-		ids, err := vc.Batch(b, o.Columns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		once.Add(ids)
-	}
-	if err := once.Exactly(want); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -160,6 +160,18 @@ func TestValueMatrixWithDeletes(t *testing.T) {
 // and that the ids are want, each once.
 func streamChecked(t *testing.T, o stream.Options, want []int64) {
 	t.Helper()
+	checkStream(t, o, want, false)
+}
+
+// streamHeld is streamChecked with every batch retained until the stream
+// ends and checked after: memory reused too early shows as wrong values.
+func streamHeld(t *testing.T, o stream.Options, want []int64) {
+	t.Helper()
+	checkStream(t, o, want, true)
+}
+
+func checkStream(t *testing.T, o stream.Options, want []int64, hold bool) {
+	t.Helper()
 	ctx := context.Background()
 	ds, err := stream.Open(ctx, o)
 	if err != nil {
@@ -167,15 +179,32 @@ func streamChecked(t *testing.T, o stream.Options, want []int64) {
 	}
 	defer ds.Close()
 	once := vc.NewOnce()
-	for b, err := range ds.Batches(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	check := func(b arrow.RecordBatch) {
 		ids, err := vc.Batch(b, o.Columns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		once.Add(ids)
+	}
+	var held []arrow.RecordBatch
+	defer func() {
+		for _, b := range held {
+			b.Release()
+		}
+	}()
+	for b, err := range ds.Batches(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hold {
+			b.Retain()
+			held = append(held, b)
+		} else {
+			check(b)
+		}
+	}
+	for _, b := range held {
+		check(b)
 	}
 	if err := once.Exactly(want); err != nil {
 		t.Fatal(err)
