@@ -148,6 +148,12 @@ func (e *env) icebergScenario(ctx context.Context) error {
 	r := e.result("iceberg_deletes", sample{m: best, rates: rates, baseline: e.floor})
 	r.set("ratio_vs_parquet", best.rowsPerSec()/plain.rowsPerSec())
 	r.set("parquet_rows_per_s", plain.rowsPerSec()).set("parquet_runs_rows_per_s", roundAll(plainRates))
+	// CPU per row moves less than rows/s on a shared machine: the
+	// table's (Open's included) against the plain read's, best runs.
+	if plain.cpuSeconds > 0 && best.cpuSeconds > 0 {
+		perCPU := float64(plain.rows) / plain.cpuSeconds
+		r.set("parquet_rows_per_cpu_s", perCPU).set("cpu_ratio_vs_parquet", float64(best.rows)/best.cpuSeconds/perCPU)
+	}
 	r.set("deleted_by_position", e.data.spec.Rows()/100).set("deleted_by_equality", e.data.spec.Rows()-e.data.spec.Rows()/100-left)
 	r.set("table_build_seconds", build)
 	r.set("note", "io_amplification counts the delete files read at Open; the table's data files are the plain run's")
@@ -167,16 +173,17 @@ func measureTable(ctx context.Context, loc string, o stream.Options) (measuremen
 		c.OnRead = func(_ string, _ int64, n int) { openBytes.Add(int64(n)); openRequests.Add(1) }
 		return c
 	}}
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	tbl, err := iceberg.Open(ctx, loc, iceberg.Options{Storage: so})
 	if err != nil {
 		return measurement{}, err
 	}
 	defer tbl.Close()
-	opened := time.Since(start).Seconds()
+	opened, openCPU := time.Since(start).Seconds(), (processCPU() - cpu).Seconds()
 	o.Plan = tbl.Plan
 	m, err := measureStream(ctx, streamRun{opts: o})
 	m.seconds += opened
+	m.cpuSeconds += openCPU
 	m.readBytes += openBytes.Load()
 	m.readRequests += openRequests.Load()
 	m.planBytes += openBytes.Load()

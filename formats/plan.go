@@ -126,6 +126,7 @@ type Scan struct {
 	read     *arrow.Schema
 	filter   Filter
 	resolver *storage.Resolver
+	reuse    reuse // what batches to compact are decoded into
 }
 
 // Plan resolves urls (files, directories, prefixes and globs, see
@@ -355,7 +356,10 @@ func (d *Scan) Rows() int64 {
 }
 
 // Close releases the buckets the plan opened.
-func (d *Scan) Close() error { return d.resolver.Close() }
+func (d *Scan) Close() error {
+	d.reuse.drop()
+	return d.resolver.Close()
+}
 
 // driver is the driver that reads the file at key: the one Format names,
 // else the first whose Match accepts the name, else (a file named

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/formats/internal/panics"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 )
 
 // Fetched is a range of a fragment whose stored bytes are in memory, ready
@@ -211,6 +212,7 @@ func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem 
 	}
 	err = guard(f.URL, fe.rng.String(), func() error {
 		next := fr.Start // the file row the next batch starts at
+		mem := d.decodeMemory(f, mem)
 		rq := d.request(f, fr, batchRows, mem)
 		rq.Skipped = skipped
 		for b, err := range f.format.Decode(ctx, f, fe.data, rq) {
@@ -232,6 +234,23 @@ func (d *Scan) readFetched(ctx context.Context, fe *Fetched, batchRows int, mem 
 		return yieldErr // the consumer's own error, not the file's
 	}
 	return err
+}
+
+// decodeMemory is what f's batches are decoded and compacted into: where a
+// mask or a filter may drop rows of them and mem is the runtime's (what is
+// never released is the collector's), the scan's reuse (see there), to
+// which compact gives a decoded batch's buffers back once it copied its
+// kept rows out, and the consumer a batch's once it released it.
+func (d *Scan) decodeMemory(f *Fragment, mem memory.Allocator) memory.Allocator {
+	if f.Mask == nil && f.filter == nil && d.filter == nil {
+		return mem
+	}
+	if unzeroed.LendingTo(mem) != unzeroed.Keep {
+		// The caller's own: one that counts (tests) or recycles (a
+		// shuffled stream's) sees every buffer.
+		return mem
+	}
+	return &d.reuse
 }
 
 // deliver applies f's mask to b, whose first row is file row at, then the

@@ -63,6 +63,12 @@ func TestDeletesAtBatchEdges(t *testing.T) {
 	for _, batch := range []int{0, 1, 77, 200, 4096} {
 		streamChecked(t, stream.Options{Plan: it.Plan, Columns: cols, BatchSize: batch}, want)
 	}
+	// The batches decoded to be compacted, and the copies, are in memory
+	// the scan reuses once released: held past the loop while the
+	// stream goes on, every one keeps its values.
+	for _, batch := range []int{0, 77} {
+		streamHeld(t, stream.Options{Plan: it.Plan, Columns: cols, BatchSize: batch, Limits: stream.Limits{ReadBatchSize: 150}}, want)
+	}
 	// The filter's answer joins the deletes': one copy of what both leave.
 	var filtered []int64
 	for _, id := range want {

@@ -222,7 +222,11 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 				if !ok1 || !ok2 {
 					return fmt.Errorf("%w: position delete columns are %s and %s, not string and int64", formats.ErrSchema, b.Column(0).DataType(), b.Column(1).DataType())
 				}
-				for i := range paths.Len() {
+				// A delete file is sorted by file_path, so its rows come
+				// in runs of one path: the path is resolved once a run,
+				// and the run's positions appended at once.
+				vals := pos.Int64Values()
+				for i := 0; i < paths.Len(); {
 					// Both are required by the spec. A delete that names
 					// no file, or no row, cannot be applied, and skipping
 					// it might bring back a row its writer deleted: it is
@@ -231,17 +235,27 @@ func (t *Table) readPositionDeletes(ctx context.Context, files map[string]ice.Da
 					if paths.IsNull(i) {
 						return fmt.Errorf("%w: row %d has a null file_path (pos %s), which the spec requires", formats.ErrCorrupt, row+int64(i), posText(pos, i))
 					}
-					if pos.IsNull(i) {
-						return fmt.Errorf("%w: row %d has a null pos (file_path %q), which the spec requires", formats.ErrCorrupt, row+int64(i), paths.Value(i))
+					raw := paths.Value(i)
+					end := i + 1
+					for end < paths.Len() && paths.IsValid(end) && paths.Value(end) == raw {
+						end++
+					}
+					if pos.NullN() > 0 {
+						for k := i; k < end; k++ {
+							if pos.IsNull(k) {
+								return fmt.Errorf("%w: row %d has a null pos (file_path %q), which the spec requires", formats.ErrCorrupt, row+int64(k), raw)
+							}
+						}
 					}
 					// By where the file lies: the data file's path as the
 					// metadata spells it, and the delete's as the delete
 					// writer did, may differ in a prefix Rewrite maps.
-					u := t.loc.url(paths.Value(i))
+					u := t.loc.url(raw)
 					if _, ok := spelled[u]; !ok {
-						spelled[u] = paths.Value(i)
+						spelled[u] = raw
 					}
-					byFile[u] = append(byFile[u], pos.Value(i))
+					byFile[u] = append(byFile[u], vals[i:end]...)
+					i = end
 				}
 				row += int64(paths.Len())
 				return nil
