@@ -16,7 +16,6 @@ import (
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet"
@@ -28,61 +27,43 @@ import (
 // index, dictionaries on as pyarrow has them, bounded at 4 KiB: id, a
 // nullable float and a unique string fall back to PLAIN pages after their
 // first pages, a string of 50 values stays dictionary-encoded throughout.
-func writeFallback(t testing.TB, path string, n int, v2 bool) {
+func writeFallback(t *testing.T, path string, n int, v2 bool) {
 	t.Helper()
 	mem := memory.NewGoAllocator()
-	schema := arrow.NewSchema([]arrow.Field{
+	fields := []arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "u", Type: arrow.BinaryTypes.String},
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-	}, nil)
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
+	}
+	ids, ss, us, xs := array.NewInt64Builder(mem), array.NewStringBuilder(mem), array.NewStringBuilder(mem), array.NewFloat64Builder(mem)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range n {
-		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		ids.Append(int64(i))
 		if i%7 == 3 {
-			b.Field(1).AppendNull()
+			ss.AppendNull()
 		} else {
-			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("v%d", i%50))
+			ss.Append(fmt.Sprintf("v%d", i%50))
 		}
-		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("u-%d-%d", i, r.IntN(1000)))
+		us.Append(fmt.Sprintf("u-%d-%d", i, r.IntN(1000)))
 		if i%5 == 0 {
-			b.Field(3).AppendNull()
+			xs.AppendNull()
 		} else {
-			b.Field(3).(*array.Float64Builder).Append(r.Float64())
+			xs.Append(r.Float64())
 		}
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	version := pq.DataPageV1
 	if v2 {
 		version = pq.DataPageV2
 	}
-	props := pq.NewWriterProperties(
-		pq.WithMaxRowGroupLength(int64(n)),
+	arrs := []arrow.Array{ids.NewArray(), ss.NewArray(), us.NewArray(), xs.NewArray()}
+	writeArrays(t, path, fields, arrs, n, n,
 		pq.WithDataPageSize(2<<10),
 		pq.WithBatchSize(128),
 		pq.WithDataPageVersion(version),
 		pq.WithCompression(compress.Codecs.Snappy),
 		pq.WithDictionaryPageSizeLimit(4<<10),
 	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // chunkPages is what the test itself reads of a column chunk's pages:

@@ -259,20 +259,7 @@ func TestWalkFromCache(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) {
-		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
-		var out []int64
-		err = ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(rec arrow.RecordBatch) error {
-			out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
-			rec.Release()
-			return nil
-		})
-		return out, err
-	}
+	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) { return readInt64s(t, path, cache, lo, hi) }
 	ids := func(lo, hi int64) []int64 {
 		var out []int64
 		for i := lo; i < hi; i++ {
@@ -479,20 +466,7 @@ func TestWalkCacheLyingOfTheDictionary(t *testing.T) {
 	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) {
-		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
-		var got []int64
-		err = ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(rec arrow.RecordBatch) error {
-			got = append(got, rec.Column(0).(*array.Int64).Int64Values()...)
-			rec.Release()
-			return nil
-		})
-		return got, err
-	}
+	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) { return readInt64s(t, path, cache, lo, hi) }
 	cache := &formats.MemoryCache{}
 	got, err := read(cache, n-2, n)
 	if err != nil || !slices.Equal(got, []int64{(n - 2) % 10, (n - 1) % 10}) {
@@ -529,4 +503,22 @@ func TestWalkCacheLyingOfTheDictionary(t *testing.T) {
 	if got, err := read(cache, n/2, n/2+300); err != nil || !slices.Equal(got, want) {
 		t.Errorf("the walk as it was: rows [%d, %d): %v", n/2, n/2+300, err)
 	}
+}
+
+// readInt64s plans path with cache and reads rows [lo, hi) of its first
+// column, an int64.
+func readInt64s(t *testing.T, path string, cache formats.Cache, lo, hi int64) ([]int64, error) {
+	t.Helper()
+	ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var out []int64
+	err = ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(rec arrow.RecordBatch) error {
+		out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
+		rec.Release()
+		return nil
+	})
+	return out, err
 }
