@@ -45,7 +45,7 @@ func (p Format) Decode(ctx context.Context, f *formats.Fragment, fetched formats
 			ctx:     ctx,
 			meta:    f.Meta.(*parquetMeta),
 			fe:      fe,
-			src:     &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial},
+			src:     &chunkReader{Reader: f.Source.ReaderAt(ctx), chunks: fe.chunks, spans: fe.spans, partial: fe.partial, leftOut: fe.leftOut},
 			schema:  r.Schema,
 			mem:     r.Mem,
 			arrowGo: p.ArrowGoDecode,

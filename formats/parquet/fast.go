@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
@@ -35,6 +36,11 @@ var fastChunks atomic.Int64
 
 // pagedChunks counts those of them read from pages fetched one by one.
 var pagedChunks atomic.Int64
+
+// declinePaged, set by tests, has flatdecode decline every row group
+// fetched page by page, as it declines pages of a shape it does not read:
+// arrow-go reads them instead (readPages).
+var declinePaged atomic.Bool
 
 // mixedColumns reads a row group's columns, each with flatdecode or
 // arrow-go.
@@ -275,20 +281,11 @@ func (d *rowGroupReader) openFlat(g rowGroup, sf *pqarrow.SchemaField) (*flatdec
 // but a FIXED_LEN_BYTE_ARRAY in DELTA_BYTE_ARRAY, which flatdecode reads
 // as what it is, into the column's type: project then leaves it be.
 func (d *rowGroupReader) flatColumn(rg int, sf *pqarrow.SchemaField) (col flatdecode.Column, start, end int64, ok bool) {
-	if !sf.IsLeaf() {
+	md, typ, ok := d.meta.flatLeaf(sf, d.fr.ParquetReader().MetaData())
+	if !ok {
 		return col, 0, 0, false
-	}
-	md, typ := d.fr.ParquetReader().MetaData(), sf.Field.Type
-	if conv, ok := d.meta.convert[sf.Field.Name]; ok {
-		if conv.kind != convFixed {
-			return col, 0, 0, false
-		}
-		md, typ = d.meta.md, conv.to // arrow-go's metadata says BYTE_ARRAY
 	}
 	c := md.Schema.Column(sf.ColIndex)
-	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), typ) {
-		return col, 0, 0, false
-	}
 	cc, err := md.RowGroup(rg).ColumnChunk(sf.ColIndex)
 	if err != nil {
 		return col, 0, 0, false
@@ -306,12 +303,49 @@ func (d *rowGroupReader) flatColumn(rg int, sf *pqarrow.SchemaField) (col flatde
 	}, start, end, true
 }
 
+// flatLeaf is, for field sf, the metadata that describes its chunks to
+// flatdecode (readMD, arrow-go's, or the file's own for a column arrow-go
+// reads as another type) and the Arrow type flatdecode builds them as; ok
+// is false where sf is not a flat column of a type flatdecode builds as
+// arrow-go does (see flatColumn).
+func (m *parquetMeta) flatLeaf(sf *pqarrow.SchemaField, readMD *metadata.FileMetaData) (md *metadata.FileMetaData, typ arrow.DataType, ok bool) {
+	if !sf.IsLeaf() {
+		return nil, nil, false
+	}
+	md, typ = readMD, sf.Field.Type
+	if conv, ok := m.convert[sf.Field.Name]; ok {
+		if conv.kind != convFixed {
+			return nil, nil, false
+		}
+		md, typ = m.md, conv.to // arrow-go's metadata says BYTE_ARRAY
+	}
+	c := md.Schema.Column(sf.ColIndex)
+	if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || !flatdecode.Supports(flatdecode.Physical(c.PhysicalType()), typ) {
+		return nil, nil, false
+	}
+	return md, typ, true
+}
+
+// ownDecodes reports whether flatdecode reads every one of leaves (as
+// far as the schema says: it may still decline a chunk's pages).
+func (m *parquetMeta) ownDecodes(leaves []int) bool {
+	for _, l := range leaves {
+		if !m.flat[l] {
+			return false
+		}
+	}
+	return len(leaves) > 0
+}
+
 // openPaged opens a flatdecode reader on the fetched pages of each
 // top-level field of the read's leaves in row group g, fetched page by
 // page, each starting at the first row of its first fetched page (columns'
 // pages start on rows of their own). It returns nil unless flatdecode
 // takes every field: the row group is then readPages'.
 func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
+	if declinePaged.Load() {
+		return nil
+	}
 	fr, src := d.fr, d.src
 	fields, err := fr.Manifest.GetFieldIndices(d.fe.leaves)
 	if err != nil || len(fields) == 0 {
@@ -347,13 +381,15 @@ func (d *rowGroupReader) openPaged(g rowGroup) *mixedColumns {
 		m.firsts[i] = first
 		var pages []flatdecode.Page
 		index := fp.first
-		if fp.head.to > fp.head.from {
+		if _, left := d.fe.leftOut[start]; fp.head.to > fp.head.from && !left {
 			b := src.bytesAt(fp.head.from, fp.head.to)
 			if b == nil {
 				return nil
 			}
 			pages = append(pages, flatdecode.Page{Offset: fp.head.from, Index: 0, Bytes: b})
-			index++
+		}
+		if fp.head.to > fp.head.from {
+			index++ // the dictionary page counts, fetched or not
 		}
 		for k, p := range fp.pages[from:to] {
 			b := src.bytesAt(p.offset, p.offset+p.size)

@@ -35,3 +35,10 @@ func PagesDecompressed() int64 { return flatdecode.PagesDecompressed() }
 
 // DictionariesDecoded is how many dictionary pages flatdecode has decoded.
 func DictionariesDecoded() int64 { return flatdecode.DictionariesDecoded() }
+
+// DeclinePaged has flatdecode decline the row groups fetched page by page,
+// until the returned func is called.
+func DeclinePaged() func() {
+	declinePaged.Store(true)
+	return func() { declinePaged.Store(false) }
+}

@@ -45,6 +45,11 @@ type rowGroupIndex struct {
 	// offset index, past the end of the file.
 	rows    map[int]int64
 	virtual map[int]metadata.IndexLocation
+	// dictPages is, by leaf, the data pages up to the last whose header
+	// gives an encoding that may need the dictionary: the pages after
+	// them are read without it. Only a walk knows (it read the headers);
+	// a leaf absent may need it on every page.
+	dictPages map[int]int
 }
 
 // offsetIndexes caches, per file, the row groups' offset indexes read so
@@ -169,19 +174,44 @@ func chunkSpan(cc *metadata.ColumnChunkMetaData) (start, end int64) {
 }
 
 // pageRanges returns the byte ranges of rows [lo, hi) of a chunk: the
-// dictionary page, if any, and the data pages that hold those rows.
-func pageRanges(cc *metadata.ColumnChunkMetaData, pages []pageLoc, lo, hi int64) []byteRange {
+// dictionary page, if any, unless head is false, and the data pages that
+// hold those rows.
+func pageRanges(cc *metadata.ColumnChunkMetaData, pages []pageLoc, lo, hi int64, head bool) []byteRange {
 	start, _ := chunkSpan(cc)
 	var out []byteRange
-	if pages[0].offset > start {
+	if head && pages[0].offset > start {
 		out = append(out, byteRange{start, pages[0].offset})
 	}
-	first := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > lo }) - 1
-	last := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow >= hi }) // exclusive
-	for _, p := range pages[max(first, 0):last] {
+	first, last := pagesOf(pages, lo, hi)
+	for _, p := range pages[first:last] {
 		out = append(out, byteRange{p.offset, p.offset + p.size})
 	}
 	return out
+}
+
+// pagesOf is the pages [first, last) that rows [lo, hi) lie in.
+func pagesOf(pages []pageLoc, lo, hi int64) (first, last int) {
+	first = max(sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > lo })-1, 0)
+	last = sort.Search(len(pages), func(i int) bool { return pages[i].firstRow >= hi })
+	return first, last
+}
+
+// headless reports whether a fetch of rows [lo, hi) of leaf's chunk may
+// leave out the bytes before its first data page, its dictionary page:
+// the walk read the header of every page the rows lie in and found none
+// that may need the dictionary (past the writer's fall back from a full
+// dictionary to PLAIN), and the read's own decoder takes every column
+// (ownDecodes): arrow-go reads the dictionary at the chunk's start
+// whatever the pages need. The pages' headers are checked to say so
+// (checkPages); where the own decoder declines the pages all the same,
+// the bytes left out are fetched then (chunkReader.ReadAt).
+func (ix *rowGroupIndex) headless(leaf int, lo, hi int64, ownDecodes bool) bool {
+	dict, ok := ix.dictPages[leaf]
+	if !ok || !ownDecodes {
+		return false
+	}
+	first, _ := pagesOf(ix.pages[leaf], lo, hi)
+	return first >= dict
 }
 
 // parseOffsetIndex reads a Thrift OffsetIndex: its page_locations (field
@@ -258,8 +288,15 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 		}
 		fe.partial[start] = true
 		pages := ix.pages[leaf]
-		out = append(out, pageRanges(cc, pages, lo, hi)...)
+		headless := ix.headless(leaf, lo, hi, fe.ownDecodes) && pages[0].offset > start
+		out = append(out, pageRanges(cc, pages, lo, hi, !headless)...)
 		fe.recordPages(start, g.NumRows(), ix, leaf, lo, hi)
+		if headless {
+			if fe.leftOut == nil {
+				fe.leftOut = map[int64]byteRange{}
+			}
+			fe.leftOut[start] = byteRange{start, pages[0].offset}
+		}
 		// The seek trusts the index: each fetched page's header must hold
 		// the rows the index says it does (checkPages).
 		for i, p := range pages {
@@ -273,7 +310,7 @@ func (fe *parquetFetched) expectPages(meta *parquetMeta, rg int, ix *rowGroupInd
 			if i+1 < len(pages) {
 				end = pages[i+1].firstRow
 			}
-			fe.checks = append(fe.checks, pageCheck{offset: p.offset, size: p.size, rows: end - p.firstRow, chunk: fe.chunks[start]})
+			fe.checks = append(fe.checks, pageCheck{offset: p.offset, size: p.size, rows: end - p.firstRow, noDict: headless, chunk: fe.chunks[start]})
 		}
 	}
 	return out, nil
@@ -313,8 +350,7 @@ func (fp fetchedPages) pageEnd(k int) int64 {
 // expectPages fetches for rows [lo, hi) of a row group of rows rows.
 func (fe *parquetFetched) recordPages(start, rows int64, ix *rowGroupIndex, leaf int, lo, hi int64) {
 	pages := ix.pages[leaf]
-	first := max(sort.Search(len(pages), func(i int) bool { return pages[i].firstRow > lo })-1, 0)
-	last := sort.Search(len(pages), func(i int) bool { return pages[i].firstRow >= hi })
+	first, last := pagesOf(pages, lo, hi)
 	if first >= last {
 		return
 	}
@@ -332,9 +368,11 @@ func (fe *parquetFetched) recordPages(start, rows int64, ix *rowGroupIndex, leaf
 }
 
 // pageCheck is a data page of size bytes (its header included) whose
-// header must hold rows rows.
+// header must hold rows rows, and, where noDict is set, an encoding that
+// needs no dictionary (its chunk's was left out: see headless).
 type pageCheck struct {
 	offset, size, rows int64
+	noDict             bool
 	chunk              chunkCheck
 }
 
@@ -361,10 +399,17 @@ func (fe *parquetFetched) checkPages() error {
 		if rows != c.rows {
 			return fmt.Errorf("column %q: the offset index gives the page at byte %d %d rows, its header %d", name, c.offset, c.rows, rows)
 		}
-		if h, err := thrift.ParsePageHeader(head); err == nil {
+		h, err := thrift.ParsePageHeader(head)
+		if err == nil {
 			if err := checkHeader(&h, c.chunk, c.size-int64(h.Size)); err != nil {
 				return pageError(c.chunk, c.offset, err)
 			}
+		}
+		if c.noDict && err == nil && mayUseDictionary(h.Encoding) {
+			// The walk that left the dictionary out said otherwise. (A
+			// header too long to parse here is left to the decoder, which
+			// declines dictionary indices without a dictionary.)
+			return fmt.Errorf("column %q: the page walk found the page at byte %d past the dictionary's pages, its header gives encoding %d", name, c.offset, h.Encoding)
 		}
 	}
 	return nil

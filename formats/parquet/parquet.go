@@ -124,6 +124,9 @@ type parquetMeta struct {
 	// their row groups are fetched whole and read by openColumns, which
 	// fails the read where flatdecode does not take such a chunk.
 	ownOnly map[int]bool
+	// flat holds the leaves that are flat columns flatdecode reads (see
+	// flatLeaf), of top-level fields.
+	flat map[int]bool
 }
 
 // readsOwnOnly reports whether leaves include one only flatdecode reads
@@ -198,10 +201,13 @@ func (p Format) Inspect(ctx context.Context, f *formats.Fragment, columns []stri
 	if schema, convert, err = variantsOf(schema, variants, convert); err != nil {
 		return fmt.Errorf("%w: schema: %w", formats.ErrCorrupt, err)
 	}
-	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert, ownOnly: ownOnly}
+	meta := &parquetMeta{md: md, leaves: map[string][]int{}, readMD: readMD, convert: convert, ownOnly: ownOnly, flat: map[int]bool{}}
 	twice := map[string]bool{}
 	for i := range manifest.Fields {
 		sf := &manifest.Fields[i]
+		if _, _, ok := meta.flatLeaf(sf, readMD); ok {
+			meta.flat[sf.ColIndex] = true
+		}
 		if _, ok := meta.leaves[sf.Field.Name]; ok {
 			twice[sf.Field.Name] = true
 		}
@@ -410,6 +416,12 @@ type parquetFetched struct {
 	paged   map[int]bool
 	partial map[int64]bool
 	checks  []pageCheck
+	// ownDecodes is set where flatdecode takes every leaf of the read
+	// (parquetMeta.ownDecodes), and leftOut holds, by chunk offset, the
+	// dictionary pages of paged chunks that the fetch left out, as none
+	// of their fetched pages needs them (see rowGroupIndex.headless).
+	ownDecodes bool
+	leftOut    map[int64]byteRange
 	// fetchedPages holds, by chunk offset, the pages fetched of each
 	// chunk of a paged row group, for flatdecode.
 	fetchedPages map[int64]fetchedPages
@@ -444,6 +456,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		fe.leaves = append(fe.leaves, meta.leaves[fl.Name]...)
 	}
 	fe.leaves = sortedUnique(fe.leaves)
+	fe.ownDecodes = !p.ArrowGoDecode && meta.ownDecodes(fe.leaves)
 	if start == end {
 		return fe, nil
 	}
@@ -542,6 +555,11 @@ type chunkReader struct {
 	// were fetched: arrow-go reads such a chunk whole, and gets the fetched
 	// pages with zeros between them, which it never parses.
 	partial map[int64]bool
+	// leftOut holds, by chunk offset, the dictionary pages a fetch left
+	// out (parquetFetched.leftOut): arrow-go, which reads them whatever
+	// the pages need, gets them from storage.
+	leftOut map[int64]byteRange
+	readOut map[int64][]byte // what fillLeftOut read of them
 
 	mu    sync.Mutex
 	ioErr error
@@ -656,6 +674,9 @@ func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
 		return len(p), r.check(p, off, checkChunk)
 	}
 	if r.partial[off] && r.fill(p, off) {
+		if err := r.fillLeftOut(p, off); err != nil {
+			return 0, err
+		}
 		return len(p), r.check(p, off, checkFirstPage)
 	}
 	n, err := r.Reader.ReadAt(p, off)
@@ -671,6 +692,34 @@ func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
 		return n, cerr
 	}
 	return n, err
+}
+
+// fillLeftOut reads into p, a chunk at off that fill filled, the
+// dictionary page its fetch left out, if it did: read once, as arrow-go
+// may read the chunk more than once.
+func (r *chunkReader) fillLeftOut(p []byte, off int64) error {
+	h, ok := r.leftOut[off]
+	if !ok || h.to-off > int64(len(p)) {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.readOut[off]
+	if !ok {
+		b = make([]byte, h.to-h.from)
+		if _, err := r.Reader.ReadAt(b, h.from); err != nil {
+			if r.ioErr == nil {
+				r.ioErr = err
+			}
+			return err
+		}
+		if r.readOut == nil {
+			r.readOut = map[int64][]byte{}
+		}
+		r.readOut[off] = b
+	}
+	copy(p[h.from-off:], b)
+	return nil
 }
 
 // check checks p, read at off, with fn if it is a chunk Read fetches.

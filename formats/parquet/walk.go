@@ -62,6 +62,10 @@ type leafWalk struct {
 	next  int64      // where the next page starts: the walk goes on there
 	rows  int64      // rows of the pages found
 	done  bool       // every page found
+	// dictPages is the pages found up to the last whose encoding may take
+	// its values from the dictionary: a read of pages past them needs no
+	// dictionary page (see pageRanges).
+	dictPages int
 	// unusable is set where the chunk's pages cannot be read by an
 	// offset index (see walkStep): it is fetched whole.
 	unusable bool
@@ -122,12 +126,13 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 	if err := walkAll(ctx, f, jobs, hi, concurrency); err != nil {
 		return nil, err
 	}
-	ix := &rowGroupIndex{rg: rg, at: at, pages: map[int][]pageLoc{}, rows: map[int]int64{}, virtual: map[int]metadata.IndexLocation{}}
+	ix := &rowGroupIndex{rg: rg, at: at, pages: map[int][]pageLoc{}, rows: map[int]int64{}, virtual: map[int]metadata.IndexLocation{}, dictPages: map[int]int{}}
 	for _, j := range jobs {
-		pages, rows, ok := j.w.snapshot()
+		pages, rows, dictPages, ok := j.w.snapshot()
 		if !ok {
 			return nil, nil
 		}
+		ix.dictPages[j.c.leaf] = dictPages
 		from := len(ix.bytes)
 		ix.bytes = appendOffsetIndex(ix.bytes, pages)
 		if len(ix.bytes) > math.MaxInt32 {
@@ -291,14 +296,15 @@ func (w *leafWalk) covers(hi int64) bool {
 }
 
 // snapshot is what a read may use of the walk: its pages, the rows they
-// hold, or false where the chunk cannot be read by pages.
-func (w *leafWalk) snapshot() ([]pageLoc, int64, bool) {
+// hold and how many of them lead up to the last that may need the
+// dictionary, or false where the chunk cannot be read by pages.
+func (w *leafWalk) snapshot() ([]pageLoc, int64, int, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.unusable || len(w.pages) == 0 {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	return w.pages, w.rows, true
+	return w.pages, w.rows, w.dictPages, true
 }
 
 // walk walks c's page headers until they hold row hi (exclusive) or the
@@ -405,6 +411,9 @@ func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error 
 		return nil
 	}
 	w.pages = append(w.pages, pageLoc{offset: at, size: size, firstRow: w.rows})
+	if mayUseDictionary(h.Encoding) {
+		w.dictPages = len(w.pages)
+	}
 	w.rows += rows
 	w.next += size
 	switch {
@@ -415,6 +424,29 @@ func (w *leafWalk) step(ctx context.Context, rd io.ReaderAt, c walkChunk) error 
 	}
 	return ctx.Err()
 }
+
+// mayUseDictionary reports whether a data page of encoding enc may take
+// its values from the chunk's dictionary page: PLAIN_DICTIONARY and
+// RLE_DICTIONARY do, and so, for all the walk knows, does an encoding it
+// does not know.
+func mayUseDictionary(enc int64) bool {
+	switch enc {
+	case encPlain, encRLE, encBitPacked, encDeltaBinaryPacked, encDeltaLengthByteArray, encDeltaByteArray, encByteStreamSplit:
+		return false
+	}
+	return true
+}
+
+// The encodings of the Parquet format that take no dictionary (parquet.thrift's Encoding).
+const (
+	encPlain                = 0
+	encRLE                  = 3
+	encBitPacked            = 4
+	encDeltaBinaryPacked    = 5
+	encDeltaLengthByteArray = 6
+	encDeltaByteArray       = 7
+	encByteStreamSplit      = 9
+)
 
 // header reads and parses the page header at at: nil where it is larger
 // than a walk reads (the chunk is then read whole).
@@ -484,14 +516,16 @@ func zigzagOf(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 // starts where the one before ends, from data_page_offset) and gives each
 // page's rows as the difference from the page before's, zero for the
 // common run of equal pages: about 3 bytes a page, where the walk travels
-// in a shared plan to every rank. A walk of another version is walked
-// again.
-const walkVersion = 2
+// in a shared plan to every rank; 3 adds how many pages lead up to the
+// last that may need the dictionary (leafWalk.dictPages). A walk of
+// another version is walked again.
+const walkVersion = 3
 
 // encode is the walk as the plan's cache holds it: the version, whether
-// it is done, the page count, then each page's size and its rows less the
-// page before's (zigzag), as varints, and a CRC-32 of them all, so that
-// damaged bytes are not taken for a walk.
+// it is done, the page count, the pages up to the last that may need the
+// dictionary, then each page's size and its rows less the page before's
+// (zigzag), as varints, and a CRC-32 of them all, so that damaged bytes
+// are not taken for a walk.
 func (w *leafWalk) encode() []byte {
 	b := make([]byte, 0, 8+3*len(w.pages))
 	b = append(b, walkVersion)
@@ -501,6 +535,7 @@ func (w *leafWalk) encode() []byte {
 	}
 	b = binary.AppendUvarint(b, done)
 	b = binary.AppendUvarint(b, uint64(len(w.pages)))
+	b = binary.AppendUvarint(b, uint64(w.dictPages))
 	var last int64
 	for i, p := range w.pages {
 		rows := w.rows - p.firstRow
@@ -521,20 +556,20 @@ var errWalkCache = errors.New("not a walk")
 // positive sizes and row counts, holding the row group's rows if done.
 // Anything else is ignored, and the chunk walked again.
 func (w *leafWalk) load(b []byte, c walkChunk) {
-	pages, rows, done, err := decodeWalk(b, c)
+	pages, rows, dictPages, done, err := decodeWalk(b, c)
 	if err != nil {
 		return
 	}
-	w.pages, w.rows, w.done = pages, rows, done
+	w.pages, w.rows, w.dictPages, w.done = pages, rows, dictPages, done
 	if len(pages) > 0 {
 		last := pages[len(pages)-1]
 		w.next = last.offset + last.size
 	}
 }
 
-func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, err error) {
+func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, dictPages int, done bool, err error) {
 	if len(b) < 5 || b[0] != walkVersion || binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.ChecksumIEEE(b[:len(b)-4]) {
-		return nil, 0, false, errWalkCache
+		return nil, 0, 0, false, errWalkCache
 	}
 	b = b[1 : len(b)-4]
 	next := func() uint64 {
@@ -548,16 +583,18 @@ func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, 
 	}
 	done = next() == 1
 	n := next()
-	if err != nil || n > uint64(len(b))/2 {
-		return nil, 0, false, errWalkCache
+	dict := next()
+	if err != nil || n > uint64(len(b))/2 || dict > n {
+		return nil, 0, 0, false, errWalkCache
 	}
+	dictPages = int(dict)
 	at := c.dataOffset
 	var last int64
 	for range n {
 		u, delta := next(), next()
 		size, r := int64(u), last+(int64(delta>>1)^-int64(delta&1))
 		if err != nil || u > math.MaxInt64 || size <= 0 || size > c.end-at || r <= 0 || r > c.rows-rows {
-			return nil, 0, false, errWalkCache
+			return nil, 0, 0, false, errWalkCache
 		}
 		pages = append(pages, pageLoc{offset: at, size: size, firstRow: rows})
 		rows += r
@@ -565,9 +602,9 @@ func decodeWalk(b []byte, c walkChunk) (pages []pageLoc, rows int64, done bool, 
 		last = r
 	}
 	if len(b) != 0 || n == 0 || c.dataOffset < c.start || (done && rows != c.rows) || (!done && rows == c.rows) {
-		return nil, 0, false, errWalkCache
+		return nil, 0, 0, false, errWalkCache
 	}
-	return pages, rows, done, nil
+	return pages, rows, dictPages, done, nil
 }
 
 // withOffsetIndexes returns a copy of md for arrow-go to read with, in

@@ -123,8 +123,8 @@ func TestWalkChunk(t *testing.T) {
 		if !w.done {
 			t.Errorf("v2 %v: the walk of every page is not done", v2)
 		}
-		pages, rows, done, err := decodeWalk(w.encode(), c)
-		if err != nil || !slices.Equal(pages, want) || rows != 2000 || !done {
+		pages, rows, dict, done, err := decodeWalk(w.encode(), c)
+		if err != nil || !slices.Equal(pages, want) || rows != 2000 || !done || dict != w.dictPages {
 			t.Errorf("v2 %v: the walk does not round-trip the cache's encoding: %v", v2, err)
 		}
 		got, err := parseOffsetIndex(appendOffsetIndex(nil, want))
@@ -259,20 +259,7 @@ func TestWalkFromCache(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) {
-		ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ds.Close()
-		var out []int64
-		err = ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(rec arrow.RecordBatch) error {
-			out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
-			rec.Release()
-			return nil
-		})
-		return out, err
-	}
+	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) { return readInt64s(t, path, cache, lo, hi) }
 	ids := func(lo, hi int64) []int64 {
 		var out []int64
 		for i := lo; i < hi; i++ {
@@ -298,7 +285,7 @@ func TestWalkFromCache(t *testing.T) {
 		"garbage":   []byte("not a walk at all"),
 		"truncated": func() []byte { b, _ := cache.Get(context.Background(), []byte(key)); return b[:len(b)-1] }(),
 	} {
-		if _, _, _, err := decodeWalk(b, c); err == nil {
+		if _, _, _, _, err := decodeWalk(b, c); err == nil {
 			t.Errorf("%s: decoded as a walk", name)
 		}
 		_ = cache.Set(context.Background(), []byte(key), b)
@@ -387,8 +374,8 @@ func FuzzPageWalk(f *testing.F) {
 		if len(w.pages) == 0 {
 			return
 		}
-		pages, _, done, err := decodeWalk(w.encode(), c)
-		if err != nil || !slices.Equal(pages, w.pages) || done != w.done {
+		pages, _, dict, done, err := decodeWalk(w.encode(), c)
+		if err != nil || !slices.Equal(pages, w.pages) || done != w.done || dict != w.dictPages {
 			t.Fatalf("the cache's encoding does not round-trip: %v", err)
 		}
 		got, err := parseOffsetIndex(appendOffsetIndex(nil, w.pages))
@@ -416,16 +403,20 @@ func FuzzWalkCache(f *testing.F) {
 		enc := w.encode()
 		f.Add(enc[:len(enc)-4], c.start, c.end, c.dataOffset, c.rows)
 	}
-	f.Add([]byte{walkVersion, 1, 1, 10, 6}, int64(4), int64(100), int64(4), int64(3))
+	f.Add([]byte{walkVersion, 1, 1, 0, 10, 6}, int64(4), int64(100), int64(4), int64(3))
+	f.Add([]byte{walkVersion, 1, 1, 1, 10, 6}, int64(4), int64(100), int64(4), int64(3))
 	f.Fuzz(func(t *testing.T, body []byte, start, end, dataOffset, rows int64) {
 		if start < 0 || end < start || dataOffset < start || rows < 0 {
 			return
 		}
 		b := binary.LittleEndian.AppendUint32(slices.Clone(body), crc32.ChecksumIEEE(body))
 		c := walkChunk{name: "x", start: start, end: end, dataOffset: dataOffset, rows: rows}
-		pages, n, done, err := decodeWalk(b, c)
+		pages, n, dict, done, err := decodeWalk(b, c)
 		if err != nil {
 			return
+		}
+		if dict < 0 || dict > len(pages) {
+			t.Fatalf("%d pages up to the dictionary's last of %d pages", dict, len(pages))
 		}
 		at := dataOffset
 		for i, p := range pages {
@@ -439,4 +430,95 @@ func FuzzWalkCache(f *testing.F) {
 			t.Fatalf("pages of %d rows, done %v, in a row group of %d", n, done, rows)
 		}
 	})
+}
+
+// A walk in the plan's cache that says no page needs the dictionary where
+// they all do has the dictionary left out of a fetch: the pages' headers
+// give it away, and the read fails as with a walk that lies of its rows,
+// never with other values.
+func TestWalkCacheLyingOfTheDictionary(t *testing.T) {
+	old := walkMinBytes
+	walkMinBytes = 0
+	defer func() { walkMinBytes = old }()
+	const n = 20_000
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(i % 10))
+	}
+	ks := b.NewArray()
+	defer ks.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ks}, n)
+	defer rec.Release()
+	var out bytes.Buffer
+	props := pq.NewWriterProperties(pq.WithDataPageSize(256), pq.WithBatchSize(64))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &out, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dict.parquet")
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(cache formats.Cache, lo, hi int64) ([]int64, error) { return readInt64s(t, path, cache, lo, hi) }
+	cache := &formats.MemoryCache{}
+	got, err := read(cache, n-2, n)
+	if err != nil || !slices.Equal(got, []int64{(n - 2) % 10, (n - 1) % 10}) {
+		t.Fatalf("rows [%d, %d): %v, %v", n-2, n, got, err)
+	}
+	var key string
+	for _, k := range cache.Keys() {
+		if strings.HasPrefix(k, "parquet-pages") {
+			key = k
+		}
+	}
+	enc, err := cache.Get(context.Background(), []byte(key))
+	if err != nil || len(enc) < 8 || enc[0] != walkVersion || enc[1] != 1 {
+		t.Fatalf("the walk in the cache: % x, %v", enc, err)
+	}
+	// version, done, page count, pages up to the dictionary's last: make
+	// that none.
+	pages, w1 := binary.Uvarint(enc[2:])
+	dict, w2 := binary.Uvarint(enc[2+w1:])
+	if pages < 10 || dict != pages {
+		t.Fatalf("the walk says %d pages up to the dictionary's last of %d, want all of 10 or more", dict, pages)
+	}
+	lie := slices.Concat(enc[:2+w1], []byte{0}, enc[2+w1+w2:len(enc)-4])
+	lie = binary.LittleEndian.AppendUint32(lie, crc32.ChecksumIEEE(lie))
+	_ = cache.Set(context.Background(), []byte(key), lie)
+	if got, err := read(cache, n/2, n/2+300); err == nil || !errors.Is(err, formats.ErrCorrupt) || !strings.Contains(err.Error(), "past the dictionary's pages") {
+		t.Errorf("a walk lying of the dictionary: rows [%d, %d) read as %d rows, %v; want an error", n/2, n/2+300, len(got), err)
+	}
+	_ = cache.Set(context.Background(), []byte(key), enc)
+	want := make([]int64, 300)
+	for i := range want {
+		want[i] = int64((n/2 + i) % 10)
+	}
+	if got, err := read(cache, n/2, n/2+300); err != nil || !slices.Equal(got, want) {
+		t.Errorf("the walk as it was: rows [%d, %d): %v", n/2, n/2+300, err)
+	}
+}
+
+// readInt64s plans path with cache and reads rows [lo, hi) of its first
+// column, an int64.
+func readInt64s(t *testing.T, path string, cache formats.Cache, lo, hi int64) ([]int64, error) {
+	t.Helper()
+	ds, err := planParquet(context.Background(), []string{path}, formats.PlanOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	var out []int64
+	err = ds.Read(context.Background(), 0, ds.RowRange(0, lo, hi), 100, nil, func(rec arrow.RecordBatch) error {
+		out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
+		rec.Release()
+		return nil
+	})
+	return out, err
 }
