@@ -41,7 +41,7 @@ func main() {}
 
 // abiVersion changes whenever a signature or the meaning of a value does:
 // the Python package refuses a library of another version.
-const abiVersion = 4
+const abiVersion = 5
 
 //export sluice_abi_version
 func sluice_abi_version() C.int64_t { return abiVersion }
@@ -114,11 +114,15 @@ func sluice_schema(id C.int64_t, schema unsafe.Pointer) (e *C.char) {
 // its array, its first row there and its rows; *count is the batches. At
 // the end of the epoch it sets *count to 0 (the next call starts the next
 // epoch); when none came in time, to -1 (call again: the caller gets
-// control back to handle signals).
+// control back to handle signals). First it releases the nrelease arrays
+// at release, as sluice_release does: arrays of earlier calls whose last
+// view the caller let go of since, released here rather than each with a
+// call of its own.
 //
 //export sluice_next
-func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C.int64_t, timeoutMs C.int64_t, count, runs *C.int64_t) (e *C.char) {
+func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C.int64_t, timeoutMs C.int64_t, count, runs *C.int64_t, release *unsafe.Pointer, nrelease C.int64_t) (e *C.char) {
 	defer guard(&e)
+	releaseArrays(release, nrelease)
 	h, err := lookup(int64(id))
 	if err != nil {
 		return cerr(err)
@@ -144,6 +148,29 @@ func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C
 	*runs = C.int64_t(len(g.runs))
 	*count = C.int64_t(len(g.rows))
 	return nil
+}
+
+// sluice_release calls the release callback of each of the n exported
+// arrays whose addresses are at arrays (skipping NULLs and arrays released
+// already): one call for many, where a callback each would cross into Go
+// once for each array.
+//
+//export sluice_release
+func sluice_release(arrays *unsafe.Pointer, n C.int64_t) (e *C.char) {
+	defer guard(&e)
+	releaseArrays(arrays, n)
+	return nil
+}
+
+func releaseArrays(arrays *unsafe.Pointer, n C.int64_t) {
+	if n <= 0 || arrays == nil {
+		return
+	}
+	for _, a := range unsafe.Slice(arrays, int(n)) {
+		if a != nil {
+			cdata.ReleaseCArrowArray((*cdata.CArrowArray)(a))
+		}
+	}
 }
 
 // exportBatch hands b to the caller, who owns it from here: the export

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/testkit/valuecheck"
@@ -243,5 +244,75 @@ func TestReadAheadPosition(t *testing.T) {
 	rest := restByOne(t, h2)
 	if from := 1 + k - 2; !slices.EqualFunc(rest, want[from:], slices.Equal) {
 		t.Fatalf("resumed from the state with 2 of %d held back: %d batches, want the %d from batch %d", k, len(rest), len(want)-from, from)
+	}
+}
+
+// TestTakeGathers: a call that finds fewer batches queued than it asks for
+// waits up to gather for more, so that a caller faster than the reads
+// takes many batches a call (each call costs it a crossing into Go); it
+// goes as soon as the queue holds them, or an end comes, and the first
+// call of a pull (an epoch's first batch) does not wait.
+func TestTakeGathers(t *testing.T) {
+	defer func(g time.Duration) { gather = g }(gather)
+	b := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 1)
+	defer b.Release()
+	newPull := func() *pull {
+		return &pull{ready: make(chan struct{}, 1), room: make(chan struct{}, 1), want: 1, first: true}
+	}
+	put := func(p *pull, n int, every time.Duration) {
+		for range n {
+			time.Sleep(every)
+			p.put(pulled{b: b})
+		}
+	}
+	batches := func(got []pulled) (n int) {
+		for _, x := range got {
+			if x.b != nil {
+				n++
+			}
+		}
+		return n
+	}
+
+	gather = time.Minute // longer than any test: a return before it is the queue's doing
+	p := newPull()
+	p.put(pulled{b: b})
+	start := time.Now()
+	if got := p.take(32, time.Minute); len(got) != 1 || time.Since(start) > 30*time.Second {
+		t.Fatalf("the first call took %d batches after %v, want the one queued at once", len(got), time.Since(start))
+	}
+	p.put(pulled{b: b})
+	go put(p, 31, time.Millisecond)
+	if got := p.take(32, time.Minute); batches(got) != 32 || time.Since(start) > 30*time.Second {
+		t.Fatalf("a call took %d batches, want the 32 it asked for as they came", batches(got))
+	}
+	// An end ends the gather: the batches before it go, and it stays for
+	// the next call.
+	p.put(pulled{b: b})
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		p.put(pulled{end: true})
+	}()
+	if got := p.take(32, time.Minute); batches(got) != 1 || len(got) != 1 {
+		t.Fatalf("a call before an end took %d items, want the 1 batch", len(got))
+	}
+	if got := p.take(32, time.Minute); len(got) != 1 || !got[0].end {
+		t.Fatalf("the call after took %v, want the end", got)
+	}
+
+	// At the end of the gather a call takes what came.
+	gather = 20 * time.Millisecond
+	p = newPull()
+	p.put(pulled{b: b})
+	p.take(32, time.Minute)
+	p.put(pulled{b: b})
+	start = time.Now()
+	if got := p.take(32, time.Minute); batches(got) != 1 || time.Since(start) < gather {
+		t.Fatalf("a call took %d batches after %v, want 1 after the gather of %v", batches(got), time.Since(start), gather)
+	}
+	// Nothing queued: the timeout, not the gather, bounds the wait.
+	start = time.Now()
+	if got := p.take(32, 40*time.Millisecond); got != nil || time.Since(start) < 40*time.Millisecond {
+		t.Fatalf("a call on an empty queue returned %v after %v, want nothing after its timeout", got, time.Since(start))
 	}
 }

@@ -170,9 +170,11 @@ class _Source:
         return [f.name for f in self._fields]
 
     def _next_group(self):
-        """The next batches: a list of (array, first row, rows), each
-        array an ArrowArray that the caller owns from here (its batches
-        follow one another in memory), or None at the end of the epoch."""
+        """The next batches: (arrays, info), arrays the ArrowArrays of the
+        call's runs (batches that follow one another in memory), which the
+        caller owns from here, and info three numbers for each batch: its
+        run, its first row there and its rows; or None at the end of the
+        epoch."""
         n, runs = ctypes.c_int64(), ctypes.c_int64()
         # A room of its own for each group: its arrays stay where Go wrote
         # them, each owned by the Owner made over it (no copy of the
@@ -184,14 +186,16 @@ class _Source:
             # A Ctrl-C a finalizer swallowed surfaces here, where the loop
             # over batches sees it.
             _arrow.raise_lost_interrupt()
-            _lib.check(f(h, arrays, _GROUP, info, _POLL_MS, ctypes.byref(n), ctypes.byref(runs)))
+            # The arrays let go of since the last call are released by
+            # this one (keep holds them until it returns).
+            keep, gone, k = _arrow.released()
+            _lib.check(f(h, arrays, _GROUP, info, _POLL_MS, ctypes.byref(n), ctypes.byref(runs), gone, k))
+            del keep
             if n.value >= 0:
                 break
         if not n.value:
             return None
-        owned = [arrays[i] for i in range(runs.value)]
-        v = info[:3 * n.value]
-        return [(owned[v[i]], v[i + 1], v[i + 2]) for i in range(0, len(v), 3)]
+        return [arrays[i] for i in range(runs.value)], info[:3 * n.value]
 
     def _columns(self, owner, strings=None):
         """The columns of the array owner holds, with validity entries for
@@ -223,16 +227,17 @@ class _Source:
         got = self._next_group()
         if got is None:
             return None
+        arrays, info = got
+        sizes = info[2::3]
+        if len(arrays) == 1:
+            return self._run_batches(arrays[0], sizes)
         # The batches of a run come in order and cover its rows end to end.
-        runs = {}
-        for arr, _, n in got:
-            r = runs.get(id(arr))
-            if r is None:
-                runs[id(arr)] = (arr, [n])
-            else:
-                r[1].append(n)
-        made = {k: iter(self._run_batches(arr, sizes)) for k, (arr, sizes) in runs.items()}
-        return [next(made[id(arr)]) for arr, _, _ in got]
+        runs = info[0::3]
+        each = [[] for _ in arrays]
+        for r, n in zip(runs, sizes):
+            each[r].append(n)
+        made = [iter(self._run_batches(a, s)) for a, s in zip(arrays, each)]
+        return [next(made[r]) for r in runs]
 
     def _run_batches(self, arr, sizes):
         """The batches of one run of the given sizes, in order."""
@@ -327,12 +332,14 @@ class _Source:
             got = self._next_group()
             if got is None:
                 return None
+            arrays, info = got
             made = {}
             out = []
-            for arr, a, n in got:
-                rb = made.get(id(arr))
+            for i in range(0, len(info), 3):
+                r, a, n = info[i:i + 3]
+                rb = made.get(r)
                 if rb is None:
-                    rb = made[id(arr)] = pa.RecordBatch._import_from_c(ctypes.addressof(arr), self._pa_schema)
+                    rb = made[r] = pa.RecordBatch._import_from_c(ctypes.addressof(arrays[r]), self._pa_schema)
                 out.append(rb if rb.num_rows == n else rb.slice(a, n))
             return out
         return self._iterate("arrow", group)
@@ -375,6 +382,7 @@ class _Source:
         _lib.call("sluice_close", h)
         self._h = None
         self._finalizer.detach()
+        _arrow.release_now()
 
     def __enter__(self):
         return self

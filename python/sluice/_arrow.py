@@ -13,8 +13,10 @@ array beside it (VALID); float columns hold NaN and datetimes NaT at their
 nulls (a copy of that column), others what Arrow leaves there (zeros).
 """
 
+import collections
 import ctypes
 import decimal
+import os
 import sys
 
 import numpy as np
@@ -56,7 +58,6 @@ ArrowArray._fields_ = [
     ("private_data", ctypes.c_void_p),
 ]
 
-_RELEASE_ARRAY = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowArray))
 _RELEASE_SCHEMA = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowSchema))
 
 _NULLABLE = 2
@@ -118,8 +119,9 @@ def release_schema(s):
 
 class Owner:
     """Owns one exported ArrowArray and releases it when the last NumPy
-    array over its buffers is gone. Not in a forked child: its Go runtime is
-    gone, and the parent still owns the memory."""
+    array over its buffers is gone (queued, and released by the next call
+    into the library that takes the queue). Not in a forked child: its Go
+    runtime is gone, and the parent still owns the memory."""
 
     __slots__ = ("array", "pid", "__weakref__")
 
@@ -129,9 +131,18 @@ class Owner:
 
     def release(self):
         a = self.array
-        if a.release and _owned(self.pid):
-            _RELEASE_ARRAY(a.release)(ctypes.byref(a))
-        a.release = None
+        if not a.release:
+            return
+        if not _owned(self.pid):
+            a.release = None
+            return
+        # Released by the next call for batches (or a close, or once
+        # enough wait), with others: a call into Go for each array would
+        # cost as much as making its columns did, and must wait for a
+        # thread of Go's to be free.
+        _released.append(a)
+        if len(_released) >= _RELEASE_AT:
+            release_now()
 
     def __del__(self):
         # Python runs a signal's handler between any two bytecodes, so a
@@ -148,6 +159,46 @@ class Owner:
                 break
             except KeyboardInterrupt:
                 lost_interrupt = True
+
+
+# _released holds the arrays whose last view is gone, for Go to release
+# (the structs stay alive here until it has): a deque, whose append and
+# popleft are atomic, since finalizers run in any thread.
+_released = collections.deque()
+
+# _RELEASE_AT is how many arrays wait at most before a finalizer releases
+# them itself: a program that stops asking for batches holds no more.
+_RELEASE_AT = 64
+
+
+def released():
+    """The arrays waiting for release, taken out: (keep, addresses, n) to
+    pass to the library, where keep holds the structs alive until the call
+    that releases them returns."""
+    if not _released:
+        return None, None, 0
+    keep = []
+    pop = _released.popleft
+    try:
+        while True:
+            keep.append(pop())
+    except IndexError:
+        pass
+    n = len(keep)
+    return keep, (ctypes.c_void_p * n)(*[ctypes.addressof(a) for a in keep]), n
+
+
+def release_now():
+    """Release the arrays waiting for it."""
+    keep, ptrs, n = released()
+    if n:
+        _lib.check(_lib.lib().sluice_release(ptrs, n))
+
+
+if hasattr(os, "register_at_fork"):
+    # A forked child's arrays waiting for release are its parent's, whose
+    # runtime is not running here (the parent still owns the memory).
+    os.register_at_fork(after_in_child=_released.clear)
 
 
 # lost_interrupt is set when a Ctrl-C landed in a finalizer (Owner.__del__).

@@ -322,3 +322,43 @@ def test_state_inside_a_group_resumes_exactly(data):
     assert taken == whole
     for x in (ds, again):
         x.close()
+
+
+def _array_of(view):
+    """The exported ArrowArray under a NumPy view of a batch."""
+    base = view
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base.owner.array
+
+
+def test_an_array_is_released_after_its_last_view_is_gone(data):
+    """An exported array stays alive while any view of it does (other calls
+    and the end of the epoch release others, never it); once the last is
+    gone it waits to be released by the next call into the library, here
+    the close."""
+    import gc
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=64)
+    it = iter(ds)
+    view = next(it)["id"]
+    a = _array_of(view)
+    rest = sum(len(b["id"]) for b in it)
+    assert rest == 20000 - 64
+    gc.collect()
+    assert a.release, "released while a view of it is alive"
+    assert view.tolist() == list(range(64))
+    del view
+    gc.collect()
+    assert a.release, "released before the next call into the library"
+    ds.close()
+    assert not a.release
+
+
+def test_arrays_let_go_of_are_released_by_the_next_call(data):
+    ds = sluice.Dataset(str(data / "numbers"), columns=["id"], batch_size=64)
+    it = iter(ds)
+    a = _array_of(next(it)["id"])  # the batch is gone: its array waits
+    assert a.release
+    while a.release:  # the next call that crosses into Go releases it
+        next(it)
+    ds.close()
