@@ -111,17 +111,19 @@ func sluice_schema(id C.int64_t, schema unsafe.Pointer) (e *C.char) {
 // batches cut from one window) cross as one array of all their rows: it
 // fills arrays (room for most zeroed struct ArrowArrays) with *runs such
 // arrays, and batches (room for 3 * most) with three numbers per batch:
-// its array, its first row there and its rows; *count is the batches. At
-// the end of the epoch it sets *count to 0 (the next call starts the next
-// epoch); when none came in time, to -1 (call again: the caller gets
-// control back to handle signals). First it releases the nrelease arrays
+// its array, its first row there and its rows; counts[0] is the batches
+// and counts[1] the arrays. At the end of the epoch it sets counts[0] to 0
+// (the next call starts the next epoch); when none came in time, to -1
+// (call again: the caller gets control back to handle signals). First it releases the nrelease arrays
 // at release, as sluice_release does: arrays of earlier calls whose last
 // view the caller let go of since, released here rather than each with a
 // call of its own.
 //
 //export sluice_next
-func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C.int64_t, timeoutMs C.int64_t, count, runs *C.int64_t, release *unsafe.Pointer, nrelease C.int64_t) (e *C.char) {
+func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C.int64_t, timeoutMs C.int64_t, counts *C.int64_t, release *unsafe.Pointer, nrelease C.int64_t) (e *C.char) {
 	defer guard(&e)
+	out := unsafe.Slice(counts, 2)
+	count, runs := &out[0], &out[1]
 	releaseArrays(release, nrelease)
 	h, err := lookup(int64(id))
 	if err != nil {
@@ -138,9 +140,9 @@ func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C
 		*count = 0
 		return nil
 	}
-	out := unsafe.Slice(batches, 3*len(g.rows))
+	info := unsafe.Slice(batches, 3*len(g.rows))
 	for i := range g.rows {
-		out[3*i], out[3*i+1], out[3*i+2] = C.int64_t(g.run[i]), C.int64_t(g.start[i]), C.int64_t(g.rows[i])
+		info[3*i], info[3*i+1], info[3*i+2] = C.int64_t(g.run[i]), C.int64_t(g.start[i]), C.int64_t(g.rows[i])
 	}
 	for i, r := range g.runs {
 		exportBatch(r, unsafe.Add(arrays, i*int(unsafe.Sizeof(cdata.CArrowArray{}))))

@@ -175,7 +175,7 @@ class _Source:
         caller owns from here, and info three numbers for each batch: its
         run, its first row there and its rows; or None at the end of the
         epoch."""
-        n, runs = ctypes.c_int64(), ctypes.c_int64()
+        counts = (ctypes.c_int64 * 2)()  # the batches, the arrays
         # A room of its own for each group: its arrays stay where Go wrote
         # them, each owned by the Owner made over it (no copy of the
         # structs out of a shared room).
@@ -189,13 +189,14 @@ class _Source:
             # The arrays let go of since the last call are released by
             # this one (keep holds them until it returns).
             keep, gone, k = _arrow.released()
-            _lib.check(f(h, arrays, _GROUP, info, _POLL_MS, ctypes.byref(n), ctypes.byref(runs), gone, k))
+            _lib.check(f(h, arrays, _GROUP, info, _POLL_MS, counts, gone, k))
             del keep
-            if n.value >= 0:
+            if counts[0] >= 0:
                 break
-        if not n.value:
+        n, runs = counts[0], counts[1]
+        if not n:
             return None
-        return [arrays[i] for i in range(runs.value)], info[:3 * n.value]
+        return [arrays[i] for i in range(runs)], info[:3 * n]
 
     def _columns(self, owner, strings=None):
         """The columns of the array owner holds, with validity entries for

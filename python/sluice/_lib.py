@@ -169,7 +169,7 @@ def _declare(l):
         "sluice_mix": ([ctypes.c_char_p, i64p], vp),
         "sluice_close": ([i64], vp),
         "sluice_schema": ([i64, vp], vp),
-        "sluice_next": ([i64, vp, i64, i64p, i64, i64p, i64p, vp, i64], vp),
+        "sluice_next": ([i64, vp, i64, i64p, i64, i64p, vp, i64], vp),
         "sluice_release": ([vp, i64], vp),
         "sluice_stop": ([i64], vp),
         "sluice_state": ([i64, i64, vpp, i64p], vp),
