@@ -33,6 +33,13 @@ type Driver struct {
 	// backend's SDK carries, nil if it carries none: a throttled request
 	// is retried no sooner than its Retry-After says. May be nil.
 	HTTPHeader func(error) http.Header
+	// Permanent reports an error of the backend's SDK that no retry can
+	// mend although it carries no HTTP status: Azure's SDK marks a
+	// credential that gives no token, or a token it will not send over
+	// plain HTTP, so. Without it, gocloud calls such errors Unknown and
+	// each read would be retried RetryPolicy.MaxAttempts times before the
+	// error shows. May be nil.
+	Permanent func(error) bool
 
 	// Version reads an object's version, the one reads are pinned to
 	// (Object.Version), through the As of what the backend's gocloud
@@ -67,8 +74,9 @@ var (
 	drivers   = map[string]Driver{}
 	// statuses are the drivers' HTTPStatus functions in registration
 	// order, so that classifying an error does not walk a map.
-	statuses []func(error) int
-	headers  []func(error) http.Header
+	statuses   []func(error) int
+	headers    []func(error) http.Header
+	permanents []func(error) bool
 )
 
 // Register makes a driver known to every Resolver, to OpenBucket and so to
@@ -90,6 +98,9 @@ func Register(d Driver) {
 	}
 	if d.HTTPHeader != nil {
 		headers = append(headers, d.HTTPHeader)
+	}
+	if d.Permanent != nil {
+		permanents = append(permanents, d.Permanent)
 	}
 }
 
@@ -161,4 +172,17 @@ func httpHeader(err error) http.Header {
 		}
 	}
 	return nil
+}
+
+// permanent reports whether a registered driver knows err for one that no
+// retry can mend (Driver.Permanent).
+func permanent(err error) bool {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	for _, p := range permanents {
+		if p(err) {
+			return true
+		}
+	}
+	return false
 }

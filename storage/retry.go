@@ -78,7 +78,7 @@ func Transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, os.ErrPermission) || errors.Is(err, ErrChanged) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, os.ErrPermission) || errors.Is(err, ErrChanged) || permanent(err) {
 		return false
 	}
 	if errors.Is(err, ErrTransient) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||

@@ -46,6 +46,7 @@ func init() {
 		Open:        open,
 		HTTPStatus:  httpStatus,
 		HTTPHeader:  httpHeader,
+		Permanent:   permanent,
 		Version:     version,
 		VersionName: "ETag",
 		PrepareRead: prepareRead,
@@ -104,6 +105,18 @@ func httpHeader(err error) http.Header {
 		return re.RawResponse.Header
 	}
 	return nil
+}
+
+// permanent reports an error that Azure's SDK marks not to be retried
+// (its errorinfo.NonRetriable, an internal interface): a default credential
+// chain that finds no credential, a token it will not send over plain HTTP,
+// a credential that failed to authenticate. The SDK's own retry policy
+// gives up on these at once, the credentials having retried whatever a
+// retry could mend; sluice's does too, so that a missing credential shows
+// after one attempt, not six.
+func permanent(err error) bool {
+	var nr interface{ NonRetriable() }
+	return errors.As(err, &nr)
 }
 
 func httpStatus(err error) int {

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/sluicedata/sluice/internal/testkit/scratch"
+	"github.com/sluicedata/sluice/storage"
 	"github.com/sluicedata/sluice/storage/azure"
 )
 
@@ -113,7 +114,9 @@ func TestCredentialsFromEnv(t *testing.T) {
 }
 
 // Without any credential in the environment, a read fails saying what to
-// set, in the error's text, before any request leaves.
+// set, in the error's text, before any request leaves, and at the first
+// attempt: no retry can find a credential (nor send a token over plain
+// HTTP, the second case, which fails before asking the chain for one).
 func TestNoCredential(t *testing.T) {
 	for _, k := range credentialEnv {
 		t.Setenv(k, "")
@@ -123,23 +126,36 @@ func TestNoCredential(t *testing.T) {
 		os.Unsetenv(k)  // azidentity refuses some of them set empty
 	}
 	t.Setenv("PATH", t.TempDir()) // no az or azd to ask
-	u := &url.URL{Scheme: "azblob", Host: "c", RawQuery: "storage_account=acct&domain=127.0.0.1:1&protocol=https"}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b, err := azure.NewOpener().OpenBucketURL(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	start := time.Now()
-	_, err = b.ReadAll(ctx, "obj")
-	t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	if err == nil {
-		t.Fatal("read without a credential succeeded")
-	}
-	for _, want := range []string{"no Azure token", "AZURE_STORAGE_KEY", "az login"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the error does not say %q: %v", want, err)
-		}
+	for _, c := range []struct {
+		protocol string
+		want     []string
+	}{
+		{"https", []string{"no Azure token", "AZURE_STORAGE_KEY", "az login"}},
+		{"http", []string{"https"}},
+	} {
+		t.Run(c.protocol, func(t *testing.T) {
+			u := &url.URL{Scheme: "azblob", Host: "c", RawQuery: "storage_account=acct&domain=127.0.0.1:1&protocol=" + c.protocol}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := azure.NewOpener().OpenBucketURL(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			start := time.Now()
+			_, err = b.ReadAll(ctx, "obj")
+			t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			if err == nil {
+				t.Fatal("read without a credential succeeded")
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not say %q: %v", want, err)
+				}
+			}
+			if storage.Transient(err) {
+				t.Errorf("a missing credential is retried: %v", err)
+			}
+		})
 	}
 }
