@@ -1,11 +1,9 @@
 package stream
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
+	"github.com/sluicedata/sluice/internal/testkit/steplog"
 	"github.com/sluicedata/sluice/internal/testkit/synth"
 )
 
@@ -79,12 +78,10 @@ func crashChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	log, err := steplog.Create(logPath, step, crashEvery)
 	if err != nil {
 		return fail(err)
 	}
-	w := bufio.NewWriter(logf)
-	fmt.Fprintf(w, "start %d\n", step)
 	transform := func(_ context.Context, b arrow.RecordBatch) ([]int64, error) {
 		return slices.Clone(b.Column(0).(*array.Int64).Int64Values()), nil
 	}
@@ -92,24 +89,11 @@ func crashChild() int {
 		if err != nil {
 			return fail(err)
 		}
-		if hold > 0 && step >= hold {
-			io.Copy(io.Discard, os.Stdin) // until the parent kills it
-		}
+		steplog.HoldAt(step, hold)
 		time.Sleep(delay) // the training step
 		step++
-		fmt.Fprintf(w, "%d", step)
-		for _, id := range ids {
-			fmt.Fprintf(w, " %d", id)
-		}
-		fmt.Fprintln(w)
-		if step%crashEvery == 0 {
-			// What the checkpoint commits must be on disk before it.
-			if err := w.Flush(); err != nil {
-				return fail(err)
-			}
-			if err := logf.Sync(); err != nil {
-				return fail(err)
-			}
+		if err := log.Step(step, ids); err != nil {
+			return fail(err)
 		}
 		if err := ck.Step(ctx, step); err != nil {
 			return fail(err)
@@ -118,11 +102,9 @@ func crashChild() int {
 	if err := ck.Save(ctx, step); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintln(w, "done")
-	if err := w.Flush(); err != nil {
+	if err := log.Done(); err != nil {
 		return fail(err)
 	}
-	logf.Close()
 	store.Close()
 	ds.Close()
 	return 0
@@ -214,17 +196,16 @@ func TestCrashResume(t *testing.T) {
 			}
 			store.Close()
 		}
-		entries, start, done := readCrashLog(t, logPath)
-		if start >= 0 && start != committed {
-			t.Fatalf("run %d resumed at step %d, the last checkpoint was %d", run, start, committed)
+		logged, err := steplog.Read(logPath)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if e.step > committed && e.step <= last {
-				got = append(got, e.ids...)
-			}
+		if logged.Start >= 0 && logged.Start != committed {
+			t.Fatalf("run %d resumed at step %d, the last checkpoint was %d", run, logged.Start, committed)
 		}
+		got = logged.Committed(got, committed, last)
 		committed = last
-		if done {
+		if logged.Done {
 			break
 		}
 	}
@@ -235,54 +216,6 @@ func TestCrashResume(t *testing.T) {
 		t.Fatalf("committed rows over %d kills differ from the uninterrupted run: %d rows, want %d", killed, len(got), len(want))
 	}
 	t.Logf("%d SIGKILLs, %d rows committed exactly", killed, len(got))
-}
-
-type crashEntry struct {
-	step int64
-	ids  []int64
-}
-
-func readCrashLog(t *testing.T, path string) (entries []crashEntry, start int64, done bool) {
-	start = -1
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, -1, false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The kill may cut the last line short; it is past every checkpoint.
-	text := string(data)
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		text = text[:i+1]
-	} else {
-		text = ""
-	}
-	for line := range strings.Lines(text) {
-		fields := strings.Fields(line)
-		switch {
-		case len(fields) == 0:
-		case fields[0] == "done":
-			done = true
-		case fields[0] == "start" && len(fields) == 2:
-			start, _ = strconv.ParseInt(fields[1], 10, 64)
-		default:
-			step, err := strconv.ParseInt(fields[0], 10, 64)
-			if err != nil {
-				continue
-			}
-			e := crashEntry{step: step}
-			for _, s := range fields[1:] {
-				id, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					break
-				}
-				e.ids = append(e.ids, id)
-			}
-			entries = append(entries, e)
-		}
-	}
-	return entries, start, done
 }
 
 // SoakCases is -soak for the value matrix (values_test.go, an external

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicedata/sluice/checkpoint/pebblestore"
 	"github.com/sluicedata/sluice/formats/iceberg"
+	"github.com/sluicedata/sluice/internal/testkit/steplog"
 	"github.com/sluicedata/sluice/stream"
 )
 
@@ -88,40 +89,22 @@ func killChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	log, err := steplog.Create(logPath, step, killEvery)
 	if err != nil {
 		return fail(err)
 	}
-	defer logf.Close()
-	w := bufio.NewWriter(logf)
-	fmt.Fprintf(w, "start %d\n", step)
-	if err := w.Flush(); err != nil { // the parent times its kill from here
-		return fail(err)
-	}
+	defer log.Close()
 	for b, err := range ds.Batches(ctx) {
 		if err != nil {
 			return fail(err)
 		}
 		ids := slices.Clone(b.Column(0).(*array.Int64).Int64Values())
 		b.Release()
-		if hold > 0 && step >= hold {
-			io.Copy(io.Discard, os.Stdin) // until the parent kills it
-		}
+		steplog.HoldAt(step, hold)
 		time.Sleep(delay) // the training step
 		step++
-		fmt.Fprintf(w, "%d", step)
-		for _, id := range ids {
-			fmt.Fprintf(w, " %d", id)
-		}
-		fmt.Fprintln(w)
-		if step%killEvery == 0 {
-			// What the checkpoint commits must be on disk before it.
-			if err := w.Flush(); err != nil {
-				return fail(err)
-			}
-			if err := logf.Sync(); err != nil {
-				return fail(err)
-			}
+		if err := log.Step(step, ids); err != nil {
+			return fail(err)
 		}
 		if err := ck.Step(ctx, step); err != nil {
 			return fail(err)
@@ -133,8 +116,7 @@ func killChild() int {
 	if err := ck.Save(ctx, step); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintln(w, "done")
-	if err := w.Flush(); err != nil {
+	if err := log.Done(); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -245,20 +227,19 @@ func TestKillResume(t *testing.T) {
 			last = s
 		}
 		store.Close()
-		entries, start, done := readKillLog(t, logPath)
-		if start != committed {
-			t.Fatalf("run %d resumed at step %d, the last checkpoint was %d", run, start, committed)
+		logged, err := steplog.Read(logPath)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, e := range entries {
-			if e.step > committed && e.step <= last {
-				got = append(got, e.ids...)
-			}
+		if logged.Start != committed {
+			t.Fatalf("run %d resumed at step %d, the last checkpoint was %d", run, logged.Start, committed)
 		}
-		if !done && last > committed && len(got) < len(want) {
+		got = logged.Committed(got, committed, last)
+		if !logged.Done && last > committed && len(got) < len(want) {
 			midway++ // killed after it committed some of the epoch, before its end
 		}
 		committed = last
-		if done {
+		if logged.Done {
 			break
 		}
 	}
@@ -283,45 +264,4 @@ func firstCommit(stdout io.Reader) int64 {
 		}
 	}
 	return -1
-}
-
-type killEntry struct {
-	step int64
-	ids  []int64
-}
-
-func readKillLog(t *testing.T, path string) (entries []killEntry, start int64, done bool) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The kill may cut the last line short; it is past every checkpoint.
-	text := string(data)
-	text = text[:strings.LastIndexByte(text, '\n')+1]
-	start = -1
-	for line := range strings.Lines(text) {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-		case f[0] == "start":
-			start, _ = strconv.ParseInt(f[1], 10, 64)
-		case f[0] == "done":
-			done = true
-		default:
-			e := killEntry{}
-			if e.step, err = strconv.ParseInt(f[0], 10, 64); err != nil {
-				t.Fatalf("%s: %q", path, line)
-			}
-			for _, s := range f[1:] {
-				id, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					t.Fatalf("%s: %q", path, line)
-				}
-				e.ids = append(e.ids, id)
-			}
-			entries = append(entries, e)
-		}
-	}
-	return entries, start, done
 }
