@@ -3,6 +3,7 @@ package formats
 import (
 	"context"
 	"encoding/binary"
+	"math/bits"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,39 +16,42 @@ import (
 )
 
 // keptRuns returns the runs [start, end) of set bits among the first n of
-// keep, ascending, and how many rows they hold. Deletes are sparse (a row
-// here and there), so runs are long and whole words of set bits are
-// passed over at once.
+// keep, ascending, and how many rows they hold. The bits are taken a word
+// at a time and each run's ends found by counting trailing zeros, so the
+// cost is the words plus the runs: a row in a hundred deleted (an
+// equality delete of every hundredth id) leaves a clear bit in most
+// words, which a walk bit by bit went through one at a time (3% of such
+// a read).
 func keptRuns(keep []byte, n int) (runs [][2]int, kept int) {
 	start := -1
-	for i := 0; i < n; {
-		if i%64 == 0 && n-i >= 64 {
-			w := binary.LittleEndian.Uint64(keep[i/8:])
-			switch w {
-			case ^uint64(0):
-				if start < 0 {
-					start = i
+	for base := 0; base < n; base += 64 {
+		var w uint64
+		if n-base >= 64 {
+			w = binary.LittleEndian.Uint64(keep[base/8:])
+		} else {
+			for i := range (n - base + 7) / 8 {
+				w |= uint64(keep[base/8+i]) << (8 * i)
+			}
+			w &= 1<<(n-base) - 1 // the bits past n are no rows: clear
+		}
+		for pos := 0; pos < 64; {
+			if start >= 0 {
+				z := bits.TrailingZeros64(^w >> pos) // the run's first clear bit
+				if pos+z >= 64 {
+					break // the run goes on into the next word
 				}
-				i += 64
-				continue
-			case 0:
-				if start >= 0 {
-					runs, kept = append(runs, [2]int{start, i}), kept+i-start
-					start = -1
-				}
-				i += 64
+				pos += z
+				runs, kept = append(runs, [2]int{start, base + pos}), kept+base+pos-start
+				start = -1
 				continue
 			}
-		}
-		if bitutil.BitIsSet(keep, i) {
-			if start < 0 {
-				start = i
+			z := bits.TrailingZeros64(w >> pos) // the next run's first bit
+			if pos+z >= 64 {
+				break
 			}
-		} else if start >= 0 {
-			runs, kept = append(runs, [2]int{start, i}), kept+i-start
-			start = -1
+			pos += z
+			start = base + pos
 		}
-		i++
 	}
 	if start >= 0 {
 		runs, kept = append(runs, [2]int{start, n}), kept+n-start

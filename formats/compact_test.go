@@ -214,3 +214,40 @@ func TestAndFilterAnswer(t *testing.T) {
 		bb.Release()
 	}
 }
+
+// TestKeptRuns checks the runs against a walk bit by bit, over lengths
+// around word edges, densities from none kept to all, and set bits past n
+// (allKept leaves them in its last byte), which are no rows.
+func TestKeptRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{0, 1, 7, 8, 63, 64, 65, 127, 128, 129, 200, 1000, 8192} {
+		for _, p := range []float64{0, 0.01, 0.1, 0.5, 0.9, 0.99, 1} {
+			for range 20 {
+				keep := make([]byte, int(bitutil.BytesForBits(int64(n)))+r.IntN(3))
+				for i := range keep {
+					keep[i] = byte(r.Uint32()) // bits past n: anything
+				}
+				for i := range n {
+					bitutil.SetBitTo(keep, i, r.Float64() < p)
+				}
+				var want [][2]int
+				wantKept, start := 0, -1
+				for i := range n + 1 {
+					set := i < n && bitutil.BitIsSet(keep, i)
+					switch {
+					case set && start < 0:
+						start = i
+					case !set && start >= 0:
+						want = append(want, [2]int{start, i})
+						wantKept += i - start
+						start = -1
+					}
+				}
+				runs, kept := keptRuns(keep, n)
+				if kept != wantKept || fmt.Sprint(runs) != fmt.Sprint(want) {
+					t.Fatalf("n %d, p %v: runs %v (%d kept), want %v (%d)", n, p, runs, kept, want, wantKept)
+				}
+			}
+		}
+	}
+}

@@ -3,6 +3,9 @@ package iceberg_test
 import (
 	"context"
 	"iter"
+	"os"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -108,5 +111,70 @@ func commitEqualityOn(t *testing.T, tbl *table.Table, id int, field arrow.Field,
 	}
 	if _, err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A delete file that cannot be read fails Open with an error naming it,
+// whichever kind it is and while the other kind is being read beside it:
+// never a table with fewer deletes.
+func TestUnreadableDeleteFile(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, tbl := valuesData(t, 600)
+	tbl, err := tbl.Delete(ctx, ice.IsIn(ice.Reference("id"), int64(3), int64(250)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitEqualityDeletes(t, tbl, []int64{7, 401})
+	tbl = reload(t, cat, ident)
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pos, eq string
+	for _, task := range tasks {
+		for _, d := range task.DeleteFiles {
+			pos = d.FilePath()
+		}
+		for _, d := range task.EqualityDeleteFiles {
+			eq = d.FilePath()
+		}
+	}
+	if pos == "" || eq == "" {
+		t.Fatalf("no position (%q) or equality (%q) delete file", pos, eq)
+	}
+	local := func(p string) string { return strings.TrimPrefix(p, "file://") }
+	for _, broken := range [][]string{{pos}, {eq}, {pos, eq}} {
+		var kept [][]byte
+		for _, p := range broken {
+			b, err := os.ReadFile(local(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, b)
+			if err := os.WriteFile(local(p), []byte("not a parquet file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it, err := iceberg.OpenCatalog(ctx, cat, ident, iceberg.Options{})
+		switch {
+		case err == nil:
+			it.Close()
+			t.Errorf("%v broken: Open read the table", broken)
+		case !strings.Contains(err.Error(), path.Base(broken[0])) && !strings.Contains(err.Error(), path.Base(broken[len(broken)-1])):
+			t.Errorf("%v broken: the error names neither: %v", broken, err)
+		}
+		for i, p := range broken {
+			if err := os.WriteFile(local(p), kept[i], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	it, err := iceberg.OpenCatalog(ctx, cat, ident, iceberg.Options{})
+	if err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	defer it.Close()
+	if st := it.Stats(); st.PositionDeleted != 2 || st.EqualityDeleteFiles != 1 {
+		t.Fatalf("restored: planned %+v, want 2 rows position-deleted and an equality delete file", st)
 	}
 }

@@ -74,6 +74,37 @@ func (s *eqSet) add(key []byte, ints *[]int64) {
 	}
 }
 
+// appendInts appends the keys of a, the one column of a delete file of
+// integer keys, as add would, where a's type has a path of its own; false
+// where it has none.
+func (s *eqSet) appendInts(a arrow.Array, ints *[]int64) bool {
+	switch a := a.(type) {
+	case *array.Int64:
+		appendIntKeys(s, a, a.Int64Values(), ints)
+	case *array.Int32:
+		appendIntKeys(s, a, a.Int32Values(), ints)
+	default:
+		return false
+	}
+	return true
+}
+
+func appendIntKeys[T int32 | int64](s *eqSet, a arrow.Array, vs []T, ints *[]int64) {
+	if a.NullN() == 0 {
+		for _, v := range vs {
+			*ints = append(*ints, int64(v))
+		}
+		return
+	}
+	for r, v := range vs {
+		if a.IsNull(r) {
+			s.null = true
+			continue
+		}
+		*ints = append(*ints, int64(v))
+	}
+}
+
 // hasKey reports whether the set holds a key in appendKey's encoding.
 func (s *eqSet) hasKey(key []byte) bool {
 	switch {
@@ -133,13 +164,15 @@ func (k *intKeys) has(v int64) bool {
 	return ok
 }
 
-// loadEqualityDeletes reads every equality delete file the plan names.
-// They are applied while reading, but read once, here: a data file's
-// filter then only looks keys up.
-func (t *Table) loadEqualityDeletes(ctx context.Context) error {
-	t.eq = make([]*eqSet, len(t.plan.EqDeletes))
+// loadEqualityDeletes reads every equality delete file the plan names, on
+// g (Open's reads of delete files, so that these run beside the position
+// deletes' within one bound): t.eq holds them once g is waited for. They
+// are applied while reading, but read once, here: a data file's filter
+// then only looks keys up.
+func (t *Table) loadEqualityDeletes(ctx context.Context, g *errgroup.Group, files []eqDeleteFile) error {
+	t.eq = make([]*eqSet, len(files))
 	seen := map[string]bool{}
-	for _, e := range t.plan.EqDeletes {
+	for _, e := range files {
 		for _, id := range e.FieldIDs {
 			f, ok := t.schema.FindFieldByID(id)
 			if !ok {
@@ -151,11 +184,9 @@ func (t *Table) loadEqualityDeletes(ctx context.Context) error {
 			}
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(t.opts.Concurrency)
-	for i, e := range t.plan.EqDeletes {
+	for i, e := range files {
 		g.Go(func() error {
-			s, err := t.readEqualityDeletes(gctx, e)
+			s, err := t.readEqualityDeletes(ctx, e)
 			if err != nil {
 				return fmt.Errorf("iceberg: equality delete file %s: %w", e.Path, err)
 			}
@@ -163,7 +194,7 @@ func (t *Table) loadEqualityDeletes(ctx context.Context) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	return nil
 }
 
 func (t *Table) readEqualityDeletes(ctx context.Context, e eqDeleteFile) (*eqSet, error) {
@@ -202,8 +233,17 @@ func (t *Table) readEqualityDeletes(ctx context.Context, e eqDeleteFile) (*eqSet
 			return m, nil
 		},
 	}
+	if s.kind == keyInts {
+		// The file's count, as its manifest says it, saves growing the
+		// keys a batch at a time; bounded, since the count is the
+		// metadata's word only.
+		ints = make([]int64, 0, min(max(e.Records, 0), 1<<20))
+	}
 	var key []byte
 	err = t.readFiles(ctx, []formats.File{file}, e.Format, formats.PlanOptions{Schema: sub, Columns: s.columns}, func(b arrow.RecordBatch) error {
+		if s.kind == keyInts && s.appendInts(b.Column(0), &ints) {
+			return nil
+		}
 		for r := range int(b.NumRows()) {
 			key = key[:0]
 			for c := range int(b.NumCols()) {
@@ -352,6 +392,17 @@ func (s *eqSet) drop(a arrow.Array, keep []byte) bool {
 
 func dropInts[T int8 | int16 | int32 | int64 | arrow.Date32 | arrow.Timestamp | arrow.Time64](s *eqSet, a arrow.Array, vs []T, keep []byte) {
 	nulls := a.NullN() > 0
+	if k := &s.ints; k.bits != nil && !nulls {
+		// The common case (ids, no nulls) in one unsigned compare and a
+		// bit test a row, the bitmap's bounds held in registers.
+		lo, span, bits := uint64(k.lo), uint64(k.hi)-uint64(k.lo), k.bits
+		for r, v := range vs {
+			if d := uint64(int64(v)) - lo; d <= span && bits[d/64]&(1<<(d%64)) != 0 {
+				keep[r/8] &^= 1 << (r % 8)
+			}
+		}
+		return
+	}
 	for r, v := range vs {
 		if nulls && a.IsNull(r) {
 			if s.null {

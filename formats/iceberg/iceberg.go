@@ -32,6 +32,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/storage"
@@ -231,8 +232,17 @@ func open(ctx context.Context, meta table.Metadata, metaLoc string, res *storage
 	if t.plan, t.fromCache, err = t.loadPlan(ctx, fio); err != nil {
 		return nil, err
 	}
-	if err := t.loadEqualityDeletes(ctx); err != nil {
-		return nil, err
+	if t.fromCache {
+		// Planning reads the equality deletes beside the position
+		// deletes; a cached plan holds no keys, so they are read here.
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(t.opts.Concurrency)
+		if err := t.loadEqualityDeletes(gctx, g, t.plan.EqDeletes); err != nil {
+			return nil, err
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
 	}
 	t.planned = time.Since(start)
 	return t, nil
