@@ -150,15 +150,15 @@ func indexOf(rg int, jobs []walkJob, at int64) *rowGroupIndex {
 }
 
 // A read that runs from row lo to a row group's end (the second fetch of
-// a row group that a stream reads cut into chunks) needs, of each chunk, the bytes from the page its first
-// row lies in to the chunk's end: a walk of the rest would read, one
-// request a page, headers that this fetch brings anyway. So such a read
-// is planned with a walk as far as row lo only (planTail: none where an
-// earlier read walked there), and the walk goes on in the fetched bytes
-// (finishTail). A chunk that turns out not readable by
-// pages, or whose pages need bytes the fetch left out (a dictionary page
-// where the writer went back to the dictionary), gets them in a second
-// round of requests: the values never depend on the guess.
+// a row group that a stream reads cut into chunks) needs, of each chunk,
+// the bytes from the page row lo lies in to the chunk's end: a walk of the
+// rest would read, one request a page, headers that this fetch brings
+// anyway. So such a read is planned with a walk as far as row lo only
+// (planTail: no request where an earlier read walked there), and the walk
+// goes on in the fetched bytes (finishTail). A chunk that turns out not
+// readable by pages, or whose pages need bytes the fetch left out (a
+// dictionary page where the writer went back to the dictionary), gets
+// them in a second round of requests: the values never rest on the guess.
 
 // tailRead is a read of rows [lo, hi) of row group rg, hi its last row,
 // planned without walking past lo.
