@@ -463,6 +463,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	var ranges []byteRange
 	var index []span
 	var walked []*rowGroupIndex
+	var tails []*tailRead
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
@@ -488,12 +489,16 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 				return nil, err // the file could not be fetched, which says nothing of its contents
 			}
 			if ix == nil {
-				// Served past the end of the file, after the walked
-				// indexes of the read's earlier row groups.
-				at := f.Size
-				if n := len(walked); n > 0 {
-					at = walked[n-1].at + int64(len(walked[n-1].bytes))
+				t, rs, err := meta.planTail(ctx, f, rg, fe.leaves, lo, hi, fe.ownDecodes, p.FetchConcurrency)
+				if err != nil {
+					return nil, err
 				}
+				if t != nil {
+					tails = append(tails, t)
+					ranges = append(ranges, rs...)
+					continue
+				}
+				at := virtualAt(f, walked)
 				if ix, err = meta.walkedIndex(ctx, f, rg, fe.leaves, lo, hi, at, p.FetchConcurrency); err != nil {
 					return nil, err
 				}
@@ -517,12 +522,47 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		}
 		ranges = append(ranges, rs...)
 	}
-	if len(walked) > 0 {
-		fe.md = withOffsetIndexes(meta.readMetadata(), walked)
-	}
 	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
 		return nil, err // the file could not be fetched, which says nothing of its contents
+	}
+	if len(tails) > 0 {
+		fetched := slices.Clone(spans)
+		slices.SortFunc(fetched, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		var missing []byteRange
+		for _, t := range tails {
+			ix, err := meta.finishTail(ctx, f, t, spanReader(fetched), virtualAt(f, walked))
+			if err != nil {
+				return nil, err
+			}
+			var rs []byteRange
+			if ix != nil {
+				rs, err = fe.expectPages(meta, t.rg, ix, t.lo, t.hi)
+				walked = append(walked, ix)
+				index = append(index, span{ix.at, ix.bytes})
+			} else {
+				rs, err = expect(meta, t.rg, fe.leaves, fe.chunks)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, t.rg, err)
+			}
+			for _, r := range rs {
+				if b := (&chunkReader{spans: fetched}).fetchedAt(r.from, r.to-r.from); int64(len(b)) < r.to-r.from {
+					missing = append(missing, r)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			// Bytes the walk in the fetched ones found needed after all.
+			more, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(missing, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
+			if err != nil {
+				return nil, err // the file could not be fetched, which says nothing of its contents
+			}
+			spans = append(spans, more...)
+		}
+	}
+	if len(walked) > 0 {
+		fe.md = withOffsetIndexes(meta.readMetadata(), walked)
 	}
 	for _, sp := range spans {
 		fe.bytes += int64(len(sp.data))
@@ -638,6 +678,31 @@ func (r *chunkReader) fetched(p []byte, off int64) bool {
 	}
 	copy(p, sp.data[off-sp.off:])
 	return true
+}
+
+// virtualAt is where the next walked offset index of a read is served:
+// past the end of the file, after those of the read's earlier row groups.
+func virtualAt(f *formats.Fragment, walked []*rowGroupIndex) int64 {
+	if n := len(walked); n > 0 {
+		return walked[n-1].at + int64(len(walked[n-1].bytes))
+	}
+	return f.Size
+}
+
+// fetchedAt is up to n fetched bytes at off, those of the one span that
+// holds off, where they lie; empty where no span holds off.
+func (r *chunkReader) fetchedAt(off, n int64) []byte {
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > off }) - 1
+	if i < 0 {
+		return nil
+	}
+	sp := r.spans[i]
+	from := off - sp.off
+	if from >= int64(len(sp.data)) {
+		return nil
+	}
+	to := from + min(n, int64(len(sp.data))-from)
+	return sp.data[from:to:to]
 }
 
 // expect returns the byte ranges of the chunks of the leaves of row group

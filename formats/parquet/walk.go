@@ -16,7 +16,6 @@ import (
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
-	"github.com/sluicedata/sluice/storage"
 )
 
 // Most writers (pyarrow by default) write no page index, so where a split
@@ -126,22 +125,137 @@ func (m *parquetMeta) walkedIndex(ctx context.Context, f *formats.Fragment, rg i
 	if err := walkAll(ctx, f, jobs, hi, concurrency); err != nil {
 		return nil, err
 	}
+	return indexOf(rg, jobs, at), nil
+}
+
+// indexOf is the offset index of row group rg that jobs' walks make, to be
+// served at at, or nil where a chunk cannot be read by pages.
+func indexOf(rg int, jobs []walkJob, at int64) *rowGroupIndex {
 	ix := &rowGroupIndex{rg: rg, at: at, pages: map[int][]pageLoc{}, rows: map[int]int64{}, virtual: map[int]metadata.IndexLocation{}, dictPages: map[int]int{}}
 	for _, j := range jobs {
 		pages, rows, dictPages, ok := j.w.snapshot()
 		if !ok {
-			return nil, nil
+			return nil
 		}
 		ix.dictPages[j.c.leaf] = dictPages
 		from := len(ix.bytes)
 		ix.bytes = appendOffsetIndex(ix.bytes, pages)
 		if len(ix.bytes) > math.MaxInt32 {
-			return nil, nil // arrow-go's locations are 32-bit
+			return nil // arrow-go's locations are 32-bit
 		}
 		loc := metadata.IndexLocation{Offset: at + int64(from), Length: int32(len(ix.bytes) - from)}
 		ix.pages[j.c.leaf], ix.rows[j.c.leaf], ix.virtual[j.c.leaf] = pages, rows, loc
 	}
-	return ix, nil
+	return ix
+}
+
+// A read that runs from row lo to a row group's end (the second fetch of
+// a row group that a stream reads cut into chunks) needs, of each chunk,
+// the bytes from the page row lo lies in to the chunk's end: a walk of the
+// rest would read, one request a page, headers that this fetch brings
+// anyway. So such a read is planned with a walk as far as row lo only
+// (planTail: no request where an earlier read walked there), and the walk
+// goes on in the fetched bytes (finishTail). A chunk that turns out not
+// readable by pages, or whose pages need bytes the fetch left out (a
+// dictionary page where the writer went back to the dictionary), gets
+// them in a second round of requests: the values never rest on the guess.
+
+// tailRead is a read of rows [lo, hi) of row group rg, hi its last row,
+// planned without walking past lo.
+type tailRead struct {
+	rg     int
+	lo, hi int64
+	jobs   []walkJob
+}
+
+// planTail plans a read of rows [lo, hi) of row group rg, hi its end:
+// having walked as far as row lo, it returns the byte ranges to fetch,
+// from that page to each chunk's end and the dictionary page where the
+// pages may need it (and repeated leaves' chunks whole), or nil where the
+// read is planned by walkedIndex (a chunk is not read by pages, or a walk
+// would save too little: the chunks are then fetched whole). ownDecodes is parquetFetched's: the dictionary page is left out
+// only where the walk found the writer's fall back from the dictionary
+// before row lo's page (a writer that falls back does not return).
+func (m *parquetMeta) planTail(ctx context.Context, f *formats.Fragment, rg int, leaves []int, lo, hi int64, ownDecodes bool, concurrency int) (*tailRead, []byteRange, error) {
+	g := m.md.RowGroup(rg)
+	if lo <= 0 || hi != g.NumRows() {
+		return nil, nil, nil
+	}
+	jobs, paged, err := m.walkJobs(rg, leaves)
+	if err != nil || len(jobs) == 0 || m.singlePages(rg, leaves) {
+		return nil, nil, err
+	}
+	if saved := float64(paged) * float64(lo) / float64(g.NumRows()); saved < float64(walkMinBytes) {
+		return nil, nil, nil
+	}
+	// As far as row lo's page: no request where an earlier read of the
+	// row group walked there (or is walking there now).
+	if err := walkAll(ctx, f, jobs, lo+1, concurrency); err != nil {
+		return nil, nil, err
+	}
+	var out []byteRange
+	for _, j := range jobs {
+		from, data, head, ok := j.w.tailFrom(lo, ownDecodes)
+		if !ok {
+			return nil, nil, nil
+		}
+		if head && data > j.c.start {
+			out = append(out, byteRange{j.c.start, data})
+		}
+		out = append(out, byteRange{from, j.c.end})
+	}
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			// Read from its start (see expectPages).
+			cc, err := g.ColumnChunk(leaf)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, rg, leaf, err)
+			}
+			start, end := chunkSpan(cc)
+			out = append(out, byteRange{start, end})
+		}
+	}
+	return &tailRead{rg: rg, lo: lo, hi: hi, jobs: jobs}, out, nil
+}
+
+// tailFrom is where the page that row lo lies in starts, where the first
+// data page does (the bytes before it are the dictionary page), and
+// whether a read from row lo fetches the dictionary page: ok false where
+// the walk has not found row lo's page (or not yet taken up the plan's
+// cache), or the chunk is not read by pages.
+func (w *leafWalk) tailFrom(lo int64, ownDecodes bool) (from, data int64, head, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.loaded || w.unusable || len(w.pages) == 0 || w.rows <= lo {
+		return 0, 0, false, false
+	}
+	first, _ := pagesOf(w.pages, lo, lo+1)
+	fellBack := w.dictPages < len(w.pages)
+	return w.pages[first].offset, w.pages[0].offset, !(ownDecodes && fellBack && first >= w.dictPages), true
+}
+
+// finishTail walks t's chunks to their ends in rd, the bytes planTail's
+// ranges fetched, and returns the offset index they make, to be served at
+// at, or nil where a chunk cannot be read by pages.
+func (m *parquetMeta) finishTail(ctx context.Context, f *formats.Fragment, t *tailRead, rd io.ReaderAt, at int64) (*rowGroupIndex, error) {
+	for _, j := range t.jobs {
+		if err := j.w.walk(ctx, f, rd, j.c, t.hi); err != nil {
+			return nil, err
+		}
+	}
+	return indexOf(t.rg, t.jobs, at), nil
+}
+
+// spanReader reads the bytes a fetch brought (sorted by offset), for a
+// walk that goes on in them.
+type spanReader []span
+
+func (s spanReader) ReadAt(p []byte, off int64) (int, error) {
+	n := copy(p, (&chunkReader{spans: s}).fetchedAt(off, int64(len(p))))
+	if n < len(p) {
+		return n, fmt.Errorf("parquet: bytes %d to %d were not fetched", off+int64(n), off+int64(len(p)))
+	}
+	return n, nil
 }
 
 // walkJob is one column chunk to walk and what is known of its pages.
@@ -310,7 +424,7 @@ func (w *leafWalk) snapshot() ([]pageLoc, int64, int, bool) {
 // walk walks c's page headers until they hold row hi (exclusive) or the
 // chunk ends, taking up what the plan's cache holds first and giving it
 // what was walked.
-func (w *leafWalk) walk(ctx context.Context, f *formats.Fragment, rd *storage.Reader, c walkChunk, hi int64) error {
+func (w *leafWalk) walk(ctx context.Context, f *formats.Fragment, rd io.ReaderAt, c walkChunk, hi int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cache := f.Cache()

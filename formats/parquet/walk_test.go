@@ -505,3 +505,57 @@ func TestFindPagesAheadOfReads(t *testing.T) {
 		t.Errorf("rows [1400, 1500): %d requests with the walk found ahead, %d walking: want far fewer", withWalk, without)
 	}
 }
+
+// A row group read in two parts, as a stream reads one cut into chunks,
+// walks page headers for the first part only: the second runs to the row
+// group's end, so its fetch brings every header it needs, and the walk
+// goes on in those bytes. Read the other way round, the second part's read
+// walks as far as its first row and no further. The values are those of a
+// whole read, and the walk finished in fetched bytes is kept in the plan's
+// cache as one read header by header.
+func TestWalkGoesOnInFetchedBytes(t *testing.T) {
+	const n = 200_000
+	path := filepath.Join(t.TempDir(), "plain.parquet")
+	writePaged(t, path, n, false)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	whole, _, _ := countingPlan(t, path, nil)
+	want := renderRows(t, whole, 0, n, mem)
+	whole.Close()
+	read := func(ds *formats.Scan, requests *atomic.Int64, lo, hi int64) int64 {
+		t.Helper()
+		requests.Store(0)
+		if got := renderRows(t, ds, lo, hi, mem); !slices.Equal(got, want[lo:hi]) {
+			t.Fatalf("rows [%d, %d) differ from a whole read", lo, hi)
+		}
+		return requests.Load()
+	}
+	// The fetch: a request per column, one more for each dictionary
+	// fetched apart from its pages.
+	const fetchRequests = 8
+
+	cache := &formats.MemoryCache{}
+	ds, _, requests := countingPlan(t, path, cache)
+	half := read(ds, requests, 0, n/2)
+	if half <= 10*fetchRequests {
+		t.Fatalf("rows [0, %d) took %d requests: the pages are not small", n/2, half)
+	}
+	if got := read(ds, requests, n/2, n); got > fetchRequests {
+		t.Errorf("rows [%d, %d) after rows [0, %d) took %d requests: the walk read headers the fetch brought", n/2, n, n/2, got)
+	}
+	ds.Close()
+
+	backwards, _, requests := countingPlan(t, path, nil)
+	defer backwards.Close()
+	if got := read(backwards, requests, n/2, n); got > half+fetchRequests {
+		t.Errorf("rows [%d, %d) first took %d requests, rows [0, %d) %d: the walk read headers past row %d", n/2, n, got, n/2, half, n/2)
+	}
+	read(backwards, requests, 0, n/2)
+
+	// The whole walk is in the cache: no header is read again.
+	again, _, requests := countingPlan(t, path, cache)
+	defer again.Close()
+	if got := read(again, requests, 3*n/4, 3*n/4+100); got > fetchRequests {
+		t.Errorf("with the walk in the cache rows [%d, %d) took %d requests", 3*n/4, 3*n/4+100, got)
+	}
+}
