@@ -18,8 +18,10 @@ import (
 // 1024 numbers does; a caller that takes many batches per call pays them
 // once for all (the batches of a window are slices of its buffers, so they
 // cross as one array, see segments). The batches held are slices of windows
-// the pipeline holds anyway.
-const readAhead = 32
+// the pipeline holds anyway. It is one more than the 64 a call of the
+// Python package asks for: a call that sees the batch after those it
+// takes knows whether it ends at a window's edge (see take).
+const readAhead = 65
 
 // gather is how long a call that finds fewer batches queued than it asks
 // for waits for more, from the first: each call costs the caller a
@@ -127,11 +129,13 @@ func (p *pull) waitRoom(ctx context.Context) bool {
 
 // take returns the items at the front of the queue that one call hands
 // over: an end or an error alone, else up to most batches. It waits up to
-// timeout for the first, then up to gather for most of them (not in the
-// first call of a pull: the first batch of an epoch goes at once); none,
-// where none came or the pull is stopped and drained.
+// timeout for the first, then up to gather for most of them and the one
+// after (not in the first call of a pull: the first batch of an epoch goes
+// at once); none, where none came or the pull is stopped and drained. A
+// call that would end inside a window ends at the window's edge before,
+// where there is one (cut).
 func (p *pull) take(most int, timeout time.Duration) []pulled {
-	enough := min(most, readAhead)
+	enough := min(most+1, readAhead)
 	var deadline time.Time // of the gather, once the first batch is queued
 	var t *time.Timer
 	for {
@@ -144,6 +148,9 @@ func (p *pull) take(most int, timeout time.Duration) []pulled {
 				for k < n && k < most && p.queue[k].b != nil {
 					k++
 				}
+			}
+			if !p.first && !p.stopped {
+				k = p.cut(k)
 			}
 			got := append([]pulled(nil), p.queue[:k]...)
 			p.queue = append(p.queue[:0], p.queue[k:]...)
@@ -192,6 +199,32 @@ func (p *pull) take(most int, timeout time.Duration) []pulled {
 			}
 		}
 	}
+}
+
+// cut is where a call that would take the first k batches queued ends:
+// k where the batch after them begins another window (or is an end), else
+// the last edge between windows among them, if one is (a call that ended
+// inside a window would cut it into two arrays, each exported and made
+// into columns on the caller's side, and the calls after would not catch
+// up with the windows' edges again). Where the runs of several splits
+// interleave, no edge is certain: k.
+func (p *pull) cut(k int) int {
+	q := p.queue
+	if k < len(q) && (q[k].b == nil || !follows(q[k-1].b, q[k].b)) {
+		return k
+	}
+	for i := k - 1; i > 0; i-- {
+		if q[i].b == nil || follows(q[i-1].b, q[i].b) {
+			continue
+		}
+		for _, x := range q[i+1:] {
+			if x.b != nil && follows(q[i-1].b, x.b) {
+				return k
+			}
+		}
+		return i
+	}
+	return k
 }
 
 // stop ends the goroutine and the pipeline's. What it had queued stays, to

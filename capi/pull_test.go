@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicedata/sluice/checkpoint"
 	"github.com/sluicedata/sluice/internal/testkit/valuecheck"
@@ -282,13 +283,12 @@ func TestTakeGathers(t *testing.T) {
 		t.Fatalf("the first call took %d batches after %v, want the one queued at once", len(got), time.Since(start))
 	}
 	p.put(pulled{b: b})
-	go put(p, 31, time.Millisecond)
+	go put(p, 32, time.Millisecond)
 	if got := p.take(32, time.Minute); batches(got) != 32 || time.Since(start) > 30*time.Second {
 		t.Fatalf("a call took %d batches, want the 32 it asked for as they came", batches(got))
 	}
-	// An end ends the gather: the batches before it go, and it stays for
-	// the next call.
-	p.put(pulled{b: b})
+	// An end ends the gather: the batches before it (the one left) go, and
+	// it stays for the next call.
 	go func() {
 		time.Sleep(5 * time.Millisecond)
 		p.put(pulled{end: true})
@@ -314,5 +314,87 @@ func TestTakeGathers(t *testing.T) {
 	start = time.Now()
 	if got := p.take(32, 40*time.Millisecond); got != nil || time.Since(start) < 40*time.Millisecond {
 		t.Fatalf("a call on an empty queue returned %v after %v, want nothing after its timeout", got, time.Since(start))
+	}
+}
+
+// TestTakeCutsAtWindowEdges: a call that would end inside a window ends at
+// the window's edge before it, so that the calls after take whole windows
+// (each one array); one that sees the next window begin right after the
+// batches it takes goes at once. Where the batches of several splits
+// interleave, a call takes them as they come.
+func TestTakeCutsAtWindowEdges(t *testing.T) {
+	defer func(g time.Duration) { gather = g }(gather)
+	window := func(rows int64) arrow.RecordBatch {
+		bld := array.NewInt64Builder(memory.DefaultAllocator)
+		defer bld.Release()
+		for i := range rows {
+			bld.Append(i)
+		}
+		col := bld.NewArray()
+		defer col.Release()
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, rows)
+	}
+	a, b := window(40), window(40)
+	defer a.Release()
+	defer b.Release()
+	// at is batch i of window w (10 rows each).
+	at := func(w arrow.RecordBatch, i int64) arrow.RecordBatch { return w.NewSlice(i*10, i*10+10) }
+	queued := func(xs ...arrow.RecordBatch) *pull {
+		p := &pull{ready: make(chan struct{}, 1), room: make(chan struct{}, 1), want: 1}
+		for _, x := range xs {
+			p.put(pulled{b: x})
+		}
+		return p
+	}
+	// take is the window (0 a, 1 b) and first row of each batch a call
+	// takes, and whether it went before the gather ended.
+	take := func(p *pull, most int) (out [][2]int64, early bool) {
+		start := time.Now()
+		for _, x := range p.take(most, time.Minute) {
+			w := int64(0)
+			if x.b.Column(0).Data().Buffers()[1] == b.Column(0).Data().Buffers()[1] {
+				w = 1
+			}
+			out = append(out, [2]int64{w, int64(x.b.Column(0).Data().Offset())})
+			x.b.Release()
+		}
+		return out, time.Since(start) < gather/2
+	}
+
+	gather = time.Minute // a call that goes before it does so by the queue
+	// The batch after the 4 asked for begins window b: they go at once.
+	p := queued(at(a, 0), at(a, 1), at(a, 2), at(a, 3), at(b, 0))
+	if got, early := take(p, 4); !early || !slices.Equal(got, [][2]int64{{0, 0}, {0, 10}, {0, 20}, {0, 30}}) {
+		t.Fatalf("a call whose batches end a window took %v (at once: %t), want window a at once", got, early)
+	}
+	// The 3 asked for end inside window b: the call ends at a's edge.
+	p = queued(at(a, 2), at(a, 3), at(b, 0), at(b, 1))
+	if got, early := take(p, 3); !early || !slices.Equal(got, [][2]int64{{0, 20}, {0, 30}}) {
+		t.Fatalf("a call over a window's edge took %v (at once: %t), want the rest of window a", got, early)
+	}
+	// The next call takes window b whole.
+	p.put(pulled{b: at(b, 2)})
+	p.put(pulled{b: at(b, 3)})
+	p.put(pulled{b: at(a, 0)})
+	if got, _ := take(p, 4); !slices.Equal(got, [][2]int64{{1, 0}, {1, 10}, {1, 20}, {1, 30}}) {
+		t.Fatalf("the call after took %v, want window b whole", got)
+	}
+
+	// At the end of the gather, a call takes the whole windows among what
+	// came, and leaves the one begun.
+	gather = 20 * time.Millisecond
+	p = queued(at(a, 2), at(a, 3), at(b, 0))
+	if got, _ := take(p, 32); !slices.Equal(got, [][2]int64{{0, 20}, {0, 30}}) {
+		t.Fatalf("a call at the end of its gather took %v, want the rest of window a", got)
+	}
+	// With no edge among them, it takes them all.
+	if got, _ := take(p, 32); !slices.Equal(got, [][2]int64{{1, 0}}) {
+		t.Fatalf("a call with one window's batches took %v, want them", got)
+	}
+
+	// Interleaved splits: no edge is certain; the call takes all it asked.
+	p = queued(at(a, 0), at(b, 0), at(a, 1), at(b, 1), at(a, 2))
+	if got, _ := take(p, 4); !slices.Equal(got, [][2]int64{{0, 0}, {1, 0}, {0, 10}, {1, 10}}) {
+		t.Fatalf("a call over interleaved windows took %v, want the four asked for", got)
 	}
 }

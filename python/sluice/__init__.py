@@ -41,9 +41,10 @@ _POLL_MS = 100
 _STATE_FORMAT = 1
 
 # The most batches one call into the library hands over (those it has
-# ready, cut from one window): calls into Go cost about what a batch of
-# numbers does to decode, and a group's columns are made once.
-_GROUP = 32
+# ready, whole windows where it can): calls into Go cost about what a batch
+# of numbers does to decode, and a window's columns are made once. The
+# library reads one more ahead (65), to see where a window ends.
+_GROUP = 64
 
 # VALID ends the name of the entry beside a column that has nulls in a
 # batch: batch["x" + VALID] is a bool array, True where x has a value.
