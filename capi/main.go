@@ -144,8 +144,24 @@ func sluice_next(id C.int64_t, arrays unsafe.Pointer, most C.int64_t, batches *C
 	for i := range g.rows {
 		info[3*i], info[3*i+1], info[3*i+2] = C.int64_t(g.run[i]), C.int64_t(g.start[i]), C.int64_t(g.rows[i])
 	}
+	// Every run is made exportable before any is handed over: an error
+	// leaves the caller nothing to release.
+	ready := make([]arrow.RecordBatch, len(g.runs))
 	for i, r := range g.runs {
-		exportBatch(r, unsafe.Add(arrays, i*int(unsafe.Sizeof(cdata.CArrowArray{}))))
+		if ready[i], err = exportable(r); err != nil {
+			for _, r := range g.runs[i:] {
+				r.Release()
+			}
+			for _, o := range ready[:i] {
+				o.Release()
+			}
+			return cerr(err)
+		}
+		r.Release()
+	}
+	for i, r := range ready {
+		cdata.ExportArrowRecordBatch(r, (*cdata.CArrowArray)(unsafe.Add(arrays, i*int(unsafe.Sizeof(cdata.CArrowArray{})))), nil)
+		r.Release()
 	}
 	*runs = C.int64_t(len(g.runs))
 	*count = C.int64_t(len(g.rows))
@@ -177,9 +193,15 @@ func releaseArrays(arrays *unsafe.Pointer, n C.int64_t) {
 
 // exportBatch hands b to the caller, who owns it from here: the export
 // holds its own references, released by the array's release callback.
-func exportBatch(b arrow.RecordBatch, array unsafe.Pointer) {
+func exportBatch(b arrow.RecordBatch, array unsafe.Pointer) error {
 	defer b.Release()
-	cdata.ExportArrowRecordBatch(b, (*cdata.CArrowArray)(array), nil)
+	out, err := exportable(b)
+	if err != nil {
+		return err
+	}
+	defer out.Release()
+	cdata.ExportArrowRecordBatch(out, (*cdata.CArrowArray)(array), nil)
+	return nil
 }
 
 // sluice_stop ends a running iteration and every goroutine of it, keeping
@@ -357,8 +379,7 @@ func sluice_take(id C.int64_t, epoch C.int64_t, positions *C.int64_t, count C.in
 	if err != nil {
 		return cerr(err)
 	}
-	exportBatch(b, array)
-	return nil
+	return cerr(exportBatch(b, array))
 }
 
 // sluice_rank_from_env returns, as JSON in *out (freed with sluice_free),

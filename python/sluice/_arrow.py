@@ -328,6 +328,8 @@ def convert(field, owner, a, strings=False):
         return _binary(owner, a, fmt, valid), valid
     if fmt in ("+l", "+L"):
         return _list(field, owner, a, valid), valid
+    if fmt.startswith("w:"):
+        return _fixed_binary(owner, a, int(fmt[2:]), strings, valid), valid
     if fmt.startswith("+w:"):
         width = int(fmt[3:])
         child, _ = convert(field.children[0], owner, a.children[0].contents)
@@ -512,6 +514,22 @@ def _strings(owner, a, fmt):
     end = int(offs[-1])
     data = _wrap(owner, a.buffers[2], end, np.dtype(np.uint8)) if a.buffers[2] else np.zeros(0, np.uint8)
     return Strings(offs, data, text)
+
+
+def _fixed_binary(owner, a, width, strings, valid):
+    """A fixed-size binary column (UUIDs, hashes) as a binary column is
+    given: Strings over its own bytes (no copy; offsets every width bytes,
+    a null's value the bytes the writer left there) or bytes objects."""
+    n, off = a.length, a.offset
+    odt = np.int32 if (n + 1) * width < 2**31 else np.int64
+    offs = np.arange(0, (n + 1) * width, width, dtype=odt) if width else np.zeros(n + 1, odt)
+    if n == 0 or not width or not a.buffers[1]:
+        data = np.zeros(0, np.uint8)
+    else:
+        data = _wrap(owner, a.buffers[1] + off * width, n * width, np.dtype(np.uint8))
+    if strings:
+        return Strings(offs, data, False)
+    return _objects(offs, data.tobytes(), False, valid)
 
 
 def _list(field, owner, a, valid):

@@ -1,3 +1,4 @@
+import base64
 import io
 import json
 import math
@@ -20,11 +21,19 @@ def test_values_equal_the_go_apis(data):
     # options, every type the Go side hands out.
     want = json.load(open(data / "types.json"))
     ds = sluice.Dataset(str(data / "types"), batch_size=100, shuffle=True, seed=7, num_splits=4)
+    def at(cols, valid, i):
+        # A struct is a dict of its fields' arrays, with their validity
+        # entries where they have nulls.
+        return {k: (None if k in valid and not valid[k][i] else
+                    at(v, {c[:-len(sluice.VALID)]: ok for c, ok in v.items() if c.endswith(sluice.VALID)}, i)
+                    if isinstance(v, dict) else v[i])
+                for k, v in cols.items() if not k.endswith(sluice.VALID)}
+
     got = []
     for b in ds:
         assert b.num_rows <= 100
         for i in range(b.num_rows):
-            got.append({k: (None if k in b.validity and not b.validity[k][i] else v[i]) for k, v in b.items()})
+            got.append(at(dict(b.items()), b.validity, i))
     assert len(got) == len(want) == 1000
     for g, w in zip(got, want):
         for k, wv in w.items():
@@ -39,6 +48,8 @@ def test_values_equal_the_go_apis(data):
                 assert gv == np.datetime64(wv, "D"), (k, g["id"])
             elif k == "l":
                 assert list(gv) == wv, (k, g["id"])
+            elif k == "fb":
+                assert gv == base64.b64decode(wv), (k, g["id"], gv, wv)
             else:
                 assert gv == wv, (k, g["id"], gv, wv)
     # dtypes as Arrow's, not widened
@@ -46,6 +57,35 @@ def test_values_equal_the_go_apis(data):
     assert b["i8"].dtype == np.int8 and b["i16"].dtype == np.int16 and b["u32"].dtype == np.uint32
     assert b["f32"].dtype == np.float32 and b["ts"].dtype == np.dtype("datetime64[us]")
     assert b["b"].dtype == bool and b["s"].dtype == object
+    assert b["st"]["a"].dtype == np.int64 and b["fb"].dtype == object
+
+
+def test_structs_and_fixed_binaries_in_every_form(data):
+    # Batches cut from one window (a struct sliced at an offset) as NumPy
+    # arrays, with strings="arrays" and as tensors hold the same values.
+    def read(**kw):
+        ds = sluice.Dataset(str(data / "types"), columns=["id", "st", "fb"], batch_size=30, **kw)
+        return list(ds)
+
+    plain, arrays, tensors = read(), read(strings="arrays"), read(as_torch=True)
+    assert len(plain) == len(arrays) == len(tensors) > 30
+    for p, a, t in zip(plain, arrays, tensors):
+        assert list(p["id"]) == list(a["id"]) == t["id"].tolist()
+        n = p.num_rows
+        assert len(p["st"]["a"]) == len(a["st"]["a"]) == len(t["st"]["a"]) == n
+        assert list(p["st"]["a"]) == list(a["st"]["a"]) == t["st"]["a"].tolist()
+        # A null is None as an object, an empty value in the zero-copy form.
+        assert [v or "" for v in p["st"]["s"]] == a["st"]["s"].tolist()
+        assert list(p["st"]["a.valid"]) == t["st"]["a.valid"].tolist()
+        fb = a["fb"]
+        assert isinstance(fb, sluice.Strings) and len(fb) == n and not fb.text
+        assert list(np.diff(np.asarray(fb.offsets))) == [4] * n
+        valid = p.validity.get("fb")
+        for i in range(n):
+            want = p["fb"][i]
+            assert (want is None) == (valid is not None and not valid[i])
+            if want is not None:
+                assert fb[i] == want and t["fb"][i] == want and len(want) == 4
 
 
 def test_fixed_width_columns_are_not_copied(data):

@@ -149,6 +149,10 @@ var typesSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 	{Name: "d", Type: arrow.FixedWidthTypes.Date32},
 	{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+	{Name: "st", Type: arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	{Name: "fb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 4}, Nullable: true},
 }, nil)
 
 // writeTypes writes one file whose every value is a function of its row id.
@@ -202,6 +206,23 @@ func writeTypes(dir string) error {
 			for k := range i % 4 {
 				lb.ValueBuilder().(*array.Int64Builder).Append(int64(i*10 + k))
 			}
+		}
+		st := b.Field(13).(*array.StructBuilder)
+		if i%11 == 0 {
+			st.AppendNull()
+		} else {
+			st.Append(true)
+			if i%3 == 0 {
+				st.FieldBuilder(0).AppendNull()
+			} else {
+				st.FieldBuilder(0).(*array.Int64Builder).Append(int64(i) * -7)
+			}
+			st.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("in %d", i))
+		}
+		if i%13 == 0 {
+			b.Field(14).AppendNull()
+		} else {
+			b.Field(14).(*array.FixedSizeBinaryBuilder).Append([]byte{byte(i), byte(i >> 8), 0xfe, byte(i % 7)})
 		}
 	}
 	rec := b.NewRecordBatch()
@@ -267,6 +288,12 @@ func value(a arrow.Array, r int) any {
 		return int64(a.Value(r))
 	case *array.Date32:
 		return int64(a.Value(r))
+	case *array.Struct:
+		fields := map[string]any{}
+		for k, f := range a.DataType().(*arrow.StructType).Fields() {
+			fields[f.Name] = value(a.Field(k), r)
+		}
+		return fields
 	case *array.List:
 		lo, hi := a.ValueOffsets(r)
 		vals := make([]any, 0, hi-lo)

@@ -1,0 +1,160 @@
+//go:build cgo
+
+package main
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestSlicedStructsCrossAsTheirRows: batches cut from a window (slices)
+// whose columns are structs, structs in structs, lists of structs and
+// plain values, exported and imported back through the C data interface
+// (arrow-go's importer follows the specification, as pyarrow does: a
+// struct's offset applies to its children), hold every value of their
+// rows, nulls where the window had them.
+func TestSlicedStructsCrossAsTheirRows(t *testing.T) {
+	window := nestedWindow(t, 50)
+	defer window.Release()
+	for _, cut := range [][2]int64{{0, 50}, {0, 7}, {7, 20}, {20, 50}, {49, 50}, {13, 13}} {
+		t.Run(fmt.Sprintf("rows_%d_%d", cut[0], cut[1]), func(t *testing.T) {
+			slice := window.NewSlice(cut[0], cut[1])
+			want := rowsOf(slice)
+			var c cdata.CArrowArray
+			slice.Retain()
+			if err := exportBatch(slice, unsafe.Pointer(&c)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := cdata.ImportCRecordBatchWithSchema(&c, window.Schema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			if err := validate(got); err != nil {
+				t.Fatal(err)
+			}
+			if g := rowsOf(got); fmt.Sprint(g) != fmt.Sprint(want) {
+				t.Fatalf("rows %v cross as\n%v\nwant\n%v", cut, g, want)
+			}
+			slice.Release()
+		})
+	}
+}
+
+// TestUnslicedColumnsCrossWithoutACopy: only columns holding a sliced
+// struct are copied; the others are the batch's own arrays.
+func TestUnslicedColumnsCrossWithoutACopy(t *testing.T) {
+	window := nestedWindow(t, 20)
+	defer window.Release()
+	slice := window.NewSlice(5, 15)
+	defer slice.Release()
+	out, err := exportable(slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	for i := range int(slice.NumCols()) {
+		copied := out.Column(i) != slice.Column(i)
+		if wantCopy := holdsSlicedStruct(slice.Column(i)); copied != wantCopy {
+			t.Errorf("column %s: copied %v, want %v", slice.ColumnName(i), copied, wantCopy)
+		}
+	}
+	whole, err := exportable(window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Release()
+	if whole != window {
+		t.Error("a batch without sliced structs was copied")
+	}
+}
+
+// nestedWindow is n rows of an id, a struct {a int64, s string} with
+// nulls at both levels, a struct holding a struct, and a list of structs.
+func nestedWindow(t *testing.T, n int) arrow.RecordBatch {
+	t.Helper()
+	inner := arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true})
+	outer := arrow.StructOf(arrow.Field{Name: "in", Type: inner, Nullable: true},
+		arrow.Field{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "st", Type: inner, Nullable: true},
+		{Name: "nest", Type: outer, Nullable: true},
+		{Name: "ls", Type: arrow.ListOf(inner), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	fillInner := func(sb *array.StructBuilder, i int) {
+		sb.Append(true)
+		if i%3 == 0 {
+			sb.FieldBuilder(0).AppendNull()
+		} else {
+			sb.FieldBuilder(0).(*array.Int64Builder).Append(int64(i * 10))
+		}
+		if i%4 == 1 {
+			sb.FieldBuilder(1).AppendNull()
+		} else {
+			sb.FieldBuilder(1).(*array.StringBuilder).Append(fmt.Sprintf("s%d", i))
+		}
+	}
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		st := b.Field(1).(*array.StructBuilder)
+		if i%5 == 2 {
+			st.AppendNull()
+		} else {
+			fillInner(st, i)
+		}
+		ns := b.Field(2).(*array.StructBuilder)
+		if i%7 == 3 {
+			ns.AppendNull()
+		} else {
+			ns.Append(true)
+			fillInner(ns.FieldBuilder(0).(*array.StructBuilder), i+1)
+			ns.FieldBuilder(1).(*array.Float64Builder).Append(float64(i) / 4)
+		}
+		lb := b.Field(3).(*array.ListBuilder)
+		if i%6 == 5 {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			for k := range i % 3 {
+				fillInner(lb.ValueBuilder().(*array.StructBuilder), i+k)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// rowsOf is each row's values as arrow-go prints them, through its own
+// readers of a struct's children (which apply the struct's offset).
+func rowsOf(b arrow.RecordBatch) []string {
+	rows := make([]string, b.NumRows())
+	for i := range rows {
+		for _, c := range b.Columns() {
+			rows[i] += c.ValueStr(i) + " | "
+		}
+	}
+	return rows
+}
+
+// validate runs arrow-go's full checks of the columns that have them.
+func validate(b arrow.RecordBatch) error {
+	for i, c := range b.Columns() {
+		v, ok := c.(interface{ ValidateFull() error })
+		if !ok {
+			continue
+		}
+		if err := v.ValidateFull(); err != nil {
+			return fmt.Errorf("column %s: %w", b.ColumnName(i), err)
+		}
+	}
+	return nil
+}
