@@ -330,6 +330,8 @@ def convert(field, owner, a, strings=False):
         return _list(field, owner, a, valid), valid
     if fmt.startswith("w:"):
         return _fixed_binary(owner, a, int(fmt[2:]), strings, valid), valid
+    if fmt == "+m":
+        return _map(field, owner, a, valid), valid
     if fmt.startswith("+w:"):
         width = int(fmt[3:])
         child, _ = convert(field.children[0], owner, a.children[0].contents)
@@ -549,6 +551,42 @@ def _list(field, owner, a, valid):
         else:
             out[i] = child[offs[i]:offs[i + 1]]
     return out
+
+
+def _map(field, owner, a, valid):
+    """A map column as pyarrow gives one: for each row a list of its
+    (key, value) pairs in the order written (a map may repeat a key, and a
+    key need not be hashable), None for a null map or value."""
+    n, off = a.length, a.offset
+    out = np.empty(n, object)
+    if n == 0:
+        return out
+    offs = _wrap(owner, a.buffers[1] + off * 4, n + 1, np.dtype("<i4")).tolist()
+    entries = field.children[0]
+    cols, _ = convert(entries, owner, a.children[0].contents)
+    key, value = (f.name for f in entries.children)
+    keys, values = _values(cols[key], cols.get(key + VALID)), _values(cols[value], cols.get(value + VALID))
+    for i in range(n):
+        if valid is None or valid[i]:
+            lo, hi = offs[i], offs[i + 1]
+            out[i] = list(zip(keys[lo:hi], values[lo:hi]))
+    return out
+
+
+def _values(col, valid):
+    """A converted column as a list of Python values, None at its nulls
+    (a struct's rows as dicts)."""
+    if isinstance(col, dict):
+        fields = [k for k in col if not k.endswith(VALID)]
+        rows = [dict(zip(fields, r)) for r in zip(*(_values(col[k], col.get(k + VALID)) for k in fields))]
+    elif col.dtype.kind in "Mm":
+        rows = list(col)  # tolist() would make nanoseconds ints
+    else:
+        rows = col.tolist()
+    if valid is not None:
+        for i in np.flatnonzero(~valid).tolist():
+            rows[i] = None
+    return rows
 
 
 def _decimal(owner, a, fmt, valid):

@@ -50,6 +50,8 @@ def test_values_equal_the_go_apis(data):
                 assert list(gv) == wv, (k, g["id"])
             elif k == "fb":
                 assert gv == base64.b64decode(wv), (k, g["id"], gv, wv)
+            elif k == "mp":
+                assert gv == [tuple(p) for p in wv], (k, g["id"], gv, wv)
             else:
                 assert gv == wv, (k, g["id"], gv, wv)
     # dtypes as Arrow's, not widened

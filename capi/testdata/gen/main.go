@@ -153,6 +153,7 @@ var typesSchema = arrow.NewSchema([]arrow.Field{
 		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
 	{Name: "fb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 4}, Nullable: true},
+	{Name: "mp", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), Nullable: true},
 }, nil)
 
 // writeTypes writes one file whose every value is a function of its row id.
@@ -224,6 +225,20 @@ func writeTypes(dir string) error {
 		} else {
 			b.Field(14).(*array.FixedSizeBinaryBuilder).Append([]byte{byte(i), byte(i >> 8), 0xfe, byte(i % 7)})
 		}
+		mb := b.Field(15).(*array.MapBuilder)
+		if i%17 == 0 {
+			mb.AppendNull()
+		} else {
+			mb.Append(true)
+			for k := range i % 3 {
+				mb.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", k))
+				if (i+k)%4 == 0 {
+					mb.ItemBuilder().AppendNull()
+				} else {
+					mb.ItemBuilder().(*array.Int64Builder).Append(int64(i*100 + k))
+				}
+			}
+		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -294,6 +309,13 @@ func value(a arrow.Array, r int) any {
 			fields[f.Name] = value(a.Field(k), r)
 		}
 		return fields
+	case *array.Map:
+		lo, hi := a.ValueOffsets(r)
+		pairs := make([]any, 0, hi-lo)
+		for k := lo; k < hi; k++ {
+			pairs = append(pairs, []any{value(a.Keys(), int(k)), value(a.Items(), int(k))})
+		}
+		return pairs
 	case *array.List:
 		lo, hi := a.ValueOffsets(r)
 		vals := make([]any, 0, hi-lo)
