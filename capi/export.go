@@ -16,7 +16,7 @@ import (
 // consumer that follows the specification (Arrow C++, pyarrow, the Python
 // package) adds the parent's offset to each child's, reads the children
 // at twice the offset and finds them too short. Columns holding a sliced
-// struct or union anywhere inside are copied into arrays of their own
+// struct or sparse union anywhere inside are copied into arrays of their own
 // rows; every other column crosses as it is, without a copy. The caller
 // releases what it gets (b itself, retained, where nothing needed a copy).
 func exportable(b arrow.RecordBatch) (arrow.RecordBatch, error) {
@@ -44,8 +44,9 @@ func exportable(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 }
 
 // holdsSlicedStruct says whether a, or an array nested in it, is a struct
-// or union with an offset: what arrow-go exports with the offset applied
-// twice.
+// or sparse union with an offset: what arrow-go exports with the offset
+// applied twice. (No reader here makes sparse unions; arrow-go cannot copy
+// one, so such a column fails with an error that names it.)
 func holdsSlicedStruct(a arrow.Array) bool {
 	switch a := a.(type) {
 	case *array.Struct:
@@ -58,7 +59,9 @@ func holdsSlicedStruct(a arrow.Array) bool {
 			}
 		}
 	case array.Union:
-		if a.Data().Offset() != 0 {
+		// A dense union's offset is into its type ids and offsets, not its
+		// children; a sparse union's children are cut as a struct's are.
+		if a.Mode() == arrow.SparseMode && a.Data().Offset() != 0 {
 			return true
 		}
 		for i := range a.NumFields() {

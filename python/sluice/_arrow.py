@@ -332,9 +332,19 @@ def convert(field, owner, a, strings=False):
         return _fixed_binary(owner, a, int(fmt[2:]), strings, valid), valid
     if fmt == "+m":
         return _map(field, owner, a, valid), valid
+    if fmt.startswith(("+ud:", "+us:")):
+        return _union(field, owner, a), None
     if fmt.startswith("+w:"):
         width = int(fmt[3:])
-        child, _ = convert(field.children[0], owner, a.children[0].contents)
+        child, cvalid = convert(field.children[0], owner, a.children[0].contents)
+        if isinstance(child, dict):  # structs: each row a list of dicts
+            rows = _values(child, cvalid)
+            out = np.empty(n, object)
+            for i in range(n):
+                if valid is None or valid[i]:
+                    out[i] = rows[(off + i) * width:(off + i + 1) * width]
+            return out, valid
+        child = _nulls_as_none(child, cvalid)
         vals = child[off * width:(off + n) * width]
         if vals.dtype != object:
             return vals.reshape(n, width), valid
@@ -542,14 +552,47 @@ def _list(field, owner, a, valid):
         return out
     offs = _wrap(owner, a.buffers[1] + off * odt.itemsize, n + 1, odt).tolist()
     child, cvalid = convert(field.children[0], owner, a.children[0].contents)
-    if cvalid is not None and child.dtype != object:
-        child = child.astype(object)
-        child[~cvalid] = None
+    # A list of structs is a list of dicts a row; others are arrays.
+    child = _values(child, cvalid) if isinstance(child, dict) else _nulls_as_none(child, cvalid)
     for i in range(n):
         if valid is not None and not valid[i]:
             out[i] = None
         else:
             out[i] = child[offs[i]:offs[i + 1]]
+    return out
+
+
+def _nulls_as_none(child, cvalid):
+    """Values inside a list with None at their nulls (an object array)
+    where they have any: nested values have no validity entry of their own
+    to tell their nulls from zeros."""
+    if cvalid is None or child.dtype == object:
+        return child
+    child = child.astype(object)
+    child[~cvalid] = None
+    return child
+
+
+def _union(field, owner, a):
+    """A union column (ORC's and Avro's unions) as an object array of each
+    row's value, whichever member holds it (None for a null member)."""
+    n, off = a.length, a.offset
+    out = np.empty(n, object)
+    if n == 0:
+        return out
+    codes = [int(c) for c in field.format[4:].split(",")]
+    member = {c: i for i, c in enumerate(codes)}
+    types = _wrap(owner, a.buffers[0] + off, n, np.dtype("|i1")).tolist()
+    dense = field.format.startswith("+ud:")
+    # A dense union's rows point into their member; a sparse union's
+    # members are as long as the union, its offset theirs as well.
+    at = _wrap(owner, a.buffers[1] + off * 4, n, np.dtype("<i4")).tolist() if dense else range(off, off + n)
+    members = []
+    for i, ch in enumerate(field.children):
+        v, ok = convert(ch, owner, a.children[i].contents)
+        members.append(_values(v, ok))
+    for i in range(n):
+        out[i] = members[member[types[i]]][at[i]]
     return out
 
 
@@ -597,11 +640,15 @@ def _decimal(owner, a, fmt, valid):
     n, off = a.length, a.offset
     raw = ctypes.string_at(a.buffers[1] + off * size, n * size) if n else b""
     out = np.empty(n, object)
-    q = decimal.Decimal(1).scaleb(-scale)
     for i in range(n):
         if valid is not None and not valid[i]:
             out[i] = None
             continue
         v = int.from_bytes(raw[i * size:(i + 1) * size], "little", signed=True)
-        out[i] = decimal.Decimal(v).scaleb(-scale).quantize(q) if scale >= 0 else decimal.Decimal(v).scaleb(-scale)
+        out[i] = decimal.Decimal(v).scaleb(-scale, _EXACT)
     return out
+
+
+# _EXACT holds every digit of a 256-bit decimal (77 at most): the default
+# context's 28 would round a decimal(38, s) silently.
+_EXACT = decimal.Context(prec=80)

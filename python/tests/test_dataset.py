@@ -1,4 +1,5 @@
 import base64
+import decimal
 import io
 import json
 import math
@@ -52,6 +53,10 @@ def test_values_equal_the_go_apis(data):
                 assert gv == base64.b64decode(wv), (k, g["id"], gv, wv)
             elif k == "mp":
                 assert gv == [tuple(p) for p in wv], (k, g["id"], gv, wv)
+            elif k == "dec":  # 36 digits, every one of them
+                assert gv == decimal.Decimal(wv) and gv.as_tuple().exponent == -10, (k, g["id"], gv, wv)
+            elif k == "ln":  # nulls inside a list are None, not zeros
+                assert [None if v is None else int(v) for v in gv] == wv, (k, g["id"], gv, wv)
             else:
                 assert gv == wv, (k, g["id"], gv, wv)
     # dtypes as Arrow's, not widened

@@ -31,6 +31,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -154,6 +155,9 @@ var typesSchema = arrow.NewSchema([]arrow.Field{
 		arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
 	{Name: "fb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 4}, Nullable: true},
 	{Name: "mp", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), Nullable: true},
+	{Name: "dec", Type: &arrow.Decimal128Type{Precision: 38, Scale: 10}, Nullable: true},
+	{Name: "lst", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true})), Nullable: true},
+	{Name: "ln", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
 }, nil)
 
 // writeTypes writes one file whose every value is a function of its row id.
@@ -239,6 +243,40 @@ func writeTypes(dir string) error {
 				}
 			}
 		}
+		if i%10 == 4 {
+			b.Field(16).AppendNull()
+		} else {
+			// 38 digits: more than Python's default decimal context holds.
+			v, _ := decimal128.FromString(fmt.Sprintf("%d1234567890123456.%010d", 1000000000+i*7919, i*104729), 38, 10)
+			if i%2 == 1 {
+				v = v.Negate()
+			}
+			b.Field(16).(*array.Decimal128Builder).Append(v)
+		}
+		ls := b.Field(17).(*array.ListBuilder)
+		if i%8 == 0 {
+			ls.AppendNull()
+		} else {
+			ls.Append(true)
+			sb := ls.ValueBuilder().(*array.StructBuilder)
+			for k := range i % 3 {
+				if (i+k)%5 == 0 {
+					sb.AppendNull()
+				} else {
+					sb.Append(true)
+					sb.FieldBuilder(0).(*array.Int64Builder).Append(int64(i + k))
+				}
+			}
+		}
+		ln := b.Field(18).(*array.ListBuilder)
+		ln.Append(true)
+		for k := range 3 {
+			if (i+k)%4 == 0 {
+				ln.ValueBuilder().AppendNull()
+			} else {
+				ln.ValueBuilder().(*array.Int32Builder).Append(int32(i*3 + k))
+			}
+		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -309,6 +347,8 @@ func value(a arrow.Array, r int) any {
 			fields[f.Name] = value(a.Field(k), r)
 		}
 		return fields
+	case *array.Decimal128:
+		return a.ValueStr(r)
 	case *array.Map:
 		lo, hi := a.ValueOffsets(r)
 		pairs := make([]any, 0, hi-lo)

@@ -108,7 +108,7 @@ func arrowConcat(schema *arrow.Schema, recs []arrow.RecordBatch, mem memory.Allo
 		for k, r := range recs {
 			parts[k] = r.Column(i)
 		}
-		c, err := array.Concatenate(parts, mem)
+		c, err := concatenate(parts, mem)
 		if err != nil {
 			return nil, fmt.Errorf("concatenate column %q: %w", schema.Field(i).Name, err)
 		}

@@ -366,7 +366,7 @@ func takeParts(ctx context.Context, col int, parts []gatherPart, mem memory.Allo
 		}
 		got = append(got, a)
 	}
-	return array.Concatenate(got, mem)
+	return concatenate(got, mem)
 }
 
 // gathersFast reports whether every column of schema is gathered by a
