@@ -65,6 +65,9 @@ func concatDenseUnion(parts []arrow.Array, mem memory.Allocator) (arrow.Array, e
 		offs := u.RawValueOffsets()[:n]
 		for r := range n {
 			m, o := u.ChildID(r), offs[r]
+			if o < 0 {
+				return nil, fmt.Errorf("dense union row %d: offset %d into member %d", r, o, m)
+			}
 			if lo[m] < 0 || o < lo[m] {
 				lo[m] = o
 			}
