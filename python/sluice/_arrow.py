@@ -276,7 +276,7 @@ def _bits(owner, ptr, offset, n):
 
 def validity(owner, a):
     """The validity of array a as bools, or None when it has no nulls."""
-    if a.null_count == 0 or not a.buffers[0]:
+    if a.null_count == 0 or a.n_buffers == 0 or not a.buffers[0]:  # a null array has no buffers
         return None
     return _bits(owner, a.buffers[0], a.offset, a.length)
 

@@ -95,6 +95,21 @@ def test_structs_and_fixed_binaries_in_every_form(data):
                 assert fb[i] == want and t["fb"][i] == want and len(want) == 4
 
 
+def test_unions_of_several_types(data):
+    # Avro unions (dense unions), one with a null branch, shuffled in
+    # batches that span blocks: each row's value, whichever branch holds it.
+    ds = sluice.Dataset(str(data / "unions"), batch_size=37, shuffle=True, seed=2)
+    seen = 0
+    for b in ds:
+        assert b["u"].dtype == object and b["v"].dtype == object
+        for i, rid in enumerate(b["id"].tolist()):
+            u = None if rid % 3 == 0 else rid if rid % 3 == 1 else "s%d" % rid
+            v = "x" if rid % 4 == 0 else rid * 3
+            assert (b["u"][i], b["v"][i]) == (u, v), rid
+            seen += 1
+    assert seen == 5000
+
+
 def test_fixed_width_columns_are_not_copied(data):
     ds = sluice.Dataset(str(data / "numbers"), columns=["id", "x", "s"], batch_size=256)
     b = next(iter(ds))

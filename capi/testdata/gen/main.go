@@ -8,7 +8,8 @@
 // writes DIR/numbers (exampledata: id, label, x, s), DIR/numbers_avro
 // (the rows of numbers in two Avro files, deflate, blocks of 500 rows),
 // DIR/types (one file
-// with a column of each type the Go side hands out) and DIR/types.json
+// with a column of each type the Go side hands out), DIR/unions (Avro
+// unions of several types; see writeUnions) and DIR/types.json
 // (its rows as stream.Batches delivers them, shuffled with seed 7 in
 // batches of 100, 4 splits), and DIR/catalog.db, a SQLite Iceberg catalog
 // whose table ns.events holds the rows of DIR/other less its lowest ids
@@ -70,6 +71,9 @@ func run(dir string) error {
 	if err := writeTypes(filepath.Join(dir, "types")); err != nil {
 		return err
 	}
+	if err := writeUnions(filepath.Join(dir, "unions")); err != nil {
+		return err
+	}
 	if err := writeIceberg(dir); err != nil {
 		return err
 	}
@@ -106,20 +110,51 @@ func writeAvro(src, dst string) error {
 	}
 	half := len(rows) / 2
 	for i, part := range [][]map[string]any{rows[:half], rows[half:]} {
-		if err := writeOCF(filepath.Join(dst, fmt.Sprintf("part-%05d.avro", i)), part); err != nil {
+		if err := writeOCF(filepath.Join(dst, fmt.Sprintf("part-%05d.avro", i)), numbersAvroSchema, part); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeOCF(path string, rows []map[string]any) error {
+// unionsAvroSchema has unions of several types (dense unions in Arrow),
+// one with a null branch.
+const unionsAvroSchema = `{"type": "record", "name": "unions", "fields": [
+	{"name": "id", "type": "long"}, {"name": "u", "type": ["null", "int", "string"]},
+	{"name": "v", "type": ["long", "string"]}]}`
+
+// writeUnions writes 5,000 rows of unionsAvroSchema, in blocks of 500,
+// each a function of its id: u null where id % 3 is 0, the int id where 1,
+// the string "s" + id else; v the string "x" where id % 4 is 0, else id * 3.
+func writeUnions(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rows := make([]map[string]any, 5000)
+	for i := range rows {
+		var u any
+		switch i % 3 {
+		case 1:
+			u = map[string]any{"int": int32(i)}
+		case 2:
+			u = map[string]any{"string": fmt.Sprintf("s%d", i)}
+		}
+		var v any = map[string]any{"long": int64(i) * 3}
+		if i%4 == 0 {
+			v = map[string]any{"string": "x"}
+		}
+		rows[i] = map[string]any{"id": int64(i), "u": u, "v": v}
+	}
+	return writeOCF(filepath.Join(dir, "part-00000.avro"), unionsAvroSchema, rows)
+}
+
+func writeOCF(path, schema string, rows []map[string]any) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	w, err := ocf.NewWriter(f, twmb.MustParse(numbersAvroSchema), ocf.WithCodec(ocf.DeflateCodec(-1)), ocf.WithBlockCount(500))
+	w, err := ocf.NewWriter(f, twmb.MustParse(schema), ocf.WithCodec(ocf.DeflateCodec(-1)), ocf.WithBlockCount(500))
 	if err != nil {
 		return err
 	}
