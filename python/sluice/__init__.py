@@ -109,7 +109,7 @@ def _to_torch(values, pin):
         if isinstance(values, dict):
             return {k: _to_torch(v, pin) for k, v in values.items()}
         return values
-    if values.dtype == object:
+    if values.dtype == object or values.dtype.names:  # intervals stay NumPy records
         return values
     if values.dtype.kind in "Mm":
         values = values.view(np.int64)

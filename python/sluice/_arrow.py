@@ -246,6 +246,11 @@ _FIXED = {
     "tdm": "<M8[ms]",
     "tts": "<i4", "ttm": "<i4", "ttu": "<m8[us]", "ttn": "<m8[ns]",
     "tDs": "<m8[s]", "tDm": "<m8[ms]", "tDu": "<m8[us]", "tDn": "<m8[ns]",
+    # Intervals as Arrow lays them out (Avro's duration is month_day_nano):
+    # structured views, no copy; NumPy has no calendar interval of its own.
+    "tiM": "<i4",
+    "tiD": [("days", "<i4"), ("milliseconds", "<i4")],
+    "tin": [("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")],
 }
 _TS_UNITS = {"s": "s", "m": "ms", "u": "us", "n": "ns"}
 
@@ -262,6 +267,8 @@ def _fixed_dtype(fmt):
 def _wrap(owner, ptr, n, dtype):
     if n == 0 or not ptr:
         return np.zeros(0, dtype)
+    if dtype.names:  # a record: the interface's typestr names its size only
+        return np.asarray(_View(owner, ptr, n, dtype.str)).view(dtype)
     return np.asarray(_View(owner, ptr, n, dtype.str))
 
 

@@ -95,9 +95,10 @@ def test_structs_and_fixed_binaries_in_every_form(data):
                 assert fb[i] == want and t["fb"][i] == want and len(want) == 4
 
 
-def test_unions_of_several_types(data):
+def test_unions_of_several_types_and_durations(data):
     # Avro unions (dense unions), one with a null branch, shuffled in
-    # batches that span blocks: each row's value, whichever branch holds it.
+    # batches that span blocks: each row's value, whichever branch holds it;
+    # and Avro durations.
     ds = sluice.Dataset(str(data / "unions"), batch_size=37, shuffle=True, seed=2)
     seen = 0
     for b in ds:
@@ -106,7 +107,10 @@ def test_unions_of_several_types(data):
             u = None if rid % 3 == 0 else rid if rid % 3 == 1 else "s%d" % rid
             v = "x" if rid % 4 == 0 else rid * 3
             assert (b["u"][i], b["v"][i]) == (u, v), rid
+            # An Avro duration: a month_day_nano interval record, no copy.
+            assert b["dur"][i].tolist() == (rid % 12, rid % 31, rid * 1001 * 10**6), rid
             seen += 1
+        assert b["dur"].dtype.names == ("months", "days", "nanoseconds")
     assert seen == 5000
 
 

@@ -23,6 +23,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -118,14 +119,17 @@ func writeAvro(src, dst string) error {
 }
 
 // unionsAvroSchema has unions of several types (dense unions in Arrow),
-// one with a null branch.
+// one with a null branch, and a duration.
 const unionsAvroSchema = `{"type": "record", "name": "unions", "fields": [
 	{"name": "id", "type": "long"}, {"name": "u", "type": ["null", "int", "string"]},
-	{"name": "v", "type": ["long", "string"]}]}`
+	{"name": "v", "type": ["long", "string"]},
+	{"name": "dur", "type": {"type": "fixed", "name": "dur12", "size": 12, "logicalType": "duration"}}]}`
 
 // writeUnions writes 5,000 rows of unionsAvroSchema, in blocks of 500,
 // each a function of its id: u null where id % 3 is 0, the int id where 1,
-// the string "s" + id else; v the string "x" where id % 4 is 0, else id * 3.
+// the string "s" + id else; v the string "x" where id % 4 is 0, else id * 3;
+// dur (an Avro duration: month_day_nano_interval in Arrow) id % 12 months,
+// id % 31 days and id * 1001 milliseconds.
 func writeUnions(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -143,7 +147,11 @@ func writeUnions(dir string) error {
 		if i%4 == 0 {
 			v = map[string]any{"string": "x"}
 		}
-		rows[i] = map[string]any{"id": int64(i), "u": u, "v": v}
+		dur := make([]byte, 12) // months, days, milliseconds
+		binary.LittleEndian.PutUint32(dur, uint32(i%12))
+		binary.LittleEndian.PutUint32(dur[4:], uint32(i%31))
+		binary.LittleEndian.PutUint32(dur[8:], uint32(i*1001))
+		rows[i] = map[string]any{"id": int64(i), "u": u, "v": v, "dur": dur}
 	}
 	return writeOCF(filepath.Join(dir, "part-00000.avro"), unionsAvroSchema, rows)
 }
