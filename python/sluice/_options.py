@@ -62,6 +62,13 @@ def _strs(name, v):
     return list(v)
 
 
+def _columns(name, v):
+    v = _strs(name, v)
+    if not v:
+        raise UsageError("sluice: option %s is empty; leave it out (or None) to read every column" % name)
+    return v
+
+
 def _path(name, v):
     """A local path (str or os.PathLike) or a URL."""
     if isinstance(v, os.PathLike):
@@ -98,7 +105,7 @@ def _str_map(name, v):
 # (capi/options.go, datasetOptions and mixOptionNames); a Go test,
 # TestPythonNamesEveryOption, keeps these lists the same as those.
 DATASET = {
-    "columns": _strs,
+    "columns": _columns,
     "filter": _str,
     "batch_size": _int(0),
     "shuffle": _bool,

@@ -25,6 +25,8 @@ def test_options_refused_before_go_is_called(data, monkeypatch):
         sluice.Dataset(str(data / "numbers"), seed=-1)
     with pytest.raises(sluice.UsageError, match="option columns must be a list of str"):
         sluice.Dataset(str(data / "numbers"), columns="id")
+    with pytest.raises(sluice.UsageError, match="option columns is empty; leave it out"):
+        sluice.Dataset(str(data / "numbers"), columns=[])
     with pytest.raises(sluice.UsageError, match="num_splits 3 is not a multiple of world_size 2"):
         sluice.Dataset(str(data / "numbers"), num_splits=3, world_size=2)
     with pytest.raises(sluice.UsageError, match="rank 2 is outside world_size 2"):
