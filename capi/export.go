@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -15,66 +16,135 @@ import (
 // struct with its offset and with children that are already sliced: a
 // consumer that follows the specification (Arrow C++, pyarrow, the Python
 // package) adds the parent's offset to each child's, reads the children
-// at twice the offset and finds them too short. Columns holding a sliced
-// struct or sparse union anywhere inside are copied into arrays of their own
-// rows; every other column crosses as it is, without a copy. The caller
-// releases what it gets (b itself, retained, where nothing needed a copy).
+// at twice the offset and finds them too short. Each sliced struct, at any
+// depth, crosses instead at offset 0 over its sliced children: its
+// validity bitmap is copied (a bit a row), its values are not. Columns
+// without one cross as they are. The caller releases what it gets (b
+// itself, retained, where nothing changed).
 func exportable(b arrow.RecordBatch) (arrow.RecordBatch, error) {
 	var cols []arrow.Array
 	for i, c := range b.Columns() {
-		if !holdsSlicedStruct(c) {
-			continue
-		}
-		whole, err := array.Concatenate([]arrow.Array{c}, memory.DefaultAllocator)
+		fixed, err := unsliced(c)
 		if err != nil {
+			for _, made := range cols {
+				made.Release()
+			}
 			return nil, fmt.Errorf("column %q: %w", b.ColumnName(i), err)
 		}
-		// The batch made below holds its own reference.
-		defer whole.Release()
-		if cols == nil {
-			cols = append([]arrow.Array(nil), b.Columns()...)
+		if fixed == nil && cols == nil {
+			continue
 		}
-		cols[i] = whole
+		if cols == nil {
+			cols = make([]arrow.Array, 0, b.NumCols())
+			for _, prev := range b.Columns()[:i] {
+				prev.Retain()
+				cols = append(cols, prev)
+			}
+		}
+		if fixed == nil {
+			c.Retain()
+			fixed = c
+		}
+		cols = append(cols, fixed)
 	}
 	if cols == nil {
 		b.Retain()
 		return b, nil
 	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
 	return array.NewRecordBatch(b.Schema(), cols, b.NumRows()), nil
 }
 
-// holdsSlicedStruct says whether a, or an array nested in it, is a struct
-// or sparse union with an offset: what arrow-go exports with the offset
-// applied twice. (No reader here makes sparse unions; arrow-go cannot copy
-// one, so such a column fails with an error that names it.)
-func holdsSlicedStruct(a arrow.Array) bool {
+// unsliced is a with every struct inside it at offset 0 over its sliced
+// children (the same rows at the same positions), or nil where a holds no
+// sliced struct. A sparse union cut the same way has no such form here
+// (no reader makes one): it is an error.
+func unsliced(a arrow.Array) (arrow.Array, error) {
+	d := a.Data()
 	switch a := a.(type) {
 	case *array.Struct:
-		if a.Data().Offset() != 0 {
-			return true
-		}
-		for i := range a.NumField() {
-			if holdsSlicedStruct(a.Field(i)) {
-				return true
+		changed := d.Offset() != 0
+		kids := make([]arrow.Array, a.NumField())
+		defer release(kids)
+		for i := range kids {
+			k, err := unsliced(a.Field(i))
+			if err != nil {
+				return nil, err
 			}
-		}
-	case array.Union:
-		// A dense union's offset is into its type ids and offsets, not its
-		// children; a sparse union's children are cut as a struct's are.
-		if a.Mode() == arrow.SparseMode && a.Data().Offset() != 0 {
-			return true
-		}
-		for i := range a.NumFields() {
-			if holdsSlicedStruct(a.Field(i)) {
-				return true
+			if k != nil {
+				changed = true
+			} else {
+				k = a.Field(i)
+				k.Retain()
 			}
+			kids[i] = k
 		}
+		if !changed {
+			return nil, nil
+		}
+		var valid *memory.Buffer
+		if bits := d.Buffers()[0]; bits != nil && a.NullN() > 0 {
+			valid = memory.NewResizableBuffer(memory.DefaultAllocator)
+			valid.Resize(int(bitutil.BytesForBits(int64(a.Len()))))
+			bitutil.CopyBitmap(bits.Bytes(), d.Offset(), a.Len(), valid.Bytes(), 0)
+			defer valid.Release()
+		}
+		return rebuilt(d, []*memory.Buffer{valid}, kids, 0), nil
 	case array.ListLike:
-		return holdsSlicedStruct(a.ListValues())
-	case *array.Dictionary:
-		return holdsSlicedStruct(a.Dictionary())
-	case *array.RunEndEncoded:
-		return holdsSlicedStruct(a.Values())
+		k, err := unsliced(a.ListValues())
+		if k == nil || err != nil {
+			return nil, err
+		}
+		defer k.Release()
+		return rebuilt(d, d.Buffers(), []arrow.Array{k}, d.Offset()), nil
+	case array.Union:
+		if a.Mode() == arrow.SparseMode && d.Offset() != 0 {
+			return nil, fmt.Errorf("a sparse union cut from a larger array (%s) cannot cross the C data interface", a.DataType())
+		}
+		changed := false
+		kids := make([]arrow.Array, a.NumFields())
+		defer release(kids)
+		for i := range kids {
+			k, err := unsliced(a.Field(i))
+			if err != nil {
+				return nil, err
+			}
+			if k != nil {
+				changed = true
+			} else {
+				k = a.Field(i)
+				k.Retain()
+			}
+			kids[i] = k
+		}
+		if !changed {
+			return nil, nil
+		}
+		return rebuilt(d, d.Buffers(), kids, d.Offset()), nil
 	}
-	return false
+	return nil, nil
+}
+
+// rebuilt is an array of d's type and length over the given buffers and
+// children at offset.
+func rebuilt(d arrow.ArrayData, bufs []*memory.Buffer, kids []arrow.Array, offset int) arrow.Array {
+	data := make([]arrow.ArrayData, len(kids))
+	for i, k := range kids {
+		data[i] = k.Data()
+	}
+	nd := array.NewData(d.DataType(), d.Len(), bufs, data, d.NullN(), offset)
+	defer nd.Release()
+	return array.MakeFromData(nd)
+}
+
+func release(as []arrow.Array) {
+	for _, a := range as {
+		if a != nil {
+			a.Release()
+		}
+	}
 }

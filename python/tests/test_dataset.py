@@ -109,6 +109,9 @@ def test_unions_of_several_types_and_durations(data):
             assert (b["u"][i], b["v"][i]) == (u, v), rid
             # An Avro duration: a month_day_nano interval record, no copy.
             assert b["dur"][i].tolist() == (rid % 12, rid % 31, rid * 1001 * 10**6), rid
+            # Unions inside a list and inside a struct (a batch's struct is
+            # a slice of its window's).
+            assert list(b["lu"][i]) == [rid, "q"][:rid % 3] and b["ru"]["x"][i] == v, rid
             seen += 1
         assert b["dur"].dtype.names == ("months", "days", "nanoseconds")
     assert seen == 5000

@@ -123,13 +123,16 @@ func writeAvro(src, dst string) error {
 const unionsAvroSchema = `{"type": "record", "name": "unions", "fields": [
 	{"name": "id", "type": "long"}, {"name": "u", "type": ["null", "int", "string"]},
 	{"name": "v", "type": ["long", "string"]},
-	{"name": "dur", "type": {"type": "fixed", "name": "dur12", "size": 12, "logicalType": "duration"}}]}`
+	{"name": "dur", "type": {"type": "fixed", "name": "dur12", "size": 12, "logicalType": "duration"}},
+	{"name": "lu", "type": {"type": "array", "items": ["int", "string"]}},
+	{"name": "ru", "type": {"type": "record", "name": "inner", "fields": [{"name": "x", "type": ["long", "string"]}]}}]}`
 
 // writeUnions writes 5,000 rows of unionsAvroSchema, in blocks of 500,
 // each a function of its id: u null where id % 3 is 0, the int id where 1,
 // the string "s" + id else; v the string "x" where id % 4 is 0, else id * 3;
 // dur (an Avro duration: month_day_nano_interval in Arrow) id % 12 months,
-// id % 31 days and id * 1001 milliseconds.
+// id % 31 days and id * 1001 milliseconds; lu a list of unions, the first
+// id % 3 of [id, "q"]; ru a record holding v again (a union in a struct).
 func writeUnions(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -151,7 +154,8 @@ func writeUnions(dir string) error {
 		binary.LittleEndian.PutUint32(dur, uint32(i%12))
 		binary.LittleEndian.PutUint32(dur[4:], uint32(i%31))
 		binary.LittleEndian.PutUint32(dur[8:], uint32(i*1001))
-		rows[i] = map[string]any{"id": int64(i), "u": u, "v": v, "dur": dur}
+		lu := []any{map[string]any{"int": int32(i)}, map[string]any{"string": "q"}}[:i%3]
+		rows[i] = map[string]any{"id": int64(i), "u": u, "v": v, "dur": dur, "lu": lu, "ru": map[string]any{"x": v}}
 	}
 	return writeOCF(filepath.Join(dir, "part-00000.avro"), unionsAvroSchema, rows)
 }
