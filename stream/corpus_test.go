@@ -2,12 +2,19 @@ package stream
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	twmb "github.com/twmb/avro"
+	"github.com/twmb/avro/ocf"
+
+	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/avro"
 )
 
 // TestCorpusStreamsWhole: every small file of the shared corpus that
@@ -19,42 +26,98 @@ import (
 // joins and gathers: a type they cannot handle fails here, not in a
 // user's shuffled epoch.
 func TestCorpusStreamsWhole(t *testing.T) {
-	ctx := context.Background()
 	checked := 0
 	for _, o := range recycleCorpus(t) {
-		f := filepath.Base(o.URLs[0])
-		ref := o
-		ref.Shuffle, ref.BatchSize = false, 1
-		want, err := streamRows(ctx, ref, 20_000)
-		if err != nil {
-			continue // a file sluice refuses, or too many rows to read one at a time
+		if streamsWhole(t, o) {
+			checked++
 		}
-		seq := o
-		seq.Shuffle, seq.BatchSize = false, 37
-		got, err := streamRows(ctx, seq, -1)
-		if err != nil {
-			t.Errorf("%s in batches of 37: %v", f, err)
-			continue
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s in batches of 37: rows differ from those read one at a time", f)
-		}
-		shuffled := o
-		shuffled.BatchSize = 37
-		if got, err = streamRows(ctx, shuffled, -1); err != nil {
-			t.Errorf("%s shuffled: %v", f, err)
-			continue
-		}
-		slices.Sort(got)
-		sorted := slices.Sorted(slices.Values(want))
-		if !slices.Equal(got, sorted) {
-			t.Errorf("%s shuffled: not the rows read one at a time", f)
-		}
-		checked++
 	}
 	if checked < 10 {
 		t.Fatalf("only %d corpus files checked", checked)
 	}
+}
+
+// TestNestedUnionsStreamWhole: Avro unions at the top, inside a record
+// and inside an array, in two files (a batch of 37 spans them), stream
+// whole sequentially and shuffled.
+func TestNestedUnionsStreamWhole(t *testing.T) {
+	dir := t.TempDir()
+	schema := twmb.MustParse(`{"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"},
+		{"name": "u", "type": ["null", "int", "string"]},
+		{"name": "lu", "type": {"type": "array", "items": ["int", "string"]}},
+		{"name": "ru", "type": {"type": "record", "name": "in", "fields": [{"name": "x", "type": ["long", "string"]}]}}]}`)
+	for f := range 2 {
+		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%d.avro", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := ocf.NewWriter(fh, schema, ocf.WithBlockCount(300))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := f * 3000; i < (f+1)*3000; i++ {
+			var u any
+			if i%3 == 1 {
+				u = map[string]any{"int": int32(i)}
+			} else if i%3 == 2 {
+				u = map[string]any{"string": fmt.Sprint("s", i)}
+			}
+			var x any = map[string]any{"long": int64(i)}
+			if i%2 == 0 {
+				x = map[string]any{"string": "e"}
+			}
+			lu := []any{map[string]any{"int": int32(i)}, map[string]any{"string": "q"}}[:i%3]
+			if err := w.Encode(map[string]any{"id": int64(i), "u": u, "lu": lu, "ru": map[string]any{"x": x}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	o := Options{URLs: []string{dir}, Shuffle: true, Seed: 7, ShuffleWindow: 256, Formats: []formats.Format{avro.Format{}}}
+	if !streamsWhole(t, o) {
+		t.Fatal("the Avro files did not read a row at a time")
+	}
+}
+
+// streamsWhole checks, for the file or files of o, that the rows read a
+// row at a time (the reference: no batch spans two row groups, none is
+// gathered) come the same in batches of 37 (joined), in the same order,
+// and shuffled (gathered). It reports false where the reference read
+// fails (a file sluice refuses) or holds more than 20,000 rows.
+func streamsWhole(t *testing.T, o Options) bool {
+	t.Helper()
+	ctx := context.Background()
+	f := filepath.Base(o.URLs[0])
+	ref := o
+	ref.Shuffle, ref.BatchSize = false, 1
+	want, err := streamRows(ctx, ref, 20_000)
+	if err != nil {
+		return false
+	}
+	seq := o
+	seq.Shuffle, seq.BatchSize = false, 37
+	got, err := streamRows(ctx, seq, -1)
+	if err != nil {
+		t.Errorf("%s in batches of 37: %v", f, err)
+		return true
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s in batches of 37: rows differ from those read one at a time", f)
+	}
+	shuffled := o
+	shuffled.Shuffle, shuffled.BatchSize = true, 37
+	if got, err = streamRows(ctx, shuffled, -1); err != nil {
+		t.Errorf("%s shuffled: %v", f, err)
+		return true
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("%s shuffled: not the rows read one at a time", f)
+	}
+	return true
 }
 
 // streamRows is one epoch's rows as text (every column's ValueStr), or an

@@ -75,3 +75,99 @@ func TestConcatDenseUnion(t *testing.T) {
 		t.Errorf("members hold %d values for %d rows: more than the rows point to", n, len(want))
 	}
 }
+
+// TestConcatUnionsInside: structs and lists (a map among them) holding a
+// dense union join as arrow-go would join them without one: the same
+// rows, nulls where the parts had them, cut from larger arrays.
+func TestConcatUnionsInside(t *testing.T) {
+	union := arrow.DenseUnionOf([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, []arrow.UnionTypeCode{0, 1})
+	appendUnion := func(b *array.DenseUnionBuilder, v int) {
+		if v%2 == 0 {
+			b.Append(0)
+			b.Child(0).(*array.Int64Builder).Append(int64(v))
+		} else {
+			b.Append(1)
+			b.Child(1).(*array.StringBuilder).Append(fmt.Sprintf("s%d", v))
+		}
+	}
+	types := []arrow.DataType{
+		arrow.StructOf(arrow.Field{Name: "u", Type: union}, arrow.Field{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
+		arrow.ListOf(union),
+		arrow.LargeListOf(arrow.StructOf(arrow.Field{Name: "u", Type: union})),
+		arrow.MapOf(arrow.BinaryTypes.String, union),
+	}
+	for _, dt := range types {
+		t.Run(dt.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+			defer mem.AssertSize(t, 0)
+			build := func(n, seed int) arrow.Array {
+				b := array.NewBuilder(mem, dt)
+				defer b.Release()
+				for r := range n {
+					v := seed*100 + r
+					if r%5 == 3 {
+						b.AppendNull()
+						continue
+					}
+					switch b := b.(type) {
+					case *array.StructBuilder:
+						b.Append(true)
+						appendUnion(b.FieldBuilder(0).(*array.DenseUnionBuilder), v)
+						b.FieldBuilder(1).(*array.Int32Builder).Append(int32(v))
+					case *array.MapBuilder:
+						b.Append(true)
+						for k := range r % 3 {
+							b.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", k))
+							appendUnion(b.ItemBuilder().(*array.DenseUnionBuilder), v+k)
+						}
+					case *array.ListBuilder:
+						b.Append(true)
+						for k := range r % 3 {
+							appendUnion(b.ValueBuilder().(*array.DenseUnionBuilder), v+k)
+						}
+					case *array.LargeListBuilder:
+						b.Append(true)
+						sb := b.ValueBuilder().(*array.StructBuilder)
+						for k := range r % 3 {
+							sb.Append(true)
+							appendUnion(sb.FieldBuilder(0).(*array.DenseUnionBuilder), v+k)
+						}
+					}
+				}
+				return b.NewArray()
+			}
+			a, c := build(30, 1), build(8, 2)
+			defer a.Release()
+			defer c.Release()
+			var parts []arrow.Array
+			var want []string
+			for _, k := range []struct {
+				src    arrow.Array
+				lo, hi int64
+			}{{a, 4, 13}, {c, 0, 8}, {a, 13, 13}, {a, 20, 30}, {c, 3, 4}} {
+				p := array.NewSlice(k.src, k.lo, k.hi)
+				defer p.Release()
+				parts = append(parts, p)
+				for r := range p.Len() {
+					want = append(want, p.ValueStr(r))
+				}
+			}
+			got, err := concatenate(parts, mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			if got.Len() != len(want) {
+				t.Fatalf("%d rows, want %d", got.Len(), len(want))
+			}
+			for r := range want {
+				if s := got.ValueStr(r); s != want[r] {
+					t.Fatalf("row %d is %s, want %s", r, s, want[r])
+				}
+			}
+		})
+	}
+}
