@@ -273,11 +273,22 @@ func (d *rowGroupReader) readPagedFlat(g rowGroup, m *mixedColumns) error {
 	if err != nil {
 		return err
 	}
-	for i, f := range m.fast {
+	for i := range m.fast {
 		if g.lo < m.firsts[i] {
 			return fmt.Errorf("%w: column %q: the pages fetched start at row %d, after row %d", formats.ErrCorrupt, m.schema.Field(i).Name, m.firsts[i], g.lo)
 		}
-		if err := f.Skip(g.lo - m.firsts[i]); err != nil {
+	}
+	// Up to the first row, each column passes over the rows of its first
+	// page before it, a page that the window before most often starts to
+	// decompress at the same time: in turns, as the batches' columns.
+	// The error is the first column's that failed, whatever the turns.
+	errs := make([]error, len(m.fast))
+	t := newTurns(m.fast, func(i int) int64 { return g.lo - m.firsts[i] })
+	for i, ok := t.next(); ok; i, ok = t.next() {
+		errs[i] = m.fast[i].Skip(g.lo - m.firsts[i])
+	}
+	for _, err := range errs {
+		if err != nil {
 			return fmt.Errorf("%w: %w", formats.ErrCorrupt, err)
 		}
 	}

@@ -426,6 +426,21 @@ func (r *Reader) end() error {
 	return nil
 }
 
+// Waits reports whether reading the next n rows (Next or Skip) would wait
+// for another Reader of the fetch to decompress a page it takes (see
+// Bodies). It only orders work: reading gives the same values either way.
+func (r *Reader) Waits(n int64) bool {
+	n -= int64(r.cur.rows - r.cur.pos)
+	for i := r.next; n > 0 && i < len(r.pages); i++ {
+		ref := r.pages[i]
+		if ref.shared != nil && ref.shared.making(ref.at) {
+			return true
+		}
+		n -= ref.h.Values
+	}
+	return false
+}
+
 // Rows is how many rows are left to read.
 func (r *Reader) Rows() int64 { return r.left }
 

@@ -13,7 +13,11 @@ import (
 // neighbours' too, and each would decompress them again (two windows of
 // 65,536 rows in a page of 131,072 both decompressed the whole page). The
 // first Reader to reach such a page (Page.Shared) decompresses it, the
-// others wait for it and read the same bytes.
+// others wait for it and read the same bytes. A Reader about to wait says
+// so (Reader.Waits), so that a caller with other columns to decode can do
+// those first: two windows decoded at once that start in the same pages
+// would otherwise take them in the same order, one decompressing each
+// page while the other waited.
 //
 // The bodies are the fetch's, as its compressed bytes are: a Reader reads
 // them as it reads an uncompressed page, never writes them nor builds an
@@ -26,7 +30,8 @@ type Bodies struct {
 
 type sharedBody struct {
 	once sync.Once
-	data []byte // from bufpool
+	done atomic.Bool // once has run
+	data []byte      // from bufpool
 	err  error
 }
 
@@ -44,8 +49,20 @@ func (s *Bodies) body(at int64, make func() ([]byte, error)) ([]byte, error) {
 		s.m[at] = b
 	}
 	s.mu.Unlock()
-	b.once.Do(func() { b.data, b.err = make() })
+	b.once.Do(func() {
+		b.data, b.err = make()
+		b.done.Store(true)
+	})
 	return b.data, b.err
+}
+
+// making reports whether a Reader is decompressing the page at offset at
+// now: body would wait for it.
+func (s *Bodies) making(at int64) bool {
+	s.mu.Lock()
+	b := s.m[at]
+	s.mu.Unlock()
+	return b != nil && !b.done.Load()
 }
 
 // Release hands the bodies to bufpool, each filled with poison first
