@@ -322,6 +322,7 @@ func openDataset(js []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	sizeLimits(&so.Limits)
 	ctx := context.Background()
 	closers, err := o.openSources(ctx, &so)
 	if err != nil {
@@ -356,6 +357,7 @@ func openMix(js []byte) (int64, error) {
 		srcs = append(srcs, stream.MixSource{Dataset: h.ds, Weight: s.Weight})
 		hs = append(hs, h)
 	}
+	sizeMix(&o.MixOptions)
 	m, err := stream.Mix(srcs, o.MixOptions)
 	if err != nil {
 		return 0, err

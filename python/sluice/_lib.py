@@ -208,8 +208,10 @@ def call(name, *args):
 
 
 def set_max_procs(n):
-    """Set the Go runtime's GOMAXPROCS (the threads that run Go code at
-    once) to n; returns the previous value."""
+    """Size the library to n cores (n < 1: leave it): the decoders that
+    datasets opened from here on run by default, with the Go runtime's
+    GOMAXPROCS one more, for the calling thread; returns the cores it was
+    sized for."""
     prev = ctypes.c_int64()
     call("sluice_set_max_procs", n, ctypes.byref(prev))
     return prev.value
