@@ -47,25 +47,12 @@ func decodeCores() int {
 	return cores
 }
 
-// sizeLimits fills in the limits that default to the cores (see
-// stream.Limits) with the cores the library decodes on, where unset.
-func sizeLimits(l *stream.Limits) {
-	n := decodeCores()
-	if l.ReadConcurrency == 0 {
-		l.ReadConcurrency = max(2, n)
-	}
-	if l.TransformConcurrency == 0 {
-		l.TransformConcurrency = n
-	}
-}
+// sizeLimits fills in the limits left at zero with their defaults on the
+// cores the library decodes on (not GOMAXPROCS, one more).
+func sizeLimits(l *stream.Limits) { *l = l.WithDefaults(decodeCores()) }
 
-// sizeMix fills in a mix's Concurrency, which defaults to a quarter of the
-// cores (stream.MixOptions), where unset.
-func sizeMix(o *stream.MixOptions) {
-	if o.Concurrency == 0 {
-		o.Concurrency = max(1, decodeCores()/4)
-	}
-}
+// sizeMix does the same for a mix's options.
+func sizeMix(o *stream.MixOptions) { *o = o.WithDefaults(decodeCores()) }
 
 // sluice_set_max_procs sizes the library to n cores (n < 1 leaves it as
 // it is) and returns the cores it was sized for in *prev: the decoders

@@ -127,6 +127,25 @@ func (m *Mixed) enterEpoch(e int64) {
 	}
 }
 
+// WithDefaults is o with each field left at zero set to the default Mix
+// would give it on the given number of cores (Mix uses GOMAXPROCS); see
+// Limits.WithDefaults.
+func (o MixOptions) WithDefaults(cores int) MixOptions {
+	if o.BatchSize == 0 {
+		o.BatchSize = 1024
+	}
+	if o.WorldSize == 0 {
+		o.WorldSize = 1
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = max(1, cores/4)
+	}
+	if o.Prefetch == 0 {
+		o.Prefetch = 2 * o.Concurrency
+	}
+	return o
+}
+
 // Mix opens a mix of the sources. Sources whose schemas differ, whose
 // NumSplits differ, whose counts are not known before reading (text
 // files, a filter: split.ErrUnknownRows), or that hold no rows (ErrEmpty:
@@ -135,18 +154,7 @@ func Mix(sources []MixSource, o MixOptions) (*Mixed, error) {
 	if len(sources) == 0 {
 		return nil, errors.New("stream: mix of no sources")
 	}
-	if o.BatchSize == 0 {
-		o.BatchSize = 1024
-	}
-	if o.WorldSize == 0 {
-		o.WorldSize = 1
-	}
-	if o.Concurrency == 0 {
-		o.Concurrency = max(1, runtime.GOMAXPROCS(0)/4)
-	}
-	if o.Prefetch == 0 {
-		o.Prefetch = 2 * o.Concurrency
-	}
+	o = o.WithDefaults(runtime.GOMAXPROCS(0))
 	first := sources[0].Dataset
 	if first == nil {
 		return nil, errors.New("stream: mix source 0 has no dataset")

@@ -443,6 +443,13 @@ func (o Options) withDefaultsFor(procs int) (Options, error) {
 // DefaultFetchAheadBytes is Limits.FetchAheadBytes's default: 256 MiB.
 const DefaultFetchAheadBytes = 256 << 20
 
+// WithDefaults is l with each field left at zero set to the default Open
+// would give it on the given number of cores (GOMAXPROCS is what Open
+// uses): for a program that runs more Go threads at once than it has
+// cores to decode on, such as a C library whose caller's thread takes one
+// (the Python package's), and sizes its datasets to the cores.
+func (l Limits) WithDefaults(cores int) Limits { return l.withDefaults(max(cores, 1)) }
+
 // withDefaults fills in l's defaults on procs cores.
 func (l Limits) withDefaults(procs int) Limits {
 	if l.ReadConcurrency == 0 {
