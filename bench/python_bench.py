@@ -6,15 +6,16 @@ a DataLoader with workers.
     python3 bench/python_bench.py DIR BATCH_SIZE
 
 reads one run per line on stdin, {"name", "mode": "numpy"|"torch"|"strings"|
-"dataloader"|"floor", "columns", "shuffle", "workers", "first_batch"}, measures it once and
+"dataloader"|"floor", "columns", "shuffle", "workers", "first_batch", "epochs"}, measures it once and
 answers one JSON line {"name", "rows", "rows_per_s", "read_bytes",
 "first_batch_s", "cpu_s"} (read_bytes: 0 where the reads happened in
 workers; cpu_s: the CPU seconds the process used in a pass without a
 DataLoader, Go's threads included, else 0): the Go
 side alternates its own passes with these, so that both see the same
-machine. A pass is timed from opening the dataset to its last batch, like the
-Go lines. A DataLoader run (sluice.torch.DataLoader) times its second epoch
-(spawned persistent workers), so that workers' start-up (an interpreter and
+machine. A pass is timed from opening the dataset to the last batch of its
+"epochs" epochs (default 1), like the Go lines. A DataLoader run
+(sluice.torch.DataLoader) times its second epoch (spawned persistent
+workers), so that workers' start-up (an interpreter and
 torch each) is not counted; with first_batch, it times instead a first epoch
 on spawned workers from iter() to the first batch (first_batch_s: what a
 user waits), and reads the epoch through. "floor" is the DataLoader's own
@@ -42,8 +43,9 @@ def run_direct(cfg, r):
                             seed=42, as_torch=r["mode"] == "torch",
                             strings="arrays" if r["mode"] == "strings" else "objects")
         rows = 0
-        for b in ds:
-            rows += b.num_rows
+        for _ in range(r.get("epochs") or 1):  # each pass over the dataset is the next epoch
+            for b in ds:
+                rows += b.num_rows
         secs, cpu = time.perf_counter() - t, time.process_time() - cpu
         read = ds.metrics()["read_bytes"]
         ds.close()
