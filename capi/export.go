@@ -67,24 +67,10 @@ func unsliced(a arrow.Array) (arrow.Array, error) {
 	d := a.Data()
 	switch a := a.(type) {
 	case *array.Struct:
-		changed := d.Offset() != 0
-		kids := make([]arrow.Array, a.NumField())
+		kids, changed, err := unslicedKids(a.NumField(), a.Field)
 		defer release(kids)
-		for i := range kids {
-			k, err := unsliced(a.Field(i))
-			if err != nil {
-				return nil, err
-			}
-			if k != nil {
-				changed = true
-			} else {
-				k = a.Field(i)
-				k.Retain()
-			}
-			kids[i] = k
-		}
-		if !changed {
-			return nil, nil
+		if err != nil || !changed && d.Offset() == 0 {
+			return nil, err
 		}
 		var valid *memory.Buffer
 		if bits := d.Buffers()[0]; bits != nil && a.NullN() > 0 {
@@ -105,28 +91,35 @@ func unsliced(a arrow.Array) (arrow.Array, error) {
 		if a.Mode() == arrow.SparseMode && d.Offset() != 0 {
 			return nil, fmt.Errorf("a sparse union cut from a larger array (%s) cannot cross the C data interface", a.DataType())
 		}
-		changed := false
-		kids := make([]arrow.Array, a.NumFields())
+		kids, changed, err := unslicedKids(a.NumFields(), a.Field)
 		defer release(kids)
-		for i := range kids {
-			k, err := unsliced(a.Field(i))
-			if err != nil {
-				return nil, err
-			}
-			if k != nil {
-				changed = true
-			} else {
-				k = a.Field(i)
-				k.Retain()
-			}
-			kids[i] = k
-		}
-		if !changed {
-			return nil, nil
+		if err != nil || !changed {
+			return nil, err
 		}
 		return rebuilt(d, d.Buffers(), kids, d.Offset()), nil
 	}
 	return nil, nil
+}
+
+// unslicedKids is unsliced of each of n children (the child itself,
+// retained, where it holds no sliced struct), and whether any changed.
+func unslicedKids(n int, child func(int) arrow.Array) ([]arrow.Array, bool, error) {
+	kids := make([]arrow.Array, n)
+	changed := false
+	for i := range kids {
+		k, err := unsliced(child(i))
+		if err != nil {
+			return kids, false, err
+		}
+		if k != nil {
+			changed = true
+		} else {
+			k = child(i)
+			k.Retain()
+		}
+		kids[i] = k
+	}
+	return kids, changed, nil
 }
 
 // rebuilt is an array of d's type and length over the given buffers and
