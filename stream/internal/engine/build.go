@@ -67,7 +67,7 @@ func appendSlices(out []arrow.RecordBatch, w *window, from, to int64) []arrow.Re
 		rec := w.recs[i]
 		lo := from - w.starts[i]
 		hi := min(to-w.starts[i], rec.NumRows())
-		out = append(out, rec.NewSlice(lo, hi))
+		out = append(out, newSlice(rec, lo, hi))
 		from = w.starts[i] + hi
 	}
 	return out

@@ -195,7 +195,7 @@ func (l *mixLane) take(n int64, out []arrow.RecordBatch) ([]arrow.RecordBatch, e
 			continue
 		}
 		k := min(n, l.cur.NumRows()-l.off)
-		out = append(out, l.cur.NewSlice(l.off, l.off+k))
+		out = append(out, newSlice(l.cur, l.off, l.off+k))
 		l.off += k
 		n -= k
 	}

@@ -207,7 +207,7 @@ func (r *MixRun) Batches(ctx context.Context, moved func(split int, to int64, ne
 				c = got
 				cur[s] = c
 			}
-			b := c.rec.NewSlice(from-c.from, to-c.from)
+			b := newSlice(c.rec, from-c.from, to-c.from)
 			moved(s, to, st.next)
 			ok := yield(b, nil)
 			b.Release()

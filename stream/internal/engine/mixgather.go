@@ -39,7 +39,7 @@ func interleaveSlow(ctx context.Context, schema *arrow.Schema, parts []arrow.Rec
 			lo, hi = int64(used[i][0]), int64(max(used[i][1], used[i][0]))
 		}
 		first[i] = lo
-		w.recs[i] = p.NewSlice(lo, hi)
+		w.recs[i] = newSlice(p, lo, hi)
 		w.starts[i] = w.rows
 		w.rows += hi - lo
 	}

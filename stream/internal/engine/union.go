@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -166,6 +167,62 @@ func release(as []arrow.Array) {
 	for _, a := range as {
 		a.Release()
 	}
+}
+
+// sliceMu serializes the slicing of batches that hold a union with a
+// member of type null (Avro's null branch). arrow-go makes a union's
+// members anew for every slice, over the members' shared ArrayData, and
+// its Null array writes its null count into that ArrayData each time
+// (array.Null.setData): the same value, but a data race where two
+// goroutines slice one window at once.
+var sliceMu sync.Mutex
+
+// newSlice is rec.NewSlice(lo, hi), serialized where rec holds a union
+// with a null member (see sliceMu).
+func newSlice(rec arrow.RecordBatch, lo, hi int64) arrow.RecordBatch {
+	if !unionOfNull(rec.Schema()) {
+		return rec.NewSlice(lo, hi)
+	}
+	sliceMu.Lock()
+	defer sliceMu.Unlock()
+	return rec.NewSlice(lo, hi)
+}
+
+// unionsOfNull caches unionOfNull by schema.
+var unionsOfNull sync.Map // *arrow.Schema -> bool
+
+// unionOfNull reports whether a field of s holds a union with a member of
+// type null, at any depth.
+func unionOfNull(s *arrow.Schema) bool {
+	if v, ok := unionsOfNull.Load(s); ok {
+		return v.(bool)
+	}
+	var has func(dt arrow.DataType, inUnion bool) bool
+	has = func(dt arrow.DataType, inUnion bool) bool {
+		if inUnion && dt.ID() == arrow.NULL {
+			return true
+		}
+		n, ok := dt.(arrow.NestedType)
+		if !ok {
+			return false
+		}
+		_, isUnion := dt.(arrow.UnionType)
+		for _, f := range n.Fields() {
+			if has(f.Type, isUnion) {
+				return true
+			}
+		}
+		return false
+	}
+	found := false
+	for _, f := range s.Fields() {
+		if has(f.Type, false) {
+			found = true
+			break
+		}
+	}
+	unionsOfNull.Store(s, found)
+	return found
 }
 
 // concatDenseUnion joins dense unions. Each part's rows point into its
