@@ -254,7 +254,7 @@ func (p *pull) release() {
 // the next rows of the same buffers as a's, as the batches cut from one
 // window are. Such batches cross as one array of their rows (joined).
 func follows(a, b arrow.RecordBatch) bool {
-	if a.NumCols() != b.NumCols() || a.Schema() != b.Schema() && !a.Schema().Equal(b.Schema()) {
+	if a.NumCols() != b.NumCols() || !sameFields(a.Schema(), b.Schema()) {
 		return false
 	}
 	for i := range int(a.NumCols()) {
@@ -275,6 +275,26 @@ func follows(a, b arrow.RecordBatch) bool {
 			if ba[k] != bb[k] {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// sameFields reports whether a and b have the same fields, by name, type
+// and nullability. Batches cut from one window carry schemas of their
+// own; Schema.Equal, which also sorts and compares metadata, cost the
+// caller's thread about a twentieth of a call.
+func sameFields(a, b *arrow.Schema) bool {
+	if a == b {
+		return true
+	}
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || fa.Nullable != fb.Nullable || fa.Type != fb.Type && !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
 		}
 	}
 	return true

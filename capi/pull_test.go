@@ -398,3 +398,54 @@ func TestTakeCutsAtWindowEdges(t *testing.T) {
 		t.Fatalf("a call over interleaved windows took %v, want the four asked for", got)
 	}
 }
+
+// TestFollowsNeedsTheSameFields: slices of one window's buffers join only
+// under the same fields; batches cut from a window carry schemas of their
+// own (other pointers, other metadata), which do not keep them apart.
+func TestFollowsNeedsTheSameFields(t *testing.T) {
+	bld := array.NewInt64Builder(memory.DefaultAllocator)
+	defer bld.Release()
+	for i := range int64(20) {
+		bld.Append(i)
+	}
+	col := bld.NewArray()
+	defer col.Release()
+	with := func(f arrow.Field, md *arrow.Metadata) arrow.RecordBatch {
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{f}, md), []arrow.Array{col}, 20)
+	}
+	id := arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64}
+	md := arrow.NewMetadata([]string{"k"}, []string{"v"})
+	base := with(id, nil)
+	defer base.Release()
+	head := base.NewSlice(0, 10)
+	defer head.Release()
+	for _, c := range []struct {
+		name   string
+		f      arrow.Field
+		md     *arrow.Metadata
+		follow bool
+	}{
+		{"a schema of its own", id, nil, true},
+		{"other metadata", id, &md, true},
+		{"another name", arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64}, nil, false},
+		{"nullability", arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, nil, false},
+		{"another type over the same bytes", arrow.Field{Name: "id", Type: arrow.FixedWidthTypes.Timestamp_us}, nil, false},
+	} {
+		var other arrow.RecordBatch
+		if c.f.Type.ID() == arrow.INT64 {
+			other = with(c.f, c.md)
+		} else {
+			d := array.NewData(c.f.Type, 20, col.Data().Buffers(), nil, 0, 0)
+			a := array.MakeFromData(d)
+			other = array.NewRecordBatch(arrow.NewSchema([]arrow.Field{c.f}, c.md), []arrow.Array{a}, 20)
+			a.Release()
+			d.Release()
+		}
+		tail := other.NewSlice(10, 20)
+		if got := follows(head, tail); got != c.follow {
+			t.Errorf("%s: follows = %t, want %t", c.name, got, c.follow)
+		}
+		tail.Release()
+		other.Release()
+	}
+}

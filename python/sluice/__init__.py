@@ -86,19 +86,39 @@ class Batch(dict):
 Strings = _arrow.Strings
 
 
-def _pieces(v, bounds, sizes):
+def _pieces(v, bounds, sizes, lead):
     """A run's column cut into its batches' rows (bounds: each batch's
-    first and end row; sizes: its rows), views."""
+    first and end row; sizes: its rows; lead: how many batches lead the
+    run with the first's size), views."""
     if isinstance(v, np.ndarray):
+        if lead > 1 and v.ndim == 1:
+            # The leading batches as the rows of a 2-D view, which NumPy
+            # iterates into views in one call: a slice each costs a
+            # Python operation per batch on the thread that trains.
+            m = sizes[0]
+            return list(v[:lead * m].reshape(lead, m)) + [v[a:b] for a, b in bounds[lead:]]
         return [v[a:b] for a, b in bounds]
     if isinstance(v, dict):
         ks = list(v)
-        return [dict(zip(ks, p)) for p in zip(*[_pieces(v[k], bounds, sizes) for k in ks])]
+        return [dict(zip(ks, p)) for p in zip(*[_pieces(v[k], bounds, sizes, lead) for k in ks])]
     if isinstance(v, Strings):
         return v.cuts(bounds)
-    if hasattr(v, "split"):  # a tensor: views made in one call
+    if hasattr(v, "unbind"):  # a tensor: views made in one call
+        if lead > 1 and v.dim() == 1:
+            m = sizes[0]
+            out = list(v[:lead * m].view(lead, m).unbind(0))
+            return out + list(v[lead * m:].split(sizes[lead:])) if lead < len(sizes) else out
         return v.split(sizes)
     return [v[a:b] for a, b in bounds]
+
+
+def _lead(sizes):
+    """How many batches lead sizes with the first's size (a window's
+    batches but its last)."""
+    m, e = sizes[0], 1
+    while e < len(sizes) and sizes[e] == m:
+        e += 1
+    return e if m else 0
 
 
 def _to_torch(values, pin):
@@ -261,7 +281,8 @@ class _Source:
         if self._as_torch:
             cols = {k: v if k in objects else _to_torch(v, self._pin) for k, v in cols.items()}
         keys = list(cols)
-        parts = [_pieces(cols[k], bounds, sizes) for k in keys]
+        lead = _lead(sizes)
+        parts = [_pieces(cols[k], bounds, sizes, lead) for k in keys]
         if not valid and not objects:
             return [Batch(zip(keys, p), n) for p, n in zip(zip(*parts), sizes)]
         out = []

@@ -150,11 +150,13 @@ def lib():
         l = ctypes.CDLL(path)
         _mapped.add((st.st_dev, st.st_ino))
         done()
-        _declare(l)
+        # The version first: a library of another has other functions.
+        l.sluice_abi_version.restype = ctypes.c_int64
         v = l.sluice_abi_version()
         if v != ABI_VERSION:
             raise errors.SluiceError(
                 "sluice: %s has C ABI version %d, this package needs %d: rebuild it" % (src, v, ABI_VERSION))
+        _declare(l)
         _lib, _lib_pid = l, os.getpid()
         return l
 

@@ -364,6 +364,35 @@ def test_batches_read_ahead_equal_batches_one_at_a_time(data, monkeypatch, shuff
                                                 and torch.equal(g[k].nan_to_num(), v.nan_to_num())), k
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_batches_cut_from_one_array_hold_their_own_rows(data, shuffle):
+    # A window's batches cross as one array, cut into views on this side
+    # (its leading batches of equal size in one call, the rest one by
+    # one): in every form each batch holds its own rows, against the
+    # dataset read as one batch.
+    whole = next(iter(sluice.Dataset(str(data / "numbers"), batch_size=20000)))
+    ref = {int(i): (int(l), float(x), s) for i, l, x, s in zip(whole["id"], whole["label"], whole["x"], whole["s"])}
+    assert len(ref) == 20000
+    orders = []
+    for kw in ({}, {"as_torch": True}, {"strings": "arrays"}, {"as_torch": True, "strings": "arrays"}):
+        ds = sluice.Dataset(str(data / "numbers"), batch_size=120, shuffle=shuffle, seed=3, **kw)
+        seen, sizes = [], set()
+        for b in ds:
+            ids, labels, xs = b["id"].tolist(), b["label"].tolist(), b["x"].tolist()
+            s = b["s"]
+            strs = s.tolist() if isinstance(s, sluice.Strings) else list(s)
+            assert len(ids) == len(labels) == len(xs) == len(strs) == b.num_rows, kw
+            for i, l, x, t in zip(ids, labels, xs, strs):
+                assert ref[i] == (l, x, t), (kw, i)
+            seen += ids
+            sizes.add(b.num_rows)
+        assert sorted(seen) == sorted(ref), kw
+        assert len(sizes) > 1, kw  # windows' tails were cut too
+        orders.append(seen)
+        ds.close()
+    assert all(o == orders[0] for o in orders)
+
+
 def test_state_inside_a_group_resumes_exactly(data):
     """A state taken after any batch of a group counts exactly the batches
     handed out; a break keeps the rest for the next iteration."""
