@@ -127,11 +127,58 @@ func unslicedKids(n int, child func(int) arrow.Array) ([]arrow.Array, bool, erro
 func rebuilt(d arrow.ArrayData, bufs []*memory.Buffer, kids []arrow.Array, offset int) arrow.Array {
 	data := make([]arrow.ArrayData, len(kids))
 	for i, k := range kids {
-		data[i] = k.Data()
+		data[i] = detached(k.Data())
+		defer data[i].Release()
 	}
 	nd := array.NewData(d.DataType(), d.Len(), bufs, data, d.NullN(), offset)
 	defer nd.Release()
 	return array.MakeFromData(nd)
+}
+
+// detached is d (retained), or, where d holds a null array, a copy of its
+// tree of ArrayData over the same buffers. arrow-go's Null array writes
+// its null count into the ArrayData it is made over; an array made here
+// (on the caller's thread) over a window's would write into data that
+// the pipeline's goroutines cut at the same time (the engine serializes
+// its own cuts of such windows).
+func detached(d arrow.ArrayData) arrow.ArrayData {
+	if !holdsNull(d.DataType()) {
+		d.Retain()
+		return d
+	}
+	nulls := d.NullN()
+	if d.DataType().ID() == arrow.NULL {
+		nulls = d.Len() // what the Null array writes: not read, so not raced
+	}
+	if d.DataType().ID() == arrow.DICTIONARY { // a dictionary array has no children
+		dict := detached(d.Dictionary()).(*array.Data)
+		defer dict.Release()
+		return array.NewDataWithDictionary(d.DataType(), d.Len(), d.Buffers(), nulls, d.Offset(), dict)
+	}
+	kids := make([]arrow.ArrayData, len(d.Children()))
+	for i, c := range d.Children() {
+		kids[i] = detached(c)
+		defer kids[i].Release()
+	}
+	return array.NewData(d.DataType(), d.Len(), d.Buffers(), kids, nulls, d.Offset())
+}
+
+// holdsNull reports whether dt is or holds the null type, at any depth.
+func holdsNull(dt arrow.DataType) bool {
+	if dt.ID() == arrow.NULL {
+		return true
+	}
+	if n, ok := dt.(arrow.NestedType); ok {
+		for _, f := range n.Fields() {
+			if holdsNull(f.Type) {
+				return true
+			}
+		}
+	}
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		return holdsNull(d.ValueType)
+	}
+	return false
 }
 
 func release(as []arrow.Array) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -272,4 +273,72 @@ func crossesWhole(b arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// TestSlicedUnionsOfNullExportAtOnce: batches cut from one window whose
+// struct holds a union with a null member are made exportable on several
+// threads at once (Python's, while the pipeline cuts the next batches):
+// arrow-go's Null array writes into the ArrayData it is made over, so the
+// export must make its arrays over data of its own (go test -race).
+func TestSlicedUnionsOfNullExportAtOnce(t *testing.T) {
+	union := arrow.DenseUnionOf([]arrow.Field{
+		{Name: "n", Type: arrow.Null, Nullable: true},
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, []arrow.UnionTypeCode{0, 1})
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "su", Type: arrow.StructOf(arrow.Field{Name: "u", Type: union, Nullable: true}), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	const n = 60
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		su := b.Field(1).(*array.StructBuilder)
+		su.Append(true)
+		ub := su.FieldBuilder(0).(*array.DenseUnionBuilder)
+		if i%3 == 0 {
+			ub.Append(0)
+			ub.Child(0).AppendNull()
+		} else {
+			ub.Append(1)
+			ub.Child(1).(*array.Int64Builder).Append(int64(i * 7))
+		}
+	}
+	window := b.NewRecordBatch()
+	defer window.Release()
+	cuts := [][2]int64{{3, 20}, {20, 41}, {41, 60}}
+	slices := make([]arrow.RecordBatch, len(cuts))
+	want := make([]string, len(cuts))
+	for i, c := range cuts {
+		slices[i] = window.NewSlice(c[0], c[1])
+		defer slices[i].Release()
+		want[i] = fmt.Sprint(rowsOf(slices[i]))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cuts))
+	for i := range cuts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				out, err := exportable(slices[i])
+				if err == nil {
+					if got := fmt.Sprint(rowsOf(out)); got != want[i] {
+						err = fmt.Errorf("rows %v export as %s, want %s", cuts[i], got, want[i])
+					}
+					out.Release()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
