@@ -365,7 +365,8 @@ def test_batches_read_ahead_equal_batches_one_at_a_time(data, monkeypatch, shuff
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_batches_cut_from_one_array_hold_their_own_rows(data, shuffle):
+@pytest.mark.parametrize("batch_size", [7, 120, 999])
+def test_batches_cut_from_one_array_hold_their_own_rows(data, shuffle, batch_size):
     # A window's batches cross as one array, cut into views on this side
     # (its leading batches of equal size in one call, the rest one by
     # one): in every form each batch holds its own rows, against the
@@ -375,7 +376,7 @@ def test_batches_cut_from_one_array_hold_their_own_rows(data, shuffle):
     assert len(ref) == 20000
     orders = []
     for kw in ({}, {"as_torch": True}, {"strings": "arrays"}, {"as_torch": True, "strings": "arrays"}):
-        ds = sluice.Dataset(str(data / "numbers"), batch_size=120, shuffle=shuffle, seed=3, **kw)
+        ds = sluice.Dataset(str(data / "numbers"), batch_size=batch_size, shuffle=shuffle, seed=3, **kw)
         seen, sizes = [], set()
         for b in ds:
             ids, labels, xs = b["id"].tolist(), b["label"].tolist(), b["x"].tolist()
