@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/internal/testkit/corpus"
 )
@@ -315,30 +315,24 @@ func TestSlicedUnionsOfNullExportAtOnce(t *testing.T) {
 		defer slices[i].Release()
 		want[i] = fmt.Sprint(rowsOf(slices[i]))
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(cuts))
+	var g errgroup.Group
 	for i := range cuts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for range 50 {
 				out, err := exportable(slices[i])
-				if err == nil {
-					if got := fmt.Sprint(rowsOf(out)); got != want[i] {
-						err = fmt.Errorf("rows %v export as %s, want %s", cuts[i], got, want[i])
-					}
-					out.Release()
-				}
 				if err != nil {
-					errs <- err
-					return
+					return err
+				}
+				got := fmt.Sprint(rowsOf(out))
+				out.Release()
+				if got != want[i] {
+					return fmt.Errorf("rows %v export as %s, want %s", cuts[i], got, want[i])
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 }
