@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,16 +86,11 @@ func writeNoIndex(t testing.TB, path string, n, rgRows int, v2 bool, codec compr
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	version := pq.DataPageV1
 	if v2 {
 		version = pq.DataPageV2
 	}
-	props := pq.NewWriterProperties(
+	writeRecord(t, path, rec, pq.NewWriterProperties(
 		pq.WithMaxRowGroupLength(int64(rgRows)),
 		pq.WithDataPageSize(512),
 		pq.WithBatchSize(64), // pages of about DataPageSize
@@ -106,17 +100,7 @@ func writeNoIndex(t testing.TB, path string, n, rgRows int, v2 bool, codec compr
 		pq.WithDictionaryFor("s", true),
 		pq.WithDictionaryFor("u", true),
 		pq.WithDictionaryPageSizeLimit(2<<10), // u falls back to plain pages
-	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	))
 }
 
 // pageStarts returns the file rows at which some data page of a column
@@ -353,21 +337,7 @@ func TestWalkSkipsSinglePages(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ids}, n)
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "one-page.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(rec.Schema(), f, pq.NewWriterProperties(pq.WithDictionaryDefault(false)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeRecord(t, path, rec, pq.NewWriterProperties(pq.WithDictionaryDefault(false)))
 	if got := len(pageStarts(t, path)); got != 1 {
 		t.Fatalf("%d pages, want 1", got)
 	}
@@ -590,28 +560,13 @@ func writeUneven(t testing.TB, path string, n int, longFirst bool) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	props := pq.NewWriterProperties(
+	writeRecord(t, path, rec, pq.NewWriterProperties(
 		pq.WithMaxRowGroupLength(int64(n)),
 		pq.WithDataPageSize(2<<10),
 		pq.WithBatchSize(64),
 		pq.WithDictionaryDefault(false),
 		pq.WithPageIndexEnabled(false),
-	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	))
 }
 
 // The first part of a row group read in two fetches a share of each chunk
