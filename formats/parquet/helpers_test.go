@@ -49,6 +49,26 @@ func writeColumns(t testing.TB, path string, rowGroupRows int64, fields []arrow.
 	}
 }
 
+// writeRecord writes rec as one Parquet file at path with props.
+func writeRecord(t testing.TB, path string, rec arrow.RecordBatch, props *pq.WriterProperties) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // footer parses a local Parquet file's footer with arrow-go directly, as the
 // reference the plan is checked against.
 func footer(t testing.TB, path string) *metadata.FileMetaData {

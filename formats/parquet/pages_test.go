@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/sluicedata/sluice/formats"
 	"github.com/sluicedata/sluice/internal/testkit/sample"
@@ -57,11 +55,7 @@ func writePaged(t testing.TB, path string, n int, pageIndex bool) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	props := pq.NewWriterProperties(
+	writeRecord(t, path, rec, pq.NewWriterProperties(
 		pq.WithMaxRowGroupLength(int64(n)),
 		pq.WithDataPageSize(2<<10),
 		pq.WithBatchSize(256), // pages of about DataPageSize
@@ -70,17 +64,7 @@ func writePaged(t testing.TB, path string, n int, pageIndex bool) {
 		pq.WithDictionaryFor("s", true),
 		pq.WithDictionaryFor("x", false),
 		pq.WithDictionaryFor("id", false),
-	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	))
 }
 
 // rowsOf reads rows [lo, hi) and renders them, counting the bytes fetched.

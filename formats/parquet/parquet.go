@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -464,6 +465,12 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 	var index []span
 	var walked []*rowGroupIndex
 	var tails []*tailRead
+	defer func() {
+		for _, t := range tails {
+			t.release() // where an error came first
+		}
+	}()
+	var room map[int64]int64 // by a range's end, what a second round may fill after it
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
@@ -498,6 +505,19 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 					ranges = append(ranges, rs...)
 					continue
 				}
+				t, rs, more, err := meta.planHead(ctx, f, rg, fe.leaves, lo, hi)
+				if err != nil {
+					return nil, err
+				}
+				if t != nil {
+					tails = append(tails, t)
+					ranges = append(ranges, rs...)
+					if room == nil {
+						room = map[int64]int64{}
+					}
+					maps.Copy(room, more)
+					continue
+				}
 				at := virtualAt(f, walked)
 				if ix, err = meta.walkedIndex(ctx, f, rg, fe.leaves, lo, hi, at, p.FetchConcurrency); err != nil {
 					return nil, err
@@ -522,16 +542,23 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 		}
 		ranges = append(ranges, rs...)
 	}
-	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
+	spans, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(ranges, p.CoalesceGap), room, p.FetchConcurrency, p.MaxRequestBytes)
 	if err != nil {
 		return nil, err // the file could not be fetched, which says nothing of its contents
 	}
 	if len(tails) > 0 {
-		fetched := slices.Clone(spans)
-		slices.SortFunc(fetched, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		// Sorted for the walks in them, which may lengthen them (fetchedOr).
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+		fetched := fetchedOr{spans: spans, rd: f.Source.ReaderAt(ctx), head: map[int64]int64{}}
+		for _, sp := range spans {
+			if _, ok := room[sp.off+int64(len(sp.data))]; ok {
+				fetched.head[sp.off] = walkAhead
+			}
+		}
 		var missing []byteRange
 		for _, t := range tails {
-			ix, err := meta.finishTail(ctx, f, t, spanReader(fetched), virtualAt(f, walked))
+			ix, err := meta.finishTail(ctx, f, t, fetched, virtualAt(f, walked))
+			t.release()
 			if err != nil {
 				return nil, err
 			}
@@ -547,18 +574,17 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 				return nil, fmt.Errorf("%w: row group %d: %w", formats.ErrCorrupt, t.rg, err)
 			}
 			for _, r := range rs {
-				if b := (&chunkReader{spans: fetched}).fetchedAt(r.from, r.to-r.from); int64(len(b)) < r.to-r.from {
+				if b := (&chunkReader{spans: spans}).fetchedAt(r.from, r.to-r.from); int64(len(b)) < r.to-r.from {
 					missing = append(missing, r)
 				}
 			}
 		}
 		if len(missing) > 0 {
 			// Bytes the walk in the fetched ones found needed after all.
-			more, err := fetchRanges(ctx, f.Source.ReaderAt(ctx), coalesce(missing, p.CoalesceGap), p.FetchConcurrency, p.MaxRequestBytes)
+			spans, err = fetchMore(ctx, f.Source.ReaderAt(ctx), spans, missing, p.CoalesceGap, p.FetchConcurrency, p.MaxRequestBytes)
 			if err != nil {
 				return nil, err // the file could not be fetched, which says nothing of its contents
 			}
-			spans = append(spans, more...)
 		}
 	}
 	if len(walked) > 0 {
@@ -635,7 +661,9 @@ func coalesce(ranges []byteRange, gap int64) []byteRange {
 // fetchRanges fetches ranges, each into one buffer, with up to concurrency
 // requests in flight (default 8); a range longer than maxRequest (default 8
 // MiB, negative for no limit) is fetched in parts of at most that size.
-func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, concurrency int, maxRequest int64) ([]span, error) {
+// A range whose end room holds gets a buffer with that much more capacity,
+// for fetchMore to fill.
+func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, room map[int64]int64, concurrency int, maxRequest int64) ([]span, error) {
 	if concurrency <= 0 {
 		concurrency = 8
 	}
@@ -650,7 +678,8 @@ func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, co
 	g.SetLimit(concurrency)
 	rd = rd.WithContext(gctx)
 	for i, br := range ranges {
-		spans[i] = span{br.from, bufpool.Get(int(br.to - br.from))}
+		n := br.to - br.from
+		spans[i] = span{br.from, bufpool.Get(int(n + room[br.to]))[:n]}
 		for off := br.from; off < br.to; {
 			n := min(br.to-off, maxRequest)
 			part, at := spans[i].data[off-br.from:off-br.from+n], off
@@ -664,6 +693,89 @@ func fetchRanges(ctx context.Context, rd *storage.Reader, ranges []byteRange, co
 		return nil, err
 	}
 	return spans, nil
+}
+
+// fetchMore fetches ranges that a second round found needed, and returns
+// spans with them: where one goes on from inside a span of the first
+// round (a head read's guess fell short of its pages), the bytes past the
+// span are read onto its end (in the room its buffer was given, or a
+// larger buffer), so that a page lies in one buffer without a byte
+// fetched twice; the others are coalesced (gap) and fetched as
+// fetchRanges does. A span that a lengthened one then holds is dropped:
+// chunkReader finds a page in the last span that starts before it.
+func fetchMore(ctx context.Context, rd *storage.Reader, spans []span, ranges []byteRange, gap int64, concurrency int, maxRequest int64) ([]span, error) {
+	limit := maxRequest // as fetchRanges takes it
+	switch {
+	case limit == 0:
+		limit = 8 << 20
+	case limit < 0:
+		limit = math.MaxInt64
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	slices.SortFunc(ranges, func(a, b byteRange) int { return cmp.Compare(a.from, b.from) })
+	// Where each span is to end: a range goes on from the last span that
+	// starts at or before it, if that one reaches it.
+	ends := make([]int64, len(spans))
+	for i, sp := range spans {
+		ends[i] = sp.off + int64(len(sp.data))
+	}
+	var rest []byteRange
+	for _, br := range ranges {
+		i := sort.Search(len(spans), func(i int) bool { return spans[i].off > br.from }) - 1
+		switch {
+		case i < 0 || br.from > ends[i]:
+			rest = append(rest, br)
+		case br.to > ends[i]:
+			ends[i] = br.to
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(concurrency, 1))
+	grd := rd.WithContext(gctx)
+	for i := range spans {
+		sp := &spans[i]
+		have, want := int64(len(sp.data)), ends[i]-sp.off
+		if want == have {
+			continue
+		}
+		if want > int64(cap(sp.data)) {
+			// No room: the span moves to a buffer that has it, rather
+			// than another span holding its bytes again.
+			b := bufpool.Get(int(want))
+			copy(b, sp.data)
+			bufpool.Put(sp.data)
+			sp.data = b
+		}
+		sp.data = sp.data[:want]
+		for from := have; from < want; {
+			n := min(want-from, limit)
+			part, at := sp.data[from:from+n], sp.off+from
+			g.Go(func() error { return readFull(grd, part, at) })
+			from += n
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		more, err := fetchRanges(ctx, rd, coalesce(rest, gap), nil, concurrency, maxRequest)
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, more...)
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		return cmp.Or(cmp.Compare(a.off, b.off), -cmp.Compare(len(a.data), len(b.data)))
+	})
+	out := spans[:0]
+	for _, sp := range spans {
+		if n := len(out); n > 0 && sp.off+int64(len(sp.data)) <= out[n-1].off+int64(len(out[n-1].data)) {
+			bufpool.Put(sp.data) // held by the span before
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out, nil
 }
 
 // fetched fills p from a prefetched span if one holds all of it.

@@ -9,13 +9,16 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/formats/parquet/internal/bufpool"
 	"github.com/sluicedata/sluice/formats/parquet/internal/thrift"
+	"github.com/sluicedata/sluice/storage"
 )
 
 // Most writers (pyarrow by default) write no page index, so where a split
@@ -70,6 +73,11 @@ type leafWalk struct {
 	unusable bool
 	guess    int // bytes the next header read asks for
 	loaded   bool
+	// heading is set while a head read (planHead) fetches the chunk's
+	// pages to walk them in the fetched bytes, and closed once it has:
+	// a read that would walk them meanwhile waits for it rather than
+	// read their headers one by one too.
+	heading chan struct{}
 }
 
 // pageWalks holds a file's walks, by row group and leaf.
@@ -160,12 +168,26 @@ func indexOf(rg int, jobs []walkJob, at int64) *rowGroupIndex {
 // dictionary page where the writer went back to the dictionary), gets
 // them in a second round of requests: the values never rest on the guess.
 
-// tailRead is a read of rows [lo, hi) of row group rg, hi its last row,
-// planned without walking past lo.
+// tailRead is a read of rows [lo, hi) of row group rg planned without
+// walking as far as hi: a tail (planTail; hi its last row), or a head
+// (planHead; lo its first). finishTail walks its chunks as far as row to
+// in the fetched bytes.
 type tailRead struct {
 	rg     int
 	lo, hi int64
+	to     int64
 	jobs   []walkJob
+	head   bool // planHead's: its walks are the read's until release
+}
+
+// release lets other reads walk the chunks of a head read.
+func (t *tailRead) release() {
+	if t.head {
+		for _, j := range t.jobs {
+			j.w.releaseHead()
+		}
+		t.head = false
+	}
 }
 
 // planTail plans a read of rows [lo, hi) of row group rg, hi its end:
@@ -215,7 +237,7 @@ func (m *parquetMeta) planTail(ctx context.Context, f *formats.Fragment, rg int,
 			out = append(out, byteRange{start, end})
 		}
 	}
-	return &tailRead{rg: rg, lo: lo, hi: hi, jobs: jobs}, out, nil
+	return &tailRead{rg: rg, lo: lo, hi: hi, to: hi, jobs: jobs}, out, nil
 }
 
 // tailFrom is where the page that row lo lies in starts, where the first
@@ -234,28 +256,166 @@ func (w *leafWalk) tailFrom(lo int64, ownDecodes bool) (from, data int64, head, 
 	return w.pages[first].offset, w.pages[0].offset, !(ownDecodes && fellBack && first >= w.dictPages), true
 }
 
-// finishTail walks t's chunks to their ends in rd, the bytes planTail's
-// ranges fetched, and returns the offset index they make, to be served at
-// at, or nil where a chunk cannot be read by pages.
+// finishTail walks t's chunks as far as row t.to in rd, the bytes
+// planTail's or planHead's ranges fetched, and returns the offset index
+// they make, to be served at at, or nil where a chunk cannot be read by
+// pages.
 func (m *parquetMeta) finishTail(ctx context.Context, f *formats.Fragment, t *tailRead, rd io.ReaderAt, at int64) (*rowGroupIndex, error) {
 	for _, j := range t.jobs {
-		if err := j.w.walk(ctx, f, rd, j.c, t.hi); err != nil {
+		if err := j.w.walk(ctx, f, rd, j.c, t.to); err != nil {
 			return nil, err
 		}
 	}
 	return indexOf(t.rg, t.jobs, at), nil
 }
 
-// spanReader reads the bytes a fetch brought (sorted by offset), for a
-// walk that goes on in them.
-type spanReader []span
+// A read from a row group's first row to a row short of its end (the
+// first fetch of a row group that a stream reads cut into chunks) needs,
+// of each chunk, the bytes from its start to the end of the page row hi-1
+// lies in. A walk of those pages' headers first would cost a request a
+// page, one after the other in each chunk, before the fetch could start.
+// So such a read fetches, of each chunk, a share of its bytes a little
+// under the rows' (headShare), walks the headers in what came (finishTail,
+// asking storage only for a header past it), and fetches what the pages
+// found need beyond it in a second round, into the room left after the
+// first round's bytes (headRoom): a page's bytes stay in one buffer, and
+// none is fetched twice. Where the pages are thicker at the chunk's start
+// than its share says (a dictionary's indices are), the share's bytes past
+// the last page needed are fetched for nothing: the share is a little
+// under the rows' for that.
 
-func (s spanReader) ReadAt(p []byte, off int64) (int, error) {
-	n := copy(p, (&chunkReader{spans: s}).fetchedAt(off, int64(len(p))))
-	if n < len(p) {
-		return n, fmt.Errorf("parquet: bytes %d to %d were not fetched", off+int64(n), off+int64(len(p)))
+// headShare is the part of its rows' share of a chunk's bytes that a head
+// read fetches before it has walked the pages: 15/16.
+const headShare = 15.0 / 16
+
+// planHead plans a read of rows [0, hi) of row group rg, hi short of its
+// end, where the walk has not found row hi's page yet: it returns the byte
+// ranges to fetch first (headShare of each chunk's bytes as far as hi, and
+// repeated leaves' chunks whole) with, by the end of each, the room to
+// leave after it for the second round, or nil where the read is planned by
+// walkedIndex (its walk costs no request, a chunk is not read by pages, or
+// a walk would save too little). The chunks' walks are the read's until
+// it calls release (see leafWalk.heading): a read is a run of rows, so a
+// head is the last row group a read plans, and no read waits for a walk
+// while holding one of them.
+func (m *parquetMeta) planHead(ctx context.Context, f *formats.Fragment, rg int, leaves []int, lo, hi int64) (*tailRead, []byteRange, map[int64]int64, error) {
+	g := m.md.RowGroup(rg)
+	rows := g.NumRows()
+	if lo != 0 || hi <= 0 || hi >= rows {
+		return nil, nil, nil, nil
 	}
-	return n, nil
+	jobs, paged, err := m.walkJobs(rg, leaves)
+	if err != nil || len(jobs) == 0 || m.singlePages(rg, leaves) {
+		return nil, nil, nil, err
+	}
+	if saved := float64(paged) * float64(rows-hi) / float64(rows); saved < float64(walkMinBytes) {
+		return nil, nil, nil, nil
+	}
+	// Take up what the plan's cache holds (no request): where it has the
+	// pages, walkedIndex plans the read as well as it can be.
+	if err := walkAll(ctx, f, jobs, 0, 1); err != nil {
+		return nil, nil, nil, err
+	}
+	walked := true
+	for _, j := range jobs {
+		walked = walked && j.w.covers(hi)
+	}
+	if walked {
+		return nil, nil, nil, nil
+	}
+	for i, j := range jobs {
+		if !j.w.claimHead() {
+			// Another head read is at it: walkedIndex waits for it.
+			for _, j := range jobs[:i] {
+				j.w.releaseHead()
+			}
+			return nil, nil, nil, nil
+		}
+	}
+	var out []byteRange
+	room := map[int64]int64{}
+	for _, j := range jobs {
+		c := j.c
+		size := c.end - c.start
+		to := c.start + int64(float64(size)*float64(hi)/float64(rows)*headShare)
+		to = min(max(to, j.w.found(), c.start+1), c.end)
+		out = append(out, byteRange{c.start, to})
+		// The rest of a page or two, and the share's shortfall.
+		pages, _ := m.dataPages(rg, c.leaf)
+		room[to] = min(c.end-to, 2*size/max(pages, 1)+(to-c.start)/8)
+	}
+	for _, leaf := range leaves {
+		if m.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+			// Read from its start (see expectPages).
+			cc, err := g.ColumnChunk(leaf)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: row group %d column %d: %w", formats.ErrCorrupt, rg, leaf, err)
+			}
+			start, end := chunkSpan(cc)
+			out = append(out, byteRange{start, end})
+		}
+	}
+	return &tailRead{rg: rg, lo: 0, hi: hi, to: hi, jobs: jobs, head: true}, out, room, nil
+}
+
+// found is where the pages the walk has found end: the bytes a read by
+// them is known to need.
+func (w *leafWalk) found() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next
+}
+
+// fetchedOr reads the bytes a fetch brought (spans, sorted by offset), and
+// from storage those it did not: a walk past the bytes a head read
+// guessed. A read past the end of such a span lengthens it as far as the
+// read and a block more (into the room fetchRanges left after it, or a
+// larger buffer), rather than ask for a header alone: the next headers
+// most often lie there too, and the pages there are the read's, which the
+// second round then does not fetch again (fetchMore). Past a block the
+// read's pages did not need, the bytes are fetched for nothing.
+type fetchedOr struct {
+	spans []span // lengthened in place
+	rd    *storage.Reader
+	// head holds, by offset, the spans of head reads' guesses, which a
+	// walk may lengthen, and the block it lengthens each by next:
+	// walkAhead, twice as much each time.
+	head map[int64]int64
+}
+
+// walkAhead is the first block a walk past a head read's guess reads.
+const walkAhead = 16 << 10
+
+func (r fetchedOr) ReadAt(p []byte, off int64) (int, error) {
+	if (&chunkReader{spans: r.spans}).fetched(p, off) {
+		return len(p), nil
+	}
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].off > off }) - 1
+	if i < 0 || r.head[r.spans[i].off] == 0 {
+		return r.rd.ReadAt(p, off)
+	}
+	sp := &r.spans[i]
+	have := int64(len(sp.data))
+	end := sp.off + have
+	block := r.head[sp.off]
+	r.head[sp.off] = 2 * block // far short, the blocks grow
+	n := min(max(off+int64(len(p))-end, block), r.rd.Size()-end)
+	if off+int64(len(p)) > end+n {
+		return r.rd.ReadAt(p, off) // past the end of the file
+	}
+	if have+n > int64(cap(sp.data)) {
+		// The guess fell far short: the span moves to a larger buffer
+		// (nothing else holds the one it leaves while the walk goes on).
+		b := bufpool.Get(int(max(2*int64(cap(sp.data)), have+n)))
+		copy(b, sp.data)
+		bufpool.Put(sp.data)
+		sp.data = b[:have]
+	}
+	if err := readFull(r.rd, sp.data[have:have+n], end); err != nil {
+		return 0, err
+	}
+	sp.data = sp.data[:have+n]
+	return copy(p, sp.data[off-sp.off:]), nil
 }
 
 // walkJob is one column chunk to walk and what is known of its pages.
@@ -304,9 +464,52 @@ func walkAll(ctx context.Context, f *formats.Fragment, jobs []walkJob, hi int64,
 	eg.SetLimit(concurrency)
 	rd := f.Source.ReaderAt(ectx)
 	for _, j := range jobs {
-		eg.Go(func() error { return j.w.walk(ectx, f, rd, j.c, hi) })
+		eg.Go(func() error {
+			if err := j.w.awaitHead(ectx); err != nil {
+				return err
+			}
+			return j.w.walk(ectx, f, rd, j.c, hi)
+		})
 	}
 	return eg.Wait()
+}
+
+// awaitHead waits until no head read is walking the chunk in its fetch.
+func (w *leafWalk) awaitHead(ctx context.Context) error {
+	w.mu.Lock()
+	wait := w.heading
+	w.mu.Unlock()
+	if wait == nil {
+		return nil
+	}
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// claimHead marks the chunk as walked by a head read's fetch; false where
+// another one is.
+func (w *leafWalk) claimHead() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.heading != nil {
+		return false
+	}
+	w.heading = make(chan struct{})
+	return true
+}
+
+// releaseHead ends claimHead's mark, waking the reads that wait for it.
+func (w *leafWalk) releaseHead() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.heading != nil {
+		close(w.heading)
+		w.heading = nil
+	}
 }
 
 // FindPages walks, ahead of any read, the page headers of the selected

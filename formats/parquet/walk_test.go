@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
@@ -87,16 +85,11 @@ func writeNoIndex(t testing.TB, path string, n, rgRows int, v2 bool, codec compr
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	version := pq.DataPageV1
 	if v2 {
 		version = pq.DataPageV2
 	}
-	props := pq.NewWriterProperties(
+	writeRecord(t, path, rec, pq.NewWriterProperties(
 		pq.WithMaxRowGroupLength(int64(rgRows)),
 		pq.WithDataPageSize(512),
 		pq.WithBatchSize(64), // pages of about DataPageSize
@@ -106,17 +99,7 @@ func writeNoIndex(t testing.TB, path string, n, rgRows int, v2 bool, codec compr
 		pq.WithDictionaryFor("s", true),
 		pq.WithDictionaryFor("u", true),
 		pq.WithDictionaryPageSizeLimit(2<<10), // u falls back to plain pages
-	)
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	))
 }
 
 // pageStarts returns the file rows at which some data page of a column
@@ -353,21 +336,7 @@ func TestWalkSkipsSinglePages(t *testing.T) {
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{ids}, n)
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "one-page.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(rec.Schema(), f, pq.NewWriterProperties(pq.WithDictionaryDefault(false)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeRecord(t, path, rec, pq.NewWriterProperties(pq.WithDictionaryDefault(false)))
 	if got := len(pageStarts(t, path)); got != 1 {
 		t.Fatalf("%d pages, want 1", got)
 	}
@@ -507,10 +476,12 @@ func TestFindPagesAheadOfReads(t *testing.T) {
 }
 
 // A row group read in two parts, as a stream reads one cut into chunks,
-// walks page headers for the first part only: the second runs to the row
-// group's end, so its fetch brings every header it needs, and the walk
-// goes on in those bytes. Read the other way round, the second part's read
-// walks as far as its first row and no further. The values are those of a
+// reads no page header by itself: the first part's fetch brings a share of
+// each chunk and the walk goes on in those bytes (a request more for the
+// rest of the last page, one for the header after it), and the second
+// runs to the row group's end, so its fetch brings every header it needs.
+// Read the other way round, the second part's read walks as far as its
+// first row, a request a header, and no further. The values are those of a
 // whole read, and the walk finished in fetched bytes is kept in the plan's
 // cache as one read header by header.
 func TestWalkGoesOnInFetchedBytes(t *testing.T) {
@@ -535,20 +506,24 @@ func TestWalkGoesOnInFetchedBytes(t *testing.T) {
 	const fetchRequests = 8
 
 	cache := &formats.MemoryCache{}
-	ds, _, requests := countingPlan(t, path, cache)
+	ds, bytes, requests := countingPlan(t, path, cache)
+	rgBytes := ds.Fragments[0].Units[0].Bytes
 	half := read(ds, requests, 0, n/2)
-	if half <= 10*fetchRequests {
-		t.Fatalf("rows [0, %d) took %d requests: the pages are not small", n/2, half)
+	halfBytes := bytes.Load()
+	if half > 3*fetchRequests {
+		t.Errorf("rows [0, %d) took %d requests: the walk read headers one by one", n/2, half)
 	}
+	bytes.Store(0)
 	if got := read(ds, requests, n/2, n); got > fetchRequests {
 		t.Errorf("rows [%d, %d) after rows [0, %d) took %d requests: the walk read headers the fetch brought", n/2, n, n/2, got)
 	}
+	t.Logf("rows [0, %d): %d bytes in %d requests; rows [%d, %d): %d bytes; the row group: %d", n/2, halfBytes, half, n/2, n, bytes.Load(), rgBytes)
 	ds.Close()
 
 	backwards, _, requests := countingPlan(t, path, nil)
 	defer backwards.Close()
-	if got := read(backwards, requests, n/2, n); got > half+fetchRequests {
-		t.Errorf("rows [%d, %d) first took %d requests, rows [0, %d) %d: the walk read headers past row %d", n/2, n, got, n/2, half, n/2)
+	if got := read(backwards, requests, n/2, n); got <= 10*fetchRequests {
+		t.Fatalf("rows [%d, %d) first took %d requests: the pages are not small", n/2, n, got)
 	}
 	read(backwards, requests, 0, n/2)
 
@@ -557,5 +532,90 @@ func TestWalkGoesOnInFetchedBytes(t *testing.T) {
 	defer again.Close()
 	if got := read(again, requests, 3*n/4, 3*n/4+100); got > fetchRequests {
 		t.Errorf("with the walk in the cache rows [%d, %d) took %d requests", 3*n/4, 3*n/4+100, got)
+	}
+}
+
+// writeUneven writes n rows, an id and a string, in one row group of
+// small PLAIN pages without a page index: the strings of the first half
+// are long and those of the second short (longFirst), or the other way
+// round.
+func writeUneven(t testing.TB, path string, n int, longFirst bool) {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		long := (i < n/2) == longFirst
+		l := 3
+		if long {
+			l = 150 + i%50
+		}
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("%d:%s", i, strings.Repeat("s", l)))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	writeRecord(t, path, rec, pq.NewWriterProperties(
+		pq.WithMaxRowGroupLength(int64(n)),
+		pq.WithDataPageSize(2<<10),
+		pq.WithBatchSize(64),
+		pq.WithDictionaryDefault(false),
+		pq.WithPageIndexEnabled(false),
+	))
+}
+
+// The first part of a row group read in two fetches a share of each chunk
+// before it knows where its pages end: where the pages of the part's rows
+// turn out larger than the share, the walk goes on past it in blocks
+// (not a request a header) and the rest comes in a second round, no byte
+// fetched twice; where they turn out smaller, the bytes past them are
+// fetched for nothing, but no more than the share. The values are a whole
+// read's either way.
+func TestHeadReadGuessesItsPages(t *testing.T) {
+	const n = 20_000
+	for _, longFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("long first %v", longFirst), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "uneven.parquet")
+			writeUneven(t, path, n, longFirst)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			whole, _, _ := countingPlan(t, path, nil)
+			want := renderRows(t, whole, 0, n, mem)
+			whole.Close()
+			ds, bytes, requests := countingPlan(t, path, nil)
+			defer ds.Close()
+			rgBytes := ds.Fragments[0].Units[0].Bytes
+			if got := renderRows(t, ds, 0, n/2, mem); !slices.Equal(got, want[:n/2]) {
+				t.Fatalf("rows [0, %d) differ from a whole read", n/2)
+			}
+			headBytes, headRequests := bytes.Load(), requests.Load()
+			bytes.Store(0)
+			requests.Store(0)
+			if got := renderRows(t, ds, n/2, n, mem); !slices.Equal(got, want[n/2:]) {
+				t.Fatalf("rows [%d, %d) differ from a whole read", n/2, n)
+			}
+			t.Logf("rows [0, %d): %d bytes in %d requests; rows [%d, %d): %d bytes in %d requests; the row group: %d bytes", n/2, headBytes, headRequests, n/2, n, bytes.Load(), requests.Load(), rgBytes)
+			if longFirst {
+				// Some 800 pages in the first half: a walk of their
+				// headers would be a request each.
+				if headRequests > 40 {
+					t.Errorf("rows [0, %d) took %d requests", n/2, headRequests)
+				}
+				// The last block of the walk past the guess, and the page
+				// at the cut, fetched by both parts.
+				if total := headBytes + bytes.Load(); total > rgBytes+rgBytes/16 {
+					t.Errorf("the two parts fetched %d bytes of a row group of %d", total, rgBytes)
+				}
+			} else if headBytes > rgBytes/2+64<<10 { // the share, and the walk's first block
+				t.Errorf("rows [0, %d) fetched %d bytes, more than the share of a row group of %d", n/2, headBytes, rgBytes)
+			}
+			if requests.Load() > 6 {
+				t.Errorf("rows [%d, %d) after rows [0, %d) took %d requests: the walk read headers the fetch brought", n/2, n, n/2, requests.Load())
+			}
+		})
 	}
 }
