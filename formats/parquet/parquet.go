@@ -470,7 +470,7 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 			t.release() // where an error came first
 		}
 	}()
-	var room map[int64]int64 // by a range's end, what a second round may fill after it
+	room := map[int64]int64{} // by a range's end, what a second round may fill after it
 	for rg := range len(meta.starts) - 1 {
 		first, last := meta.starts[rg], meta.starts[rg+1]
 		if last <= start || first >= end {
@@ -496,25 +496,13 @@ func (p Format) Fetch(ctx context.Context, f *formats.Fragment, r *formats.Read)
 				return nil, err // the file could not be fetched, which says nothing of its contents
 			}
 			if ix == nil {
-				t, rs, err := meta.planTail(ctx, f, rg, fe.leaves, lo, hi, fe.ownDecodes, p.FetchConcurrency)
+				t, rs, more, err := meta.planPart(ctx, f, rg, fe.leaves, lo, hi, fe.ownDecodes, p.FetchConcurrency)
 				if err != nil {
 					return nil, err
 				}
 				if t != nil {
 					tails = append(tails, t)
 					ranges = append(ranges, rs...)
-					continue
-				}
-				t, rs, more, err := meta.planHead(ctx, f, rg, fe.leaves, lo, hi)
-				if err != nil {
-					return nil, err
-				}
-				if t != nil {
-					tails = append(tails, t)
-					ranges = append(ranges, rs...)
-					if room == nil {
-						room = map[int64]int64{}
-					}
 					maps.Copy(room, more)
 					continue
 				}

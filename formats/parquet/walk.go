@@ -240,6 +240,19 @@ func (m *parquetMeta) planTail(ctx context.Context, f *formats.Fragment, rg int,
 	return &tailRead{rg: rg, lo: lo, hi: hi, to: hi, jobs: jobs}, out, nil
 }
 
+// planPart plans a read of rows [lo, hi) of row group rg, which has no
+// offset index, without walking as far as hi: a tail (planTail) or a head
+// (planHead), with the ranges to fetch and, by the end of each, the room
+// a second round may fill after it; nil where neither fits (the read is
+// planned by walkedIndex).
+func (m *parquetMeta) planPart(ctx context.Context, f *formats.Fragment, rg int, leaves []int, lo, hi int64, ownDecodes bool, concurrency int) (*tailRead, []byteRange, map[int64]int64, error) {
+	t, rs, err := m.planTail(ctx, f, rg, leaves, lo, hi, ownDecodes, concurrency)
+	if t != nil || err != nil {
+		return t, rs, nil, err
+	}
+	return m.planHead(ctx, f, rg, leaves, lo, hi)
+}
+
 // tailFrom is where the page that row lo lies in starts, where the first
 // data page does (the bytes before it are the dictionary page), and
 // whether a read from row lo fetches the dictionary page: ok false where
