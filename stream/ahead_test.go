@@ -235,8 +235,12 @@ func TestFetchAheadLongRunNotBoundByRequests(t *testing.T) {
 	}
 	steady := zero.Seconds() / (took - delay).Seconds()
 	t.Logf("%v away: epoch %v, %v at 0 ms: %.3f of the 0 ms rate past the first bytes' latency, %d requests", delay, took, zero, steady, requests)
-	if steady < 0.9 {
-		t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.9", delay, took, zero, steady)
+	// The bubble's goroutines do not interleave alike in every run: under
+	// the race detector an epoch took 1.1 to 1.175 s, and about one run in
+	// six 1.255 s, one round trip more (0.866). Bound by 16 requests it ran
+	// at 0.41.
+	if steady < 0.8 {
+		t.Errorf("%v away: an epoch took %v, %v at 0 ms: past the first bytes' latency, %.3f of the 0 ms rate, want >= 0.8", delay, took, zero, steady)
 	}
 }
 
