@@ -349,6 +349,12 @@ func (m *parquetMeta) planHead(ctx context.Context, f *formats.Fragment, rg int,
 	room := map[int64]int64{}
 	for _, j := range jobs {
 		c := j.c
+		if to, ok := j.w.endOf(hi); ok {
+			// Walked past hi already (another read walked on, or the
+			// plan's cache holds its walk): the pages needed are known.
+			out = append(out, byteRange{c.start, to})
+			continue
+		}
 		size := c.end - c.start
 		to := c.start + int64(float64(size)*float64(hi)/float64(rows)*headShare)
 		to = min(max(to, j.w.found(), c.start+1), c.end)
@@ -372,11 +378,24 @@ func (m *parquetMeta) planHead(ctx context.Context, f *formats.Fragment, rg int,
 }
 
 // found is where the pages the walk has found end: the bytes a read by
-// them is known to need.
+// them is known to need, where they hold no more than its rows.
 func (w *leafWalk) found() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.next
+}
+
+// endOf is where the page that row hi-1 lies in ends, where the walk has
+// found it: a read of rows [0, hi) needs no byte of the chunk past it.
+func (w *leafWalk) endOf(hi int64) (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.loaded || w.unusable || w.rows < hi || hi <= 0 {
+		return 0, false
+	}
+	_, last := pagesOf(w.pages, hi-1, hi)
+	p := w.pages[last-1]
+	return p.offset + p.size, true
 }
 
 // fetchedOr reads the bytes a fetch brought (spans, sorted by offset), and
