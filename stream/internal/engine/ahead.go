@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -41,6 +42,24 @@ import (
 //
 // What was learned lives on the engine, so that the next epoch's iteration
 // starts with the depth the last one ended at rather than a cold guess.
+//
+// A local file's fetch (Engine.runsLocally) counts as latency, returned
+// or still out, only for the part of its time the process spent waiting
+// rather than running, and at least for what a read of its bytes takes at
+// localReadRate (ahead.waited). A local file is read by the CPU: on a busy
+// machine its fetches take long because they share the cores with each
+// other, with the decoders and with the page faults of fresh memory, and
+// more windows ahead only make that worse. Counted whole, that time opened
+// the gate further as it grew: the first epoch of a new process on the
+// bench's pyarrow files (2 cores) held the whole 256 MiB budget ahead, its
+// first fetches out for 40-300 ms, and ran at about 5M rows/s on 3 s of
+// CPU; counted so, at 11-12M on 1.3-1.4 s, and the epochs after it as
+// fast as before. A DataLoader worker is such a new process, every epoch
+// where the workers are not persistent. A local file that is not in
+// memory (a cold page cache, a network file system) is waited for, the
+// process idle, and counts whole; a fetch from a bucket always counts
+// whole, as a process busy with other work (a training step) still waits
+// for the bucket.
 const (
 	// aheadHeadroom covers the spread of latencies and decode times the
 	// quantile and the rate leave out: at 1, a request slower than the
@@ -87,6 +106,13 @@ const (
 	// starvedWait is the least wait for a fetched window that counts as
 	// the decoders starved: shorter ones are a goroutine hand-over.
 	starvedWait = 500 * time.Microsecond
+	// localReadRate is the rate, in bytes a second, at which a fetch from
+	// a local file counts whole however busy the process was (waited): a
+	// read from the page cache or a local disk is about that fast, and
+	// on a quiet machine the stream so holds ahead what it did before it
+	// told waiting from running (1.4 ms a fetch of the bench's 5 MB
+	// windows, some 6 MB ahead).
+	localReadRate = 1 << 30
 )
 
 // joinAhead is the number of windows whose pieces a fetch may join
@@ -131,8 +157,12 @@ type ahead struct {
 	next      int
 	// pending holds the start of every fetch in flight, by a number of
 	// its own.
-	pending map[uint64]time.Time
-	ids     uint64
+	pending map[uint64]pendingFetch
+	// cpu is the process's CPU time (processCPU), and procs the cores it
+	// runs on, for waited.
+	cpu   func() (time.Duration, bool)
+	procs int
+	ids   uint64
 	// taken and since measure the rate the decoders take bytes at; rate is
 	// the last measurement, in bytes a second.
 	taken int64
@@ -148,7 +178,20 @@ type ahead struct {
 
 func newAhead(l Limits, m *metrics.Pipeline) *ahead {
 	return &ahead{budget: l.FetchAheadBytes, floor: l.ReadConcurrency + 1, first: l.joinAhead(), decoders: max(l.ReadConcurrency, 1),
-		m: m, now: time.Now, changed: make(chan struct{}), pending: map[uint64]time.Time{}}
+		m: m, now: time.Now, changed: make(chan struct{}), pending: map[uint64]pendingFetch{},
+		cpu: processCPU, procs: runtime.GOMAXPROCS(0)}
+}
+
+// pendingFetch is a fetch in flight: when it went out, and, for a fetch
+// that runs on this process's CPUs, the process's CPU time then (cpuKnown
+// false for others, and where that is not measured).
+type pendingFetch struct {
+	at       time.Time
+	cpu      time.Duration
+	cpuKnown bool
+	// whole is how long the fetch counts whole however busy the process
+	// was: its bytes at localReadRate.
+	whole time.Duration
 }
 
 // begin starts an iteration: nothing is ahead yet.
@@ -168,8 +211,12 @@ func (a *ahead) target() int64 {
 		lat = quantile(a.latencies, aheadQuantile)
 	}
 	now := a.now()
-	for _, t := range a.pending {
-		lat = max(lat, now.Sub(t))
+	cpu, cpuKnown := time.Duration(0), false
+	if len(a.pending) > 0 {
+		cpu, cpuKnown = a.cpu()
+	}
+	for _, p := range a.pending {
+		lat = max(lat, a.waited(p, now, cpu, cpuKnown))
 	}
 	if lat == 0 {
 		return -1 // nothing measured yet
@@ -187,6 +234,21 @@ func (a *ahead) target() int64 {
 		rate = max(rate, busy*float64(a.decoders))
 	}
 	return int64(aheadHeadroom * rate * lat.Seconds())
+}
+
+// waited is the part of pending fetch p's age that the process spent
+// waiting rather than running, from the CPU time it used meanwhile (cpu,
+// now), and at least as much of it as a read of its bytes takes
+// (pendingFetch.whole): all of it where that is not measured, or p waits
+// on a bucket.
+func (a *ahead) waited(p pendingFetch, now time.Time, cpu time.Duration, cpuKnown bool) time.Duration {
+	age := now.Sub(p.at)
+	if !cpuKnown || !p.cpuKnown || age <= 0 {
+		return age
+	}
+	busy := float64(cpu-p.cpu) / (float64(age) * float64(max(a.procs, 1)))
+	idle := time.Duration(float64(age) * min(max(1-busy, 0), 1))
+	return max(idle, min(age, p.whole))
 }
 
 // admit waits until a window whose fetch brings n new bytes may start, or
@@ -238,12 +300,18 @@ func (a *ahead) allows(n int64) bool {
 	return a.bytes+n <= min(a.budget, a.target())
 }
 
-// request records a fetch going out, for fetched to say it returned.
-func (a *ahead) request() uint64 {
+// request records a fetch of n stored bytes going out, for fetched to say
+// it returned; runs says it is read by this process's CPUs (see waited).
+func (a *ahead) request(runs bool, n int64) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ids++
-	a.pending[a.ids] = a.now()
+	p := pendingFetch{at: a.now()}
+	if runs {
+		p.cpu, p.cpuKnown = a.cpu()
+		p.whole = time.Duration(float64(n) / localReadRate * float64(time.Second))
+	}
+	a.pending[a.ids] = p
 	return a.ids
 }
 
@@ -252,12 +320,13 @@ func (a *ahead) request() uint64 {
 func (a *ahead) fetched(id uint64, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	start, found := a.pending[id]
+	p, found := a.pending[id]
 	delete(a.pending, id)
 	if !found || !ok {
 		return
 	}
-	d := a.now().Sub(start)
+	cpu, cpuKnown := a.cpu()
+	d := a.waited(p, a.now(), cpu, cpuKnown)
 	a.m.AddFetchLatency(d)
 	if len(a.latencies) < aheadSamples {
 		a.latencies = append(a.latencies, d)

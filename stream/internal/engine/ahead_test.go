@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func TestAheadTarget(t *testing.T) {
 	a := newAhead(Limits{ReadConcurrency: 2, FetchAheadBytes: 100 * mib}, m)
 	clock := time.Unix(0, 0)
 	a.now = func() time.Time { return clock }
+	a.cpu = func() (time.Duration, bool) { return 0, true } // idle: every fetch waits
 	a.begin()
 	ctx := context.Background()
 
@@ -36,7 +38,7 @@ func TestAheadTarget(t *testing.T) {
 	}
 	// A fetch out for 10 ms: the first round's rate (2 × 1 GiB/s)
 	// over 10 ms, doubled, is 41 MiB: with 80 MiB ahead, nothing more.
-	id := a.request()
+	id := a.request(false, 0)
 	clock = clock.Add(10 * time.Millisecond)
 	if got, want := a.target(), int64(2*2*aheadFirstRound/100); got != want {
 		t.Errorf("10 ms into the first fetch: target %d, want %d", got, want)
@@ -47,7 +49,7 @@ func TestAheadTarget(t *testing.T) {
 	// waiting for them, decoding 10 MiB in 100 ms each: 200 MiB/s for
 	// the two.
 	for range aheadSamples {
-		id := a.request()
+		id := a.request(false, 0)
 		clock = clock.Add(50 * time.Millisecond)
 		a.fetched(id, true)
 	}
@@ -72,7 +74,7 @@ func TestAheadTarget(t *testing.T) {
 	// caps what is admitted; the metrics say so.
 	a.starved = clock
 	for range aheadSamples {
-		id := a.request()
+		id := a.request(false, 0)
 		clock = clock.Add(time.Second)
 		a.fetched(id, true)
 	}
@@ -106,6 +108,73 @@ func TestAheadTarget(t *testing.T) {
 	}
 	if !b.allows(0) {
 		t.Error("a window whose bytes an earlier fetch brings refused")
+	}
+}
+
+// A local file's fetch counts as latency for the part of its time the
+// process spent waiting: one that ages while the cores are busy (read by
+// CPUs the decoders and the other fetches share) does not open the gate,
+// and its time, returned, counts for as little; one the process waited
+// for (a cold page cache) counts whole, as a fetch from a bucket always
+// does. Counted whole, the busy ones held the
+// whole budget ahead in a new process's first pass on a local disk.
+func TestAheadCountsWaitingNotRunning(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name  string
+		runs  bool    // read by the process's CPUs (a local file)
+		bytes int64   // the fetch's
+		busy  float64 // of the 2 cores, while the fetches are out
+		want  time.Duration
+	}{
+		{"idle", true, 0, 0, 40 * time.Millisecond},
+		{"half busy", true, 0, 0.5, 20 * time.Millisecond},
+		{"busy", true, 0, 1, 0},
+		{"busier than the cores say", true, 0, 1.5, 0},
+		// What a read of its bytes takes counts whole: 10 ms at
+		// localReadRate.
+		{"busy, 10 MiB", true, 10 * localReadRate / 1000, 1, 10 * time.Millisecond},
+		{"idle, 10 MiB", true, 10 * localReadRate / 1000, 0, 40 * time.Millisecond},
+		{"busy, 80 MiB", true, 80 * localReadRate / 1000, 1, 40 * time.Millisecond},
+		{"a bucket, busy", false, 0, 1, 40 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAhead(Limits{ReadConcurrency: 2, FetchAheadBytes: 1 << 30}, metrics.New())
+			a.procs = 2
+			clock, cpu := time.Unix(0, 0), time.Duration(0)
+			a.now = func() time.Time { return clock }
+			a.cpu = func() (time.Duration, bool) { return cpu, true }
+			a.begin()
+			step := func(d time.Duration) {
+				clock = clock.Add(d)
+				cpu += time.Duration(c.busy * 2 * float64(d))
+			}
+			id := a.request(c.runs, c.bytes)
+			step(40 * time.Millisecond)
+			want := int64(aheadHeadroom * 2 * aheadFirstRound * c.want.Seconds())
+			if c.want == 0 {
+				want = -1 // nothing measured yet
+			}
+			// Bytes to a duration: a nanosecond off.
+			if got := a.target(); math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want)) {
+				t.Errorf("a fetch out 40 ms: target %d, want %d (of %v waited)", got, want, c.want)
+			}
+			a.fetched(id, true)
+			if got := a.latencies[0]; (got - c.want).Abs() > time.Microsecond {
+				t.Errorf("a fetch back after 40 ms: latency %v, want %v", got, c.want)
+			}
+		})
+	}
+	// Where the CPU time is not known, the time counts whole.
+	a := newAhead(Limits{ReadConcurrency: 2}, metrics.New())
+	clock := time.Unix(0, 0)
+	a.now = func() time.Time { return clock }
+	a.cpu = func() (time.Duration, bool) { return 0, false }
+	id := a.request(true, 0)
+	clock = clock.Add(30 * time.Millisecond)
+	a.fetched(id, true)
+	if got := a.latencies[0]; got != 30*time.Millisecond {
+		t.Errorf("no CPU clock: latency %v, want 30ms", got)
 	}
 }
 
