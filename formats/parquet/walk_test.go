@@ -165,6 +165,15 @@ func renderRows(t testing.TB, ds *formats.Scan, lo, hi int64, mem memory.Allocat
 	return out
 }
 
+// wholeRows renders rows [lo, hi) of path read as whole row groups: the
+// reference a read by pages is checked against.
+func wholeRows(t testing.TB, path string, lo, hi int64, mem memory.Allocator) []string {
+	t.Helper()
+	whole, _, _ := countingPlan(t, path, nil)
+	defer whole.Close()
+	return renderRows(t, whole, lo, hi, mem)
+}
+
 // countingPlan plans path with a counter of the bytes and requests read
 // after planning.
 func countingPlan(t testing.TB, path string, cache formats.Cache, columns ...string) (*formats.Scan, *atomic.Int64, *atomic.Int64) {
@@ -205,9 +214,7 @@ func TestWalkedPagesReadAsWhole(t *testing.T) {
 			writeNoIndex(t, path, n, rgRows, c.v2, c.codec)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			whole, _, _ := countingPlan(t, path, nil)
-			defer whole.Close()
-			want := renderRows(t, whole, 0, n, mem)
+			want := wholeRows(t, path, 0, n, mem)
 
 			var points []int64
 			for _, s := range pageStarts(t, path) {
@@ -366,9 +373,7 @@ func TestWalkConcurrentReads(t *testing.T) {
 	writeNoIndex(t, path, n, rgRows, false, compress.Codecs.Snappy)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	whole, _, _ := countingPlan(t, path, nil)
-	want := renderRows(t, whole, 0, n, mem)
-	whole.Close()
+	want := wholeRows(t, path, 0, n, mem)
 	ds, _, _ := countingPlan(t, path, &formats.MemoryCache{})
 	defer ds.Close()
 	var eg errgroup.Group
@@ -490,9 +495,7 @@ func TestWalkGoesOnInFetchedBytes(t *testing.T) {
 	writePaged(t, path, n, false)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	whole, _, _ := countingPlan(t, path, nil)
-	want := renderRows(t, whole, 0, n, mem)
-	whole.Close()
+	want := wholeRows(t, path, 0, n, mem)
 	read := func(ds *formats.Scan, requests *atomic.Int64, lo, hi int64) int64 {
 		t.Helper()
 		requests.Store(0)
@@ -583,9 +586,7 @@ func TestHeadReadGuessesItsPages(t *testing.T) {
 			writeUneven(t, path, n, longFirst)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			whole, _, _ := countingPlan(t, path, nil)
-			want := renderRows(t, whole, 0, n, mem)
-			whole.Close()
+			want := wholeRows(t, path, 0, n, mem)
 			ds, bytes, requests := countingPlan(t, path, nil)
 			defer ds.Close()
 			rgBytes := ds.Fragments[0].Units[0].Bytes
@@ -634,9 +635,7 @@ func TestHeadReadTakesOnlyItsPagesOfAWalkAhead(t *testing.T) {
 	writeUneven(t, path, n, true)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	whole, _, _ := countingPlan(t, path, nil)
-	want := renderRows(t, whole, 0, n/4, mem)
-	whole.Close()
+	want := wholeRows(t, path, 0, n/4, mem)
 
 	cache := &formats.MemoryCache{}
 	// One column's walk as far as row 3n/4, into the cache.
