@@ -325,9 +325,13 @@ func (a *ahead) fetched(id uint64, ok bool) {
 	if !found || !ok {
 		return
 	}
-	cpu, cpuKnown := a.cpu()
-	d := a.waited(p, a.now(), cpu, cpuKnown)
-	a.m.AddFetchLatency(d)
+	now := a.now()
+	a.m.AddFetchLatency(now.Sub(p.at)) // the metrics show the time it took
+	cpu, cpuKnown := time.Duration(0), false
+	if p.cpuKnown {
+		cpu, cpuKnown = a.cpu()
+	}
+	d := a.waited(p, now, cpu, cpuKnown)
 	if len(a.latencies) < aheadSamples {
 		a.latencies = append(a.latencies, d)
 	} else {

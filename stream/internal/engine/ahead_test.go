@@ -139,7 +139,8 @@ func TestAheadCountsWaitingNotRunning(t *testing.T) {
 		{"a bucket, busy", false, 0, 1, 40 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := newAhead(Limits{ReadConcurrency: 2, FetchAheadBytes: 1 << 30}, metrics.New())
+			m := metrics.New()
+			a := newAhead(Limits{ReadConcurrency: 2, FetchAheadBytes: 1 << 30}, m)
 			a.procs = 2
 			clock, cpu := time.Unix(0, 0), time.Duration(0)
 			a.now = func() time.Time { return clock }
@@ -162,6 +163,11 @@ func TestAheadCountsWaitingNotRunning(t *testing.T) {
 			a.fetched(id, true)
 			if got := a.latencies[0]; (got - c.want).Abs() > time.Microsecond {
 				t.Errorf("a fetch back after 40 ms: latency %v, want %v", got, c.want)
+			}
+			// The metrics show the time it took (within their
+			// histogram's buckets).
+			if got := m.Snapshot().FetchLatencyP50Seconds; math.Abs(got-0.04) > 0.005 {
+				t.Errorf("a fetch back after 40 ms: the metrics' latency %vs, want about 0.04s", got)
 			}
 		})
 	}
