@@ -397,7 +397,9 @@ func (a *peakAllocator) Free(b []byte) {
 // of a few large ones does not make the cutter pull and hold the large ones
 // long before they are needed: streaming the two together holds about what
 // streaming each alone does (ordered as if every window held a batch, it
-// held four times as much).
+// held four times as much). The peaks move with timing: together over the
+// larger alone ran 1.4 to 2.2 in 20 runs, and failed a CI run at 2.2
+// against a bound of 2.
 func TestIPCUnknownCountsStayBounded(t *testing.T) {
 	many := make([]int, sample.Count(3000, 1000))
 	for i := range many {
@@ -424,7 +426,7 @@ func TestIPCUnknownCountsStayBounded(t *testing.T) {
 	alone := max(peak([][]int{many}), peak([][]int{few}))
 	together := peak([][]int{many, few})
 	t.Logf("peak Arrow memory: %d bytes streaming the two files together, %d the larger of each alone", together, alone)
-	if together > 2*alone {
-		t.Errorf("together the stream held %d bytes at once, more than twice the %d of either alone", together, alone)
+	if together > 3*alone {
+		t.Errorf("together the stream held %d bytes at once, more than three times the %d of either alone", together, alone)
 	}
 }
