@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicedata/sluice/internal/cputime"
 	"github.com/sluicedata/sluice/metrics"
 )
 
@@ -158,7 +159,7 @@ type ahead struct {
 	// pending holds the start of every fetch in flight, by a number of
 	// its own.
 	pending map[uint64]pendingFetch
-	// cpu is the process's CPU time (processCPU), and procs the cores it
+	// cpu is the process's CPU time (cputime.Process), and procs the cores it
 	// runs on, for waited.
 	cpu   func() (time.Duration, bool)
 	procs int
@@ -179,7 +180,7 @@ type ahead struct {
 func newAhead(l Limits, m *metrics.Pipeline) *ahead {
 	return &ahead{budget: l.FetchAheadBytes, floor: l.ReadConcurrency + 1, first: l.joinAhead(), decoders: max(l.ReadConcurrency, 1),
 		m: m, now: time.Now, changed: make(chan struct{}), pending: map[uint64]pendingFetch{},
-		cpu: processCPU, procs: runtime.GOMAXPROCS(0)}
+		cpu: cputime.Process, procs: runtime.GOMAXPROCS(0)}
 }
 
 // pendingFetch is a fetch in flight: when it went out, and, for a fetch

@@ -1,15 +1,16 @@
 //go:build unix
 
-package engine
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the user and system CPU time the process has used, for
-// telling a fetch that waits from one that runs (ahead.waited).
-func processCPU() (time.Duration, bool) {
+// Process is the user and system CPU time the process has used, all its
+// threads together, and true; or 0 and false where the system does not
+// say.
+func Process() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0, false
