@@ -212,9 +212,14 @@ func (a *ahead) target() int64 {
 		lat = quantile(a.latencies, aheadQuantile)
 	}
 	now := a.now()
+	// The process's CPU time is read (a system call) only where a fetch
+	// out is read by its CPUs: a bucket's fetches count whole.
 	cpu, cpuKnown := time.Duration(0), false
-	if len(a.pending) > 0 {
-		cpu, cpuKnown = a.cpu()
+	for _, p := range a.pending {
+		if p.cpuKnown {
+			cpu, cpuKnown = a.cpu()
+			break
+		}
 	}
 	for _, p := range a.pending {
 		lat = max(lat, a.waited(p, now, cpu, cpuKnown))

@@ -142,9 +142,9 @@ func TestAheadCountsWaitingNotRunning(t *testing.T) {
 			m := metrics.New()
 			a := newAhead(Limits{ReadConcurrency: 2, FetchAheadBytes: 1 << 30}, m)
 			a.procs = 2
-			clock, cpu := time.Unix(0, 0), time.Duration(0)
+			clock, cpu, reads := time.Unix(0, 0), time.Duration(0), 0
 			a.now = func() time.Time { return clock }
-			a.cpu = func() (time.Duration, bool) { return cpu, true }
+			a.cpu = func() (time.Duration, bool) { reads++; return cpu, true }
 			a.begin()
 			step := func(d time.Duration) {
 				clock = clock.Add(d)
@@ -159,6 +159,10 @@ func TestAheadCountsWaitingNotRunning(t *testing.T) {
 			// Bytes to a duration: a nanosecond off.
 			if got := a.target(); math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want)) {
 				t.Errorf("a fetch out 40 ms: target %d, want %d (of %v waited)", got, want, c.want)
+			}
+			// A bucket's fetch never asks the process's CPU time.
+			if !c.runs && reads > 0 {
+				t.Errorf("a bucket's fetch out: the CPU time read %d times, want none", reads)
 			}
 			a.fetched(id, true)
 			if got := a.latencies[0]; (got - c.want).Abs() > time.Microsecond {
