@@ -236,8 +236,12 @@ func (s *sim) checkWindowBound(*rand.Rand) error {
 			if w.Rows <= size || w.Rows < 0 {
 				continue
 			}
-			if len(ps) != 1 || s.chunks[ps[0].Chunk].Paged {
-				return fmt.Errorf("split %d window %d holds %d rows in %d pieces (first %+v), ShuffleWindow %d", sp, wi, w.Rows, len(ps), ps[0], size)
+			// In storage order a paged chunk is read in pieces of up to
+			// twice the window (readRows), as a row group of up to twice
+			// it is read whole.
+			paged := s.chunks[ps[0].Chunk].Paged && (s.pc.order.Shuffle || w.Rows > 2*size)
+			if len(ps) != 1 || paged {
+				return fmt.Errorf("split %d window %d holds %d rows in %d pieces (first %+v), ShuffleWindow %d, Shuffle %v", sp, wi, w.Rows, len(ps), ps[0], size, s.pc.order.Shuffle)
 			}
 		}
 	}

@@ -62,7 +62,8 @@ type Options struct {
 	ClumpSize int
 	// ShuffleWindow bounds, in rows, how many rows are read and shuffled
 	// together: the memory a split holds. A row group of more than twice
-	// the window is read a window's rows at a time where a part of it can
+	// the window is read a window's rows at a time (twice that in storage
+	// order, where the window shuffles nothing) where a part of it can
 	// be fetched on its own (flat columns with a Parquet page index, or
 	// without one where the footer counts several pages a chunk, or an ORC
 	// row index), its pages fetched as they are needed (where a rank

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/sluicedata/sluice/internal/testkit/sample"
@@ -67,5 +68,42 @@ func TestCutRowGroups(t *testing.T) {
 				t.Errorf("page index %t, shuffle %t, world %d: io_amplification %.4f, want at most 1.05: consecutive windows of a row group should share their pages", paged, shuffle, world, amp)
 			}
 		}
+	}
+}
+
+// In storage order a paged row group is read in pieces of up to twice the
+// window. A state taken by a build that read it a window at a time counts
+// those windows: it resumes at the same row, and the epoch ends with every
+// row once, in storage order.
+func TestStorageOrderResumesAStateOfHalfPieces(t *testing.T) {
+	const window, rowGroup = 4096, 100000
+	spec := synth.Spec{Files: 2, RowsPerFile: rowGroup, RowGroupRows: rowGroup, Seed: 5, PageIndex: true}
+	dir := writeDataset(t, spec)
+	o := checkedOptions(t, dir)
+	o.Columns = []string{"id", "x"}
+	o.BatchSize, o.ShuffleWindow, o.NumSplits = 1000, window, 1
+	first, st := consume(t, open(t, o), 9)
+	c := st.Cursors[0]
+	if c.Rows != 9000 || c.Window != 1 {
+		t.Fatalf("cursor %+v after 9,000 rows, want it in the second window of about 7,692 rows", c)
+	}
+	// The old cursor: windows of 4,000 rows (the row group cut in 25).
+	old := st.Clone()
+	old.Cursors[0].Window, old.Cursors[0].Offset = 2, 1000
+	ds := open(t, o)
+	if err := ds.LoadStateDict(old); err != nil {
+		t.Fatalf("a state of the old pieces: %v", err)
+	}
+	rest, _ := consume(t, ds, -1)
+	ids := append(allIDs(first), allIDs(rest)...)
+	if !slices.IsSorted(ids) {
+		t.Fatalf("storage order resumed out of order")
+	}
+	exactlyOnce(t, ids, int64(spec.Files*spec.RowsPerFile))
+	// A cursor of neither layout is still refused.
+	bad := st.Clone()
+	bad.Cursors[0].Window, bad.Cursors[0].Offset = 3, 1000
+	if err := open(t, o).LoadStateDict(bad); err == nil {
+		t.Fatal("a cursor of no layout was accepted")
 	}
 }

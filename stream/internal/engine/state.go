@@ -125,6 +125,18 @@ func (e *Engine) LoadState(st checkpoint.State) error {
 	if err != nil {
 		return err
 	}
+	if !e.opts.Order.Shuffle {
+		// A state taken before storage-order reads cut paged chunks at
+		// twice the window counts other windows (split.Epoch.Rebase).
+		st.Cursors = slices.Clone(st.Cursors)
+		for s, c := range st.Cursors {
+			sep, err := epochOf(st.SplitEpoch(s))
+			if err != nil {
+				return err
+			}
+			st.Cursors[s] = sep.Rebase(e.chunks, s, c)
+		}
+	}
 	cursors := make([]split.Cursor, e.opts.Order.NumSplits)
 	var ahead map[int]aheadCursor
 	for _, s := range owned {
