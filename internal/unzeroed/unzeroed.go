@@ -14,6 +14,11 @@
 // why in test binaries every buffer is filled with 0xa5 first, so that a
 // byte its writer left unset shows as a wrong value in the value checks
 // rather than as a zero that happened to be right.
+//
+// It also holds the Recycler (recycle.go), which hands released buffers to
+// later allocations of their size, unzeroed where they are asked for so:
+// the engine's shuffled windows are decoded into one, and the C API's
+// datasets' batches are made of one.
 package unzeroed
 
 import (

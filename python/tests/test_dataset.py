@@ -394,6 +394,35 @@ def test_batches_cut_from_one_array_hold_their_own_rows(data, shuffle, batch_siz
     assert all(o == orders[0] for o in orders)
 
 
+def test_batches_held_keep_their_values_while_released_ones_are_reused(data):
+    # The library decodes the next windows into the buffers of batches
+    # this side has let go of. Batches held (NumPy views, torch tensors,
+    # strings as arrays, over epochs) keep their own rows while the
+    # others' memory is reused around them.
+    import torch
+    whole = next(iter(sluice.Dataset(str(data / "numbers"), batch_size=20000)))
+    ref = {int(i): (int(l), float(x), s) for i, l, x, s in zip(whole["id"], whole["label"], whole["x"], whole["s"])}
+    for kw in ({}, {"as_torch": True}, {"strings": "arrays", "shuffle": True, "seed": 5}):
+        ds = sluice.Dataset(str(data / "numbers"), batch_size=96, **kw)
+        held, n = [], 0
+        for epoch in range(3):
+            for b in ds:
+                n += 1
+                if n % 7 == 0:
+                    held.append((b["id"], b["label"], b["x"], b["s"]))
+        assert len(held) > 80
+        for ids, labels, xs, s in held:
+            if isinstance(ids, torch.Tensor):
+                ids, labels, xs = ids.numpy(), labels.numpy(), xs.numpy()
+            strs = s.tolist() if isinstance(s, sluice.Strings) else list(s)
+            for i, l, x, t in zip(ids.tolist(), labels.tolist(), xs.tolist(), strs):
+                assert ref[i] == (l, x, t), (kw, i)
+        ds.close()
+        # Held past the close too.
+        ids, labels, xs, s = held[-1]
+        assert all(ref[int(i)][0] == int(l) for i, l in zip(ids.tolist(), labels.tolist()))
+
+
 def test_state_inside_a_group_resumes_exactly(data):
     """A state taken after any batch of a group counts exactly the batches
     handed out; a break keeps the rest for the next iteration."""

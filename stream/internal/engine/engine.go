@@ -233,7 +233,7 @@ func (e *Engine) Close() {
 	e.kept.drop()
 	e.rand.cache.drop()
 	if r := e.recycled.Load(); r != nil {
-		r.release()
+		r.Release()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicedata/sluice/formats"
+	"github.com/sluicedata/sluice/internal/unzeroed"
 	"github.com/sluicedata/sluice/prefetch"
 	"github.com/sluicedata/sluice/split"
 )
@@ -393,10 +394,10 @@ func (e *Engine) permute(ctx context.Context, w *window, order []int32, mem memo
 			n += int64(e.opts.Limits.PrefetchWindows) + 1
 			out = rc
 			if gathersFast(e.data.Schema) {
-				out = unzeroedRecycler{rc}
+				out = unzeroedRecycler{unzeroed.Filled{Recycler: rc.Recycler}}
 			}
 		}
-		rc.fit(n * w.bytes)
+		rc.Fit(n * w.bytes)
 	}
 	return w.reorder(ctx, e.data.Schema, order, out, permuteWorkers(ctx, e.data.Schema.NumFields(), w.rows))
 }

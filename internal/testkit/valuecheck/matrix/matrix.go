@@ -352,14 +352,16 @@ type Case struct {
 	batch2  int // a resume's batch size
 	mixNoRe bool
 	split   int // consumers of a streaming split
-	r       Chooser
+	// recycled reads into vc.Recycling over the checked allocator.
+	recycled bool
+	r        Chooser
 }
 
 func (c *Case) describe() string {
 	o := c.opts
-	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d ahead %d prefetch b%d w%d bytes %d, drop %v, equal %v",
+	return fmt.Sprintf("%s on %s, filter %q, columns %v, shuffle %v seed %d clump %d window %d memory %d passes %d chunk %d, batch %d read batch %d, splits %d world %d/%d batch2 %d, epoch %d, read %d transform %d fetch %d ahead %d prefetch b%d w%d bytes %d, drop %v, equal %v, recycled %v",
 		c.mode, c.data.Name, c.filter.Expr, o.Columns, o.Shuffle, o.Seed, o.ClumpSize, o.ShuffleWindow, o.ShuffleMemory, o.ShufflePasses, o.ChunkBytes, o.BatchSize, o.Limits.ReadBatchSize,
-		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency, o.Limits.FetchAheadBytes, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.PrefetchBytes, o.DropRemainder, o.EqualBatches)
+		o.NumSplits, c.world, c.world2, c.batch2, o.Epoch, o.Limits.ReadConcurrency, o.Limits.TransformConcurrency, o.Limits.FetchConcurrency, o.Limits.FetchAheadBytes, o.Limits.PrefetchBatches, o.Limits.PrefetchWindows, o.Limits.PrefetchBytes, o.DropRemainder, o.EqualBatches, c.recycled)
 }
 
 func pick[T any](r Chooser, xs ...T) T { return xs[r.IntN(len(xs))] }
@@ -477,6 +479,11 @@ func Draw(vs Set, r Chooser) *Case {
 		vs.Tune(&o)
 	}
 	c.opts = o
+	// Half the cases read into a recycling allocator bound by use, as the
+	// C API (and so the Python package) does: every batch released is
+	// memory a later window is decoded into. By the seed's second bit,
+	// with no draw of its own.
+	c.recycled = o.Seed/2%2 == 1
 	return c
 }
 
@@ -529,6 +536,11 @@ func (c *Case) Run(ctx context.Context) error {
 	// allocator, with every byte they leave unset showing (0xa5) and every
 	// buffer still counted.
 	c.opts.Allocator = filling{mem}
+	release := func() {}
+	if c.recycled {
+		c.opts.Allocator, release = vc.Recycling(filling{mem})
+		defer release()
+	}
 	var err error
 	switch c.mode {
 	case "epoch":
@@ -551,6 +563,7 @@ func (c *Case) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	release() // what a recycler holds is the checked allocator's
 	if n := mem.CurrentAlloc(); n != 0 {
 		return fmt.Errorf("%d bytes of Arrow memory still allocated after every dataset closed", n)
 	}
