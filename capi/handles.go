@@ -343,11 +343,18 @@ func openDataset(js []byte) (int64, error) {
 	return register(&handle{ds: d, shuffle: so.Shuffle, closers: closers, mem: mem}), nil
 }
 
+// recycledBytes is the most a dataset's recycler holds: 256 MiB, as much as
+// the fetch stage's read-ahead budget holds by default (stream.Limits'
+// FetchAheadBytes), far above what a stream's windows and a consumer's
+// batches have in use at once, and a bound on what a consumer that once
+// held an epoch of batches leaves held until the dataset closes.
+const recycledBytes = 256 << 20
+
 // recycled is the allocator a dataset's batches are made of: one that
 // hands the buffers of batches the caller has released (sluice_release,
 // the Python package's arrays once no view of them is left) to the
 // windows decoded next, holding at most what the caller and the pipeline
-// once had in use at once. Left to Go's collector, those buffers were
+// once had in use at once (recycledBytes at most). Left to Go's collector, those buffers were
 // nine tenths of what a Python pass allocated, collected every few
 // windows and faulted in fresh: the bench's numeric pass in Python ran at
 // 0.68 of the Go API's, 0.84 with them recycled (docs/python.md). A
@@ -358,7 +365,7 @@ func openDataset(js []byte) (int64, error) {
 // too, which cost less than the collections those pages made.
 func recycled() *unzeroed.Recycler {
 	mem := unzeroed.NewRecycler(unzeroed.Offer(memory.DefaultAllocator))
-	mem.BoundByUse()
+	mem.BoundByUse(recycledBytes)
 	return mem
 }
 

@@ -38,8 +38,10 @@ type Recycler struct {
 	mu    sync.Mutex
 	limit int64 // set by Fit
 	// byUse, where set, bounds what is held by the most bytes ever handed
-	// out at once too (BoundByUse): outBytes now, peakOut the most.
+	// out at once too, up to most (BoundByUse): outBytes now, peakOut the
+	// most.
 	byUse             bool
+	most              int64
 	outBytes, peakOut int64
 	held              int64
 	free              map[int][][]byte // by class size; each len == cap == class
@@ -68,20 +70,22 @@ func (r *Recycler) Fit(n int64) {
 }
 
 // BoundByUse bounds what r holds by the most bytes it has ever had handed
-// out at once, as well as by Fit: a consumer that releases what it is
-// handed at the rate it is handed more finds its next buffers held, and r
-// holds at most what the consumer once had in use. For an owner that
-// cannot know its working set before it reads (the C API's datasets).
-func (r *Recycler) BoundByUse() {
+// out at once, up to most, as well as by Fit: a consumer that releases
+// what it is handed at the rate it is handed more finds its next buffers
+// held, and r holds at most what the consumer once had in use, or most.
+// For an owner that cannot know its working set before it reads (the C
+// API's datasets); most keeps a consumer that once held a great deal from
+// having r hold as much until it is released.
+func (r *Recycler) BoundByUse(most int64) {
 	r.mu.Lock()
-	r.byUse = true
+	r.byUse, r.most = true, most
 	r.mu.Unlock()
 }
 
 // bound is what r may hold; r.mu is held.
 func (r *Recycler) bound() int64 {
 	if r.byUse {
-		return max(r.limit, r.peakOut)
+		return max(r.limit, min(r.peakOut, r.most))
 	}
 	return r.limit
 }

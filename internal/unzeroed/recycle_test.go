@@ -73,13 +73,13 @@ func TestRecycler(t *testing.T) {
 }
 
 // Bound by use, a Recycler holds at most the most bytes it once had
-// handed out at once: a consumer that releases a buffer for every one it
+// handed out at once, and at most the bound it is given: a consumer that releases a buffer for every one it
 // takes is served from what it released, and what it releases past that
 // goes back underneath.
 func TestBoundByUse(t *testing.T) {
 	under := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	r := NewRecycler(under)
-	r.BoundByUse()
+	r.BoundByUse(5 * 4096)
 	bufs := make([][]byte, 4)
 	for i := range bufs {
 		bufs[i] = r.Allocate(4096)
@@ -109,12 +109,11 @@ func TestBoundByUse(t *testing.T) {
 	if r.peakOut != 6*4096 {
 		t.Fatalf("peak %d bytes out, want %d", r.peakOut, 6*4096)
 	}
-	r.Fit(0)
 	for _, b := range more {
 		r.Free(b)
 	}
-	if r.held > r.peakOut {
-		t.Fatalf("holds %d bytes, the most ever out %d", r.held, r.peakOut)
+	if r.held != 5*4096 {
+		t.Fatalf("holds %d bytes, want the bound's %d (6 out at most, 5 at most held)", r.held, 5*4096)
 	}
 	r.Release()
 	under.AssertSize(t, 0)

@@ -13,6 +13,6 @@ import (
 // values. release gives back to mem what it holds.
 func Recycling(mem memory.Allocator) (a memory.Allocator, release func()) {
 	r := unzeroed.NewRecycler(mem)
-	r.BoundByUse()
+	r.BoundByUse(64 << 20)
 	return r, r.Release
 }
