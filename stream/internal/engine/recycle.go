@@ -16,8 +16,8 @@ import (
 // table_shuffled_all from 0.73 to 0.89 of sequential; sequential barely
 // moves). Recycled, the decoding allocates almost nothing new.
 //
-// The buffers are kept as package unzeroed (Recycler) keeps them, bounded to what a
-// round of decoders reuses (permute fits it).
+// It is an unzeroed.Recycler, bounded to what a round of decoders reuses
+// (permute fits it).
 type recycler struct {
 	*unzeroed.Recycler
 	under memory.Allocator
