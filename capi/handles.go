@@ -354,15 +354,16 @@ const recycledBytes = 256 << 20
 // hands the buffers of batches the caller has released (sluice_release,
 // the Python package's arrays once no view of them is left) to the
 // windows decoded next, holding at most what the caller and the pipeline
-// once had in use at once (recycledBytes at most). Left to Go's collector, those buffers were
-// nine tenths of what a Python pass allocated, collected every few
-// windows and faulted in fresh: the bench's numeric pass in Python ran at
-// 0.68 of the Go API's, 0.84 with them recycled (docs/python.md). A
-// caller reads a batch only while it holds it, which the C Data
-// Interface's release protocol already asks of it. It is not the runtime's
-// memory as stream.Options.Allocator means it: the Parquet decoder then
-// copies the dictionary entries it would lend a batch into its buffers
-// too, which cost less than the collections those pages made.
+// once had in use at once (recycledBytes at most). Left to Go's
+// collector, those buffers were nine tenths of what a Python pass
+// allocated, collected every few windows and faulted in fresh: the
+// bench's numeric pass in Python ran at 0.68 of the Go API's, 0.84 with
+// them recycled (docs/python.md). A caller reads a batch only while it
+// holds it, which the C Data Interface's release protocol already asks
+// of it. It is not the runtime's memory as stream.Options.Allocator
+// means it: the Parquet decoder then copies the dictionary entries it
+// would lend a batch into its buffers too, which cost less than the
+// collections those pages made.
 func recycled() *unzeroed.Recycler {
 	mem := unzeroed.NewRecycler(unzeroed.Offer(memory.DefaultAllocator))
 	mem.BoundByUse(recycledBytes)
